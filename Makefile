@@ -1,0 +1,31 @@
+# Two entry points that do all set-up on a fresh machine (Python 3.10+, git):
+#   make scan   -- scan a pristine transformers release fetched from PyPI (RELEASE=4.45.2 by default)
+#   make test   -- run the test suite (downloads and caches the real releases the integration tests use)
+PYTHON ?= python3
+VENV ?= .venv
+RELEASE ?= 4.45.2
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: scan test goldens bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+scan: $(STAMP)
+	$(BIN)/codemod scan --release $(RELEASE)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n auto
+
+goldens: $(STAMP)
+	$(BIN)/python -m tests.goldens
+
+bench: $(STAMP)
+	$(BIN)/python bench/scan.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,84 @@
+"""What a ``prepare_inputs_for_generation`` body does, as recognised (the data, no parser).
+
+Kept apart from the recogniser engine (``codemod.recognise``) so that cached results load without
+importing libcst and the rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "positional", "keyword-only", "*args" or "**kwargs"
+    default: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Recognised:
+    code: str
+    behaviour: str
+    kind: str
+    line: int
+    end_line: int
+    detail: str = ""
+    facets: tuple[tuple[str, str], ...] = ()
+
+    def facet(self, name: str) -> str | None:
+        return dict(self.facets).get(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unrecognised:
+    line: int
+    end_line: int
+    code: str
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputKey:
+    """One assignment of a key of the returned dict."""
+
+    key: str
+    value: str  # a rules.base.Value, as "origin:name"
+    line: int
+    guards: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class BodyAnalysis:
+    params: tuple[Param, ...]
+    recognised: tuple[Recognised, ...]
+    unrecognised: tuple[Unrecognised, ...]
+    outputs: tuple[OutputKey, ...]
+    dropped: tuple[str, ...]
+    #: every keyword argument not listed reaches the model (``**kwargs`` forwarded, or ``super()``)
+    forwards_kwargs: bool
+    #: "super" when the result comes from ``super().prepare_inputs_for_generation``, or the
+    #: sub-model attribute it comes from (``self.language_model``); None when built here
+    delegates_to: str | None
+    #: parameters a delegated call is not given (they reach the model only if added back)
+    withheld: tuple[str, ...] = ()
+
+    @property
+    def behaviours(self) -> frozenset[str]:
+        return frozenset(r.behaviour for r in self.recognised)
+
+    def output_values(self) -> dict[str, str]:
+        """The final value of each output key, merging assignments on different steps.
+
+        A key set to a parameter on the first step and to ``None`` on later ones (in either
+        order) is ``first-step:NAME``; otherwise the last assignment wins.
+        """
+        merged: dict[str, str] = {}
+        for out in self.outputs:
+            previous = merged.get(out.key)
+            if previous is not None and {previous.split(":")[0], out.value.split(":")[0]} == {"first-step", "none"}:
+                merged[out.key] = previous if previous.startswith("first-step") else out.value
+            else:
+                merged[out.key] = out.value
+        for key in self.dropped:
+            merged.pop(key, None)
+        return merged

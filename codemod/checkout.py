@@ -1,0 +1,138 @@
+"""Where the code to migrate lives: a checkout, an installed package, a directory or one file.
+
+``resolve(path)`` looks at a path and says what it is. Every path the tool reports is relative to
+``Checkout.root`` (the directory given, or a single file's directory), with forward slashes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+from enum import Enum
+from pathlib import Path
+
+_VERSION = re.compile(r'^__version__\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
+
+
+class CheckoutKind(str, Enum):
+    #: a source checkout (git clone or sdist): ``src/transformers`` below the root
+    CHECKOUT = "checkout"
+    #: a ``transformers`` package directory, e.g. in site-packages
+    PACKAGE = "package"
+    #: any other directory of model code (e.g. a model repo with remote code)
+    TREE = "tree"
+    #: a single file
+    FILE = "file"
+
+
+@dataclasses.dataclass(frozen=True)
+class GitState:
+    head: str | None  # None for a repository without commits
+    branch: str | None
+    dirty: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkout:
+    root: Path
+    kind: CheckoutKind
+    #: the ``transformers`` package directory, when there is one
+    package_dir: Path | None
+    #: ``transformers.__version__`` read from the package's ``__init__.py``
+    version: str | None
+    #: for ``FILE``: the file itself
+    target_file: Path | None = None
+    git: GitState | None = None
+
+    @property
+    def mixin_file(self) -> Path | None:
+        if self.package_dir is None:
+            return None
+        path = self.package_dir / "generation" / "utils.py"
+        return path if path.is_file() else None
+
+    @property
+    def utils_dir(self) -> Path | None:
+        """The checkout's ``utils/`` (check_copies.py, modular_model_converter.py), if it has one."""
+        path = self.root / "utils"
+        return path if self.kind is CheckoutKind.CHECKOUT and path.is_dir() else None
+
+    @property
+    def tests_dir(self) -> Path | None:
+        path = self.root / "tests"
+        return path if self.kind is CheckoutKind.CHECKOUT and path.is_dir() else None
+
+    def relative(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def module_name(self, path: Path) -> str | None:
+        """Dotted module name (``transformers.models.llama.modeling_llama``) of a file in the package."""
+        if self.package_dir is None:
+            return None
+        try:
+            rel = path.resolve().relative_to(self.package_dir.resolve())
+        except ValueError:
+            return None
+        parts = ["transformers", *rel.with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        return ".".join(parts)
+
+    def module_path(self, module: str) -> Path | None:
+        """The file of a dotted ``transformers.…`` module in this checkout's package, if it exists."""
+        if self.package_dir is None or not module.startswith("transformers."):
+            return None
+        rel = Path(*module.split(".")[1:])
+        for candidate in (self.package_dir / rel.with_suffix(".py"), self.package_dir / rel / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+
+def _is_package_dir(path: Path) -> bool:
+    return (path / "__init__.py").is_file() and (path / "models").is_dir() and (path / "generation").is_dir()
+
+
+def _version(package_dir: Path) -> str | None:
+    try:
+        found = _VERSION.search((package_dir / "__init__.py").read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
+def git_state(root: Path) -> GitState | None:
+    """The git state of ``root``, or None when it is not a git work tree (or git is missing)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    if git("rev-parse", "--is-inside-work-tree") != "true":
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return GitState(
+        head=git("rev-parse", "--verify", "-q", "HEAD"),
+        branch=git("symbolic-ref", "--short", "-q", "HEAD"),
+        dirty=bool(status),
+    )
+
+
+def resolve(path: Path, with_git: bool = True) -> Checkout:
+    """Say what ``path`` is. Raises ``FileNotFoundError`` when it does not exist."""
+    path = path.expanduser().resolve()
+    if not path.exists():
+        raise FileNotFoundError(path)
+    if path.is_file():
+        return Checkout(root=path.parent, kind=CheckoutKind.FILE, package_dir=None, version=None, target_file=path)
+    git = git_state(path) if with_git else None
+    if _is_package_dir(path / "src" / "transformers"):
+        package = path / "src" / "transformers"
+        return Checkout(path, CheckoutKind.CHECKOUT, package, _version(package), git=git)
+    if _is_package_dir(path):
+        return Checkout(path, CheckoutKind.PACKAGE, path, _version(path), git=git)
+    return Checkout(path, CheckoutKind.TREE, None, None, git=git)

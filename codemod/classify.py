@@ -1,0 +1,293 @@
+"""Classify each override relative to the checkout's mixin: generic, kwargs-forwarding or bespoke.
+
+- **generic**: everything the override does, the mixin does too → ``delete``;
+- **kwargs-forwarding**: generic, plus model-specific keys (an input passed only on the first step,
+  a constant, a key dropped or sliced with the ids) → ``reduce`` to ``super()`` plus those keys;
+- **bespoke**: anything the mixin does not do, or that the recognisers do not understand → ``keep``.
+
+Every finding carries its reasons: the behaviours recognised, the extra keys, each statement not
+understood (with its line), and the *differences*: ways the override is only nearly what the mixin
+does (it omits an input the mixin would add, keeps only the last token, ...). A generic finding
+with differences is still planned for deletion, and the report says so; verification decides.
+
+Pure: a function of the index and the mixin profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+from enum import Enum
+
+from codemod.index import Index, Override
+from codemod.mixin import Era, MixinProfile
+
+# Keys every generic implementation handles itself; an override passing them through adds nothing.
+IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
+#: names a cache goes by; passing one under another key than ``past_key_values`` is model-specific
+CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
+
+
+class Category(str, Enum):
+    GENERIC = "generic"
+    KWARGS_FORWARDING = "kwargs-forwarding"
+    BESPOKE = "bespoke"
+
+
+class Action(str, Enum):
+    DELETE = "delete"
+    REDUCE = "reduce"
+    KEEP = "keep"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """One piece of evidence. ``kind``: behaviour, extra, difference, bespoke, unrecognised, evidence, note."""
+
+    kind: str
+    text: str
+    line: int | None = None
+    rule: str | None = None  # the recogniser's code, for behaviours
+
+    def __str__(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        return f"{self.kind}: {self.text}{where}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Extra:
+    """A model-specific key that a reduced override must keep producing.
+
+    ``how``: ``first-step`` (the input ``source`` on the first step only), ``later-step``,
+    ``constant`` (``source`` is the code), ``drop`` (the key is removed), ``none`` (set to None),
+    ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
+    """
+
+    key: str
+    how: str
+    source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    override: Override
+    category: Category
+    action: Action
+    reasons: tuple[Reason, ...]
+    extras: tuple[Extra, ...] = ()
+
+    @property
+    def differences(self) -> tuple[Reason, ...]:
+        return tuple(r for r in self.reasons if r.kind == "difference")
+
+
+def mixin_behaviours(profile: MixinProfile) -> dict[str, list[dict[str, str]]]:
+    found: dict[str, list[dict[str, str]]] = defaultdict(list)
+    if profile.analysis is not None:
+        for r in profile.analysis.recognised:
+            found[r.behaviour].append(dict(r.facets))
+    return dict(found)
+
+
+class _Judge:
+    """Collects reasons for one override; the category follows from what was collected."""
+
+    def __init__(self, override: Override, profile: MixinProfile, behaviours: dict[str, list[dict[str, str]]]) -> None:
+        self.o = override
+        self.a = override.analysis
+        self.profile = profile
+        self.mixin = behaviours
+        self.reasons: list[Reason] = []
+        self.extras: list[Extra] = []
+        self.bespoke = False
+
+    def add(self, kind: str, text: str, line: int | None = None, rule: str | None = None) -> None:
+        self.reasons.append(Reason(kind, text, line, rule))
+        if kind in ("bespoke", "unrecognised"):
+            self.bespoke = True
+
+    def extra(self, key: str, how: str, source: str, line: int | None, text: str) -> None:
+        self.extras.append(Extra(key, how, source))
+        self.add("extra", text, line)
+
+    # ---------------------------------------------------------------------------------------------
+
+    def judge(self) -> Finding:
+        if not self.profile.implements and not self.profile.behaviours:
+            self.add("bespoke", "the mixin implements nothing to compare with")
+        self.behaviours()
+        for u in self.a.unrecognised:
+            self.add("unrecognised", u.code.splitlines()[0] + (" …" if "\n" in u.code else ""), u.line)
+        self.outputs()
+        self.omissions()
+        if self.o.overwritten:
+            self.add("evidence", f"marked '# Overwritten -- {self.o.overwritten}'")
+        return self.verdict()
+
+    def behaviours(self) -> None:
+        import rules
+        from rules.base import Kind
+
+        for r in self.a.recognised:
+            rule = rules.BY_NAME.get(r.behaviour)
+            if rule is None or rule.kind is Kind.PLUMBING:
+                continue
+            text = f"{r.behaviour}" + (f" ({r.detail})" if r.detail else "")
+            coverage = rule.coverage(dict(r.facets), self.mixin)
+            if rule.kind is Kind.BESPOKE and not coverage.covered:
+                self.add("bespoke", f"{text}: {rule.summary}", r.line, r.code)
+                continue
+            if not coverage.covered:
+                if r.behaviour == "slice-with-ids":
+                    name = r.facet("names") or r.detail
+                    self.extra(name, "sliced", name, r.line, f"{name} is cut to the new tokens like the ids")
+                    continue
+                self.add("bespoke", f"{text}: {coverage.missing}", r.line, r.code)
+                continue
+            self.add("behaviour", text, r.line, r.code)
+            for difference in coverage.differences:
+                self.add("difference", difference, r.line)
+
+    def outputs(self) -> None:
+        a = self.a
+        if a.delegates_to is not None and a.delegates_to != "super":
+            self.add("difference", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
+                                   "would prepare them with this model's own config and forward")
+        values = a.output_values()
+        params = {p.name for p in a.params}
+        line_of = {o.key: o.line for o in a.outputs}
+        for key, value in values.items():
+            origin, _, name = value.partition(":")
+            line = line_of.get(key)
+            if key in IDS_KEYS:
+                if origin == "ids" or (origin == "none" and key == "input_ids"):
+                    continue
+            if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin != "none":
+                self.add("bespoke", f"passes its cache as {key!r}, a key the mixin does not use", line)
+                continue
+            if origin == "param":
+                if name == key:
+                    continue  # passed through: the mixin forwards every keyword argument
+                self.extra(key, "adjusted", name, line, f"{key} is given the value of {name}")
+                continue
+            if origin == "behaviour":
+                if name.startswith("slice-with-ids:") and name.split(":", 1)[1] != key:
+                    self.add("bespoke", f"{key} comes from the sliced {name.split(':', 1)[1]}", line)
+                continue  # judged with its behaviour
+            if origin == "first-step":
+                if key in self.profile.first_step_only_inputs or (key == "inputs_embeds" and name == "inputs_embeds"):
+                    continue
+                self.extra(key, "first-step", name, line, f"{key} only on the first step")
+                continue
+            if origin == "later-step":
+                self.extra(key, "later-step", name, line, f"{key} only after the first step")
+                continue
+            if origin == "none":
+                if key == "inputs_embeds" or (key == "input_ids" and "decoder_input_ids" in values):
+                    continue
+                self.extra(key, "none", "", line, f"{key} is set to None")
+                continue
+            if origin == "const":
+                self.extra(key, "constant", name, line, f"{key} is always {name}")
+                continue
+            if origin == "ids":
+                self.add("bespoke", f"passes the ids as {key!r}", line)
+                continue
+            if name.isidentifier():
+                self.add("bespoke", f"passes {key} as computed by statements not recognised", line)
+            else:
+                self.add("bespoke", f"computes {key} as `{name}`", line)
+        for key in a.dropped:
+            self.extra(key, "drop", "", None, f"removes {key}")
+        for name in a.withheld:
+            if name not in values and not name.startswith("*"):
+                self.extra(name, "drop", "", None, f"keeps {name} from the mixin (a parameter it does not pass on)")
+
+    def omissions(self) -> None:
+        """What the mixin would add or change that this override does not do."""
+        a = self.a
+        if a.delegates_to == "super":
+            return
+        values = a.output_values()
+        behaviours = a.behaviours
+        forward = set(self.o.forward_params or ())
+        # position_ids: the mixin builds them when forward accepts them
+        if "position-ids-from-mask" in self.mixin and "position_ids" not in values and "position-ids-from-mask" not in behaviours:
+            if self.o.forward_params is None:
+                self.add("difference", "may receive position_ids from the mixin (forward not found in this file)")
+            elif "position_ids" in forward:
+                self.add("difference", "forward accepts position_ids: the mixin builds them from the attention mask, "
+                                       "this override never passes them")
+        # the ids: sliced by the mixin
+        slicing = {"slice-by-cache-position", "slice-by-past-length", "slice-to-last-token",
+                   "slice-by-next-sequence-length", "state-space-cache"}
+        if not behaviours & slicing and any(values.get(k, "").startswith("ids") for k in IDS_KEYS):
+            uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
+            if uses_cache:
+                self.add("difference", "passes the ids unsliced although it passes a cache; the mixin slices them "
+                                       "to the uncached tokens")
+            elif self.profile.era is Era.NEXT_SEQUENCE_LENGTH:
+                self.add("difference", "passes every id on every step; the 5.x mixin keeps the last "
+                                       "next_sequence_length ids")
+        # cache_position: forwarded by the 4.46 mixin for models with Cache classes
+        if (
+            "synthesise-cache-position" in self.mixin
+            and "cache_position" not in values
+            and self.o.attribute("_supports_cache_class") == "True"
+            and (self.o.forward_params is None or "cache_position" in forward)
+        ):
+            self.add("difference", "the mixin also passes cache_position (the model supports Cache classes)")
+        if not a.forwards_kwargs and "forward-kwargs" in self.mixin:
+            self.add("difference", "returns a closed dict: other model kwargs are dropped, the mixin forwards them")
+        if "inputs-embeds-first-step" in self.mixin and "inputs-embeds-first-step" not in behaviours:
+            if "inputs_embeds" in forward and not self._is_encoder_decoder():
+                self.add("difference", "ignores inputs_embeds; the mixin feeds them on the first step")
+        if (
+            "static-cache-mask" in self.mixin
+            and "static-cache-mask" not in behaviours
+            and self.o.attribute("_supports_static_cache") == "True"
+        ):
+            self.add("difference", "with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
+
+    def _is_encoder_decoder(self) -> bool:
+        return "decoder_input_ids" in self.a.output_values() or self.a.params[1:2] and self.a.params[1].name == "decoder_input_ids"
+
+    def verdict(self) -> Finding:
+        a = self.a
+        if self.bespoke:
+            category, action = Category.BESPOKE, Action.KEEP
+        elif self.extras:
+            category = Category.KWARGS_FORWARDING
+            action = Action.KEEP if a.delegates_to == "super" else Action.REDUCE
+            if a.delegates_to == "super":
+                self.add("note", "already reduced: it calls super().prepare_inputs_for_generation")
+        else:
+            category, action = Category.GENERIC, Action.DELETE
+        if action is Action.DELETE and self.o.overwritten:
+            action = Action.KEEP
+            self.add("note", "kept: maintainers marked it overwritten; verify before removing it")
+        return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))
+
+
+def classify_override(override: Override, profile: MixinProfile) -> Finding:
+    return _Judge(override, profile, mixin_behaviours(profile)).judge()
+
+
+def classify(index: Index, profile: MixinProfile, only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Finding]:
+    behaviours = mixin_behaviours(profile)
+    chosen = select(index.overrides, only, skip)
+    return [_Judge(o, profile, behaviours).judge() for o in chosen]
+
+
+def select(overrides: Iterable[Override], only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Override]:
+    """Filter by model name (``llama``), also matching a class name or file path for remote code."""
+    only_set, skip_set = {s.lower() for s in only}, {s.lower() for s in skip}
+
+    def names(o: Override) -> set[str]:
+        return {n.lower() for n in (o.model, o.class_name) if n}
+
+    return [
+        o for o in overrides
+        if (not only_set or names(o) & only_set) and not (names(o) & skip_set)
+    ]

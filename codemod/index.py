@@ -1,0 +1,532 @@
+"""Index: what a checkout holds — every override, the copies and modular sources around it.
+
+``build_index(checkout)`` reads every Python file of the model code, keeps those that mention
+``prepare_inputs_for_generation`` (a text prefilter: most files are never parsed), and extracts
+``FileFacts`` from each: classes, overrides with their ``BodyAnalysis``, ``# Copied from`` markers.
+Facts depend only on a file's text, so they are cached by content hash in the user cache dir and
+computed in a process pool when there are many. The graph around the overrides (copy groups, stale
+markers, where a generated file's method really comes from) is then assembled from the facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import os
+import pickle
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+
+from codemod import copies, modular
+from codemod.analysis import BodyAnalysis
+from codemod.cache import cache_dir
+from codemod.checkout import Checkout, CheckoutKind
+from codemod.sources import NEEDLE, FileKind, file_kind, model_name, python_files
+
+METHOD = "prepare_inputs_for_generation"
+_OVERWRITTEN = "# Overwritten --"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    line: int  # the ``class`` line
+    start_line: int  # first decorator, else the ``class`` line
+    end_line: int
+    bases: tuple[str, ...]
+    methods: tuple[str, ...]
+    #: parameters of the class's own ``forward`` (None when it defines none)
+    forward_params: tuple[str, ...] | None
+    #: simple class-level assignments, name -> code (``_supports_cache_class = True``)
+    attributes: tuple[tuple[str, str], ...]
+    marker: copies.CopyMarker | None
+
+
+@dataclasses.dataclass(frozen=True)
+class OverrideFacts:
+    class_name: str
+    line: int  # the ``def`` line
+    start_line: int  # first decorator, else the ``def`` line
+    end_line: int
+    analysis: BodyAnalysis
+    marker: copies.CopyMarker | None  # a method-level ``# Copied from``
+    ignore_copy: tuple[int, ...]  # lines of ``# Ignore copy`` inside the method
+    overwritten: str | None  # the reason of a ``# Overwritten -- reason`` comment
+    #: a ``# Ignore copy`` right above the method: a class-level copy leaves this method out
+    ignored_in_class_copy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class FileFacts:
+    path: str  # relative to the checkout root
+    kind: FileKind
+    sha256: str
+    generated_from: str | None  # the modular file named in a generated file's header
+    classes: tuple[ClassFacts, ...]
+    overrides: tuple[OverrideFacts, ...]
+    functions: tuple[str, ...]  # module-level function names
+    error: str | None = None  # why the file could not be parsed
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyLink:
+    """A ``# Copied from`` marker that covers an override, and whether it still holds."""
+
+    scope: str  # "method" (above the def) or "class" (above the owning class)
+    marker: copies.CopyMarker
+    check: copies.CopyCheck
+    #: the id of the override it copies, when that is an override of this index
+    source_id: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    id: str  # "path::Class"
+    file: str
+    kind: FileKind
+    model: str | None
+    class_name: str
+    line: int
+    start_line: int
+    end_line: int
+    bases: tuple[str, ...]
+    analysis: BodyAnalysis
+    #: the class's ``forward`` parameters, looked up through bases defined in the same file
+    forward_params: tuple[str, ...] | None
+    #: class attributes, looked up through bases defined in the same file (own class first)
+    attributes: tuple[tuple[str, str], ...]
+    #: names of module-level functions of the file (e.g. a 4D-mask helper)
+    module_functions: tuple[str, ...]
+    #: the base model class's methods, when ``base_model_prefix`` names a class in this file
+    copied_from: CopyLink | None
+    copy_group: str | None
+    generated_from: modular.MethodOrigin | None
+    overwritten: str | None
+    deprecated: bool
+    ignore_copy: tuple[int, ...] = ()
+
+    @property
+    def lines(self) -> int:
+        return self.end_line - self.start_line + 1
+
+    def attribute(self, name: str) -> str | None:
+        return dict(self.attributes).get(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    kind: FileKind
+    reason: str
+    classes: tuple[str, ...]  # classes in it that define the method
+
+
+@dataclasses.dataclass(frozen=True)
+class FileError:
+    path: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Index:
+    checkout: Checkout
+    files_read: int
+    candidate_files: int
+    overrides: tuple[Override, ...]
+    skipped: tuple[SkippedFile, ...]
+    errors: tuple[FileError, ...]
+    copy_groups: tuple[copies.CopyGroup, ...]
+    modular_pairs: tuple[modular.ModularPair, ...]
+
+    def by_id(self) -> dict[str, Override]:
+        return {o.id: o for o in self.overrides}
+
+
+# --------------------------------------------------------------------------------------------- facts
+
+
+def _end_line(node: ast.AST) -> int:
+    return node.end_lineno or node.lineno  # type: ignore[attr-defined]
+
+
+def _start_line(node: ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) -> int:
+    return min([d.lineno for d in node.decorator_list] + [node.lineno])
+
+
+def _params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    a = function.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if a.vararg:
+        names.append("*" + a.vararg.arg)
+    if a.kwarg:
+        names.append("**" + a.kwarg.arg)
+    return tuple(n for n in names if n != "self")
+
+
+def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    out = []
+    for statement in cls.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            out.append((statement.targets[0].id, ast.unparse(statement.value)))
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+            out.append((statement.target.id, ast.unparse(statement.value)))
+    return tuple(out)
+
+
+def _overwritten(lines: Sequence[str], start: int, end: int) -> str | None:
+    for line in lines[start - 1 : end]:
+        _, found, reason = line.partition(_OVERWRITTEN)
+        if found:
+            return reason.strip() or "(no reason given)"
+    return None
+
+
+def _ignored_above(lines: Sequence[str], start: int) -> bool:
+    """Whether the comment lines right above line ``start`` include ``# Ignore copy``."""
+    line = start - 1
+    while line >= 1 and lines[line - 1].strip().startswith("#"):
+        if lines[line - 1].strip().startswith(copies.IGNORE_COPY):
+            return True
+        line -= 1
+    return False
+
+
+def _analyse_method(lines: Sequence[str], start: int, end: int) -> BodyAnalysis:
+    """Analyse one method from its own lines: parsing the snippet is far cheaper than the module."""
+    # libcst and the rules load only when a file has to be analysed (a warm scan never needs them).
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from codemod.recognise import analyse_function
+
+    source = textwrap.dedent("".join(lines[start - 1 : end]))
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    positions = wrapper.resolve(PositionProvider)
+    function = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
+    return analyse_function(function, positions, line_offset=start - 1)
+
+
+def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
+    """Everything the index needs from one file; a pure function of its text."""
+    sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    generated = modular.generated_from(text)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as error:
+        return FileFacts(path, kind, sha, generated, (), (), (), error=f"cannot parse: {error}")
+    lines = text.splitlines(keepends=True)
+    plain = [line.rstrip("\r\n") for line in lines]
+    classes: list[ClassFacts] = []
+    overrides: list[OverrideFacts] = []
+    functions = tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        forward = methods.get("forward")
+        classes.append(
+            ClassFacts(
+                name=node.name,
+                line=node.lineno,
+                start_line=_start_line(node),
+                end_line=_end_line(node),
+                bases=tuple(ast.unparse(b) for b in node.bases),
+                methods=tuple(methods),
+                forward_params=_params(forward) if forward else None,
+                attributes=_attributes(node),
+                marker=copies.marker_above(plain, _start_line(node)),
+            )
+        )
+        method = methods.get(METHOD)
+        if method is None:
+            continue
+        start, end = _start_line(method), _end_line(method)
+        try:
+            analysis = _analyse_method(lines, start, end)
+        except Exception as error:  # noqa: BLE001 - libcst rejects some code ast accepts; report it, go on
+            return FileFacts(path, kind, sha, generated, (), (), functions, error=f"cannot parse {node.name}: {error}")
+        overrides.append(
+            OverrideFacts(
+                class_name=node.name,
+                line=method.lineno,
+                start_line=start,
+                end_line=end,
+                analysis=analysis,
+                marker=copies.marker_above(plain, start),
+                ignore_copy=copies.ignore_copy_lines(plain, start, end),
+                overwritten=_overwritten(plain, start, end),
+                ignored_in_class_copy=_ignored_above(plain, start),
+            )
+        )
+    return FileFacts(path, kind, sha, generated, tuple(classes), tuple(overrides), functions)
+
+
+# --------------------------------------------------------------------------------------------- cache
+
+
+#: the modules whose code decides what a scan finds; a change to any of them invalidates the caches
+_RESULT_MODULES = ("analysis", "classify", "copies", "index", "mixin", "modular", "recognise", "scan", "sources")
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """A hash of the code that computes facts and findings: a change to a rule invalidates the cache."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    paths = [here / f"{name}.py" for name in _RESULT_MODULES] + sorted((here.parent / "rules").glob("*.py"))
+    for path in paths:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class FactsCache:
+    """``FileFacts`` on disk, one pickle per (tool version, file content)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    @classmethod
+    def default(cls) -> FactsCache:
+        return cls(cache_dir("facts", tool_fingerprint()))
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{key}.pickle"
+
+    def get(self, key: str) -> FileFacts | None:
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            with path.open("rb") as handle:
+                return pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            return None
+
+    def put(self, key: str, facts: FileFacts) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as handle:
+            pickle.dump(facts, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+
+def _cache_key(rel: str, text: str) -> str:
+    # The relative path is part of the key: ids and reported paths are inside the facts.
+    return hashlib.sha256(rel.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _facts_job(job: tuple[str, str, FileKind]) -> FileFacts:
+    rel, text, kind = job
+    return file_facts(rel, text, kind)
+
+
+# --------------------------------------------------------------------------------------------- build
+
+
+@dataclasses.dataclass
+class Reader:
+    """Reads each file once per scan; the copy and modular graphs read their targets through it.
+
+    ``texts`` keeps every file read, in order, so a scan can tell afterwards what it depended on.
+    """
+
+    texts: dict[Path, str] = dataclasses.field(default_factory=dict)
+
+    def __call__(self, path: Path) -> str:
+        path = path.resolve()
+        if path not in self.texts:
+            self.texts[path] = path.read_text(encoding="utf-8")
+        return self.texts[path]
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    path: Path
+    rel: str
+    text: str
+    kind: FileKind
+
+
+@dataclasses.dataclass
+class Discovery:
+    """Every model file read, and the candidates among them (those that mention the method)."""
+
+    checkout: Checkout
+    read: Reader
+    candidates: list[Candidate]
+    errors: list[FileError]
+    files_read: int
+
+
+def discover(checkout: Checkout) -> Discovery:
+    read = Reader()
+    candidates: list[Candidate] = []
+    errors: list[FileError] = []
+    files_read = 0
+    for path in python_files(checkout):
+        files_read += 1
+        try:
+            text = read(path)
+        except (OSError, UnicodeDecodeError) as error:
+            errors.append(FileError(checkout.relative(path), f"cannot read: {error}"))
+            continue
+        if NEEDLE in text:
+            candidates.append(Candidate(path, checkout.relative(path), text, file_kind(path, text)))
+    return Discovery(checkout, read, candidates, errors, files_read)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def build_index(
+    checkout: Checkout,
+    *,
+    cache: FactsCache | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    discovery: Discovery | None = None,
+) -> Index:
+    """Index ``checkout``. ``jobs`` caps the process pool (1: no pool); ``progress(stage, done, total)``."""
+    cache = cache if cache is not None else FactsCache.default()
+    found = discovery if discovery is not None else discover(checkout)
+    read, errors = found.read, list(found.errors)
+    candidates = [(c.path, c.rel, c.text, c.kind) for c in found.candidates]
+    files_read = found.files_read
+
+    facts: dict[str, FileFacts] = {}
+    missing: list[tuple[str, str, FileKind]] = []
+    for _, rel, text, kind in candidates:
+        found = cache.get(_cache_key(rel, text))
+        if found is not None:
+            facts[rel] = found
+        else:
+            missing.append((rel, text, kind))
+    for done, computed in enumerate(_compute(missing, jobs), start=1):
+        facts[computed.path] = computed
+        cache.put(_cache_key(computed.path, read(checkout.root / computed.path)), computed)
+        if progress:
+            progress("parse", done, len(missing))
+
+    return _assemble(checkout, [facts[rel] for _, rel, _, _ in candidates], errors, files_read, read)
+
+
+def _compute(jobs_in: list[tuple[str, str, FileKind]], jobs: int | None) -> Iterable[FileFacts]:
+    workers = min(jobs or os.cpu_count() or 1, len(jobs_in))
+    # A pool costs ~0.2 s to start: only worth it for more than a handful of files.
+    if workers <= 1 or len(jobs_in) < 8:
+        yield from map(_facts_job, jobs_in)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        # Big files first, so that one large file does not finish last on its own.
+        ordered = sorted(jobs_in, key=lambda job: -len(job[1]))
+        yield from pool.map(_facts_job, ordered, chunksize=1)
+
+
+def _resolved_in_file(classes: dict[str, ClassFacts], name: str) -> list[ClassFacts]:
+    """``name`` and its bases defined in the same file, nearest first (a breadth-first MRO)."""
+    seen: list[ClassFacts] = []
+    queue = [name]
+    while queue:
+        current = classes.get(queue.pop(0))
+        if current is None or current in seen:
+            continue
+        seen.append(current)
+        queue.extend(b.split("[")[0] for b in current.bases)
+    return seen
+
+
+def _assemble(
+    checkout: Checkout, all_facts: list[FileFacts], errors: list[FileError], files_read: int, read: Reader
+) -> Index:
+    overrides: list[Override] = []
+    skipped: list[SkippedFile] = []
+    pending_links: list[tuple[int, str, copies.CopyMarker, int, int]] = []
+    for facts in all_facts:
+        if facts.error is not None:
+            errors.append(FileError(facts.path, facts.error))
+            continue
+        if facts.kind.skipped:
+            if facts.overrides:
+                skipped.append(SkippedFile(facts.path, facts.kind, f"{facts.kind.value} code: this tool migrates PyTorch models",
+                                           tuple(o.class_name for o in facts.overrides)))
+            continue
+        classes = {c.name: c for c in facts.classes}
+        path = checkout.root / facts.path
+        for found in facts.overrides:
+            chain = _resolved_in_file(classes, found.class_name)
+            owner = chain[0]
+            forward = next((c.forward_params for c in chain if c.forward_params is not None), None)
+            attributes: dict[str, str] = {}
+            for cls in reversed(chain):
+                attributes.update(cls.attributes)
+            override_id = f"{facts.path}::{found.class_name}"
+            origin = None
+            if facts.generated_from is not None:
+                origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
+            overrides.append(
+                Override(
+                    id=override_id,
+                    file=facts.path,
+                    kind=facts.kind,
+                    model=model_name(checkout, path),
+                    class_name=found.class_name,
+                    line=found.line,
+                    start_line=found.start_line,
+                    end_line=found.end_line,
+                    bases=owner.bases,
+                    analysis=found.analysis,
+                    forward_params=forward,
+                    attributes=tuple(sorted(attributes.items())),
+                    module_functions=facts.functions,
+                    copied_from=None,
+                    copy_group=None,
+                    generated_from=origin,
+                    overwritten=found.overwritten,
+                    deprecated="/models/deprecated/" in f"/{facts.path}",
+                    ignore_copy=found.ignore_copy,
+                )
+            )
+            if found.marker is not None:
+                pending_links.append((len(overrides) - 1, "method", found.marker, found.start_line, found.end_line))
+            elif owner.marker is not None and not found.ignored_in_class_copy:
+                pending_links.append((len(overrides) - 1, "class", owner.marker, owner.start_line, owner.end_line))
+
+    ids = {o.id for o in overrides}
+    for position, scope, marker, start, end in pending_links:
+        override = overrides[position]
+        lines = [line.rstrip("\r\n") for line in read(checkout.root / override.file).splitlines()]
+        check = copies.check_copy(checkout, marker, lines, start, end, read)
+        source_id = None
+        if check.target_file is not None and check.target_class is not None:
+            candidate = f"{check.target_file}::{check.target_class}"
+            source_id = candidate if candidate in ids else None
+        overrides[position] = dataclasses.replace(override, copied_from=CopyLink(scope, marker, check, source_id))
+
+    groups = copies.copy_groups(
+        (o.id, o.copied_from.source_id if o.copied_from else None) for o in overrides
+    )
+    group_of = {member: group.source for group in groups for member in group.members}
+    overrides = [dataclasses.replace(o, copy_group=group_of.get(o.id)) for o in overrides]
+
+    pairs: list[modular.ModularPair] = []
+    if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
+        modular_files = [checkout.root / f.path for f in all_facts if f.kind is FileKind.MODULAR]
+        pairs = modular.modular_pairs(checkout, modular_files, read)
+
+    return Index(
+        checkout=checkout,
+        files_read=files_read,
+        candidate_files=len(all_facts),
+        overrides=tuple(overrides),
+        skipped=tuple(skipped),
+        errors=tuple(errors),
+        copy_groups=tuple(groups),
+        modular_pairs=tuple(pairs),
+    )

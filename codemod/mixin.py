@@ -1,0 +1,154 @@
+"""The checkout's own ``GenerationMixin.prepare_inputs_for_generation``, and what it implements.
+
+Classification is relative to this. Its behaviours are derived by running the same recognisers
+over its body as over the overrides, so a mixin of a release this tool has never seen is judged by
+what it visibly does; statements no rule understands are listed and add no behaviour.
+
+Eras (see DESIGN.md): a stub that raises (≤ 4.45), a generic version slicing by
+``cache_position`` (4.46 – 5.0), and one slicing by ``next_sequence_length`` (later 5.x).
+For a stub, classification is relative to the generic implementation that ``apply`` installs.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+from enum import Enum
+from pathlib import Path
+
+from codemod.analysis import BodyAnalysis, Unrecognised
+from codemod.checkout import Checkout
+
+MIXIN_CLASS = "GenerationMixin"
+METHOD = "prepare_inputs_for_generation"
+
+
+class Era(str, Enum):
+    STUB = "stub"
+    CACHE_POSITION = "cache-position"
+    NEXT_SEQUENCE_LENGTH = "next-sequence-length"
+    UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class MixinProfile:
+    #: where the implementation classification is relative to: "path:line", or the hoisted rule
+    source: str
+    era: Era
+    #: the checkout's own mixin is a stub and we compare against the implementation apply installs
+    hoisted: bool
+    behaviours: frozenset[str]
+    details: tuple[tuple[str, str], ...]  # behaviour -> detail, as recognised
+    #: keys dropped outside the first step (5.x ``MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL``)
+    first_step_only_inputs: tuple[str, ...]
+    #: keys the mixin never forwards
+    never_forwarded: tuple[str, ...]
+    unrecognised: tuple[Unrecognised, ...]
+    analysis: BodyAnalysis | None = None
+
+    def detail(self, behaviour: str) -> str:
+        return dict(self.details).get(behaviour, "")
+
+    @property
+    def implements(self) -> bool:
+        return self.era is not Era.STUB
+
+
+def _is_stub(function: ast.FunctionDef) -> bool:
+    """The ≤ 4.45 mixin: a method whose body (docstring aside) only raises."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Raise)
+
+
+def _string_tuple(text: str, name: str) -> tuple[str, ...]:
+    """A module-level ``NAME = ("a", "b", ...)`` (or list/set) of strings, read without importing."""
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    return ()
+                return tuple(sorted(str(v) for v in value))
+    return ()
+
+
+def profile_from_source(text: str, source: str, *, hoisted: bool = False, helpers_text: str = "") -> MixinProfile:
+    """Profile the mixin method found in ``text`` (the mixin module's source)."""
+    # Only the class's method is analysed; parsing the whole 5,000-line module with libcst is slow,
+    # so the method is cut out with ``ast`` first.
+    tree = ast.parse(text)
+    method_node = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == MIXIN_CLASS:
+            method_node = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == METHOD), None)
+    if method_node is None:
+        return MixinProfile(source, Era.UNKNOWN, hoisted, frozenset(), (), (), (), ())
+    located = f"{source}:{method_node.lineno}"
+    if _is_stub(method_node):
+        return MixinProfile(located, Era.STUB, hoisted, frozenset(), (), (), (), ())
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from codemod.recognise import analyse_function
+
+    lines = text.splitlines(keepends=True)
+    start = min([d.lineno for d in method_node.decorator_list] + [method_node.lineno])
+    snippet = textwrap.dedent("".join(lines[start - 1 : method_node.end_lineno]))
+    wrapper = MetadataWrapper(cst.parse_module(snippet))
+    function = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
+    analysis = analyse_function(function, wrapper.resolve(PositionProvider), line_offset=start - 1)
+    behaviours = analysis.behaviours
+    if "slice-by-next-sequence-length" in behaviours:
+        era = Era.NEXT_SEQUENCE_LENGTH
+    elif "slice-by-cache-position" in behaviours:
+        era = Era.CACHE_POSITION
+    else:
+        era = Era.UNKNOWN
+    never = tuple(sorted(set(analysis.dropped) | _never_forwarded(analysis)))
+    return MixinProfile(
+        source=located,
+        era=era,
+        hoisted=hoisted,
+        behaviours=behaviours,
+        details=tuple((r.behaviour, r.detail) for r in analysis.recognised),
+        first_step_only_inputs=_string_tuple(text + "\n" + helpers_text, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"),
+        never_forwarded=never,
+        unrecognised=analysis.unrecognised,
+        analysis=analysis,
+    )
+
+
+def _never_forwarded(analysis: BodyAnalysis) -> set[str]:
+    out = set()
+    for r in analysis.recognised:
+        if r.behaviour == "forward-kwargs" and r.detail.startswith("except "):
+            out.update(part.strip() for part in r.detail[len("except ") :].split(","))
+    return out
+
+
+def hoisted_profile() -> MixinProfile:
+    """The profile of the generic implementation ``apply`` installs into a stub mixin."""
+    from rules import generic_mixin  # the implementation we ship, as source text
+
+    profile = profile_from_source(generic_mixin.MODULE_SOURCE, "rules/generic_mixin.py", hoisted=True)
+    return profile
+
+
+def read_profile(checkout: Checkout) -> MixinProfile:
+    """The profile classification is relative to, for this checkout.
+
+    A checkout without a mixin (a directory of remote code, a single file) is compared with the
+    generic implementation this tool ships, and the report says so.
+    """
+    path: Path | None = checkout.mixin_file
+    if path is None:
+        return hoisted_profile()
+    text = path.read_text(encoding="utf-8")
+    profile = profile_from_source(text, checkout.relative(path))
+    if profile.era is Era.STUB:
+        hoisted = hoisted_profile()
+        return dataclasses.replace(hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)")
+    return profile

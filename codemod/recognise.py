@@ -1,0 +1,200 @@
+"""Recognise what a ``prepare_inputs_for_generation`` body does, statement by statement.
+
+The engine walks the body in order. At each statement it asks every rule (``rules.ALL``) and takes
+the longest claim; a statement no rule claims is either an ``if`` with a guard the engine
+understands (``rules.guards``), whose branches it walks with the guard in context, or it is
+reported as unrecognised, with its line. Nothing is skipped: a statement is recognised or listed.
+
+The result, a ``BodyAnalysis``, depends only on the function's syntax, so the index caches it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+import rules
+from codemod.analysis import BodyAnalysis, OutputKey, Param, Recognised, Unrecognised
+from rules._pattern import node_code
+from rules.base import Context, Match, Value
+from rules.guards import guard_of
+
+
+def parameters(function: cst.FunctionDef) -> tuple[Param, ...]:
+    params = function.params
+    out: list[Param] = []
+
+    def default(p: cst.Param) -> str | None:
+        return node_code(p.default) if p.default is not None else None
+
+    for p in (*params.posonly_params, *params.params):
+        out.append(Param(p.name.value, "positional", default(p)))
+    if isinstance(params.star_arg, cst.Param):
+        out.append(Param(params.star_arg.name.value, "*args"))
+    for p in params.kwonly_params:
+        out.append(Param(p.name.value, "keyword-only", default(p)))
+    if params.star_kwarg is not None:
+        out.append(Param(params.star_kwarg.name.value, "**kwargs"))
+    return tuple(out)
+
+
+class _Walker:
+    def __init__(self, positions, ctx: Context) -> None:
+        self.positions = positions
+        self.ctx = ctx
+        self.recognised: list[Recognised] = []
+        self.unrecognised: list[Unrecognised] = []
+        self.outputs: list[OutputKey] = []
+        self.dropped: list[str] = []
+        self.forwards_kwargs = False
+        self.delegates_to: str | None = None
+        self.withheld: list[str] = []
+
+    def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
+        return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
+
+    def walk(self, statements: Sequence[cst.BaseStatement], guards: tuple[str, ...]) -> None:
+        i = 0
+        while i < len(statements):
+            statement = statements[i]
+            if _is_inert(statement, first=(i == 0 and not guards)):
+                i += 1
+                continue
+            ctx = dataclasses.replace(self.ctx, guards=guards)
+            match, rule = self.best_match(statements, i, ctx)
+            if match is not None:
+                self.record(match, rule, statements[i : i + match.consumed], guards)
+                i += match.consumed
+                continue
+            if isinstance(statement, cst.If) and self.walk_guarded(statement, guards):
+                i += 1
+                continue
+            line, end_line = self.lines([statement])
+            self.unrecognised.append(Unrecognised(line, end_line, node_code(statement)))
+            i += 1
+
+    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...]) -> bool:
+        found = guard_of(statement.test)
+        if found is None:
+            return False
+        if_guard, else_guard = found
+        self.walk(statement.body.body, (*guards, if_guard))
+        if isinstance(statement.orelse, cst.Else):
+            self.walk(statement.orelse.body.body, (*guards, else_guard))
+        elif isinstance(statement.orelse, cst.If):
+            self.walk([statement.orelse], (*guards, else_guard))
+        return True
+
+    def best_match(self, statements, i, ctx):
+        best: tuple[Match | None, object] = (None, None)
+        for rule in rules.ALL:
+            found = rule.match(statements, i, ctx)
+            if found is not None and (best[0] is None or found.consumed > best[0].consumed):
+                best = (found, rule)
+        return best
+
+    def record(self, match: Match, rule, nodes, guards) -> None:
+        line, end_line = self.lines(nodes)
+        for behaviour in (match.behaviour, *match.implies):
+            facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
+            self.recognised.append(Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets))
+        if match.resets_outputs and not guards:
+            self.outputs.clear()
+        for key, value in match.outputs.items():
+            self.outputs.append(OutputKey(key, str(value), line, guards))
+        self.dropped.extend(match.drops)
+        if match.forwards_kwargs:
+            self.forwards_kwargs = True
+        if match.delegates_to is not None:
+            self.delegates_to = match.delegates_to
+        self.withheld.extend(match.withholds)
+        symbols = dict(self.ctx.symbols)
+        symbols.update(match.defines)
+        self.ctx = dataclasses.replace(self.ctx, symbols=symbols)
+
+
+def _is_inert(statement: cst.BaseStatement, first: bool) -> bool:
+    """Docstrings, ``pass``, bare ``...`` and imports do nothing to the inputs."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return all(
+        isinstance(s, (cst.Pass, cst.Import, cst.ImportFrom))
+        or (isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString)) and first)
+        or m.matches(s, m.Expr(m.Ellipsis()))
+        for s in statement.body
+    )
+
+
+def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
+    names = {"model_inputs"}
+    for ret in m.findall(function, m.Return(value=m.Name())):
+        names.add(ret.value.value)  # type: ignore[union-attr]
+    return tuple(sorted(names))
+
+
+def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0) -> BodyAnalysis:
+    """Analyse a function node; ``positions`` maps its nodes to code ranges."""
+    params = parameters(function)
+    names = [p.name for p in params]
+    explicit = [p.name for p in params if p.kind == "positional" and p.name != "self"]
+    var_kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
+    ids_param = explicit[0] if explicit and explicit[0].endswith("input_ids") else "input_ids"
+    ctx = Context(
+        params=tuple(n for n in names if n != "self"),
+        ids_param=ids_param,
+        var_kwargs=var_kwargs,
+        output_names=_returned_names(function),
+        symbols={ids_param: Value("ids", "unsliced")},
+    )
+    walker = _Walker(positions, ctx)
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else []
+    walker.walk(body, ())
+
+    def shift(line: int) -> int:
+        return line + line_offset
+
+    return BodyAnalysis(
+        params=params,
+        recognised=tuple(dataclasses.replace(r, line=shift(r.line), end_line=shift(r.end_line)) for r in walker.recognised),
+        unrecognised=tuple(
+            dataclasses.replace(u, line=shift(u.line), end_line=shift(u.end_line)) for u in walker.unrecognised
+        ),
+        outputs=tuple(dataclasses.replace(o, line=shift(o.line)) for o in walker.outputs),
+        dropped=tuple(walker.dropped),
+        forwards_kwargs=walker.forwards_kwargs,
+        delegates_to=walker.delegates_to,
+        withheld=tuple(walker.withheld),
+    )
+
+
+def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:
+    """Analyse the first function defined in ``source`` (a method, dedented, or a module)."""
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    function = next(iter(_functions(wrapper.module.body)), None)
+    if function is None:
+        raise ValueError("no function definition in source")
+    return analyse_function(function, positions, line_offset)
+
+
+def _functions(body: Iterable[cst.CSTNode]) -> Iterable[cst.FunctionDef]:
+    for node in body:
+        if isinstance(node, cst.FunctionDef):
+            yield node
+        elif isinstance(node, cst.ClassDef):
+            yield from _functions(node.body.body)
+
+
+def analyse_statements(source: str, params: Sequence[str] = ("input_ids", "past_key_values", "attention_mask",
+                       "inputs_embeds", "cache_position", "position_ids", "use_cache", "token_type_ids"),
+                       var_kwargs: str = "kwargs") -> BodyAnalysis:
+    """Analyse loose statements as if they were the body of an override (for rule tests)."""
+    signature = ", ".join(["self", *[f"{p}=None" if i else p for i, p in enumerate(params)], f"**{var_kwargs}"])
+    indented = "\n".join("    " + line if line.strip() else line for line in source.strip("\n").splitlines())
+    return analyse_source(f"def prepare_inputs_for_generation({signature}):\n{indented}\n", line_offset=-1)
+

@@ -1,0 +1,294 @@
+"""Render a scan: a rich table on the terminal, JSON for machines, Markdown for pull requests.
+
+``scan_document`` builds the JSON document (its schema is in the README); the table and the
+Markdown are views of the same findings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from codemod import __version__
+from codemod.classify import Action, Category, Finding
+from codemod.scan import ScanResult
+
+SCHEMA_VERSION = 1
+_CATEGORY_ORDER = (Category.GENERIC, Category.KWARGS_FORWARDING, Category.BESPOKE)
+_STYLE = {Category.GENERIC: "green", Category.KWARGS_FORWARDING: "yellow", Category.BESPOKE: "red"}
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def finding_record(f: Finding) -> dict[str, Any]:
+    o = f.override
+    copied = None
+    if o.copied_from is not None:
+        link = o.copied_from
+        copied = {
+            "target": f"{link.marker.package}.{link.marker.target}",
+            "replacements": [f"{r.old}->{r.new}" + (" all-casing" if r.all_casing else "") for r in link.marker.replacements],
+            "scope": link.scope,
+            "line": link.marker.line,
+            "status": link.check.status,
+            "detail": link.check.detail,
+            "target_file": link.check.target_file,
+            "target_line": link.check.target_line,
+        }
+    generated = None
+    if o.generated_from is not None:
+        g = o.generated_from
+        generated = {
+            "kind": g.kind,
+            "modular_file": g.modular_file,
+            "modular_class": g.modular_class,
+            "source_file": g.source_file,
+            "source_class": g.source_class,
+            "source_line": g.source_line,
+            "detail": g.detail,
+        }
+    return {
+        "file": o.file,
+        "class": o.class_name,
+        "line": o.line,
+        "end_line": o.end_line,
+        "lines": o.lines,
+        "model": o.model,
+        "file_kind": o.kind.value,
+        "deprecated": o.deprecated,
+        "category": f.category.value,
+        "action": f.action.value,
+        "reasons": [{k: v for k, v in dataclasses.asdict(r).items() if v is not None} for r in f.reasons],
+        "extras": [dataclasses.asdict(e) for e in f.extras],
+        "behaviours": sorted(o.analysis.behaviours),
+        "copied_from": copied,
+        "copy_group": o.copy_group,
+        "generated_from": generated,
+        "overwritten": o.overwritten,
+    }
+
+
+def summary(result: ScanResult) -> dict[str, Any]:
+    findings = result.findings
+    by_category = {
+        c.value: {
+            "count": sum(1 for f in findings if f.category is c),
+            "lines": sum(f.override.lines for f in findings if f.category is c),
+        }
+        for c in _CATEGORY_ORDER
+    }
+    kinds = Counter(f.override.kind.value for f in findings)
+    markers = Counter(f.override.copied_from.check.status for f in findings if f.override.copied_from)
+    return {
+        "overrides": len(findings),
+        "lines": sum(f.override.lines for f in findings),
+        "by_category": by_category,
+        "by_action": {a.value: sum(1 for f in findings if f.action is a) for a in Action},
+        "by_file_kind": dict(sorted(kinds.items())),
+        "deprecated": sum(1 for f in findings if f.override.deprecated),
+        "from_modular": sum(1 for f in findings if f.override.generated_from is not None),
+        "with_differences": sum(1 for f in findings if f.differences),
+        "copy_markers": dict(sorted(markers.items())),
+        "copy_groups": len(result.index.copy_groups),
+        "files_read": result.index.files_read,
+        "candidate_files": result.index.candidate_files,
+        "skipped_files": len(result.index.skipped),
+        "errors": len(result.index.errors),
+    }
+
+
+def scan_document(result: ScanResult) -> dict[str, Any]:
+    c = result.index.checkout
+    p = result.profile
+    return {
+        "tool": "transformers-codemod",
+        "tool_version": __version__,
+        "schema": SCHEMA_VERSION,
+        "checkout": {
+            "root": str(c.root),
+            "kind": c.kind.value,
+            "version": c.version,
+            "git": dataclasses.asdict(c.git) if c.git else None,
+        },
+        "mixin": {
+            "source": p.source,
+            "era": p.era.value,
+            "hoisted": p.hoisted,
+            "behaviours": sorted(p.behaviours),
+            "first_step_only_inputs": list(p.first_step_only_inputs),
+            "unrecognised": [{"line": u.line, "code": u.code} for u in p.unrecognised],
+        },
+        "summary": summary(result),
+        "findings": [finding_record(f) for f in result.findings],
+        "skipped": [dataclasses.asdict(s) | {"kind": s.kind.value} for s in result.index.skipped],
+        "errors": [dataclasses.asdict(e) for e in result.index.errors],
+        "copy_groups": [dataclasses.asdict(g) for g in result.index.copy_groups],
+    }
+
+
+def to_json(result: ScanResult) -> str:
+    return json.dumps(scan_document(result), indent=2, sort_keys=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- text
+
+
+_REASON_ORDER = {"unrecognised": 0, "bespoke": 1, "extra": 2, "difference": 3, "evidence": 4, "note": 5, "behaviour": 6}
+
+
+def _ordered_reasons(f: Finding):
+    return sorted(f.reasons, key=lambda r: _REASON_ORDER.get(r.kind, 9))
+
+
+def _short_reasons(f: Finding) -> str:
+    """The most telling reason, and how many of each kind there are."""
+    reasons = _ordered_reasons(f)
+    if not reasons:
+        return ""
+    counts = Counter(r.kind for r in reasons if r.kind != "behaviour")
+    tally = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0], 9)))
+    first = reasons[0]
+    return f"[{tally}] {first.text}" if tally else first.text
+
+
+def _short_path(path: str) -> str:
+    """``llama/modeling_llama.py`` for ``src/transformers/models/llama/modeling_llama.py``."""
+    marker = "/models/"
+    return path.split(marker, 1)[1] if marker in f"/{path}" and marker in path else path.removeprefix("models/")
+
+
+def _origin(f: Finding) -> str:
+    o = f.override
+    notes = []
+    if o.generated_from is not None:
+        notes.append(f"from {o.generated_from.source_file or o.generated_from.modular_file or 'modular'}")
+    if o.copied_from is not None:
+        status = o.copied_from.check.status
+        notes.append(f"copy of {o.copied_from.marker.target.rsplit('.', 2)[-2]}" + ("" if status == "consistent" else f" ({status})"))
+    return ", ".join(notes)
+
+
+def header_lines(result: ScanResult) -> list[str]:
+    c, p = result.index.checkout, result.profile
+    s = summary(result)
+    where = f"{c.kind.value} {c.root}" + (f" (transformers {c.version})" if c.version else "")
+    mixin = f"mixin: {p.source} — {p.era.value}" + (" (hoisted by apply)" if p.hoisted else "")
+    lines = [where, mixin]
+    lines.append(
+        f"{s['overrides']} overrides ({s['lines']} lines) in {s['candidate_files']} of {s['files_read']} files; "
+        f"{s['from_modular']} from modular sources, {s['deprecated']} deprecated; {s['copy_groups']} copy groups"
+    )
+    if s["copy_markers"]:
+        lines.append("copy markers: " + ", ".join(f"{n} {k}" for k, n in s["copy_markers"].items()))
+    return lines
+
+
+def render_table(result: ScanResult, console: Console, verbose: bool = False) -> None:
+    for line in header_lines(result):
+        console.print(line, highlight=False)
+    counts = Table(title="By category", show_edge=False)
+    for column in ("category", "overrides", "lines", "action"):
+        counts.add_column(column, justify="right" if column in ("overrides", "lines") else "left")
+    s = summary(result)
+    actions = {Category.GENERIC: "delete", Category.KWARGS_FORWARDING: "reduce", Category.BESPOKE: "keep"}
+    for category in _CATEGORY_ORDER:
+        row = s["by_category"][category.value]
+        counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), actions[category])
+    counts.add_row("total", str(s["overrides"]), str(s["lines"]), "")
+    console.print(counts)
+    for category in _CATEGORY_ORDER:
+        group = [f for f in result.findings if f.category is category]
+        if not group:
+            continue
+        table = Table(title=f"{category.value} ({len(group)})", title_style=_STYLE[category], expand=True,
+                      show_lines=verbose)
+        table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
+        table.add_column("lines", justify="right")
+        table.add_column("action")
+        table.add_column("why", overflow="fold", ratio=1)
+        for f in group:
+            o = f.override
+            where = Text(o.class_name)
+            where.append(f"\n{_short_path(o.file)}:{o.line}", style="dim")
+            if verbose and _origin(f):
+                where.append(f"\n{_origin(f)}", style="dim")
+            why = "\n".join(map(str, _ordered_reasons(f))) if verbose else _short_reasons(f)
+            table.add_row(where, str(o.lines), f.action.value, Text(why))
+        console.print(table)
+    _render_problems(result, console, verbose)
+
+
+def _render_problems(result: ScanResult, console: Console, verbose: bool) -> None:
+    skipped = result.index.skipped
+    if verbose:
+        for s in skipped:
+            console.print(f"skipped {s.path}: {s.reason} ({', '.join(s.classes)})", style="dim", highlight=False)
+    elif skipped:
+        kinds = Counter(s.kind.value for s in skipped)
+        console.print(
+            f"skipped {len(skipped)} files ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) with "
+            f"{sum(len(s.classes) for s in skipped)} overrides: this tool migrates PyTorch models (--verbose lists them)",
+            style="dim", highlight=False,
+        )
+    for error in result.index.errors:
+        console.print(f"error {error.path}: {error.error}", style="red", highlight=False)
+    for f in result.findings:
+        link = f.override.copied_from
+        if link is not None and link.check.status in ("stale", "broken"):
+            console.print(
+                f"{link.check.status} copy marker {f.override.file}:{link.marker.line}: {link.check.detail}",
+                style="yellow", highlight=False,
+            )
+
+
+# --------------------------------------------------------------------------------------------- Markdown
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(result: ScanResult) -> str:
+    s = summary(result)
+    out = ["# prepare_inputs_for_generation overrides", ""]
+    out += [f"- {_md_escape(line)}" for line in header_lines(result)]
+    out += ["", "| category | overrides | lines |", "|---|---:|---:|"]
+    for category in _CATEGORY_ORDER:
+        row = s["by_category"][category.value]
+        out.append(f"| {category.value} | {row['count']} | {row['lines']} |")
+    out.append(f"| **total** | **{s['overrides']}** | **{s['lines']}** |")
+    for category in _CATEGORY_ORDER:
+        group = [f for f in result.findings if f.category is category]
+        if not group:
+            continue
+        out += ["", f"## {category.value} ({len(group)})", "", "| model | class | where | lines | action | reasons |",
+                "|---|---|---|---:|---|---|"]
+        for f in group:
+            o = f.override
+            where = f"`{o.file}:{o.line}`" + (f" ({_origin(f)})" if _origin(f) else "")
+            reasons = "<br>".join(_md_escape(str(r)) for r in f.reasons if r.kind != "behaviour")
+            behaviours = ", ".join(sorted(b for b in o.analysis.behaviours))
+            out.append(f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
+                       f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |")
+    problems = [*result.index.skipped, *result.index.errors]
+    if problems:
+        out += ["", "## Not scanned", ""]
+        out += [f"- `{p.path}`: {_md_escape(getattr(p, 'reason', None) or getattr(p, 'error', ''))}" for p in problems]
+    return "\n".join(out) + "\n"
+
+
+def render(result: ScanResult, fmt: str, console: Console, verbose: bool = False) -> str | None:
+    """Render for ``fmt``; returns text for json/markdown, prints the table itself."""
+    if fmt == "json":
+        return to_json(result)
+    if fmt == "markdown":
+        return to_markdown(result)
+    render_table(result, console, verbose)
+    return None

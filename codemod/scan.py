@@ -1,0 +1,124 @@
+"""Scan: checkout → index → classify, the first half of the pipeline, with a cache of its result.
+
+A warm re-scan of an unchanged checkout must take well under a second, which rules out even
+importing the parser: the whole ``ScanResult`` is cached, keyed by the hash of every model file the
+scan read (so any change anywhere invalidates it) and checked against the files it read besides
+(the mixin, copy targets outside the model tree).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pickle
+from collections.abc import Iterable
+from pathlib import Path
+
+from codemod.cache import cache_dir
+from codemod.checkout import Checkout
+from codemod.classify import Finding, classify, select
+from codemod.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
+from codemod.mixin import MixinProfile, read_profile
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanResult:
+    index: Index
+    profile: MixinProfile
+    findings: tuple[Finding, ...]
+
+    def select(self, only: Iterable[str] = (), skip: Iterable[str] = ()) -> ScanResult:
+        """The same result for some models only (``--only`` / ``--skip``)."""
+        chosen = {o.id for o in select(self.index.overrides, only, skip)}
+        return dataclasses.replace(self, findings=tuple(f for f in self.findings if f.override.id in chosen))
+
+
+def _digest(texts: Iterable[tuple[str, str]]) -> str:
+    digest = hashlib.sha256()
+    for name, text in texts:
+        digest.update(name.encode())
+        digest.update(b"\0")
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _key(found: Discovery) -> str:
+    checkout = found.checkout
+    texts = ((str(p), t) for p, t in found.read.texts.items())
+    return _digest([("tool", tool_fingerprint()), ("root", str(checkout.root)), ("kind", checkout.kind.value), *texts])
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class ResultCache:
+    """Pickled ``ScanResult``s in the user cache dir; ``directory=None`` disables it."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    @classmethod
+    def default(cls) -> ResultCache:
+        return cls(cache_dir("scans"))
+
+    def get(self, key: str) -> ScanResult | None:
+        if self.directory is None:
+            return None
+        try:
+            with (self.directory / f"{key}.pickle").open("rb") as handle:
+                extras, result = pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        for path, digest in extras.items():
+            text = _read_or_none(Path(path))
+            if text is None or _digest([("", text)]) != digest:
+                return None
+        return result
+
+    def put(self, key: str, extras: dict[str, str], result: ScanResult) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / f"{key}.pickle"
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as handle:
+            pickle.dump((extras, result), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+
+def scan(
+    checkout: Checkout,
+    *,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> ScanResult:
+    """Index and classify every override of ``checkout`` (all of them: ``ScanResult.select`` filters)."""
+    found = discover(checkout)
+    results = ResultCache.default() if use_cache else ResultCache(None)
+    key = _key(found)
+    cached = results.get(key)
+    if cached is not None:
+        return cached
+    discovered = set(found.read.texts)
+    index = build_index(
+        checkout, cache=FactsCache.default() if use_cache else FactsCache(None), jobs=jobs, progress=progress,
+        discovery=found,
+    )
+    profile = read_profile(checkout)
+    result = ScanResult(index, profile, tuple(classify(index, profile)))
+    # Files read after discovery (copy targets, modular parents outside the tree, the mixin) are
+    # checked on the next load; files read in discovery are part of the key already.
+    extras = {str(p): _digest([("", t)]) for p, t in found.read.texts.items() if p not in discovered}
+    if checkout.mixin_file is not None:
+        mixin = checkout.mixin_file.resolve()
+        text = _read_or_none(mixin)
+        if text is not None:
+            extras[str(mixin)] = _digest([("", text)])
+    results.put(key, extras, result)
+    return result

@@ -1,0 +1,82 @@
+"""Which files of a checkout are model code, and of what kind (by name, as transformers names them)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+
+from codemod.checkout import Checkout, CheckoutKind
+
+#: the text every candidate file contains; files without it are never parsed
+NEEDLE = "prepare_inputs_for_generation"
+
+_SKIP_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"})
+_TF_IMPORT = re.compile(r"^\s*(import tensorflow|from tensorflow|import flax|from flax|import jax|from jax)\b", re.MULTILINE)
+_TORCH_IMPORT = re.compile(r"^\s*(import torch|from torch)\b", re.MULTILINE)
+
+
+class FileKind(str, Enum):
+    MODELING = "modeling"  # PyTorch modeling_*.py (generated from a modular file or hand-written)
+    MODULAR = "modular"  # modular_*.py, the source the converter generates modeling files from
+    GENERATION = "generation"  # generation_*.py: a model's own GenerationMixin subclass
+    OTHER = "other"  # any other Python file (remote code names files as it likes)
+    TENSORFLOW = "tensorflow"
+    FLAX = "flax"
+
+    @property
+    def skipped(self) -> bool:
+        """TF and Flax code has its own generation mixins; this tool migrates PyTorch only."""
+        return self in (FileKind.TENSORFLOW, FileKind.FLAX)
+
+
+def file_kind(path: Path, text: str | None = None) -> FileKind:
+    name = path.name
+    if name.startswith("modeling_tf_"):
+        return FileKind.TENSORFLOW
+    if name.startswith("modeling_flax_"):
+        return FileKind.FLAX
+    if name.startswith("modular_"):
+        return FileKind.MODULAR
+    if name.startswith("generation_"):
+        return FileKind.GENERATION
+    if name.startswith("modeling_"):
+        return FileKind.MODELING
+    if text is not None and _TF_IMPORT.search(text) and not _TORCH_IMPORT.search(text):
+        tf = "tensorflow" in _TF_IMPORT.search(text).group(1)  # type: ignore[union-attr]
+        return FileKind.TENSORFLOW if tf else FileKind.FLAX
+    return FileKind.OTHER
+
+
+def model_name(checkout: Checkout, path: Path) -> str | None:
+    """``llama`` for ``…/models/llama/modeling_llama.py`` (also below ``models/deprecated``)."""
+    parts = path.resolve().relative_to(checkout.root).parts
+    if "models" in parts:
+        after = parts[parts.index("models") + 1 :]
+        if after and after[0] == "deprecated":
+            after = after[1:]
+        if len(after) >= 2:
+            return after[0]
+    if checkout.kind in (CheckoutKind.TREE, CheckoutKind.FILE):
+        stem = path.stem
+        for prefix in ("modeling_", "modular_", "generation_"):
+            if stem.startswith(prefix):
+                return stem[len(prefix) :]
+        return stem
+    return None
+
+
+def python_files(checkout: Checkout) -> Iterator[Path]:
+    """Every Python file that may hold model code, in a stable order."""
+    if checkout.kind is CheckoutKind.FILE:
+        assert checkout.target_file is not None
+        yield checkout.target_file
+        return
+    top = checkout.package_dir / "models" if checkout.package_dir is not None else checkout.root
+    for directory, subdirs, files in os.walk(top):
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(directory, name)

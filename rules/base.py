@@ -1,0 +1,221 @@
+"""What a behaviour recogniser is, and what it reports.
+
+A recogniser ("rule") looks at the statements of a ``prepare_inputs_for_generation`` body, starting
+at one position, and either declines or claims one or more consecutive statements, saying which
+behaviour they implement. The engine (``codemod.recognise``) walks the body, descends into ``if``
+blocks whose test is a known guard (``rules.guards``), and reports every statement that no rule
+claims. Rules never see the whole file and never import torch: they are pure functions of syntax.
+
+Every rule module has a docstring whose first line is ``CODE name: summary`` and which contains an
+``Example::`` block that the rule recognises (the tests check this), and a ``RULE`` object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+
+import libcst as cst
+
+from rules._pattern import Captures, Template
+
+
+class Kind(str, Enum):
+    """How a behaviour relates to what a generic mixin can do."""
+
+    #: standard input preparation that a generic mixin may implement (slicing, positions, masks...)
+    STANDARD = "standard"
+    #: plumbing with no behaviour of its own (building the output dict, reading kwargs)
+    PLUMBING = "plumbing"
+    #: model-specific: the override must stay
+    BESPOKE = "bespoke"
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """Where a value in the output dict (or a local variable) comes from.
+
+    ``origin`` is one of:
+      - ``ids``: the input ids (``detail`` says how they were sliced, if at all)
+      - ``param``: a parameter or a key read from ``**kwargs``, unchanged (``name``)
+      - ``behaviour``: a value computed by a recognised behaviour (``name`` is the behaviour)
+      - ``none`` / ``const``: a literal (``name`` is its code)
+      - ``first-step``: the parameter ``name`` on the first step, ``None`` afterwards
+      - ``later-step``: the parameter ``name`` only after the first step
+      - ``expr``: anything else (``name`` is its code); the engine cannot vouch for it
+    """
+
+    origin: str
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.origin}:{self.name}" if self.name else self.origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a rule may know besides the statements: the signature and the enclosing guards."""
+
+    params: tuple[str, ...]
+    ids_param: str  # "input_ids", or "decoder_input_ids" for some encoder-decoder models
+    var_kwargs: str | None  # name of the ``**kwargs`` parameter
+    output_names: tuple[str, ...] = ("model_inputs",)  # the variables the function returns
+    guards: tuple[str, ...] = ()  # e.g. ("past", "first-step"), innermost last
+    symbols: Mapping[str, Value] = dataclasses.field(default_factory=dict)
+
+    def value_of(self, name: str) -> Value:
+        if name in self.symbols:
+            return self.symbols[name]
+        if name == self.ids_param:
+            return Value("ids", "unsliced")
+        if name in self.params:
+            return Value("param", name)
+        return Value("expr", name)
+
+    @property
+    def under_past(self) -> bool:
+        return any(g.startswith("past") for g in self.guards)
+
+    @property
+    def step(self) -> str | None:
+        """``first-step`` or ``later-step`` when a guard says which, else None."""
+        for guard in reversed(self.guards):
+            if guard in ("first-step", "later-step"):
+                return guard
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """A rule's claim on ``consumed`` statements."""
+
+    consumed: int
+    behaviour: str
+    detail: str = ""
+    #: variables the claimed statements (re)define, and what they hold afterwards
+    defines: Mapping[str, Value] = dataclasses.field(default_factory=dict)
+    #: keys the claimed statements put into the output dict
+    outputs: Mapping[str, Value] = dataclasses.field(default_factory=dict)
+    #: keys the claimed statements remove from the output dict
+    drops: tuple[str, ...] = ()
+    #: the output dict starts afresh here (``model_inputs = {...}``)
+    resets_outputs: bool = False
+    #: every remaining keyword argument reaches the output (``**kwargs`` forwarded)
+    forwards_kwargs: bool = False
+    #: the output comes from another implementation (``super()``, a sub-model)
+    delegates_to: str | None = None
+    #: the claimed statements return from the function
+    returns: bool = False
+    #: parameters that a delegated call (``super()``, a sub-model) is not given
+    withholds: tuple[str, ...] = ()
+    #: further behaviours the same statements implement (a mixin block may do several things)
+    implies: tuple[str, ...] = ()
+    #: structured variant information for the comparison with the mixin (e.g. slice="last token")
+    facets: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Coverage:
+    """Whether a mixin does what an override's behaviour does, and how it differs if only nearly."""
+
+    covered: bool
+    differences: tuple[str, ...] = ()
+    #: when not covered: what the mixin lacks
+    missing: str = ""
+
+
+#: A mixin's behaviours as the comparison sees them: behaviour name -> facets of its occurrences.
+MixinBehaviours = Mapping[str, Sequence[Mapping[str, str]]]
+
+
+class Rule:
+    """Base class: subclasses set ``code``, ``name``, ``kind`` and implement ``match``.
+
+    ``covered_by`` names the mixin behaviours that do the same as this one; ``coverage`` may be
+    overridden where facets matter (e.g. a static-cache mask only for ``StaticCache``).
+    """
+
+    code: str
+    name: str
+    kind: Kind
+    summary: str
+    example: str
+    covered_by: tuple[str, ...] = ()
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        raise NotImplementedError
+
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
+        if self.kind is Kind.PLUMBING:
+            return Coverage(True)
+        if any(name in mixin for name in self.covered_by or (self.name,)):
+            return Coverage(True)
+        return Coverage(False, missing=f"the mixin does not {self.summary[0].lower()}{self.summary[1:]}")
+
+    def __repr__(self) -> str:
+        return f"<{self.code} {self.name}>"
+
+
+_HEADER = re.compile(r"^(?P<code>[A-Z]{2}\d{3}) (?P<name>[a-z0-9-]+): (?P<summary>.+)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, str, str, str]:
+    """``(code, name, summary, example)`` from a rule module's docstring."""
+    if not doc:
+        raise ValueError("rule modules need a docstring")
+    lines = doc.strip().splitlines()
+    header = _HEADER.match(lines[0].strip())
+    if not header:
+        raise ValueError(f"rule docstring must start with 'CODE name: summary', got {lines[0]!r}")
+    text = doc.split("Example::", 1)
+    if len(text) != 2:
+        raise ValueError(f"{header['code']}: rule docstring needs an 'Example::' block")
+    example_lines = []
+    for line in text[1].splitlines()[1:]:
+        if line.strip() and not line.startswith("    "):
+            break
+        example_lines.append(line)
+    example = textwrap.dedent("\n".join(example_lines)).strip()
+    return header["code"], header["name"], header["summary"], example
+
+
+Check = Callable[[Captures, Context, str], "Match | None"]
+
+
+class TemplateRule(Rule):
+    """A rule given by code templates, each with a label (its variant).
+
+    ``check(captures, ctx, variant)`` turns a template match into a ``Match``, or returns ``None``
+    to decline (e.g. the guard context is wrong).
+    """
+
+    def __init__(
+        self, doc: str | None, kind: Kind, templates: Mapping[str, str], check: Check, covered_by: tuple[str, ...] = ()
+    ) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(doc)
+        self.kind = kind
+        self.covered_by = covered_by
+        self.templates = tuple((variant, Template.parse(t)) for variant, t in templates.items())
+        self._check = check
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        best: Match | None = None
+        for variant, template in self.templates:
+            captures = template.match(statements, start)
+            if captures is None:
+                continue
+            found = self._check(captures, ctx, variant)
+            if found is None:
+                continue
+            found = dataclasses.replace(found, consumed=len(template), behaviour=found.behaviour or self.name)
+            if best is None or found.consumed > best.consumed:
+                best = found
+        return best
+
+
+def claim(behaviour: str = "", **fields: object) -> Match:
+    """A Match whose ``consumed`` is filled in by the TemplateRule."""
+    return Match(consumed=0, behaviour=behaviour, **fields)  # type: ignore[arg-type]

@@ -1,0 +1,43 @@
+"""PI151 default-attention-mask: when no mask is given, attend to every token (a mask of ones).
+
+No generic mixin does this; ``generate`` itself builds a mask for decoder-only models, which masks
+padding tokens where this one does not.
+
+Example::
+
+    if attention_mask is None:
+        attention_mask = input_ids.new_ones(input_ids.shape)
+"""
+
+from rules.base import Coverage, Kind, TemplateRule, Value, claim
+
+
+def _check(captures, ctx, variant):
+    if captures.code("ids") not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
+        return None
+    return claim(detail=variant, defines={"attention_mask": Value("behaviour", "default-attention-mask")})
+
+
+class DefaultAttentionMask(TemplateRule):
+    def coverage(self, facets, mixin):
+        return Coverage(True, differences=(
+            "attends to every token when no attention_mask is given; the mixin passes none "
+            "(generate() builds one for decoder-only models, masking pad tokens)",))
+
+
+RULE = DefaultAttentionMask(
+    __doc__,
+    Kind.STANDARD,
+    {
+        "ones like the ids": """
+            if attention_mask is None:
+                attention_mask = $ids.new_ones($ids.shape)
+        """,
+        "ones like the ids (via input_shape)": """
+            input_shape = $ids.shape
+            if attention_mask is None:
+                attention_mask = $ids.new_ones(input_shape)
+        """,
+    },
+    _check,
+)

@@ -1,0 +1,86 @@
+"""PI181 delegate: take the prepared inputs from another implementation (`super()` or a sub-model).
+
+``super().prepare_inputs_for_generation(...)`` is the mixin's generic version (an override that
+only adds or adjusts keys after it is already reduced); ``self.language_model.prepare_inputs_for_generation``
+is the text model's own, which the composite model's mixin replaces only where the two agree.
+Parameters the call is not given are withheld from the result unless added back.
+
+Example::
+
+    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from rules._pattern import node_code
+from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
+from rules.values import value_of
+
+_METHOD = "prepare_inputs_for_generation"
+
+
+class Delegate(Rule):
+    kind = Kind.PLUMBING
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        returns = isinstance(small, cst.Return)
+        if returns:
+            call = small.value
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and m.matches(
+            small.targets[0].target, m.OneOf(*(m.Name(n) for n in ctx.output_names))
+        ):
+            call = small.value
+        else:
+            return None
+        if not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
+            return None
+        owner = call.func.value  # type: ignore[union-attr]
+        if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
+            target = "super"
+        elif m.matches(owner, m.Attribute(value=m.Name("self"))):
+            target = node_code(owner)
+        else:
+            return None
+
+        passed: set[str] = set()
+        adjusted: dict[str, Value] = {}
+        spreads_kwargs = spreads_args = False
+        for arg in call.args:  # type: ignore[union-attr]
+            if arg.star == "**":
+                spreads_kwargs = spreads_kwargs or m.matches(arg.value, m.Name(ctx.var_kwargs or ""))
+                continue
+            if arg.star == "*":
+                spreads_args = True
+                continue
+            value = value_of(arg.value, ctx)
+            if isinstance(arg.value, cst.Name):
+                passed.add(arg.value.value)
+            if arg.keyword is not None:
+                passed.add(arg.keyword.value)
+                if value != ctx.value_of(arg.keyword.value) and not (value.origin == "ids"):
+                    adjusted[arg.keyword.value] = value
+        withheld = tuple(
+            p for p in ctx.params
+            if p not in passed and p != ctx.var_kwargs and p != ctx.ids_param and not spreads_args
+            and p not in ("args",)
+        )
+        details = [f"from {target}"]
+        if adjusted:
+            details.append("adjusts " + ", ".join(f"{k}={v}" for k, v in adjusted.items()))
+        if withheld:
+            details.append("not given " + ", ".join(withheld))
+        return Match(1, self.name, "; ".join(details), outputs=adjusted, resets_outputs=True,
+                     forwards_kwargs=spreads_kwargs, delegates_to=target, returns=returns, withholds=withheld)
+
+
+RULE = Delegate()

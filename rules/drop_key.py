@@ -1,0 +1,53 @@
+"""PI194 drop-key: remove a key from the prepared inputs.
+
+Example::
+
+    model_inputs.pop("labels", None)
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from rules.base import Context, Kind, Match, Rule, parse_docstring
+from rules.values import string_key
+
+
+class DropKey(Rule):
+    kind = Kind.PLUMBING
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        call = None
+        if isinstance(small, cst.Expr):
+            call = small.value
+        elif isinstance(small, cst.Assign) and m.matches(small.targets[0].target, m.Name("_")):
+            call = small.value
+        elif isinstance(small, cst.Del) and m.matches(small.target, m.Subscript(value=m.Name())):
+            key = _subscript_key(small.target)
+            if key is not None and small.target.value.value in ctx.output_names:  # type: ignore[attr-defined]
+                return Match(1, self.name, key, drops=(key,))
+            return None
+        names = m.OneOf(*(m.Name(n) for n in ctx.output_names))
+        if call is None or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
+            return None
+        key = string_key(call.args[0].value) if call.args else None  # type: ignore[attr-defined]
+        if key is None:
+            return None
+        return Match(1, self.name, key, drops=(key,))
+
+
+def _subscript_key(node: cst.Subscript) -> str | None:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return string_key(node.slice[0].slice.value)
+    return None
+
+
+RULE = DropKey()

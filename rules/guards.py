@@ -1,0 +1,67 @@
+"""The ``if`` tests the engine understands, so that it can look inside the blocks they guard.
+
+A guard is named by what it says about the decoding step:
+
+- ``past-not-none`` / ``past-truthy``: there is a cache (``past_key_values is not None`` /
+  ``if past_key_values:``; an empty ``DynamicCache`` is falsy, so the two differ on the first step
+  of a model with Cache classes);
+- ``no-past``: there is no cache yet;
+- ``first-step`` / ``later-step``: the first forward pass or a later one (``cache_position[0] == 0``,
+  ``is_first_iteration`` ...);
+- ``present:NAME`` / ``absent:NAME``: ``NAME is not None`` / ``NAME is None``.
+
+``guard_of(test)`` returns the guards of the ``if`` branch and of the ``else`` branch, or ``None``
+when the test is not a guard (then only a rule that knows the whole statement can claim it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from rules._pattern import Template
+
+PAST_NAMES = ("past_key_values", "past", "past_key_value")
+
+_ATOMS: Sequence[tuple[str, str, str]] = (
+    # (template, guard of the if-branch, guard of the else-branch)
+    ("$p is not None", "past-not-none", "no-past"),
+    ("$p is None", "no-past", "past-not-none"),
+    ("$p", "past-truthy", "no-past"),
+    ("not $p", "no-past", "past-truthy"),
+    ("cache_position[0] == 0", "first-step", "later-step"),
+    ("cache_position[0] != 0", "later-step", "first-step"),
+    ("cache_position[0] > 0", "later-step", "first-step"),
+    ("is_first_iteration", "first-step", "later-step"),
+    ("not is_first_iteration", "later-step", "first-step"),
+    # Without a cache every step sees the whole sequence, so "first step or no cache" is the step on
+    # which extra inputs must be passed: the same guard for our purposes.
+    ("is_first_iteration or not use_cache", "first-step", "later-step"),
+    ("is_first_iteration or not $kw.get('use_cache', True)", "first-step", "later-step"),
+    ("not is_first_iteration and use_cache", "later-step", "first-step"),
+    ("use_cache and not is_first_iteration", "later-step", "first-step"),
+    ("$x is not None", "present", "absent"),
+    ("$x is None", "absent", "present"),
+)
+_COMPILED = tuple((Template.expression(t), yes, no) for t, yes, no in _ATOMS)
+
+
+def guard_of(test: cst.BaseExpression) -> tuple[str, str] | None:
+    """``(if_guard, else_guard)`` for a test the engine understands, else ``None``."""
+    for template, yes, no in _COMPILED:
+        captures = template.match_expression(test)
+        if captures is None:
+            continue
+        if "p" in captures:
+            if captures.code("p") not in PAST_NAMES:
+                continue
+        if "x" in captures:
+            name = captures.nodes["x"]
+            if not isinstance(name, cst.Name):
+                continue
+            if name.value in PAST_NAMES:  # handled by the past atoms above
+                continue
+            return f"{yes}:{name.value}", f"{no}:{name.value}"
+        return yes, no
+    return None

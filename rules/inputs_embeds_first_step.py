@@ -1,0 +1,114 @@
+"""PI121 inputs-embeds-first-step: feed `inputs_embeds` on the first step and the ids afterwards.
+
+Generation may start from embeddings; once the cache holds them, the newly generated ids are fed.
+The first step is told by ``cache_position[0] == 0``, or (older code) by the absence of a cache.
+
+Example::
+
+    if inputs_embeds is not None and cache_position[0] == 0:
+        model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+    else:
+        model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from rules._pattern import Template
+from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules.values import string_key, value_of
+
+_TESTS = {
+    "first step by cache_position": Template.expression("inputs_embeds is not None and cache_position[0] == 0"),
+    "first step by an absent cache": Template.expression("inputs_embeds is not None and $p is None"),
+    "first step by is_first_iteration": Template.expression("inputs_embeds is not None and is_first_iteration"),
+}
+_ASSIGN = Template.parse("$d = $value")
+# The mixin's form (4.46+), which also picks the ids key for encoder-decoder models.
+_MIXIN = Template.parse(
+    """
+    input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
+    if not self.config.is_encoder_decoder:
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs[input_ids_key] = None
+            model_inputs["inputs_embeds"] = inputs_embeds
+        else:
+            model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+            model_inputs["inputs_embeds"] = None
+    else:
+        model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+    """
+)
+
+
+def _dict_assignment(block: Sequence[cst.BaseStatement], ctx: Context) -> dict[str, Value] | None:
+    if len(block) != 1:
+        return None
+    captures = _ASSIGN.match(block, 0)
+    if captures is None or captures.code("d") not in ctx.output_names:
+        return None
+    value = captures.nodes["value"]
+    if not isinstance(value, cst.Dict):
+        return None
+    items = {}
+    for element in value.elements:
+        key = string_key(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None:
+            return None
+        items[key] = value_of(element.value, ctx)
+    return items
+
+
+class InputsEmbedsFirstStep(Rule):
+    kind = Kind.STANDARD
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        if _MIXIN.match(statements, start) is not None:
+            ids = ctx.value_of(ctx.ids_param)
+            return Match(2, self.name, "first step by cache_position; decoder_input_ids for encoder-decoder models",
+                         outputs={"input_ids": ids, "decoder_input_ids": ids,
+                                  "inputs_embeds": Value("first-step", "inputs_embeds")},
+                         resets_outputs=False, implies=("encoder-decoder-ids-key",),
+                         facets={"first_step": "cache_position"})
+        statement = statements[start]
+        if not isinstance(statement, cst.If) or not isinstance(statement.orelse, cst.Else):
+            return None
+        label = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
+        if label is None:
+            return None
+        first = _dict_assignment(statement.body.body, ctx)
+        later = _dict_assignment(statement.orelse.body.body, ctx)
+        if first is None or later is None:
+            return None
+        if first.get("inputs_embeds") != Value("param", "inputs_embeds"):
+            return None
+        ids = later.get(ctx.ids_param) or later.get("input_ids")
+        if ids is None or ids.origin != "ids":
+            return None
+        if first.get("input_ids", Value("none")).origin != "none" or later.get("inputs_embeds", Value("none")).origin != "none":
+            return None
+        extra = (set(first) | set(later)) - {"input_ids", "inputs_embeds", ctx.ids_param}
+        if extra:
+            return None
+        outputs = {"input_ids": ids, "inputs_embeds": Value("first-step", "inputs_embeds")}
+        detail = label + ("" if "contiguous" not in ids.name else "; ids made contiguous")
+        test = {"first step by cache_position": "cache_position", "first step by an absent cache": "no cache",
+                "first step by is_first_iteration": "is_first_iteration"}[label]
+        return Match(1, self.name, detail, outputs=outputs, resets_outputs=True, facets={"first_step": test})
+
+    def coverage(self, facets, mixin):
+        found = mixin.get(self.name)
+        if not found:
+            return Coverage(False, missing="the mixin does not feed inputs_embeds on the first step")
+        if facets.get("first_step") == "no cache" and found[0].get("first_step") != "no cache":
+            return Coverage(True, differences=(
+                "tells the first step by an absent cache: with a Cache object (never None) it never feeds "
+                "inputs_embeds, where the mixin feeds them on the first step",))
+        return Coverage(True)
+
+
+RULE = InputsEmbedsFirstStep()

@@ -1,0 +1,111 @@
+"""PI190 output-dict: build, update and return the dict of model inputs.
+
+Plumbing: records which keys the override returns and where each value comes from (a parameter,
+the sliced ids, a value computed by another behaviour, a literal, or a parameter only on the first
+step). A dict that does not include ``**kwargs`` is *closed*: keys it does not list are dropped,
+where the mixin would forward them.
+
+Example::
+
+    model_inputs = {"input_ids": input_ids}
+    model_inputs.update({"past_key_values": past_key_values, "use_cache": kwargs.get("use_cache")})
+    model_inputs["attention_mask"] = attention_mask
+    return model_inputs
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
+from rules.values import step_value, string_key, value_of
+
+
+def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], bool] | None:
+    """Keys and values of a dict literal with string keys; the flag says ``**kwargs`` is spread in."""
+    items: dict[str, Value] = {}
+    spreads_kwargs = False
+    for element in node.elements:
+        if isinstance(element, cst.StarredDictElement):
+            if ctx.var_kwargs and m.matches(element.value, m.Name(ctx.var_kwargs)):
+                spreads_kwargs = True
+                continue
+            return None
+        key = string_key(element.key)
+        if key is None:
+            return None
+        items[key] = step_value(value_of(element.value, ctx), ctx)
+    return items, spreads_kwargs
+
+
+class OutputDict(Rule):
+    kind = Kind.PLUMBING
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        outputs = ctx.output_names
+
+        # return {...} / return model_inputs
+        if isinstance(small, cst.Return) and small.value is not None:
+            if isinstance(small.value, cst.Dict):
+                parsed = _dict_items(small.value, ctx)
+                if parsed is None:
+                    return None
+                items, spread = parsed
+                return Match(1, self.name, "returns a dict literal", outputs=items, resets_outputs=True,
+                             forwards_kwargs=spread, returns=True)
+            if isinstance(small.value, cst.Name) and small.value.value in outputs:
+                return Match(1, self.name, "returns the dict", returns=True)
+            return None
+
+        # model_inputs = {...}
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target = small.targets[0].target
+            if isinstance(target, cst.Name) and target.value in outputs and isinstance(small.value, cst.Dict):
+                parsed = _dict_items(small.value, ctx)
+                if parsed is None:
+                    return None
+                items, spread = parsed
+                return Match(1, self.name, "builds the dict", outputs=items, resets_outputs=True, forwards_kwargs=spread)
+            # model_inputs["key"] = value
+            if (
+                isinstance(target, cst.Subscript)
+                and m.matches(target.value, m.Name())
+                and target.value.value in outputs  # type: ignore[union-attr]
+                and len(target.slice) == 1
+                and isinstance(target.slice[0].slice, cst.Index)
+            ):
+                key = string_key(target.slice[0].slice.value)
+                if key is None:
+                    return None
+                return Match(1, self.name, "sets a key", outputs={key: step_value(value_of(small.value, ctx), ctx)})
+            return None
+
+        if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
+            return None
+        call = small.value
+        method = m.Attribute(value=m.OneOf(*(m.Name(n) for n in outputs)))
+        # model_inputs.update({...}) / model_inputs.update(key=value)
+        if m.matches(call.func, m.Attribute(value=method.value, attr=m.Name("update"))):
+            if len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Dict):
+                parsed = _dict_items(call.args[0].value, ctx)
+                if parsed is None:
+                    return None
+                items, spread = parsed
+                return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread)
+            if all(arg.keyword is not None and not arg.star for arg in call.args):
+                items = {arg.keyword.value: step_value(value_of(arg.value, ctx), ctx) for arg in call.args}  # type: ignore[union-attr]
+                return Match(1, self.name, "updates the dict", outputs=items)
+        return None
+
+
+RULE = OutputDict()

@@ -1,0 +1,129 @@
+"""PI111 position-ids-from-mask: build `position_ids` from the attention mask (cumsum - 1, padding set to 1).
+
+Left-padded rows then start at position 0 on their first real token. With a cache the positions
+are sliced to the new tokens (or, in some models, to the last token only, which differs from the
+mixin when several tokens are new, as in assisted decoding).
+
+Example::
+
+    if attention_mask is not None and position_ids is None:
+        # create position_ids on the fly for batch generation
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from rules._pattern import Template
+from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules.guards import guard_of
+
+_TESTS = {
+    "": Template.expression("attention_mask is not None and position_ids is None"),
+    "unless the model uses ALiBi": Template.expression(
+        "not self.$_.use_alibi and attention_mask is not None and position_ids is None"
+    ),
+}
+_BUILD = Template.parse(
+    """
+    position_ids = attention_mask.long().cumsum(-1) - 1
+    position_ids.masked_fill_(attention_mask == 0, 1)
+    """
+)
+_SLICES = {
+    "sliced to the new tokens": Template.parse("position_ids = position_ids[:, -$ids.shape[1] :]"),
+    "sliced to the last token": Template.parse("position_ids = position_ids[:, -1].unsqueeze(-1)"),
+}
+_CLONE = Template.parse("position_ids = position_ids.clone(memory_format=torch.contiguous_format)")
+_RESET = Template.parse("position_ids = None")
+# The mixin's form (4.46+): only when the model's forward takes position_ids; slicing happens later.
+_MIXIN = Template.parse(
+    """
+    if (
+        attention_mask is not None
+        and kwargs.get("position_ids") is None
+        and "position_ids" in set(inspect.signature(self.forward).parameters.keys())
+    ):
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        kwargs["position_ids"] = position_ids
+    """
+)
+
+
+class PositionIdsFromMask(Rule):
+    kind = Kind.STANDARD
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.If):
+            return None
+        if _MIXIN.match(statements, start) is not None:
+            return Match(1, self.name, "only when forward accepts position_ids; sliced with the ids later",
+                         defines={"position_ids": Value("behaviour", self.name)},
+                         outputs={"position_ids": Value("behaviour", self.name)},
+                         facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": "1"})
+        condition = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
+        if condition is None:
+            return None
+        body = statement.body.body
+        if _BUILD.match(body, 0) is None:
+            return None
+        details = [condition] if condition else []
+        facets = {"padding": "1", "when": "alibi off" if condition else "always"}
+        rest = body[2:]
+        if rest:
+            if len(rest) != 1 or not isinstance(rest[0], cst.If) or rest[0].orelse is not None:
+                return None
+            guard = guard_of(rest[0].test)
+            if guard is None or not guard[0].startswith("past"):
+                return None
+            inner = rest[0].body.body
+            label = next((label for label, t in _SLICES.items() if t.match(inner, 0)), None)
+            if label is None or len(inner) > 2 or (len(inner) == 2 and _CLONE.match(inner, 1) is None):
+                return None
+            details.append(label + (", contiguous" if len(inner) == 2 else ""))
+            facets["slice"] = "last token" if "last" in label else "new tokens"
+        else:
+            details.append("not sliced")
+            facets["slice"] = "none"
+        orelse = statement.orelse
+        if orelse is not None:
+            if not isinstance(orelse, cst.Else) or _RESET.match(orelse.body.body, 0) is None or len(orelse.body.body) != 1:
+                return None
+            details.append("ignores position_ids passed without a mask")
+            facets["passed"] = "ignored without a mask"
+        return Match(1, self.name, "; ".join(details), defines={"position_ids": Value("behaviour", self.name)},
+                     facets=facets)
+
+    def coverage(self, facets, mixin):
+        found = mixin.get(self.name)
+        if not found:
+            return Coverage(False, missing="the mixin does not build position_ids from the attention mask")
+        theirs = found[0]
+        differences = []
+        if facets.get("slice") == "last token":
+            differences.append("slices position_ids to the last token where the mixin keeps every new token "
+                               "(assisted decoding sees different positions)")
+        if facets.get("slice") == "none":
+            differences.append("does not slice position_ids to the new tokens; the mixin does")
+        if facets.get("when") == "alibi off":
+            differences.append("builds position_ids only without ALiBi; the mixin builds them whenever forward accepts them")
+        if facets.get("passed"):
+            differences.append("drops position_ids passed without an attention mask; the mixin forwards them")
+        if theirs.get("padding", "1") != facets.get("padding", "1"):
+            differences.append(f"fills padded positions with {facets.get('padding', '1')}, the mixin with {theirs['padding']} "
+                               "(only padded positions differ)")
+        if theirs.get("where"):
+            differences.append(f"the mixin builds them {theirs['where']}")
+        return Coverage(True, differences=tuple(differences))
+
+
+RULE = PositionIdsFromMask()

@@ -1,0 +1,35 @@
+"""PI192 set-kwarg: set or replace a keyword argument before handing `**kwargs` on.
+
+Example::
+
+    kwargs["logits_to_keep"] = self.config.num_logits_to_keep
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from rules.base import Context, Kind, Match, Rule, parse_docstring
+from rules.values import kwargs_key, value_of
+
+
+class SetKwarg(Rule):
+    kind = Kind.PLUMBING
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        assign = statement.body[0]
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        key = kwargs_key(assign.targets[0].target, ctx)
+        if key is None:
+            return None
+        return Match(1, self.name, key, outputs={key: value_of(assign.value, ctx)})
+
+
+RULE = SetKwarg()

@@ -1,0 +1,27 @@
+"""PI104 slice-by-next-sequence-length: keep the last `next_sequence_length` ids (the 5.x decoding loop).
+
+In transformers 5 the decoding loop tells ``prepare_inputs_for_generation`` how many tokens are new
+(``next_sequence_length``) instead of passing ``cache_position``.
+
+Example::
+
+    input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
+"""
+
+from rules.base import Kind, TemplateRule, Value, claim
+
+
+def _check(captures, ctx, variant):
+    ids = captures.code("ids")
+    if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
+        return None
+    return claim(detail=variant, defines={ids: Value("ids", "next_sequence_length")})
+
+
+RULE = TemplateRule(
+    __doc__,
+    Kind.STANDARD,
+    {"conditional expression": "$ids = $ids[:, -next_sequence_length:] if next_sequence_length is not None else $ids"},
+    _check,
+    covered_by=("slice-by-next-sequence-length",),
+)

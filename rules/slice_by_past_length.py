@@ -1,0 +1,68 @@
+"""PI102 slice-by-past-length: drop the tokens the cache has seen, counting them from the cache itself.
+
+The pre-``cache_position`` idiom: the past length is read from a legacy tuple cache
+(``past_key_values[0][0].shape[2]``) or a ``Cache`` (``get_seq_length()``); when the ids are not
+longer than that (some generation methods pass only the new token), the last token is kept. Under
+``generate`` this keeps the same tokens as slicing by ``cache_position``.
+
+Example::
+
+    if past_key_values is not None:
+        past_length = past_key_values[0][0].shape[2]
+
+        # Some generation methods already pass only the last input ID
+        if input_ids.shape[1] > past_length:
+            remove_prefix_length = past_length
+        else:
+            # Default to old behavior: keep only final ID
+            remove_prefix_length = input_ids.shape[1] - 1
+
+        input_ids = input_ids[:, remove_prefix_length:]
+"""
+
+from rules._pattern import Template
+from rules.base import Kind, TemplateRule, Value, claim
+from rules.guards import PAST_NAMES
+
+_KNOWN_LENGTHS = {
+    "legacy tuple cache": Template.expression("$p[0][0].shape[2]"),
+    "Cache.get_seq_length()": Template.expression("$p.get_seq_length()"),
+}
+
+
+def _length_source(node) -> str | None:
+    for label, template in _KNOWN_LENGTHS.items():
+        captures = template.match_expression(node)
+        if captures is not None and captures.code("p") in PAST_NAMES:
+            return label
+    return None
+
+
+def _check(captures, ctx, variant):
+    ids = captures.code("ids")
+    if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
+        return None
+    source = _length_source(captures.nodes["length"])
+    if source is None:
+        return None
+    detail = f"past length from the {source}" + ("" if ctx.under_past else "; not under a cache guard")
+    return claim(detail=detail, defines={ids: Value("ids", "past length")})
+
+
+RULE = TemplateRule(
+    __doc__,
+    Kind.STANDARD,
+    {
+        "keeps the last token when the ids are short": """
+            past_length = $length
+            if $ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = $ids.shape[1] - 1
+            $ids = $ids[:, remove_prefix_length:]
+        """,
+    },
+    _check,
+    # Under generate, cache_position is arange(past length, sequence length): the same tokens.
+    covered_by=("slice-by-cache-position", "slice-by-next-sequence-length"),
+)

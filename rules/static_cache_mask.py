@@ -1,0 +1,128 @@
+"""PI131 static-cache-mask: build the 4D causal mask up front when the cache is static.
+
+A compiled forward pass wants fixed shapes, so with a ``StaticCache`` (or Gemma 2's ``HybridCache``)
+the 2D mask is expanded here to the cache's full length, with a helper that builds the 4D mask
+from ``cache_position``.
+
+Example::
+
+    if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+        if model_inputs["inputs_embeds"] is not None:
+            batch_size, sequence_length, _ = model_inputs["inputs_embeds"].shape
+            device = model_inputs["inputs_embeds"].device
+        else:
+            batch_size, sequence_length = model_inputs["input_ids"].shape
+            device = model_inputs["input_ids"].device
+
+        dtype = self.lm_head.weight.dtype
+        min_dtype = torch.finfo(dtype).min
+
+        attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(
+            attention_mask,
+            sequence_length=sequence_length,
+            target_length=past_key_values.get_max_length(),
+            dtype=dtype,
+            device=device,
+            min_dtype=min_dtype,
+            cache_position=cache_position,
+            batch_size=batch_size,
+        )
+"""
+
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from rules._pattern import Template, node_code
+from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+
+_TESTS = {
+    "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
+    "not with flash attention": Template.expression(
+        "isinstance($p, $cache) and attention_mask.ndim == 2 and not self.config._attn_implementation == 'flash_attention_2'"
+    ),
+}
+# Everything else in the block only gathers the helper's arguments.
+_HELPER_LOCALS = frozenset(
+    {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "causal_mask_creation_function"}
+)
+_HELPER = "_prepare_4d_causal_attention_mask_with_cache_position"
+
+
+class StaticCacheMask(Rule):
+    kind = Kind.STANDARD
+
+    def __init__(self) -> None:
+        self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
+
+    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        statement = statements[start]
+        if not isinstance(statement, cst.If) or statement.orelse is not None:
+            return None
+        for label, template in _TESTS.items():
+            captures = template.match_expression(statement.test)
+            if captures is not None:
+                break
+        else:
+            return None
+        helper = None
+        for assign in m.findall(statement.body, m.Assign()):
+            for target in assign.targets:
+                names = [n.value for n in m.findall(target.target, m.Name())]
+                if names == ["attention_mask"]:
+                    helper = _helper_name(assign.value)
+                    if helper is None:
+                        return None
+                elif not set(names) <= _HELPER_LOCALS:
+                    return None
+        for node in m.findall(statement.body, m.SimpleStatementLine()):
+            for small in node.body:
+                if isinstance(small, cst.Assign):
+                    continue
+                if isinstance(small, cst.Expr) and m.matches(small.value, m.Call(func=m.Attribute(value=m.Name("logger")))):
+                    continue
+                return None
+        if helper is None:
+            return None
+        if helper == "the base model's helper" and m.findall(statement.body, m.Attribute(m.Name("inspect"), m.Name("getmodule"))):
+            helper = "the base model's or the module's helper"
+        cache = node_code(captures.nodes["cache"])
+        details = [f"for {cache}", f"via {helper}"]
+        if label:
+            details.append(label)
+        facets = {"cache": cache, "helper": helper}
+        if label:
+            facets["unless"] = "flash attention"
+        return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value("behaviour", self.name)},
+                     facets=facets)
+
+    def coverage(self, facets, mixin):
+        found = mixin.get(self.name)
+        if not found:
+            return Coverage(False, missing="the mixin does not build a 4D mask for static caches")
+        handled = {f.get("cache") for f in found}
+        cache = facets.get("cache")
+        if cache not in handled and "any compileable Cache" not in handled:
+            return Coverage(False, missing=f"the mixin builds the 4D mask only for {', '.join(sorted(h for h in handled if h))}, not {cache}")
+        differences = []
+        theirs = found[0].get("helper")
+        if theirs and facets.get("helper", "") not in theirs:
+            differences.append(f"builds the mask with {facets.get('helper')}; the mixin with {theirs}")
+        if facets.get("unless"):
+            differences.append("skips the 4D mask under flash attention; the mixin does not")
+        return Coverage(True, differences=tuple(differences))
+
+
+def _helper_name(value: cst.BaseExpression) -> str | None:
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if isinstance(func, cst.Name) and func.value in (_HELPER, "causal_mask_creation_function"):
+        return "the base model's helper" if func.value == "causal_mask_creation_function" else "the module's helper"
+    if isinstance(func, cst.Attribute) and func.attr.value == _HELPER:
+        return f"{node_code(func.value)}.{_HELPER}"
+    return None
+
+
+RULE = StaticCacheMask()

@@ -1,0 +1,35 @@
+"""PI161 synthesise-cache-position: forward `cache_position`, or derive it from the cache when the model has no Cache classes.
+
+The 4.46 mixin's first step: models with Cache classes get ``cache_position`` passed on; for the
+others, a call outside ``generate`` that gives none gets one computed from the legacy cache, so
+that slicing by ``cache_position`` works for every model.
+
+Example::
+
+    if self._supports_cache_class:
+        model_inputs["cache_position"] = cache_position
+    elif cache_position is None:
+        past_length = past_key_values[0][0].shape[2] if past_key_values is not None else 0
+        cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+"""
+
+from rules.base import Kind, TemplateRule, Value, claim
+
+RULE = TemplateRule(
+    __doc__,
+    Kind.STANDARD,
+    {
+        "forwarded only for models with Cache classes": """
+            if self._supports_cache_class:
+                model_inputs["cache_position"] = cache_position
+            elif cache_position is None:
+                past_length = past_key_values[0][0].shape[2] if past_key_values is not None else 0
+                cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+        """,
+    },
+    lambda captures, ctx, variant: claim(
+        detail=variant,
+        outputs={"cache_position": Value("behaviour", "synthesise-cache-position")},
+        defines={"cache_position": Value("behaviour", "synthesise-cache-position")},
+    ),
+)

@@ -1,0 +1,89 @@
+"""Where an expression's value comes from, as far as the recognisers can tell (a ``Value``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from rules._pattern import node_code
+from rules.base import Context, Value
+from rules.guards import guard_of
+
+_CONTIGUOUS = m.Call(
+    func=m.Attribute(attr=m.Name("contiguous") | m.Name("clone")),
+)
+
+
+def string_key(node: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:
+    """``k`` for ``kwargs.get("k", ...)``, ``kwargs.pop("k", ...)`` or ``kwargs["k"]``."""
+    if ctx.var_kwargs is None:
+        return None
+    if m.matches(node, m.Call(func=m.Attribute(value=m.Name(ctx.var_kwargs), attr=m.Name("get") | m.Name("pop")))):
+        assert isinstance(node, cst.Call)
+        if node.args and node.args[0].keyword is None:
+            return string_key(node.args[0].value)
+    if m.matches(node, m.Subscript(value=m.Name(ctx.var_kwargs))):
+        assert isinstance(node, cst.Subscript)
+        (element,) = node.slice
+        if isinstance(element.slice, cst.Index):
+            return string_key(element.slice.value)
+    return None
+
+
+def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
+    if isinstance(node, cst.Name):
+        if node.value == "None":
+            return Value("none")
+        if node.value in ("True", "False"):
+            return Value("const", node.value)
+        return ctx.value_of(node.value)
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return Value("const", node_code(node))
+    if m.matches(node, m.Attribute(value=m.Attribute(value=m.Name("self"), attr=m.Name("config")))):
+        return Value("const", node_code(node))  # a config setting is fixed for the model
+    key = kwargs_key(node, ctx)
+    if key is not None:
+        return ctx.value_of(key) if key in ctx.symbols else Value("param", key)
+    if m.matches(node, _CONTIGUOUS):
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        inner = value_of(node.func.value, ctx)
+        if inner.origin == "ids":
+            return Value("ids", f"{inner.name}, contiguous")
+        return inner
+    if isinstance(node, cst.IfExp):
+        guards = guard_of(node.test)
+        if guards is not None and m.matches(node.orelse, m.Name("None")):
+            value = value_of(node.body, ctx)
+            step = _step(guards[0])
+            if step and value.origin == "param":
+                return Value(step, value.name)
+        if guards is not None and m.matches(node.body, m.Name("None")):
+            value = value_of(node.orelse, ctx)
+            step = _step(guards[1])
+            if step and value.origin == "param":
+                return Value(step, value.name)
+    return Value("expr", node_code(node))
+
+
+def _step(guard: str) -> str | None:
+    if guard in ("first-step", "no-past"):
+        return "first-step"
+    if guard in ("later-step", "past-not-none", "past-truthy"):
+        return "later-step"
+    return None
+
+
+def step_value(value: Value, ctx: Context) -> Value:
+    """A parameter assigned under a step guard holds only on that step."""
+    step = ctx.step or (_step(ctx.guards[-1]) if ctx.guards else None)
+    if step and value.origin == "param":
+        return Value(step, value.name)
+    return value
