@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
+#: the value of an ``OutputKey`` that records the removal of the key
+DROPPED = "dropped"
+
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -45,6 +48,7 @@ class OutputKey:
     value: str  # a rules.base.Value, as "origin:name"
     line: int
     guards: tuple[str, ...] = ()
+    via_kwargs: bool = False  # set in **kwargs before a delegated call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,11 +78,12 @@ class BodyAnalysis:
         """
         merged: dict[str, str] = {}
         for out in self.outputs:
+            if out.value == DROPPED:
+                merged.pop(out.key, None)
+                continue
             previous = merged.get(out.key)
             if previous is not None and {previous.split(":")[0], out.value.split(":")[0]} == {"first-step", "none"}:
                 merged[out.key] = previous if previous.startswith("first-step") else out.value
             else:
                 merged[out.key] = out.value
-        for key in self.dropped:
-            merged.pop(key, None)
         return merged

@@ -16,12 +16,12 @@ Pure: a function of the index and the mixin profile.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable
 from enum import Enum
 
 from codemod.index import Index, Override
 from codemod.mixin import Era, MixinProfile
+from codemod.sources import FileKind
 
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
 IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
@@ -61,6 +61,7 @@ class Extra:
 
     ``how``: ``first-step`` (the input ``source`` on the first step only), ``later-step``,
     ``constant`` (``source`` is the code), ``drop`` (the key is removed), ``none`` (set to None),
+    ``later-step-none`` (set to None after the first step),
     ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
     """
 
@@ -80,14 +81,6 @@ class Finding:
     @property
     def differences(self) -> tuple[Reason, ...]:
         return tuple(r for r in self.reasons if r.kind == "difference")
-
-
-def mixin_behaviours(profile: MixinProfile) -> dict[str, list[dict[str, str]]]:
-    found: dict[str, list[dict[str, str]]] = defaultdict(list)
-    if profile.analysis is not None:
-        for r in profile.analysis.recognised:
-            found[r.behaviour].append(dict(r.facets))
-    return dict(found)
 
 
 class _Judge:
@@ -114,6 +107,11 @@ class _Judge:
     # ---------------------------------------------------------------------------------------------
 
     def judge(self) -> Finding:
+        if self.o.kind is FileKind.MODULAR and self.a.behaviours == {"raises"}:
+            # Not an override: the modular class removes the one it would inherit.
+            self.add("note", "removes the inherited override: the generated class uses the mixin; deleting this "
+                             "stub would make the converter copy the parent's override back in")
+            return Finding(self.o, Category.GENERIC, Action.KEEP, tuple(self.reasons))
         if not self.profile.implements and not self.profile.behaviours:
             self.add("bespoke", "the mixin implements nothing to compare with")
         self.behaviours()
@@ -186,7 +184,12 @@ class _Judge:
             if origin == "none":
                 if key == "inputs_embeds" or (key == "input_ids" and "decoder_input_ids" in values):
                     continue
-                self.extra(key, "none", "", line, f"{key} is set to None")
+                if name == "later-step":
+                    if key in self.profile.first_step_only_inputs:
+                        continue  # the mixin drops it after the first step too
+                    self.extra(key, "later-step-none", "", line, f"{key} is set to None after the first step")
+                    continue
+                self.extra(key, "none", name, line, f"{key} is set to None" + (f" on the {name}" if name else ""))
                 continue
             if origin == "const":
                 self.extra(key, "constant", name, line, f"{key} is always {name}")
@@ -198,11 +201,12 @@ class _Judge:
                 self.add("bespoke", f"passes {key} as computed by statements not recognised", line)
             else:
                 self.add("bespoke", f"computes {key} as `{name}`", line)
-        for key in a.dropped:
-            self.extra(key, "drop", "", None, f"removes {key}")
+        for key in dict.fromkeys(a.dropped):
+            if key not in values:
+                self.extra(key, "drop", "", None, f"removes {key}")
         for name in a.withheld:
-            if name not in values and not name.startswith("*"):
-                self.extra(name, "drop", "", None, f"keeps {name} from the mixin (a parameter it does not pass on)")
+            if name not in values and name not in self.profile.never_forwarded:
+                self.extra(name, "drop", "", None, f"does not pass {name} on to {a.delegates_to or 'the call it delegates to'}")
 
     def omissions(self) -> None:
         """What the mixin would add or change that this override does not do."""
@@ -271,11 +275,11 @@ class _Judge:
 
 
 def classify_override(override: Override, profile: MixinProfile) -> Finding:
-    return _Judge(override, profile, mixin_behaviours(profile)).judge()
+    return _Judge(override, profile, profile.behaviour_facets()).judge()
 
 
 def classify(index: Index, profile: MixinProfile, only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Finding]:
-    behaviours = mixin_behaviours(profile)
+    behaviours = profile.behaviour_facets()
     chosen = select(index.overrides, only, skip)
     return [_Judge(o, profile, behaviours).judge() for o in chosen]
 

@@ -46,6 +46,18 @@ class MixinProfile:
     never_forwarded: tuple[str, ...]
     unrecognised: tuple[Unrecognised, ...]
     analysis: BodyAnalysis | None = None
+    #: behaviours ``generate()`` takes care of outside this method (name, facets)
+    generate_behaviours: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+
+    def behaviour_facets(self) -> dict[str, list[dict[str, str]]]:
+        """Behaviour name -> the facets of each occurrence, in the method or in generate()."""
+        found: dict[str, list[dict[str, str]]] = {}
+        if self.analysis is not None:
+            for r in self.analysis.recognised:
+                found.setdefault(r.behaviour, []).append(dict(r.facets))
+        for name, facets in self.generate_behaviours:
+            found.setdefault(name, []).append(dict(facets))
+        return found
 
     def detail(self, behaviour: str) -> str:
         return dict(self.details).get(behaviour, "")
@@ -108,11 +120,13 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     else:
         era = Era.UNKNOWN
     never = tuple(sorted(set(analysis.dropped) | _never_forwarded(analysis)))
+    outside = _generate_behaviours(tree) if "position-ids-from-mask" not in behaviours else ()
     return MixinProfile(
         source=located,
         era=era,
         hoisted=hoisted,
-        behaviours=behaviours,
+        behaviours=behaviours | {name for name, _ in outside},
+        generate_behaviours=outside,
         details=tuple((r.behaviour, r.detail) for r in analysis.recognised),
         first_step_only_inputs=_string_tuple(text + "\n" + helpers_text, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"),
         never_forwarded=never,
@@ -121,11 +135,31 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     )
 
 
+def _generate_behaviours(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """Input preparation that later mixins moved into ``generate()``: position_ids built once.
+
+    5.x builds ``position_ids`` from the mask in ``_prepare_position_ids_for_generation`` (padding
+    set to 0, not 1) and only slices them here.
+    """
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == MIXIN_CLASS:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "_prepare_position_ids_for_generation":
+                    code = ast.unparse(item)
+                    if ".cumsum(-1) - 1" not in code:
+                        return ()
+                    padding = "0" if "masked_fill(attention_mask == 0, 0)" in code else "1"
+                    facets = (("padding", padding), ("slice", "new tokens"),
+                              ("when", "forward accepts position_ids"), ("where", "once, in generate()"))
+                    return (("position-ids-from-mask", facets),)
+    return ()
+
+
 def _never_forwarded(analysis: BodyAnalysis) -> set[str]:
     out = set()
     for r in analysis.recognised:
-        if r.behaviour == "forward-kwargs" and r.detail.startswith("except "):
-            out.update(part.strip() for part in r.detail[len("except ") :].split(","))
+        if r.behaviour == "forward-kwargs" and r.facet("never"):
+            out.update(r.facet("never").split(","))  # type: ignore[union-attr]
     return out
 
 

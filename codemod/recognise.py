@@ -18,7 +18,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 import rules
-from codemod.analysis import BodyAnalysis, OutputKey, Param, Recognised, Unrecognised
+from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, Unrecognised
 from rules._pattern import node_code
 from rules.base import Context, Match, Value
 from rules.guards import guard_of
@@ -103,10 +103,14 @@ class _Walker:
             facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
             self.recognised.append(Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets))
         if match.resets_outputs and not guards:
-            self.outputs.clear()
+            # keyword arguments set before a delegated call that forwards **kwargs reach its result
+            keep = match.delegates_to is not None and match.forwards_kwargs
+            self.outputs[:] = [o for o in self.outputs if keep and o.via_kwargs]
         for key, value in match.outputs.items():
-            self.outputs.append(OutputKey(key, str(value), line, guards))
+            self.outputs.append(OutputKey(key, str(value), line, guards, match.via_kwargs))
         self.dropped.extend(match.drops)
+        # In order with the assignments: a key removed and then added back is there in the end.
+        self.outputs.extend(OutputKey(key, DROPPED, line, guards) for key in match.drops)
         if match.forwards_kwargs:
             self.forwards_kwargs = True
         if match.delegates_to is not None:
@@ -144,7 +148,8 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
     var_kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
     ids_param = explicit[0] if explicit and explicit[0].endswith("input_ids") else "input_ids"
     ctx = Context(
-        params=tuple(n for n in names if n != "self"),
+        keyword_only=tuple(p.name for p in params if p.kind == "keyword-only"),
+        params=tuple(p.name for p in params if p.name != "self" and p.kind != "*args"),
         ids_param=ids_param,
         var_kwargs=var_kwargs,
         output_names=_returned_names(function),

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from rules import (
     default_attention_mask,
+    remote_code_cache_position,
+    modular_removal,
+    move_to_device,
+    key_variable,
+    encoder_decoder_masks,
     delegate,
     drop_key,
     forward_kwargs,
@@ -35,6 +40,11 @@ ALL: tuple[Rule, ...] = tuple(
             module.RULE
             for module in (
                 default_attention_mask,
+                remote_code_cache_position,
+                modular_removal,
+                move_to_device,
+                key_variable,
+                encoder_decoder_masks,
                 delegate,
                 drop_key,
                 forward_kwargs,

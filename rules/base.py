@@ -63,6 +63,8 @@ class Context:
     ids_param: str  # "input_ids", or "decoder_input_ids" for some encoder-decoder models
     var_kwargs: str | None  # name of the ``**kwargs`` parameter
     output_names: tuple[str, ...] = ("model_inputs",)  # the variables the function returns
+    #: parameters after ``*args`` / ``*``: a ``*args`` spread never passes them on
+    keyword_only: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()  # e.g. ("past", "first-step"), innermost last
     symbols: Mapping[str, Value] = dataclasses.field(default_factory=dict)
 
@@ -99,6 +101,8 @@ class Match:
     defines: Mapping[str, Value] = dataclasses.field(default_factory=dict)
     #: keys the claimed statements put into the output dict
     outputs: Mapping[str, Value] = dataclasses.field(default_factory=dict)
+    #: the outputs go through ``**kwargs`` (set before a delegated call, which passes them on)
+    via_kwargs: bool = False
     #: keys the claimed statements remove from the output dict
     drops: tuple[str, ...] = ()
     #: the output dict starts afresh here (``model_inputs = {...}``)

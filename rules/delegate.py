@@ -45,8 +45,14 @@ class Delegate(Rule):
         if not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
             return None
         owner = call.func.value  # type: ignore[union-attr]
+        args = list(call.args)  # type: ignore[union-attr]
         if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
             target = "super"
+        elif m.matches(owner, m.Name("GenerationMixin")) and args and m.matches(args[0].value, m.Name("self")):
+            # The mixin's own method, skipping any parent's override (modular files do this so that
+            # the converter does not inline the parent's version).
+            target = "super"
+            args = args[1:]
         elif m.matches(owner, m.Attribute(value=m.Name("self"))):
             target = node_code(owner)
         else:
@@ -55,7 +61,7 @@ class Delegate(Rule):
         passed: set[str] = set()
         adjusted: dict[str, Value] = {}
         spreads_kwargs = spreads_args = False
-        for arg in call.args:  # type: ignore[union-attr]
+        for arg in args:
             if arg.star == "**":
                 spreads_kwargs = spreads_kwargs or m.matches(arg.value, m.Name(ctx.var_kwargs or ""))
                 continue
@@ -71,8 +77,8 @@ class Delegate(Rule):
                     adjusted[arg.keyword.value] = value
         withheld = tuple(
             p for p in ctx.params
-            if p not in passed and p != ctx.var_kwargs and p != ctx.ids_param and not spreads_args
-            and p not in ("args",)
+            if p not in passed and p != ctx.var_kwargs and p != ctx.ids_param
+            and (p in ctx.keyword_only or not spreads_args)
         )
         details = [f"from {target}"]
         if adjusted:

@@ -35,7 +35,7 @@ class DropKey(Rule):
             if key is not None and small.target.value.value in ctx.output_names:  # type: ignore[attr-defined]
                 return Match(1, self.name, key, drops=(key,))
             return None
-        names = m.OneOf(*(m.Name(n) for n in ctx.output_names))
+        names = m.OneOf(*(m.Name(n) for n in (*ctx.output_names, *([ctx.var_kwargs] if ctx.var_kwargs else []))))
         if call is None or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
             return None
         key = string_key(call.args[0].value) if call.args else None  # type: ignore[attr-defined]

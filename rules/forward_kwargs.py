@@ -13,6 +13,11 @@ from rules.base import Kind, TemplateRule, claim
 def _check(captures, ctx, variant):
     if captures.code("kw") != ctx.var_kwargs or captures.code("d") not in ctx.output_names:
         return None
+    if "never" in captures:
+        never = captures.nodes["never"]
+        keys = [e.value.evaluated_value for e in getattr(never, "elements", ()) if hasattr(e.value, "evaluated_value")]
+        return claim(detail="except " + ", ".join(keys), forwards_kwargs=True,
+                     facets={"never": ",".join(keys), "first_step_only": captures.code("first_only")})
     return claim(detail=variant, forwards_kwargs=True)
 
 
@@ -23,6 +28,16 @@ RULE = TemplateRule(
         "keys not yet set": """
             for key, value in $kw.items():
                 if key not in $d:
+                    $d[key] = value
+        """,
+        "except some keys; multimodal inputs only on the first iteration": """
+            kwargs_to_avoid_forwarding = $never
+            for key, value in $kw.items():
+                if key in kwargs_to_avoid_forwarding:
+                    continue
+                elif key in $first_only and (not is_first_iteration and $kw.get("use_cache", True)):
+                    continue
+                elif key not in $d:
                     $d[key] = value
         """,
     },

@@ -42,6 +42,26 @@ _MIXIN = Template.parse(
 )
 
 
+# The 5.x mixin's form: the first iteration feeds the (last next_sequence_length) embeddings, later
+# ones the last next_sequence_length ids.
+_MIXIN_V5 = Template.parse(
+    """
+    input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
+    if not self.config.is_encoder_decoder and inputs_embeds is not None and is_first_iteration:
+        model_inputs[input_ids_key] = None
+        prompt_embeds = (
+            inputs_embeds[:, -next_sequence_length:, :] if next_sequence_length is not None else inputs_embeds
+        )
+        model_inputs["inputs_embeds"] = prompt_embeds.clone(memory_format=torch.contiguous_format)
+        batch_size, sequence_length = prompt_embeds.shape[:2]
+    else:
+        input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
+        model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+        batch_size, sequence_length = input_ids.shape[:2]
+    """
+)
+
+
 def _dict_assignment(block: Sequence[cst.BaseStatement], ctx: Context) -> dict[str, Value] | None:
     if len(block) != 1:
         return None
@@ -67,6 +87,15 @@ class InputsEmbedsFirstStep(Rule):
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
     def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+        if _MIXIN_V5.match(statements, start) is not None:
+            ids = Value("ids", "next_sequence_length, contiguous")
+            return Match(2, self.name, "first iteration; then the last next_sequence_length ids; decoder_input_ids for "
+                         "encoder-decoder models",
+                         outputs={"input_ids": ids, "decoder_input_ids": ids,
+                                  "inputs_embeds": Value("first-step", "inputs_embeds")},
+                         defines={"input_ids": ids},
+                         implies=("encoder-decoder-ids-key", "slice-by-next-sequence-length"),
+                         facets={"first_step": "is_first_iteration"})
         if _MIXIN.match(statements, start) is not None:
             ids = ctx.value_of(ctx.ids_param)
             return Match(2, self.name, "first step by cache_position; decoder_input_ids for encoder-decoder models",

@@ -41,6 +41,13 @@ def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], bool] |
     return items, spreads_kwargs
 
 
+def _key(node: cst.BaseExpression, ctx: Context) -> str | None:
+    """A string key, or a variable holding one (``attention_mask_key``, see rules.key_variable)."""
+    if isinstance(node, cst.Name) and ctx.value_of(node.value).origin == "key":
+        return ctx.value_of(node.value).name
+    return string_key(node)
+
+
 class OutputDict(Rule):
     kind = Kind.PLUMBING
 
@@ -84,7 +91,7 @@ class OutputDict(Rule):
                 and len(target.slice) == 1
                 and isinstance(target.slice[0].slice, cst.Index)
             ):
-                key = string_key(target.slice[0].slice.value)
+                key = _key(target.slice[0].slice.value, ctx)
                 if key is None:
                     return None
                 return Match(1, self.name, "sets a key", outputs={key: step_value(value_of(small.value, ctx), ctx)})

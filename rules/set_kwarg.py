@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules.base import Context, Kind, Match, Rule, parse_docstring
-from rules.values import kwargs_key, value_of
+from rules.values import kwargs_key, step_value, value_of
 
 
 class SetKwarg(Rule):
@@ -29,7 +29,7 @@ class SetKwarg(Rule):
         key = kwargs_key(assign.targets[0].target, ctx)
         if key is None:
             return None
-        return Match(1, self.name, key, outputs={key: value_of(assign.value, ctx)})
+        return Match(1, self.name, key, outputs={key: step_value(value_of(assign.value, ctx), ctx)}, via_kwargs=True)
 
 
 RULE = SetKwarg()

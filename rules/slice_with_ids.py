@@ -11,17 +11,25 @@ from rules.base import Coverage, Kind, TemplateRule, Value, claim
 
 
 def _check(captures, ctx, variant):
-    if captures.code("ids") not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
+    if "ids" in captures and captures.code("ids") not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
-    if variant == "the mixin's loop":
+    if variant in _MIXIN_NAMES:
+        names = _MIXIN_NAMES[variant]
         sliced = Value("behaviour", "slice-with-ids")
-        return claim(detail="position_ids and token_type_ids, when passed",
-                     outputs={"position_ids": sliced, "token_type_ids": sliced},
-                     facets={"names": "position_ids,token_type_ids"})
+        return claim(detail=f"{', '.join(names)}, when passed", outputs={name: sliced for name in names},
+                     facets={"names": ",".join(names)})
     name = captures.code("x")
     if not name.isidentifier() or not ctx.under_past:
         return None
     return claim(detail=name, defines={name: Value("behaviour", f"slice-with-ids:{name}")}, facets={"names": name})
+
+
+_MIXIN_NAMES = {
+    "the mixin's loop": ("position_ids", "token_type_ids"),
+    "the 5.x mixin's loops": (
+        "position_ids", "decoder_position_ids", "token_type_ids", "mm_token_type_ids", "moe_mm_token_type_ids"
+    ),
+}
 
 
 class SliceWithIds(TemplateRule):
@@ -53,6 +61,19 @@ RULE = SliceWithIds(
                     if past_key_values:
                         model_input = model_input[:, -$ids.shape[1] :]
                         model_input = model_input.clone(memory_format=torch.contiguous_format)
+                    model_inputs[model_input_name] = model_input
+        """,
+        "the 5.x mixin's loops": """
+            position_ids_key = "decoder_position_ids" if self.config.is_encoder_decoder else "position_ids"
+            if (position_ids := kwargs.pop(position_ids_key, None)) is not None:
+                model_inputs[position_ids_key] = position_ids
+            for token_type_key in ("token_type_ids", "mm_token_type_ids", "moe_mm_token_type_ids"):
+                if (token_type := kwargs.pop(token_type_key, None)) is not None:
+                    model_inputs[token_type_key] = token_type
+            for model_input_name in [position_ids_key, "token_type_ids", "mm_token_type_ids", "moe_mm_token_type_ids"]:
+                model_input = model_inputs.get(model_input_name)
+                if model_input is not None and model_input.shape[-1] != sequence_length:
+                    model_input = model_input[..., -sequence_length:].clone(memory_format=torch.contiguous_format)
                     model_inputs[model_input_name] = model_input
         """,
     },

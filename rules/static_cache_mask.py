@@ -39,6 +39,13 @@ from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstr
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
+    # 4.5x / 5.x: any compileable cache, through an overridable create_masks_for_generate
+    "any compileable cache": Template.expression(
+        "isinstance($p, Cache) and $p.is_compileable and (attention_mask is None or attention_mask.ndim == 2)"
+    ),
+    "any compileable cache, with a 2D mask": Template.expression(
+        "isinstance($p, Cache) and $p.is_compileable and attention_mask is not None and attention_mask.ndim == 2"
+    ),
     "not with flash attention": Template.expression(
         "isinstance($p, $cache) and attention_mask.ndim == 2 and not self.config._attn_implementation == 'flash_attention_2'"
     ),
@@ -48,6 +55,11 @@ _HELPER_LOCALS = frozenset(
     {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "causal_mask_creation_function"}
 )
 _HELPER = "_prepare_4d_causal_attention_mask_with_cache_position"
+_HELPER_NAMES = {
+    _HELPER: "the module's helper",
+    "causal_mask_creation_function": "the base model's helper",
+    "create_masks_for_generate": "create_masks_for_generate",
+}
 
 
 class StaticCacheMask(Rule):
@@ -71,9 +83,8 @@ class StaticCacheMask(Rule):
             for target in assign.targets:
                 names = [n.value for n in m.findall(target.target, m.Name())]
                 if names == ["attention_mask"]:
-                    helper = _helper_name(assign.value)
-                    if helper is None:
-                        return None
+                    # The helper's call, or a later touch-up of its result (``.contiguous()``)
+                    helper = helper or _helper_name(assign.value)
                 elif not set(names) <= _HELPER_LOCALS:
                     return None
         for node in m.findall(statement.body, m.SimpleStatementLine()):
@@ -87,12 +98,14 @@ class StaticCacheMask(Rule):
             return None
         if helper == "the base model's helper" and m.findall(statement.body, m.Attribute(m.Name("inspect"), m.Name("getmodule"))):
             helper = "the base model's or the module's helper"
-        cache = node_code(captures.nodes["cache"])
+        if m.findall(statement.body, m.Arg(value=m.Name("create_masks_for_generate"))):
+            helper = "create_masks_for_generate (a model may override it)"
+        cache = node_code(captures.nodes["cache"]) if "cache" in captures else "any compileable Cache"
         details = [f"for {cache}", f"via {helper}"]
-        if label:
+        if label == "not with flash attention":
             details.append(label)
         facets = {"cache": cache, "helper": helper}
-        if label:
+        if label == "not with flash attention":
             facets["unless"] = "flash attention"
         return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value("behaviour", self.name)},
                      facets=facets)
@@ -118,8 +131,8 @@ def _helper_name(value: cst.BaseExpression) -> str | None:
     if not isinstance(value, cst.Call):
         return None
     func = value.func
-    if isinstance(func, cst.Name) and func.value in (_HELPER, "causal_mask_creation_function"):
-        return "the base model's helper" if func.value == "causal_mask_creation_function" else "the module's helper"
+    if isinstance(func, cst.Name) and func.value in _HELPER_NAMES:
+        return _HELPER_NAMES[func.value]
     if isinstance(func, cst.Attribute) and func.attr.value == _HELPER:
         return f"{node_code(func.value)}.{_HELPER}"
     return None

@@ -86,4 +86,6 @@ def step_value(value: Value, ctx: Context) -> Value:
     step = ctx.step or (_step(ctx.guards[-1]) if ctx.guards else None)
     if step and value.origin == "param":
         return Value(step, value.name)
+    if step and value.origin == "none":
+        return Value("none", step)  # None on that step only
     return value

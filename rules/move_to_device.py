@@ -1,0 +1,25 @@
+"""PI196 move-to-device: move the prepared inputs onto the model's device, right before the forward.
+
+Plumbing (5.x): lets callers keep the growing inputs on another device.
+
+Example::
+
+    input_tensor = model_inputs.get("inputs_embeds", model_inputs[input_ids_key])
+    if self.device.type != "meta" and input_tensor is not None and input_tensor.device != self.device:
+        model_inputs = move_to_device(model_inputs, self.device)
+"""
+
+from rules.base import Kind, TemplateRule, claim
+
+RULE = TemplateRule(
+    __doc__,
+    Kind.PLUMBING,
+    {
+        "when the inputs are elsewhere": """
+            input_tensor = model_inputs.get("inputs_embeds", model_inputs[$key])
+            if self.device.type != "meta" and input_tensor is not None and input_tensor.device != self.device:
+                model_inputs = move_to_device(model_inputs, self.device)
+        """,
+    },
+    lambda captures, ctx, variant: claim(detail=variant),
+)
