@@ -49,6 +49,8 @@ class OutputKey:
     line: int
     guards: tuple[str, ...] = ()
     via_kwargs: bool = False  # set in **kwargs before a delegated call
+    expr: str = ""  # the value's expression as written (for rewriting it elsewhere)
+    conditions: tuple[str, ...] = ()  # the enclosing ``if`` tests as written (``not (…)`` in an else)
 
 
 @dataclasses.dataclass(frozen=True)

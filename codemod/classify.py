@@ -164,6 +164,8 @@ class _Judge:
             if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin != "none":
                 self.add("bespoke", f"passes its cache as {key!r}, a key the mixin does not use", line)
                 continue
+            if key == name == "past_key_values" and origin in ("param", "later-step"):
+                continue  # the cache, passed (when there is one) as the mixin passes it
             if origin == "param":
                 if name == key:
                     continue  # passed through: the mixin forwards every keyword argument

@@ -67,13 +67,27 @@ def _progress(enabled: bool) -> Iterator:
         yield progress
 
 
-def _resolve_path(path: Path | None, release: str):
+def _resolve_path(path: Path | None, release: str, writable: bool = False):
+    """The checkout to work on; without PATH, the pristine release (a fresh copy when it will be written)."""
+    import shutil
+
+    from codemod.cache import cache_dir
     from codemod.checkout import resolve
     from codemod.fetch import FetchError, fetch_release
 
     if path is None:
+        def say(message: str) -> None:
+            stderr.print(message, style="dim")
+
         try:
-            path = fetch_release(release, progress=lambda message: stderr.print(message, style="dim"))
+            if writable:
+                path = cache_dir("work") / f"transformers-{release}"
+                if path.exists():
+                    shutil.rmtree(path)
+                path = fetch_release(release, path, progress=say)
+                say(f"working on a copy: {path}")
+            else:
+                path = fetch_release(release, progress=say)
         except FetchError as error:
             raise ToolError(str(error)) from error
     try:
@@ -82,11 +96,13 @@ def _resolve_path(path: Path | None, release: str):
         raise ToolError(f"no such file or directory: {error}") from error
 
 
-def run_scan(path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool):
+def run_scan(
+    path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool, writable: bool = False
+):
     """checkout → index → classify; shared by every command that starts with a scan."""
     from codemod.scan import scan as scan_checkout
 
-    checkout = _resolve_path(path, release)
+    checkout = _resolve_path(path, release, writable)
     with _progress(True) as progress:
         task = None
 
@@ -135,6 +151,67 @@ def scan(
         stderr.print(f"scanned in {time.perf_counter() - started:.2f}s", style="dim")
 
 
+def _print_summary(result, changes) -> None:
+    s = changes.summary(result)
+    stderr.print(
+        f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
+        f"{s['files']} files, {s['lines_removed']} lines removed",
+        highlight=False,
+    )
+    for shard, why in changes.dropped:
+        stderr.print(f"held back {shard}: {why}", style="yellow", highlight=False)
+    for generated, source in changes.mirrored:
+        stderr.print(f"{generated}: same edit as its modular source {source} (no converter run)", style="dim", highlight=False)
+
+
+@app.command()
+def diff(
+    path: PathArg = None,
+    release: ReleaseOpt = DEFAULT_RELEASE,
+    only: OnlyOpt = None,
+    skip: SkipOpt = None,
+    jobs: JobsOpt = None,
+    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+) -> None:
+    """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
+    from rich.syntax import Syntax
+
+    from codemod.apply import compute_changes, unified_diff
+
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache)
+    changes = compute_changes(result, jobs)
+    text = unified_diff(changes)
+    if stdout.is_terminal:
+        stdout.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        sys.stdout.write(text)
+    _print_summary(result, changes)
+    raise typer.Exit(1 if changes.changed else 0)
+
+
+@app.command()
+def apply(
+    path: PathArg = None,
+    release: ReleaseOpt = DEFAULT_RELEASE,
+    only: OnlyOpt = None,
+    skip: SkipOpt = None,
+    jobs: JobsOpt = None,
+    allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")] = False,
+    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+) -> None:
+    """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
+    from codemod.apply import compute_changes, write
+
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True)
+    checkout = result.index.checkout
+    if checkout.git is not None and checkout.git.dirty and not allow_dirty:
+        raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+    changes = compute_changes(result, jobs)
+    written = write(checkout, changes)
+    _print_summary(result, changes)
+    stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
+
+
 @app.command()
 def fetch(
     version: Annotated[str, typer.Argument(help="A transformers release on PyPI, e.g. 4.45.2.")],
@@ -148,6 +225,36 @@ def fetch(
     except FetchError as error:
         raise ToolError(str(error)) from error
     stdout.print(str(root), highlight=False, soft_wrap=True)
+
+
+@app.command()
+def pr(
+    path: Annotated[Path, typer.Argument(help="A transformers git checkout; it is never modified (work happens in a temporary worktree).")],
+    repo: Annotated[str, typer.Option("--repo", help="The GitHub repository that gets the pull requests: OWNER/NAME.")],
+    remote: Annotated[str, typer.Option("--remote", help="The git remote to fetch --base from and push the branches to.")],
+    base: Annotated[str, typer.Option("--base", help="The branch the pull requests target.")],
+    api_url: Annotated[str, typer.Option("--api-url", help="GitHub's REST API; for GitHub Enterprise: https://HOST/api/v3.")] = "https://api.github.com",
+    group_by: Annotated[str, typer.Option("--group-by", help="One pull request per model, per family, or one for all.")] = "model",
+    max_open: Annotated[Optional[int], typer.Option("--max-open", min=0, help="Open no new pull request while this many of the bot's are open.")] = None,
+    only: OnlyOpt = None,
+    skip: SkipOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the branches, commits and pull requests it would push and open; write nothing.")] = False,
+    label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
+) -> None:
+    """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
+    from codemod.pr import GROUP_BY, PrError, run_pr
+
+    if group_by not in GROUP_BY:
+        raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")
+    try:
+        run_pr(
+            path, repo=repo, remote=remote, base=base, api_url=api_url, group_by=group_by, max_open=max_open,
+            only=_split(only), skip=_split(skip), dry_run=dry_run, labels=_split(label),
+            echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True),
+        )
+    except PrError as error:
+        stderr.print(f"error: {error}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 def _version_callback(value: bool) -> None:
@@ -169,5 +276,5 @@ def main() -> None:
     try:
         app(standalone_mode=True)
     except ToolError as error:
-        stderr.print(f"error: {error}", style="red", highlight=False)
+        stderr.print(f"error: {error}", style="red", highlight=False, soft_wrap=True)
         raise SystemExit(2) from None

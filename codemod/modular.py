@@ -531,3 +531,27 @@ def modular_overrides(modular_text: str, method: str) -> list[tuple[str, int, in
                 func = defs[-1]
                 found.append((node.name, func.lineno, func.end_lineno or func.lineno))
     return found
+
+
+def inherited_origin(checkout: Checkout, modular_file: Path, class_name: str, method: str, read: Reader) -> MethodOrigin | None:
+    """What the converter would copy into the generated class if the modular class did not define ``method``.
+
+    The modular trap: deleting a child's override from its modular source makes the converter copy
+    the *parent model's* override in, instead of letting the class fall back to the mixin. ``None``
+    when no parent in the chain defines the method (deleting it is then safe).
+    """
+    tree = _parse(modular_file, read)
+    node = _classes(tree).get(class_name) if tree is not None else None
+    if tree is None or node is None:
+        return None
+    frame = _Frame(modular_file, tree, node)
+    for base_node in node.bases:
+        base = _dotted(base_node)
+        if base is None or base in STOP_BASES or base.rpartition(".")[2] in STOP_BASES:
+            continue
+        for candidate in _resolve_base(checkout, frame, base, read):
+            found = _find(checkout, candidate, method, read, _Walk(), (class_name,), 1)
+            if found is not None:
+                modular = _relative(checkout, modular_file)
+                return _origin_of(checkout, modular, class_name, method, found, read)
+    return None

@@ -57,7 +57,7 @@ class _Walker:
     def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
         return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
 
-    def walk(self, statements: Sequence[cst.BaseStatement], guards: tuple[str, ...]) -> None:
+    def walk(self, statements: Sequence[cst.BaseStatement], guards: tuple[str, ...], conditions: tuple[str, ...] = ()) -> None:
         i = 0
         while i < len(statements):
             statement = statements[i]
@@ -67,26 +67,28 @@ class _Walker:
             ctx = dataclasses.replace(self.ctx, guards=guards)
             match, rule = self.best_match(statements, i, ctx)
             if match is not None:
-                self.record(match, rule, statements[i : i + match.consumed], guards)
+                self.record(match, rule, statements[i : i + match.consumed], guards, conditions)
                 i += match.consumed
                 continue
-            if isinstance(statement, cst.If) and self.walk_guarded(statement, guards):
+            if isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions):
                 i += 1
                 continue
             line, end_line = self.lines([statement])
             self.unrecognised.append(Unrecognised(line, end_line, node_code(statement)))
             i += 1
 
-    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...]) -> bool:
+    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...], conditions: tuple[str, ...]) -> bool:
         found = guard_of(statement.test)
         if found is None:
             return False
         if_guard, else_guard = found
-        self.walk(statement.body.body, (*guards, if_guard))
+        test = node_code(statement.test)
+        self.walk(statement.body.body, (*guards, if_guard), (*conditions, test))
+        negated = (*conditions, f"not ({test})")
         if isinstance(statement.orelse, cst.Else):
-            self.walk(statement.orelse.body.body, (*guards, else_guard))
+            self.walk(statement.orelse.body.body, (*guards, else_guard), negated)
         elif isinstance(statement.orelse, cst.If):
-            self.walk([statement.orelse], (*guards, else_guard))
+            self.walk([statement.orelse], (*guards, else_guard), negated)
         return True
 
     def best_match(self, statements, i, ctx):
@@ -97,7 +99,7 @@ class _Walker:
                 best = (found, rule)
         return best
 
-    def record(self, match: Match, rule, nodes, guards) -> None:
+    def record(self, match: Match, rule, nodes, guards, conditions=()) -> None:
         line, end_line = self.lines(nodes)
         for behaviour in (match.behaviour, *match.implies):
             facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
@@ -106,11 +108,16 @@ class _Walker:
             # keyword arguments set before a delegated call that forwards **kwargs reach its result
             keep = match.delegates_to is not None and match.forwards_kwargs
             self.outputs[:] = [o for o in self.outputs if keep and o.via_kwargs]
+            # a new dict replaces the old one, with whatever it forwarded or came from
+            self.forwards_kwargs = False
+            self.delegates_to = None
         for key, value in match.outputs.items():
-            self.outputs.append(OutputKey(key, str(value), line, guards, match.via_kwargs))
+            self.outputs.append(
+                OutputKey(key, str(value), line, guards, match.via_kwargs, match.output_code.get(key, ""), conditions)
+            )
         self.dropped.extend(match.drops)
         # In order with the assignments: a key removed and then added back is there in the end.
-        self.outputs.extend(OutputKey(key, DROPPED, line, guards) for key in match.drops)
+        self.outputs.extend(OutputKey(key, DROPPED, line, guards, conditions=conditions) for key in match.drops)
         if match.forwards_kwargs:
             self.forwards_kwargs = True
         if match.delegates_to is not None:
@@ -136,7 +143,8 @@ def _is_inert(statement: cst.BaseStatement, first: bool) -> bool:
 def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
     names = {"model_inputs"}
     for ret in m.findall(function, m.Return(value=m.Name())):
-        names.add(ret.value.value)  # type: ignore[union-attr]
+        if ret.value.value != "None":  # type: ignore[union-attr]
+            names.add(ret.value.value)  # type: ignore[union-attr]
     return tuple(sorted(names))
 
 

@@ -171,7 +171,8 @@ def _origin(f: Finding) -> str:
         notes.append(f"from {o.generated_from.source_file or o.generated_from.modular_file or 'modular'}")
     if o.copied_from is not None:
         status = o.copied_from.check.status
-        notes.append(f"copy of {o.copied_from.marker.target.rsplit('.', 2)[-2]}" + ("" if status == "consistent" else f" ({status})"))
+        copied = o.copied_from.check.target_class or o.copied_from.marker.target.rsplit(".", 1)[-1]
+        notes.append(f"copy of {copied}" + ("" if status == "consistent" else f" ({status})"))
     return ", ".join(notes)
 
 

@@ -14,6 +14,7 @@ from rules import (
     move_to_device,
     key_variable,
     encoder_decoder_masks,
+    flash_attention_seq_lens,
     delegate,
     drop_key,
     forward_kwargs,
@@ -39,12 +40,13 @@ ALL: tuple[Rule, ...] = tuple(
         (
             module.RULE
             for module in (
-                default_attention_mask,
+                            default_attention_mask,
                 remote_code_cache_position,
                 modular_removal,
                 move_to_device,
                 key_variable,
                 encoder_decoder_masks,
+                flash_attention_seq_lens,
                 delegate,
                 drop_key,
                 forward_kwargs,

@@ -103,6 +103,8 @@ class Match:
     outputs: Mapping[str, Value] = dataclasses.field(default_factory=dict)
     #: the outputs go through ``**kwargs`` (set before a delegated call, which passes them on)
     via_kwargs: bool = False
+    #: the expression each output key is given, as code (for a rewrite that keeps the key)
+    output_code: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: keys the claimed statements remove from the output dict
     drops: tuple[str, ...] = ()
     #: the output dict starts afresh here (``model_inputs = {...}``)

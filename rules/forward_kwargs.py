@@ -16,8 +16,10 @@ def _check(captures, ctx, variant):
     if "never" in captures:
         never = captures.nodes["never"]
         keys = [e.value.evaluated_value for e in getattr(never, "elements", ()) if hasattr(e.value, "evaluated_value")]
-        return claim(detail="except " + ", ".join(keys), forwards_kwargs=True,
-                     facets={"never": ",".join(keys), "first_step_only": captures.code("first_only")})
+        facets = {"never": ",".join(keys)}
+        if "first_only" in captures:
+            facets["first_step_only"] = captures.code("first_only")
+        return claim(detail="except " + ", ".join(keys), forwards_kwargs=True, facets=facets)
     return claim(detail=variant, forwards_kwargs=True)
 
 
@@ -28,6 +30,12 @@ RULE = TemplateRule(
         "keys not yet set": """
             for key, value in $kw.items():
                 if key not in $d:
+                    $d[key] = value
+        """,
+        "except some keys": """
+            kwargs_to_avoid_forwarding = $never
+            for key, value in $kw.items():
+                if key not in $d and key not in kwargs_to_avoid_forwarding:
                     $d[key] = value
         """,
         "except some keys; multimodal inputs only on the first iteration": """

@@ -5,6 +5,8 @@ A guard is named by what it says about the decoding step:
 - ``past-not-none`` / ``past-truthy``: there is a cache (``past_key_values is not None`` /
   ``if past_key_values:``; an empty ``DynamicCache`` is falsy, so the two differ on the first step
   of a model with Cache classes);
+- ``past-or-use-cache``: there is a cache, or one is being used (the 5.0 – 5.2 mixin slices under
+  ``past_key_values is not None or use_cache``, for stateful models that build their cache later);
 - ``no-past``: there is no cache yet;
 - ``first-step`` / ``later-step``: the first forward pass or a later one (``cache_position[0] == 0``,
   ``is_first_iteration`` ...);
@@ -30,6 +32,7 @@ _ATOMS: Sequence[tuple[str, str, str]] = (
     ("$p is None", "no-past", "past-not-none"),
     ("$p", "past-truthy", "no-past"),
     ("not $p", "no-past", "past-truthy"),
+    ("$p is not None or use_cache", "past-or-use-cache", "no-past"),
     ("cache_position[0] == 0", "first-step", "later-step"),
     ("cache_position[0] != 0", "later-step", "first-step"),
     ("cache_position[0] > 0", "later-step", "first-step"),

@@ -1,7 +1,9 @@
 """PI121 inputs-embeds-first-step: feed `inputs_embeds` on the first step and the ids afterwards.
 
 Generation may start from embeddings; once the cache holds them, the newly generated ids are fed.
-The first step is told by ``cache_position[0] == 0``, or (older code) by the absence of a cache.
+The first step is told by ``cache_position[0] == 0``, or (older code) by the absence of a cache; the
+mixins of 4.49 – 4.57 feed the embeddings whenever ``cache_position`` covers all of them (the first
+step of each new prompt), those of 5.x on the ``is_first_iteration`` the decoding loop passes.
 
 Example::
 
@@ -23,37 +25,52 @@ _TESTS = {
     "first step by cache_position": Template.expression("inputs_embeds is not None and cache_position[0] == 0"),
     "first step by an absent cache": Template.expression("inputs_embeds is not None and $p is None"),
     "first step by is_first_iteration": Template.expression("inputs_embeds is not None and is_first_iteration"),
+    "first step by len(cache_position)": Template.expression(
+        "inputs_embeds is not None and len(cache_position) == inputs_embeds.shape[1]"
+    ),
+}
+_FACETS = {
+    "first step by cache_position": "cache_position",
+    "first step by an absent cache": "no cache",
+    "first step by is_first_iteration": "is_first_iteration",
+    "first step by len(cache_position)": "len(cache_position)",
 }
 _ASSIGN = Template.parse("$d = $value")
-# The mixin's form (4.46+), which also picks the ids key for encoder-decoder models.
-_MIXIN = Template.parse(
-    """
-    input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
-    if not self.config.is_encoder_decoder:
-        if inputs_embeds is not None and cache_position[0] == 0:
-            model_inputs[input_ids_key] = None
-            model_inputs["inputs_embeds"] = inputs_embeds
-        else:
-            model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
-            model_inputs["inputs_embeds"] = None
+# The mixin's form (4.46 – 5.2), which also picks the ids key for encoder-decoder models; only its
+# test of the first step changed (the first_step facet -> the test).
+_MIXIN_SHAPE = """
+input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
+if not self.config.is_encoder_decoder:
+    if inputs_embeds is not None and {test}:
+        model_inputs[input_ids_key] = None
+        model_inputs["inputs_embeds"] = inputs_embeds
     else:
         model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
-    """
-)
+        model_inputs["inputs_embeds"] = None
+else:
+    model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+"""
+_MIXIN = {
+    "cache_position": Template.parse(_MIXIN_SHAPE.format(test="cache_position[0] == 0")),  # 4.46 – 4.48
+    "len(cache_position)": Template.parse(  # 4.49 – 4.57
+        _MIXIN_SHAPE.format(test="len(cache_position) == inputs_embeds.shape[1]")
+    ),
+    "is_first_iteration": Template.parse(_MIXIN_SHAPE.format(test="is_first_iteration")),  # 5.0 – 5.2
+}
 
 
-# The 5.x mixin's form: the first iteration feeds the (last next_sequence_length) embeddings, later
-# ones the last next_sequence_length ids.
+# The 5.x mixin's form (5.3+): the first iteration feeds the (last next_sequence_length) embeddings,
+# later ones the last next_sequence_length ids. 5.3 reuses inputs_embeds for the sliced embeddings.
 _MIXIN_V5 = Template.parse(
     """
     input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
     if not self.config.is_encoder_decoder and inputs_embeds is not None and is_first_iteration:
         model_inputs[input_ids_key] = None
-        prompt_embeds = (
+        $embeds = (
             inputs_embeds[:, -next_sequence_length:, :] if next_sequence_length is not None else inputs_embeds
         )
-        model_inputs["inputs_embeds"] = prompt_embeds.clone(memory_format=torch.contiguous_format)
-        batch_size, sequence_length = prompt_embeds.shape[:2]
+        model_inputs["inputs_embeds"] = $embeds.clone(memory_format=torch.contiguous_format)
+        batch_size, sequence_length = $embeds.shape[:2]
     else:
         input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
         model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
@@ -96,13 +113,14 @@ class InputsEmbedsFirstStep(Rule):
                          defines={"input_ids": ids},
                          implies=("encoder-decoder-ids-key", "slice-by-next-sequence-length"),
                          facets={"first_step": "is_first_iteration"})
-        if _MIXIN.match(statements, start) is not None:
-            ids = ctx.value_of(ctx.ids_param)
-            return Match(2, self.name, "first step by cache_position; decoder_input_ids for encoder-decoder models",
-                         outputs={"input_ids": ids, "decoder_input_ids": ids,
-                                  "inputs_embeds": Value("first-step", "inputs_embeds")},
-                         resets_outputs=False, implies=("encoder-decoder-ids-key",),
-                         facets={"first_step": "cache_position"})
+        for first_step, template in _MIXIN.items():
+            if template.match(statements, start) is not None:
+                ids = ctx.value_of(ctx.ids_param)
+                return Match(2, self.name, f"first step by {first_step}; decoder_input_ids for encoder-decoder models",
+                             outputs={"input_ids": ids, "decoder_input_ids": ids,
+                                      "inputs_embeds": Value("first-step", "inputs_embeds")},
+                             resets_outputs=False, implies=("encoder-decoder-ids-key",),
+                             facets={"first_step": first_step})
         statement = statements[start]
         if not isinstance(statement, cst.If) or not isinstance(statement.orelse, cst.Else):
             return None
@@ -125,9 +143,7 @@ class InputsEmbedsFirstStep(Rule):
             return None
         outputs = {"input_ids": ids, "inputs_embeds": Value("first-step", "inputs_embeds")}
         detail = label + ("" if "contiguous" not in ids.name else "; ids made contiguous")
-        test = {"first step by cache_position": "cache_position", "first step by an absent cache": "no cache",
-                "first step by is_first_iteration": "is_first_iteration"}[label]
-        return Match(1, self.name, detail, outputs=outputs, resets_outputs=True, facets={"first_step": test})
+        return Match(1, self.name, detail, outputs=outputs, resets_outputs=True, facets={"first_step": _FACETS[label]})
 
     def coverage(self, facets, mixin):
         found = mixin.get(self.name)

@@ -20,6 +20,14 @@ RULE = TemplateRule(
             if self.device.type != "meta" and input_tensor is not None and input_tensor.device != self.device:
                 model_inputs = move_to_device(model_inputs, self.device)
         """,
+        # 5.15: the loop the move_to_device helper later replaced
+        "when the inputs are elsewhere, tensor by tensor": """
+            input_tensor = model_inputs.get("inputs_embeds", model_inputs[$key])
+            if self.device.type != "meta" and input_tensor is not None and input_tensor.device != self.device:
+                for key, value in model_inputs.items():
+                    if isinstance(value, torch.Tensor):
+                        model_inputs[key] = value.to(self.device)
+        """,
     },
     lambda captures, ctx, variant: claim(detail=variant),
 )

@@ -20,13 +20,15 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from rules._pattern import node_code
 from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
 from rules.values import step_value, string_key, value_of
 
 
-def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], bool] | None:
-    """Keys and values of a dict literal with string keys; the flag says ``**kwargs`` is spread in."""
+def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], dict[str, str], bool] | None:
+    """Values and code of a dict literal with string keys; the flag says ``**kwargs`` is spread in."""
     items: dict[str, Value] = {}
+    codes: dict[str, str] = {}
     spreads_kwargs = False
     for element in node.elements:
         if isinstance(element, cst.StarredDictElement):
@@ -38,7 +40,8 @@ def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], bool] |
         if key is None:
             return None
         items[key] = step_value(value_of(element.value, ctx), ctx)
-    return items, spreads_kwargs
+        codes[key] = node_code(element.value)
+    return items, codes, spreads_kwargs
 
 
 def _key(node: cst.BaseExpression, ctx: Context) -> str | None:
@@ -67,9 +70,9 @@ class OutputDict(Rule):
                 parsed = _dict_items(small.value, ctx)
                 if parsed is None:
                     return None
-                items, spread = parsed
+                items, codes, spread = parsed
                 return Match(1, self.name, "returns a dict literal", outputs=items, resets_outputs=True,
-                             forwards_kwargs=spread, returns=True)
+                             forwards_kwargs=spread, returns=True, output_code=codes)
             if isinstance(small.value, cst.Name) and small.value.value in outputs:
                 return Match(1, self.name, "returns the dict", returns=True)
             return None
@@ -81,8 +84,9 @@ class OutputDict(Rule):
                 parsed = _dict_items(small.value, ctx)
                 if parsed is None:
                     return None
-                items, spread = parsed
-                return Match(1, self.name, "builds the dict", outputs=items, resets_outputs=True, forwards_kwargs=spread)
+                items, codes, spread = parsed
+                return Match(1, self.name, "builds the dict", outputs=items, resets_outputs=True, forwards_kwargs=spread,
+                             output_code=codes)
             # model_inputs["key"] = value
             if (
                 isinstance(target, cst.Subscript)
@@ -94,7 +98,8 @@ class OutputDict(Rule):
                 key = _key(target.slice[0].slice.value, ctx)
                 if key is None:
                     return None
-                return Match(1, self.name, "sets a key", outputs={key: step_value(value_of(small.value, ctx), ctx)})
+                return Match(1, self.name, "sets a key", outputs={key: step_value(value_of(small.value, ctx), ctx)},
+                             output_code={key: node_code(small.value)})
             return None
 
         if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
@@ -107,11 +112,12 @@ class OutputDict(Rule):
                 parsed = _dict_items(call.args[0].value, ctx)
                 if parsed is None:
                     return None
-                items, spread = parsed
-                return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread)
+                items, codes, spread = parsed
+                return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes)
             if all(arg.keyword is not None and not arg.star for arg in call.args):
                 items = {arg.keyword.value: step_value(value_of(arg.value, ctx), ctx) for arg in call.args}  # type: ignore[union-attr]
-                return Match(1, self.name, "updates the dict", outputs=items)
+                codes = {arg.keyword.value: node_code(arg.value) for arg in call.args}  # type: ignore[union-attr]
+                return Match(1, self.name, "updates the dict", outputs=items, output_code=codes)
         return None
 
 

@@ -21,6 +21,7 @@ import libcst as cst
 from rules._pattern import Template
 from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
 from rules.guards import guard_of
+from rules.values import string_key
 
 _TESTS = {
     "": Template.expression("attention_mask is not None and position_ids is None"),
@@ -40,19 +41,28 @@ _SLICES = {
 }
 _CLONE = Template.parse("position_ids = position_ids.clone(memory_format=torch.contiguous_format)")
 _RESET = Template.parse("position_ids = None")
-# The mixin's form (4.46+): only when the model's forward takes position_ids; slicing happens later.
+# The mixin's form (4.46 – 5.2): only when the model's forward takes position_ids; slicing happens
+# later. From 4.50 the key is a variable (decoder_position_ids for encoder-decoder models); 5.2 pads
+# with 0.
 _MIXIN = Template.parse(
     """
     if (
         attention_mask is not None
-        and kwargs.get("position_ids") is None
-        and "position_ids" in set(inspect.signature(self.forward).parameters.keys())
+        and kwargs.get($key) is None
+        and $key in set(inspect.signature(self.forward).parameters.keys())
     ):
         position_ids = attention_mask.long().cumsum(-1) - 1
-        position_ids.masked_fill_(attention_mask == 0, 1)
-        kwargs["position_ids"] = position_ids
+        position_ids.masked_fill_(attention_mask == 0, $padding)
+        kwargs[$key] = position_ids
     """
 )
+
+
+def _mixin_key(node: cst.BaseExpression, ctx: Context) -> str | None:
+    """``position_ids``, or a key variable that names it (``position_ids_key``, see rules.key_variable)."""
+    if isinstance(node, cst.Name) and ctx.value_of(node.value) == Value("key", "position_ids"):
+        return node.value
+    return "position_ids" if string_key(node) == "position_ids" else None
 
 
 class PositionIdsFromMask(Rule):
@@ -65,11 +75,20 @@ class PositionIdsFromMask(Rule):
         statement = statements[start]
         if not isinstance(statement, cst.If):
             return None
-        if _MIXIN.match(statements, start) is not None:
-            return Match(1, self.name, "only when forward accepts position_ids; sliced with the ids later",
+        mixin = _MIXIN.match(statements, start)
+        if mixin is not None:
+            key, padding = _mixin_key(mixin.nodes["key"], ctx), mixin.nodes["padding"]
+            if key is None or not isinstance(padding, cst.Integer):
+                return None
+            details = ["only when forward accepts position_ids", "sliced with the ids later"]
+            if key != "position_ids":
+                details.append(f"keyed by {key} (decoder_position_ids for encoder-decoder models)")
+            if padding.value != "1":
+                details.append(f"padding set to {padding.value}")
+            return Match(1, self.name, "; ".join(details),
                          defines={"position_ids": Value("behaviour", self.name)},
                          outputs={"position_ids": Value("behaviour", self.name)},
-                         facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": "1"})
+                         facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": padding.value})
         condition = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
         if condition is None:
             return None

@@ -1,6 +1,8 @@
 """PI191 read-kwarg: read a model input out of `**kwargs` into a local name.
 
-Plumbing: the local then stands for that input, as if it were a parameter.
+Plumbing: the local then stands for that input, as if it were a parameter. A fall-back to the
+config's setting when the input is not given (the 5.0 – 5.2 mixin's ``use_cache``) is part of the
+read: it is the value the model's forward would use anyway.
 
 Example::
 
@@ -11,8 +13,16 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from rules._pattern import Template
 from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
-from rules.values import kwargs_key
+from rules.values import kwargs_key, string_key
+
+_CONFIG_DEFAULT = Template.parse(
+    """
+    if $name is None:
+        $name = getattr(self.config, $key, $_)
+    """
+)
 
 
 class ReadKwarg(Rule):
@@ -33,8 +43,11 @@ class ReadKwarg(Rule):
         if key is None or not isinstance(target, cst.Name):
             return None
         popped = isinstance(assign.value, cst.Call) and assign.value.func.attr.value == "pop"  # type: ignore[attr-defined]
-        return Match(1, self.name, f"{key} ({'popped' if popped else 'read'})",
-                     defines={target.value: Value("param", key)},
+        how, consumed = "popped" if popped else "read", 1
+        fallback = _CONFIG_DEFAULT.match(statements, start + 1)
+        if fallback is not None and fallback.code("name") == target.value and string_key(fallback.nodes["key"]) == key:
+            how, consumed = f"{how}; the config's setting when not given", 2
+        return Match(consumed, self.name, f"{key} ({how})", defines={target.value: Value("param", key)},
                      drops=(key,) if popped else ())
 
 

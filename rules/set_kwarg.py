@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from rules._pattern import node_code
 from rules.base import Context, Kind, Match, Rule, parse_docstring
 from rules.values import kwargs_key, step_value, value_of
 
@@ -29,7 +30,8 @@ class SetKwarg(Rule):
         key = kwargs_key(assign.targets[0].target, ctx)
         if key is None:
             return None
-        return Match(1, self.name, key, outputs={key: step_value(value_of(assign.value, ctx), ctx)}, via_kwargs=True)
+        return Match(1, self.name, key, outputs={key: step_value(value_of(assign.value, ctx), ctx)}, via_kwargs=True,
+                     output_code={key: node_code(assign.value)})
 
 
 RULE = SetKwarg()

@@ -52,8 +52,16 @@ _TESTS = {
 }
 # Everything else in the block only gathers the helper's arguments.
 _HELPER_LOCALS = frozenset(
-    {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "causal_mask_creation_function"}
+    {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "decoder",
+     "causal_mask_creation_function"}
 )
+# 4.53 – 5.2 also read inputs back for create_masks_for_generate (4.53 from ``model_input``, a slip).
+_READ_BACK = (
+    Template.expression("$d.get($_)"),
+    Template.expression("$d.get($_, None)"),
+    Template.expression("getattr($d, $_, None)"),
+)
+_READ_BACK_NAMES = frozenset({"token_type_ids", "position_ids"})
 _HELPER = "_prepare_4d_causal_attention_mask_with_cache_position"
 _HELPER_NAMES = {
     _HELPER: "the module's helper",
@@ -85,7 +93,7 @@ class StaticCacheMask(Rule):
                 if names == ["attention_mask"]:
                     # The helper's call, or a later touch-up of its result (``.contiguous()``)
                     helper = helper or _helper_name(assign.value)
-                elif not set(names) <= _HELPER_LOCALS:
+                elif not (set(names) <= _HELPER_LOCALS or _reads_back(names, assign.value, ctx)):
                     return None
         for node in m.findall(statement.body, m.SimpleStatementLine()):
             for small in node.body:
@@ -99,7 +107,9 @@ class StaticCacheMask(Rule):
         if helper == "the base model's helper" and m.findall(statement.body, m.Attribute(m.Name("inspect"), m.Name("getmodule"))):
             helper = "the base model's or the module's helper"
         if m.findall(statement.body, m.Arg(value=m.Name("create_masks_for_generate"))):
-            helper = "create_masks_for_generate (a model may override it)"
+            # 4.53 – 5.2 look for the base model's (or its decoder's) helper first
+            looks_up = m.findall(statement.body, m.SimpleString(value=m.MatchIfTrue(lambda v: _HELPER in v)))
+            helper = ("the base model's helper, else " if looks_up else "") + "create_masks_for_generate (a model may override it)"
         cache = node_code(captures.nodes["cache"]) if "cache" in captures else "any compileable Cache"
         details = [f"for {cache}", f"via {helper}"]
         if label == "not with flash attention":
@@ -125,6 +135,17 @@ class StaticCacheMask(Rule):
         if facets.get("unless"):
             differences.append("skips the 4D mask under flash attention; the mixin does not")
         return Coverage(True, differences=tuple(differences))
+
+
+def _reads_back(names: list[str], value: cst.BaseExpression, ctx: Context) -> bool:
+    """``token_type_ids = model_inputs.get("token_type_ids")``: an input read back for the helper."""
+    if len(names) != 1 or names[0] not in _READ_BACK_NAMES:
+        return False
+    for template in _READ_BACK:
+        captures = template.match_expression(value)
+        if captures is not None and captures.code("d") in (*ctx.output_names, "model_input"):
+            return True
+    return False
 
 
 def _helper_name(value: cst.BaseExpression) -> str | None:

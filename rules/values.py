@@ -32,9 +32,8 @@ def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:
             return string_key(node.args[0].value)
     if m.matches(node, m.Subscript(value=m.Name(ctx.var_kwargs))):
         assert isinstance(node, cst.Subscript)
-        (element,) = node.slice
-        if isinstance(element.slice, cst.Index):
-            return string_key(element.slice.value)
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return string_key(node.slice[0].slice.value)
     return None
 
 

@@ -1,0 +1,247 @@
+"""Apply: plan → rewrite every file in memory → keep what stays consistent → diff or write.
+
+``compute_changes`` never writes: it plans, rewrites each file in memory, and drops whole shards
+whose files would not parse or compile, or whose ``# Copied from`` markers would no longer hold,
+until what is left is consistent. ``diff`` renders that; ``write`` puts it on disk atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from codemod import copies, modular
+from codemod.checkout import Checkout
+from codemod.classify import Action
+from codemod.index import Override
+from codemod.plan import Edit, EditKind, Plan, make_plan
+from codemod.rewrite import FileRewrite, rewrite_source
+from codemod.scan import ScanResult
+from codemod.sources import FileKind
+
+_MAX_ROUNDS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Changes:
+    plan: Plan
+    rewrites: tuple[FileRewrite, ...]  # one per changed file, in path order
+    #: (shard id, why it was dropped): a file would not compile, or a copy marker would break
+    dropped: tuple[tuple[str, str], ...]
+    #: (generated file, modular source): same edit made in both, as no converter was run
+    mirrored: tuple[tuple[str, str], ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(r.changed for r in self.rewrites)
+
+    def summary(self, result: ScanResult) -> dict[str, int]:
+        by_id = result.index.by_id()
+        actions = dict(self.plan.actions)
+        deleted = [by_id[i] for i, a in actions.items() if a is Action.DELETE]
+        reduced = [by_id[i] for i, a in actions.items() if a is Action.REDUCE]
+        kept = [i for i, a in actions.items() if a is Action.KEEP]
+        old_lines = sum(len(r.old_text().splitlines()) for r in self.rewrites)
+        new_lines = sum(len(r.new_text().splitlines()) for r in self.rewrites)
+        return {
+            "deleted": len(deleted),
+            "reduced": len(reduced),
+            "kept": len(kept),
+            "held": len(self.plan.held),
+            "files": sum(1 for r in self.rewrites if r.changed),
+            "lines_removed": old_lines - new_lines,
+            "override_lines_deleted": sum(o.lines for o in deleted),
+        }
+
+
+class Reader:
+    """Reads a file as it would be after the rewrite (an overlay over the disk)."""
+
+    def __init__(self, checkout: Checkout, rewrites: Iterable[FileRewrite]) -> None:
+        self.overlay = {(checkout.root / r.path).resolve(): r.new_text() for r in rewrites if r.error is None}
+
+    def __call__(self, path: Path) -> str:
+        path = path.resolve()
+        if path in self.overlay:
+            return self.overlay[path]
+        return path.read_text(encoding="utf-8")
+
+
+def _inherited(result: ScanResult, overrides: Iterable[Override]) -> dict[str, str | None]:
+    """For modular overrides: the override the converter would copy in if they were deleted."""
+    checkout = result.index.checkout
+    out: dict[str, str | None] = {}
+    read = Reader(checkout, ())
+    for o in overrides:
+        if o.kind is not FileKind.MODULAR:
+            continue
+        origin = modular.inherited_origin(checkout, checkout.root / o.file, o.class_name, "prepare_inputs_for_generation", read)
+        out[o.id] = f"{origin.source_file}::{origin.source_class}" if origin and origin.source_file else None
+    return out
+
+
+def _rewrite_job(job: tuple[str, bytes, list[Edit]]) -> FileRewrite:
+    return rewrite_source(*job)
+
+
+def _rewrite_all(checkout: Checkout, plan: Plan, jobs: int | None = None) -> list[FileRewrite]:
+    """Rewrite every planned file in memory; libcst is slow on big modules, so in a process pool."""
+    work = [(path, (checkout.root / path).read_bytes(), edits) for path, edits in sorted(plan.by_file().items())]
+    workers = min(jobs or os.cpu_count() or 1, len(work))
+    if workers <= 1 or len(work) < 4:
+        return [_rewrite_job(job) for job in work]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_rewrite_job, work, chunksize=1))
+
+
+def _shards_of(plan: Plan, files: set[str]) -> set[str]:
+    return {s.id for s in plan.shards if any(e.file in files for e in s.edits)}
+
+
+def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrite]) -> dict[str, str]:
+    """Shards whose rewrite leaves a consistent ``# Copied from`` marker inconsistent: shard -> why."""
+    checkout = result.index.checkout
+    changed = {r.path for r in rewrites if r.changed}
+    if not changed:
+        return {}
+    read = Reader(checkout, rewrites)
+    actions = dict(plan.actions)
+    shard_of = {m: s.id for s in plan.shards for m in s.members}
+    broken: dict[str, str] = {}
+    for o in result.index.overrides:
+        link = o.copied_from
+        if link is None or link.check.status != "consistent" or link.check.target_file is None:
+            continue
+        if o.file not in changed and link.check.target_file not in changed:
+            continue
+        if actions.get(o.id) is Action.DELETE and link.scope == "method":
+            continue  # the marker went with the method
+        lines = read(checkout.root / o.file).splitlines()
+        span = _definition_span(lines, o, link.scope)
+        if span is None:
+            continue  # the class or the method is gone (deleted with its marker)
+        marker = copies.marker_above(lines, span[0])
+        if marker is None:
+            continue  # the plan dropped it
+        check = copies.check_copy(checkout, marker, lines, span[0], span[1], read)
+        if check.status != "consistent":
+            for member in (o.id, link.source_id):
+                if member in shard_of:
+                    broken[shard_of[member]] = f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}"
+    return broken
+
+
+def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int, int] | None:
+    """Lines of the copy (the class, or its method) in the rewritten text."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == o.class_name:
+            if scope == "class":
+                target: ast.AST = node
+            else:
+                target = next(
+                    (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"),
+                    None,
+                )
+                if target is None:
+                    return None
+            start = min([d.lineno for d in getattr(target, "decorator_list", [])] + [target.lineno])  # type: ignore[attr-defined]
+            return start, target.end_lineno or start  # type: ignore[attr-defined]
+    return None
+
+
+def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
+    """Plan and rewrite (in memory) the migration of ``result.findings``."""
+    index = result.index
+    checkout = index.checkout
+    mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
+    plan = make_plan(
+        index,
+        result.findings,
+        mixin_era=_checkout_era(result),
+        mixin_file=mixin_file,
+        inherited=_inherited(result, (f.override for f in result.findings)),
+    )
+    dropped: list[tuple[str, str]] = []
+    for _ in range(_MAX_ROUNDS):
+        rewrites = _rewrite_all(checkout, plan, jobs)
+        failing = {r.path: r.error for r in rewrites if r.error}
+        problems = {shard: f"{path}: {error}" for path, error in failing.items() for shard in _shards_of(plan, {path})}
+        if not problems:
+            problems = _broken_copies(result, plan, rewrites)
+        if not problems:
+            break
+        dropped.extend(sorted(problems.items()))
+        plan = plan.without(problems, "held back: " + "; ".join(sorted(set(problems.values())))[:300])
+    else:  # pragma: no cover - each round drops at least one shard
+        raise RuntimeError("the plan did not settle")
+    mirrored = sorted(
+        {
+            (o.file, o.generated_from.modular_file)
+            for o in index.overrides
+            if o.generated_from is not None and o.generated_from.modular_file and o.file in {r.path for r in rewrites if r.changed}
+        }
+    )
+    return Changes(plan, tuple(r for r in rewrites if r.changed or r.error), tuple(dropped), tuple(mirrored))
+
+
+def _checkout_era(result: ScanResult):
+    from codemod.mixin import Era
+
+    # The profile of a stub mixin is the hoisted implementation's; the hoist is needed when the
+    # checkout's own method is the stub, which the profile's source says.
+    return Era.STUB if result.profile.hoisted and result.index.checkout.mixin_file is not None else result.profile.era
+
+
+# --------------------------------------------------------------------------------------------- output
+
+
+def unified_diff(changes: Changes) -> str:
+    chunks = []
+    for r in changes.rewrites:
+        if not r.changed:
+            continue
+        chunks.extend(
+            difflib.unified_diff(
+                r.old_text().splitlines(keepends=True),
+                r.new_text().splitlines(keepends=True),
+                fromfile=f"a/{r.path}",
+                tofile=f"b/{r.path}",
+            )
+        )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks)
+
+
+def write(checkout: Checkout, changes: Changes) -> list[str]:
+    """Write every changed file atomically (same directory, same mode); returns the paths written."""
+    written = []
+    for r in changes.rewrites:
+        if not r.changed:
+            continue
+        target = checkout.root / r.path
+        mode = target.stat().st_mode
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(r.new)
+            os.chmod(tmp, mode & 0o7777)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(r.path)
+    return written
+
+
+def edits_of_kind(changes: Changes, kind: EditKind) -> list[Edit]:
+    return [e for e in changes.plan.edits() if e.kind is kind]

@@ -1,0 +1,56 @@
+"""The outcome of a whole migration (scan → plan → apply → verify), per model: what `pr` publishes.
+
+``Migration`` is the boundary between the engine and its publishers (the report, the CI bot): it
+says which models changed, in which files, what each class's finding and verdict were, and a hash
+of the plan so that a publisher can tell whether anything changed since last time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassOutcome:
+    file: str  # the override's file, relative to the checkout root
+    class_name: str
+    category: str  # generic / kwargs-forwarding / bespoke
+    action: str  # delete / reduce / keep
+    lines_removed: int
+    verdict: str  # identical / differs / crashed / unverified
+    scenarios: tuple[str, ...] = ()
+    detail: str = ""  # the first difference, or why it is unverified
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOutcome:
+    model: str
+    #: files this model's change touches (relative to the checkout root), in a stable order
+    files: tuple[str, ...]
+    classes: tuple[ClassOutcome, ...]
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(c.lines_removed for c in self.classes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    #: kept, verified changes, one entry per model, sorted by model name
+    models: tuple[ModelOutcome, ...]
+    #: models whose change was reverted, with the reason
+    reverted: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def plan_hash(self) -> str:
+        """A stable hash of what would be published: files, classes and actions, not timings."""
+        payload = [
+            (m.model, m.files, [(c.file, c.class_name, c.category, c.action, c.lines_removed) for c in m.classes])
+            for m in self.models
+        ]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def model(self, name: str) -> ModelOutcome | None:
+        return next((m for m in self.models if m.model == name), None)

@@ -1,0 +1,443 @@
+"""Plan: from findings to edits, grouped into shards that must change together.
+
+Pure: a function of the scan. The plan follows the findings' actions, then keeps the code base
+consistent:
+
+- an override in a generated file follows the override it is generated from (its modular class,
+  or the parent the converter copies it from), and both files get the same edit;
+- the modular trap: a modular class whose parent model defines the method cannot simply lose its
+  override (the converter would copy the parent's in); it gets the converter's removal stub;
+- ``# Copied from`` groups change as one unit: a copy whose source changes differently loses its
+  marker (method-level) or gets ``# Ignore copy`` (class-level); a class-level copy cannot lose a
+  method its source keeps, so that deletion is held back;
+- every override that stays in the selection is marked ``# Overwritten -- <reason>``;
+- a stub mixin (≤ 4.45) first gets the generic implementation (``rules.generic_mixin``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from enum import Enum
+
+from codemod.classify import Action, Category, Extra, Finding
+from codemod.index import Index, Override
+from codemod.mixin import Era
+from codemod.sources import FileKind
+
+METHOD = "prepare_inputs_for_generation"
+MIXIN_CLASS = "GenerationMixin"
+
+
+class EditKind(str, Enum):
+    DELETE = "delete"  # remove the method, with its comments and marker
+    REDUCE = "reduce"  # same signature; the body calls super() and keeps the model-specific keys
+    REMOVE = "remove"  # modular source: the converter's removal stub (raise AttributeError)
+    MARK = "mark"  # add "# Overwritten -- <text>"
+    DROP_MARKER = "drop-marker"  # remove the method's "# Copied from" (its source changes differently)
+    IGNORE_COPY = "ignore-copy"  # add "# Ignore copy" (a class-level copy no longer covers the method)
+    HOIST = "hoist"  # install the generic implementation in the stub mixin
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    file: str
+    class_name: str
+    kind: EditKind
+    override_id: str | None
+    reason: str
+    #: REDUCE/REMOVE/HOIST: the new body (or method, for HOIST), 4-space indented; MARK: the reason
+    text: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """Edits that only make sense together (a copy group, a modular family, or one override)."""
+
+    id: str
+    kind: str  # "override", "copy-group" or "modular"
+    members: tuple[str, ...]  # override ids
+    edits: tuple[Edit, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    shards: tuple[Shard, ...]
+    hoist: Edit | None
+    #: overrides whose finding asked for a change that the plan holds back, with the reason
+    held: tuple[tuple[str, str], ...]
+    #: the action each selected override ends with
+    actions: tuple[tuple[str, Action], ...]
+    notes: tuple[str, ...] = ()
+
+    def edits(self) -> list[Edit]:
+        out = [self.hoist] if self.hoist else []
+        return out + [e for s in self.shards for e in s.edits]
+
+    def by_file(self) -> dict[str, list[Edit]]:
+        files: dict[str, list[Edit]] = {}
+        for edit in self.edits():
+            files.setdefault(edit.file, []).append(edit)
+        return files
+
+    def action_of(self, override_id: str) -> Action | None:
+        return dict(self.actions).get(override_id)
+
+    def without(self, shard_ids: Iterable[str], reason: str) -> Plan:
+        """The same plan minus some shards (their overrides kept, with ``reason``)."""
+        dropped = set(shard_ids)
+        gone = [s for s in self.shards if s.id in dropped]
+        members = {m for s in gone for m in s.members}
+        shards = tuple(s for s in self.shards if s.id not in dropped)
+        actions = tuple((i, Action.KEEP if i in members else a) for i, a in self.actions)
+        held = self.held + tuple((m, reason) for m in sorted(members) if dict(self.actions).get(m) is not Action.KEEP)
+        hoist = self.hoist if any(a is not Action.KEEP for _, a in actions) else None
+        return dataclasses.replace(self, shards=shards, actions=actions, held=held, hoist=hoist)
+
+    def digest(self) -> str:
+        payload = [(e.file, e.class_name, e.kind.value, e.text) for e in self.edits()]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------- reduce
+
+
+def _param_list(override: Override) -> tuple[str, list[str], str | None, str | None]:
+    """(ids parameter, other named parameters, *args name, **kwargs name)."""
+    params = [p for p in override.analysis.params if p.name != "self"]
+    ids = next((p.name for p in params if p.kind == "positional"), "input_ids")
+    args = next((p.name for p in params if p.kind == "*args"), None)
+    kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
+    named = [p.name for p in params if p.kind in ("positional", "keyword-only") and p.name != ids]
+    return ids, named, args, kwargs
+
+
+def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] | None:
+    """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
+    lines: list[str] = []
+    outputs = override.analysis.outputs
+    for extra in extras:
+        key = json.dumps(extra.key)  # double quotes, as transformers writes them
+        if extra.how == "drop":
+            lines.append(f"model_inputs.pop({key}, None)")
+            continue
+        if extra.how == "sliced":
+            return None  # the slicing statement would have to move with it; keep the override
+        writes = [o for o in outputs if o.key == extra.key and o.value != "dropped"]
+        # an unconditional write makes the ones before it dead code
+        last_plain = max((i for i, o in enumerate(writes) if not o.conditions), default=0)
+        writes = writes[last_plain:]
+        if not writes or any(not o.expr for o in writes):
+            return None
+        for write in writes:
+            statement = f"model_inputs[{key}] = {write.expr}"
+            if write.conditions:
+                condition = " and ".join(f"({c})" if len(write.conditions) > 1 else c for c in write.conditions)
+                lines += [f"if {condition}:", f"    {statement}"]
+            else:
+                lines.append(statement)
+    return lines
+
+
+def reduced_body(override: Override, extras: Sequence[Extra]) -> str | None:
+    """The body of a reduced override: ``super()`` with the standard arguments, then the extras.
+
+    The signature stays as it is, so callers that pass arguments by position keep working; every
+    parameter goes to ``super()`` by keyword except those only the extras use.
+    """
+    statements = _extra_statements(override, extras)
+    if statements is None:
+        return None
+    ids, named, args, kwargs = _param_list(override)
+    # parameters only the extras consume; everything else goes to super() as before
+    extra_sources = {e.source for e in extras if e.how in ("first-step", "later-step")} | {
+        e.key for e in extras if e.how in ("first-step", "later-step")
+    }
+    standard = [p for p in named if p not in extra_sources]
+    arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
+    if kwargs:
+        arguments.append(f"**{kwargs}")
+    call = ["model_inputs = super().prepare_inputs_for_generation("] + [f"    {a}," for a in arguments] + [")"]
+    return "\n".join([*call, *statements, "return model_inputs"]) + "\n"
+
+
+def _extras_summary(extras: Sequence[Extra]) -> str:
+    phrases = {
+        "first-step": "{key} only on the first step",
+        "later-step": "{key} only after the first step",
+        "later-step-none": "no {key} after the first step",
+        "constant": "{key} = {source}",
+        "none": "{key} = None",
+        "drop": "drops {key}",
+        "adjusted": "{key} from {source}",
+        "sliced": "{key} sliced with the ids",
+    }
+    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras]
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _keep_reason(finding: Finding) -> str:
+    """A one-line ``# Overwritten --`` reason: what the override does that the mixin does not."""
+    for kind in ("bespoke", "unrecognised"):
+        for reason in finding.reasons:
+            if reason.kind != kind:
+                continue
+            if kind == "unrecognised":
+                text = f"model-specific input preparation ({reason.text.rstrip(' …')})"
+            else:
+                # "<behaviour> (<detail>): <what the mixin lacks>" -> what the mixin lacks
+                text = reason.text.split("): ", 1)[-1] if reason.rule else reason.text
+            text = text.rstrip(".")
+            return text if len(text) <= 90 else text[:87].rstrip() + "..."
+    return "kept: see the transformers-codemod report"
+
+
+# --------------------------------------------------------------------------------------------- plan
+
+
+@dataclasses.dataclass
+class _Decision:
+    action: Action
+    edit: EditKind | None  # DELETE / REDUCE / REMOVE, or None to leave the body
+    body: str = ""
+    mark: str = ""
+    reason: str = ""
+
+
+class _Planner:
+    def __init__(self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None) -> None:
+        self.index = index
+        self.by_id = index.by_id()
+        self.findings = {f.override.id: f for f in findings}
+        self.hoist_needed = hoist_needed
+        self.mixin_file = mixin_file
+        self.decisions: dict[str, _Decision] = {}
+        self.held: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+        self.extra_edits: list[Edit] = []
+
+    def hold(self, override_id: str, reason: str, mark: str | None = None) -> None:
+        decision = self.decisions[override_id]
+        if decision.action is not Action.KEEP:
+            self.held.append((override_id, reason))
+        self.decisions[override_id] = _Decision(Action.KEEP, None, mark=mark or reason)
+
+    def initial(self) -> None:
+        for oid, f in self.findings.items():
+            if f.action is Action.DELETE:
+                self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
+            elif f.action is Action.REDUCE:
+                body = reduced_body(f.override, f.extras)
+                if body is None:
+                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if f.category is Category.BESPOKE
+                                                    else f"keeps {_extras_summary(f.extras)}")
+                    self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
+                else:
+                    summary = _extras_summary(f.extras)
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
+                                                    reason=f"reduced to super(): {summary}")
+            else:
+                mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
+                self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
+
+    def generated(self) -> None:
+        """A generated override changes only as the code it is generated from changes."""
+        for oid, f in self.findings.items():
+            origin = f.override.generated_from
+            if origin is None:
+                continue
+            if origin.kind == "modular-class":
+                source = f"{origin.modular_file}::{origin.modular_class}"
+            elif origin.kind == "inherited" and origin.source_file and origin.source_class:
+                source = f"{origin.source_file}::{origin.source_class}"
+            else:
+                self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
+                continue
+            theirs = self.decisions.get(source)
+            mine = self.decisions[oid]
+            if theirs is None:
+                self.hold(oid, f"generated from {source}, which this run does not change")
+                continue
+            if theirs.action is mine.action:
+                continue
+            # disagreement: the source decides for both when it keeps; otherwise hold both
+            reason = f"generated from {source}, which the scan classifies differently ({theirs.action.value} vs {mine.action.value})"
+            self.hold(oid, reason)
+            if theirs.action is not Action.KEEP and origin.kind == "modular-class":
+                self.hold(source, reason)
+
+    def modular_trap(self, inherited: dict[str, str | None]) -> None:
+        """``inherited[modular override id]``: the override the converter would copy in instead."""
+        for oid, decision in list(self.decisions.items()):
+            if decision.action is not Action.DELETE or self.by_id[oid].kind is not FileKind.MODULAR:
+                continue
+            parent = inherited.get(oid)
+            if parent is None:
+                continue
+            parent_decision = self.decisions.get(parent)
+            if parent_decision is not None and parent_decision.action is Action.DELETE:
+                continue
+            name = self.by_id[oid].class_name
+            self.decisions[oid] = _Decision(
+                Action.DELETE, EditKind.REMOVE,
+                body=f'raise AttributeError("{name} uses GenerationMixin.prepare_inputs_for_generation")\n',
+                reason=f"modular trap: deleting it would make the converter copy {parent}'s override in; "
+                "the removal stub makes the generated class use the mixin",
+            )
+
+    def copies(self) -> None:
+        """Keep ``# Copied from`` groups consistent with what changes."""
+        for oid, o in self.by_id.items():
+            link = o.copied_from
+            if link is None or link.source_id is None or link.check.status != "consistent":
+                continue
+            mine = self.decisions.get(oid)
+            theirs = self.decisions.get(link.source_id)
+            my_action = mine.action if mine else Action.KEEP
+            their_action = theirs.action if theirs else Action.KEEP
+            same = my_action is their_action and (
+                my_action is not Action.REDUCE or _same_reduction(mine, theirs, link)  # type: ignore[arg-type]
+            )
+            if same:
+                continue
+            if link.scope == "method":
+                if my_action is not Action.DELETE:
+                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
+                                                 f"its source {link.source_id} changes differently"))
+                continue
+            # class-level copy
+            if my_action is Action.DELETE:
+                self.hold(oid, f"class-level copy of {link.source_id}, whose {METHOD} stays")
+                my_action = Action.KEEP
+            self.extra_edits.append(Edit(o.file, o.class_name, EditKind.IGNORE_COPY, oid,
+                                         f"class-level copy of {link.source_id}, whose {METHOD} changes differently"))
+
+    def marks(self) -> dict[str, str]:
+        """``# Overwritten`` reasons. A copy that stays a copy must be marked exactly like its source
+        (after the marker's replacements) or check_copies fails, so copies inherit their source's mark."""
+        unlinked = {e.override_id for e in self.extra_edits}
+        marks: dict[str, str] = {}
+
+        def mark_of(oid: str, seen: tuple[str, ...] = ()) -> str:
+            if oid in marks:
+                return marks[oid]
+            o, decision = self.by_id[oid], self.decisions.get(oid)
+            if decision is None or decision.action is Action.DELETE or o.overwritten:
+                own = ""
+            else:
+                own = decision.mark
+            link = o.copied_from
+            if (
+                link is not None and link.source_id is not None and link.check.status == "consistent"
+                and oid not in unlinked and link.source_id not in seen
+            ):
+                from codemod.copies import apply_replacements
+
+                source_mark = mark_of(link.source_id, (*seen, oid))
+                own = apply_replacements(source_mark, link.marker.replacements) if source_mark else ""
+            marks[oid] = own
+            return own
+
+        for oid in self.decisions:
+            mark_of(oid)
+        return marks
+
+    def shards(self) -> list[Shard]:
+        edits: dict[str, list[Edit]] = {}
+        marks = self.marks()
+        for oid, decision in self.decisions.items():
+            o = self.by_id[oid]
+            own = edits.setdefault(oid, [])
+            if decision.edit is not None:
+                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body))
+            if marks.get(oid):
+                own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
+        for edit in self.extra_edits:
+            edits.setdefault(edit.override_id or "", []).append(edit)
+        # shards: connected by copy links and generated-from links
+        group = _UnionFind()
+        for oid in edits:
+            group.add(oid)
+            o = self.by_id.get(oid)
+            if o is None:
+                continue
+            if o.copied_from and o.copied_from.source_id in edits:
+                group.union(oid, o.copied_from.source_id)
+            origin = o.generated_from
+            if origin is not None:
+                for source in (f"{origin.modular_file}::{origin.modular_class}", f"{origin.source_file}::{origin.source_class}"):
+                    if source in edits:
+                        group.union(oid, source)
+        shards = []
+        for members in group.groups():
+            shard_edits = tuple(e for m in members for e in edits[m])
+            if not shard_edits:
+                continue
+            kinds = {"copy" if self.by_id[m].copied_from else "generated" if self.by_id[m].generated_from else "" for m in members}
+            kind = "override" if len(members) == 1 else ("copy-group" if "copy" in kinds else "modular")
+            shards.append(Shard(members[0], kind, tuple(members), shard_edits))
+        return sorted(shards, key=lambda s: s.id)
+
+
+def _same_reduction(mine: _Decision, theirs: _Decision, link) -> bool:
+    from codemod.copies import apply_replacements
+
+    return apply_replacements(theirs.body, link.marker.replacements) == mine.body
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def add(self, item: str) -> None:
+        self.parent.setdefault(item, item)
+
+    def find(self, item: str) -> str:
+        while self.parent[item] != item:
+            self.parent[item] = self.parent[self.parent[item]]
+            item = self.parent[item]
+        return item
+
+    def union(self, a: str, b: str) -> None:
+        self.add(a)
+        self.add(b)
+        ra, rb = sorted((self.find(a), self.find(b)))
+        self.parent[rb] = ra
+
+    def groups(self) -> list[list[str]]:
+        out: dict[str, list[str]] = {}
+        for item in sorted(self.parent):
+            out.setdefault(self.find(item), []).append(item)
+        return list(out.values())
+
+
+def make_plan(
+    index: Index,
+    findings: Sequence[Finding],
+    *,
+    mixin_era: Era,
+    mixin_file: str | None,
+    inherited: dict[str, str | None] | None = None,
+) -> Plan:
+    """Plan the migration of ``findings`` (already filtered by --only/--skip).
+
+    ``inherited`` maps a modular override's id to the override the converter would copy in if it
+    were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
+    """
+    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file)
+    planner.initial()
+    planner.generated()
+    planner.modular_trap(inherited or {})
+    planner.copies()
+    shards = planner.shards()
+    actions = tuple(sorted((oid, d.action) for oid, d in planner.decisions.items()))
+    changes = any(a is not Action.KEEP for _, a in actions)
+    hoist = None
+    if planner.hoist_needed and changes and mixin_file is not None:
+        from rules.generic_mixin import METHOD_SOURCE
+
+        hoist = Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None,
+                     "the mixin is a stub: install the generic implementation first", METHOD_SOURCE)
+    return Plan(tuple(shards), hoist, tuple(planner.held), actions, tuple(planner.notes))

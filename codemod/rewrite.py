@@ -1,0 +1,292 @@
+"""Rewrite: apply a plan's edits to one file with libcst, byte-exact outside what they change.
+
+Files are parsed from bytes, so the encoding, line endings (CRLF stays CRLF) and every byte the
+edits do not touch come back unchanged. New code (a reduced method, the hoisted mixin) is written
+in the module's own newline and indentation. After the edits, imports that only the removed code
+used are dropped (scope analysis on the result; never ``__future__``, never a name still used or
+mentioned in a string such as ``__all__``). A result that does not parse or compile is an error, never written.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemod.plan import METHOD, Edit, EditKind
+
+_MARKER = "# Copied from"
+_IGNORE_COPY = "# Ignore copy"
+_OVERWRITTEN = "# Overwritten --"
+
+
+@dataclasses.dataclass(frozen=True)
+class FileRewrite:
+    path: str
+    old: bytes
+    new: bytes
+    encoding: str
+    applied: tuple[Edit, ...]
+    removed_imports: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.error is None and self.new != self.old
+
+    def old_text(self) -> str:
+        return self.old.decode(self.encoding)
+
+    def new_text(self) -> str:
+        return self.new.decode(self.encoding)
+
+
+class RewriteError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------- parts
+
+
+def _comment_line(text: str) -> cst.EmptyLine:
+    return cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text))
+
+
+def _is_comment(line: cst.EmptyLine, prefix: str) -> bool:
+    return line.comment is not None and line.comment.value.lstrip().startswith(prefix)
+
+
+def _in_module_style(module: cst.Module, header: str, code: str) -> cst.Module:
+    """Parse ``code`` (4-space indented) one level below ``header``, in the module's newline and indent."""
+    indent, newline = module.default_indent, module.default_newline
+    converted = []
+    for line in textwrap.dedent(code).strip("\n").splitlines():
+        stripped = line.lstrip(" ")
+        depth, rest = divmod(len(line) - len(stripped), 4)
+        converted.append(indent * (depth + 1) + " " * rest + stripped if stripped else "")
+    return cst.parse_module(header + newline + newline.join(converted) + newline, config=module.config_for_parsing)
+
+
+def _code_block(module: cst.Module, body: str) -> Sequence[cst.BaseStatement]:
+    """Statements for a method body, in the module's style."""
+    parsed = _in_module_style(module, "def _():", body)
+    function = parsed.body[0]
+    assert isinstance(function, cst.FunctionDef) and isinstance(function.body, cst.IndentedBlock)
+    return function.body.body
+
+
+def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str) -> cst.FunctionDef:
+    """Same header (decorators, signature, comments above), new body."""
+    assert isinstance(function.body, cst.IndentedBlock)
+    return function.with_changes(body=function.body.with_changes(body=_code_block(module, body)))
+
+
+def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
+    """A whole new method (the hoisted implementation), where the old one stood."""
+    cls = _in_module_style(module, "class _:", code).body[0]
+    assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
+    new = cls.body.body[0]
+    assert isinstance(new, cst.FunctionDef)
+    return new.with_changes(leading_lines=function.leading_lines)
+
+
+def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
+    """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
+    assert isinstance(function.body, cst.IndentedBlock)
+    first = function.body.body[0]
+    if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
+        return function
+    marked = first.with_changes(leading_lines=[_comment_line(f"{_OVERWRITTEN} {reason}"), *first.leading_lines])
+    return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
+
+
+def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
+    """Remove a ``# Copied from`` comment above the method (its source changed: it is no copy now)."""
+    return function.with_changes(
+        leading_lines=[line for line in function.leading_lines if not _is_comment(line, _MARKER)],
+        lines_after_decorators=[line for line in function.lines_after_decorators if not _is_comment(line, _MARKER)],
+    )
+
+
+def _ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
+    """``# Ignore copy`` right above the method: a class-level copy no longer covers it."""
+    if any(_is_comment(line, _IGNORE_COPY) for line in function.leading_lines):
+        return function
+    return function.with_changes(leading_lines=[*function.leading_lines, _comment_line(_IGNORE_COPY)])
+
+
+def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+    assert isinstance(cls.body, cst.IndentedBlock)
+    body = list(cls.body.body)
+    position = next(
+        (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None
+    )
+    if position is None:
+        raise RewriteError(f"{cls.name.value} has no {METHOD}")
+    function = body[position]
+    assert isinstance(function, cst.FunctionDef)
+    for edit in edits:
+        if edit.kind is EditKind.DELETE:
+            function = None
+            break
+        if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
+            function = _replace_body(module, function, edit.text)
+        elif edit.kind is EditKind.HOIST:
+            function = _replace_function(module, function, edit.text)
+        elif edit.kind is EditKind.MARK:
+            function = _mark(function, edit.text)
+        elif edit.kind is EditKind.DROP_MARKER:
+            function = _drop_marker(function)
+        elif edit.kind is EditKind.IGNORE_COPY:
+            function = _ignore_copy(function)
+    if function is None:
+        removed = body.pop(position)
+        if position < len(body) and not body[position].leading_lines and removed.leading_lines:
+            # keep the blank line that separated the removed method from the previous member
+            blank = [line for line in removed.leading_lines if line.comment is None][:1]
+            body[position] = body[position].with_changes(leading_lines=blank)
+        if not body:
+            body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+    else:
+        body[position] = function
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+# --------------------------------------------------------------------------------------------- imports
+
+
+def _imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
+    """Names bound by top-level imports (not ``__future__``), to the import statement."""
+    names: dict[str, cst.CSTNode] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.ImportFrom):
+                if isinstance(small.module, cst.Name) and small.module.value == "__future__":
+                    continue
+                if isinstance(small.names, cst.ImportStar):
+                    continue
+                for alias in small.names:
+                    names[_bound_name(alias)] = small
+            elif isinstance(small, cst.Import):
+                for alias in small.names:
+                    names[_bound_name(alias)] = small
+    return names
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    node = alias.name
+    while isinstance(node, cst.Attribute):  # ``import a.b`` binds ``a``
+        node = node.value
+    assert isinstance(node, cst.Name)
+    return node.value
+
+
+def _names_used(nodes: Iterable[cst.CSTNode]) -> set[str]:
+    return {n.value for node in nodes for n in m.findall(node, m.Name())}
+
+
+def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[str]:
+    """Which of ``candidates`` (imported names the removed code used) nothing in ``module`` uses now.
+
+    A name stays used if it is read anywhere (any scope: shadowing is not assumed) or appears in a
+    string (``__all__``, string annotations, ``getattr`` by name). That is stricter than a scope
+    analysis and, on the stdlib AST, a hundred times faster than libcst's on 3,000-line modules.
+    """
+    candidates &= set(_imported_names(module))
+    if not candidates:
+        return set()
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Name) and node.id in candidates:
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(name for name in candidates if name in node.value)
+    return candidates - used
+
+
+class _DropImports(cst.CSTTransformer):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        kept = [a for a in updated.names if _bound_name(a) not in self.names]
+        if len(kept) == len(updated.names):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        # the last alias must not keep a trailing comma unless the list is parenthesised
+        if updated.lpar is None and isinstance(kept[-1].comma, cst.Comma):
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(names=kept)
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import):
+        kept = [a for a in updated.names if _bound_name(a) not in self.names]
+        if len(kept) == len(updated.names):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(names=kept)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if not updated.body:
+            return cst.RemoveFromParent()
+        return updated
+
+
+# --------------------------------------------------------------------------------------------- file
+
+
+def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
+    """The method nodes the edits delete or replace (their names may leave imports unused)."""
+    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE)}
+    out = []
+    for statement in old.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
+            out.extend(s for s in statement.body.body if isinstance(s, cst.FunctionDef) and s.name.value == METHOD)
+    return out
+
+
+def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewrite:
+    """Apply ``edits`` (all for ``path``) to ``source``; errors are reported, not raised."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return FileRewrite(path, source, source, "utf-8", (), error=f"cannot parse: {error}")
+    encoding = module.encoding
+    by_class: dict[str, list[Edit]] = {}
+    for edit in edits:
+        by_class.setdefault(edit.class_name, []).append(edit)
+    try:
+        body = []
+        seen = set()
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef) and statement.name.value in by_class:
+                seen.add(statement.name.value)
+                statement = _apply_to_class(module, statement, by_class[statement.name.value])
+            body.append(statement)
+        missing = set(by_class) - seen
+        if missing:
+            raise RewriteError(f"no top-level class {', '.join(sorted(missing))}")
+        new_module = module.with_changes(body=body)
+        candidates = _names_used(_removed_code(module, edits))
+        unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
+        if unused:
+            new_module = new_module.visit(_DropImports(unused))
+        new = new_module.bytes
+        text = new.decode(encoding)
+        cst.parse_module(new)
+        compile(text, path, "exec", dont_inherit=True)
+    except (RewriteError, cst.ParserSyntaxError, SyntaxError, ValueError) as error:
+        return FileRewrite(path, source, source, encoding, (), error=f"{type(error).__name__}: {error}")
+    return FileRewrite(path, source, new, encoding, tuple(edits), tuple(sorted(unused)))

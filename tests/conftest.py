@@ -1,0 +1,40 @@
+"""Shared test fixtures. Several test modules use these; add new fixtures below, keep the existing ones."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: the hand-written fixture trees (see fixtures/README.md)
+FIXTURES = REPO / "fixtures"
+MINI_CHECKOUT = FIXTURES / "mini_checkout"
+REMOTE_CODE = FIXTURES / "remote_code"
+
+
+def copy_fixture(source: Path, dest: Path) -> Path:
+    """Copy a fixture tree to ``dest`` (tests never scan, or write into, the repository's own copy)."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+@pytest.fixture
+def codemod_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty ``CODEMOD_CACHE_DIR`` for this test (scan and facts caches start cold)."""
+    path = tmp_path_factory.mktemp("codemod-cache")
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def mini_checkout(tmp_path: Path, codemod_cache: Path) -> Path:
+    """A private copy of ``fixtures/mini_checkout``, scanned with a private cache dir."""
+    return copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+
+
+@pytest.fixture
+def remote_code(tmp_path: Path, codemod_cache: Path) -> Path:
+    """A private copy of ``fixtures/remote_code``, scanned with a private cache dir."""
+    return copy_fixture(REMOTE_CODE, tmp_path / "remote_code")
