@@ -19,6 +19,7 @@ import libcst as cst
 
 from rules._pattern import Template
 from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
 
 _TESTS = {
@@ -36,6 +37,17 @@ _FACETS = {
     "first step by len(cache_position)": "len(cache_position)",
 }
 _ASSIGN = Template.parse("$d = $value")
+#: what an "absent cache" test may name: a key/value cache, or a state-space model's cache
+_CACHE_NAMES = (*PAST_NAMES, "cache_params")
+
+
+def _first_step_test(test: cst.BaseExpression) -> str | None:
+    """The label of a known first-step test; ``X is None`` counts only when X is a cache."""
+    for label, template in _TESTS.items():
+        captures = template.match_expression(test)
+        if captures is not None and ("p" not in captures or captures.code("p") in _CACHE_NAMES):
+            return label
+    return None
 # The mixin's form (4.46 – 5.2), which also picks the ids key for encoder-decoder models; only its
 # test of the first step changed (the first_step facet -> the test).
 _MIXIN_SHAPE = """
@@ -124,7 +136,7 @@ class InputsEmbedsFirstStep(Rule):
         statement = statements[start]
         if not isinstance(statement, cst.If) or not isinstance(statement.orelse, cst.Else):
             return None
-        label = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
+        label = _first_step_test(statement.test)
         if label is None:
             return None
         first = _dict_assignment(statement.body.body, ctx)

@@ -91,8 +91,14 @@ class StaticCacheMask(Rule):
             for target in assign.targets:
                 names = [n.value for n in m.findall(target.target, m.Name())]
                 if names == ["attention_mask"]:
-                    # The helper's call, or a later touch-up of its result (``.contiguous()``)
-                    helper = helper or _helper_name(assign.value)
+                    # First a helper's call; after it another helper (in another branch) or a
+                    # touch-up of the result (``.contiguous()``), never anything that drops it.
+                    if helper is None:
+                        helper = _helper_name(assign.value)
+                        if helper is None:
+                            return None
+                    elif not (_touches_up(assign.value) or _helper_name(assign.value) is not None):
+                        return None
                 elif not (set(names) <= _HELPER_LOCALS or _reads_back(names, assign.value, ctx)):
                     return None
         for node in m.findall(statement.body, m.SimpleStatementLine()):
@@ -146,6 +152,13 @@ def _reads_back(names: list[str], value: cst.BaseExpression, ctx: Context) -> bo
         if captures is not None and captures.code("d") in (*ctx.output_names, "model_input"):
             return True
     return False
+
+
+def _touches_up(value: cst.BaseExpression) -> bool:
+    """A later assignment that keeps the mask, only making it contiguous."""
+    reads_mask = bool(m.findall(value, m.Name("attention_mask")))
+    contiguous = bool(m.findall(value, m.Call(func=m.Attribute(attr=m.Name("contiguous")))))
+    return reads_mask and contiguous
 
 
 def _helper_name(value: cst.BaseExpression) -> str | None:

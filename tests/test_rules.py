@@ -1304,10 +1304,6 @@ def test_read_kwarg_fallback_to_another_setting_is_not_part_of_the_read() -> Non
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PI121 takes any `X is None` for an absent cache: the mask's absence is not the first step",
-)
 def test_inputs_embeds_first_step_needs_a_cache_to_be_absent() -> None:
     analysis = analyse(
         """
@@ -1320,10 +1316,6 @@ def test_inputs_embeds_first_step_needs_a_cache_to_be_absent() -> None:
     assert "inputs-embeds-first-step" not in analysis.behaviours
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PI131 accepts any reassignment of attention_mask after the helper, even one discarding it",
-)
 def test_static_cache_mask_discarded_after_the_helper() -> None:
     analysis = analyse(
         """
@@ -1336,10 +1328,6 @@ def test_static_cache_mask_discarded_after_the_helper() -> None:
     assert "static-cache-mask" not in analysis.behaviours
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PI131 accepts any reassignment of attention_mask before the helper (not an argument gathered)",
-)
 def test_static_cache_mask_changed_before_the_helper() -> None:
     analysis = analyse(
         """
