@@ -1,19 +1,24 @@
 # Two entry points that do all set-up on a fresh machine (Python 3.10+, git):
-#   make scan   -- scan a pristine transformers release fetched from PyPI (RELEASE=4.45.2 by default)
+#   make run    -- the main job: migrate a fresh copy of a pristine release (RELEASE=4.45.2) and verify it
 #   make test   -- run the test suite (downloads and caches the real releases the integration tests use)
+# and: make scan (classify only), make goldens, make bench
 PYTHON ?= python3
 VENV ?= .venv
 RELEASE ?= 4.45.2
+JOBS ?= 2
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: scan test goldens bench clean
+.PHONY: run scan test goldens bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/codemod apply --verify --release $(RELEASE) --jobs $(JOBS)
 
 scan: $(STAMP)
 	$(BIN)/codemod scan --release $(RELEASE)

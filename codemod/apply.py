@@ -160,18 +160,29 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
-    """Plan and rewrite (in memory) the migration of ``result.findings``."""
-    index = result.index
-    checkout = index.checkout
+def initial_plan(result: ScanResult) -> Plan:
+    checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
-    plan = make_plan(
-        index,
+    return make_plan(
+        result.index,
         result.findings,
         mixin_era=_checkout_era(result),
         mixin_file=mixin_file,
         inherited=_inherited(result, (f.override for f in result.findings)),
     )
+
+
+def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
+    """Plan and rewrite (in memory) the migration of ``result.findings``."""
+    return settle(result, initial_plan(result), jobs)
+
+
+def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
+    """Rewrite ``plan`` in memory, dropping shards until every file compiles and every copy holds.
+
+    Files are read from disk: the checkout must hold the code the plan was made from."""
+    index = result.index
+    checkout = index.checkout
     dropped: list[tuple[str, str]] = []
     for _ in range(_MAX_ROUNDS):
         rewrites = _rewrite_all(checkout, plan, jobs)

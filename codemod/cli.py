@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Iterator
@@ -189,6 +190,113 @@ def diff(
     raise typer.Exit(1 if changes.changed else 0)
 
 
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda: where the tiny models run.")]
+PythonOpt = Annotated[
+    Optional[Path],
+    typer.Option("--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."),
+]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
+
+
+class _VerifyProgress:
+    """A rich progress bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.task = None
+        self.started = time.perf_counter()
+
+    def __enter__(self):
+        if stderr.is_terminal:
+            from rich.progress import TimeRemainingColumn
+
+            self.bar = Progress(
+                TextColumn("verifying {task.fields[current]}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=True,
+            )
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def __call__(self, current: str, verdict, done: int, total: int) -> None:
+        if self.bar is not None:
+            if self.task is None:
+                self.task = self.bar.add_task("verify", total=total, current=current)
+            self.bar.update(self.task, completed=done, current=current)
+            return
+        if verdict is None:
+            return
+        elapsed = time.perf_counter() - self.started
+        eta = elapsed / done * (total - done) if done else 0
+        stderr.print(
+            f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
+            f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
+            highlight=False, soft_wrap=True,
+        )
+
+
+def _emit_verify(report, fmt: str, output: Path | None) -> None:
+    from codemod.report import render_verify_table, verify_document, verify_markdown
+
+    if fmt == "json":
+        import json
+
+        text = json.dumps(verify_document(report), indent=2) + "\n"
+    elif fmt == "markdown":
+        text = verify_markdown(report)
+    else:
+        render_verify_table(report, stdout)
+        return
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def verify(
+    path: PathArg = None,
+    release: ReleaseOpt = DEFAULT_RELEASE,
+    base: Annotated[str, typer.Option("--base", help="The revision the working tree is compared with.")] = "HEAD",
+    device: DeviceOpt = "cpu",
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Classes verified in parallel.")] = 1,
+    shard: Annotated[Optional[str], typer.Option("--shard", help="I/N: verify every N-th class from the I-th.")] = None,
+    only: OnlyOpt = None,
+    skip: SkipOpt = None,
+    python: PythonOpt = None,
+    fmt: FormatOpt = "table",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+) -> None:
+    """Compare the working tree with --base for every model class the change touches, on tiny random models.
+
+    Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
+    from codemod.checkout import resolve
+    from codemod.scan import scan as scan_checkout
+    from codemod.verify.runner import VerificationError, worktree
+    from codemod.verify.session import shard as take_shard
+    from codemod.verify.session import targets_from_diff, verify_change
+
+    checkout = _resolve_path(path, release)
+    if checkout.git is None:
+        raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
+    try:
+        with worktree(checkout.root, base) as old_root:
+            base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
+        base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
+        targets, not_run = targets_from_diff(base_result, base)
+        targets = take_shard(targets, shard)
+        with _VerifyProgress() as progress:
+            report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
+                                   progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run)
+    except (VerificationError, ValueError) as error:
+        raise ToolError(str(error)) from error
+    _emit_verify(report, fmt, output)
+    raise typer.Exit(0 if all(v.verdict == "identical" for v in report.verdicts) else 1)
+
+
 @app.command()
 def apply(
     path: PathArg = None,
@@ -198,6 +306,15 @@ def apply(
     jobs: JobsOpt = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")] = False,
     cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    verify: Annotated[bool, typer.Option("--verify", help="Verify every changed class; revert what is not identical.")] = False,
+    device: DeviceOpt = "cpu",
+    python: PythonOpt = None,
+    keep_unverified: Annotated[
+        bool, typer.Option("--keep-unverified", help="Keep changes to classes that could not be verified.")
+    ] = False,
+    report_file: Annotated[
+        Optional[Path], typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
+    ] = None,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
     from codemod.apply import compute_changes, write
@@ -206,10 +323,31 @@ def apply(
     checkout = result.index.checkout
     if checkout.git is not None and checkout.git.dirty and not allow_dirty:
         raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")
-    changes = compute_changes(result, jobs)
-    written = write(checkout, changes)
-    _print_summary(result, changes)
-    stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
+    if not verify:
+        changes = compute_changes(result, jobs)
+        written = write(checkout, changes)
+        _print_summary(result, changes)
+        stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
+        return
+    from codemod.migrate import run_migration_on
+    from codemod.verify.runner import VerificationError
+
+    if checkout.git is None:
+        raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
+    try:
+        with _VerifyProgress() as progress:
+            run = run_migration_on(
+                checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
+                keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
+            )
+    except VerificationError as error:
+        raise ToolError(str(error)) from error
+    _emit_verify(run.report, "table", None)
+    if report_file is not None:
+        _emit_verify(run.report, "json", report_file)
+    _print_summary(run.result, run.final)
+    for override_id, why in sorted(run.reverted.items()):
+        stderr.print(f"reverted {override_id}: {why}", style="yellow", highlight=False, soft_wrap=True)
 
 
 @app.command()

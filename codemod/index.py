@@ -340,10 +340,15 @@ class Reader:
     texts: dict[Path, str] = dataclasses.field(default_factory=dict)
 
     def __call__(self, path: Path) -> str:
-        path = path.resolve()
-        if path not in self.texts:
-            self.texts[path] = path.read_text(encoding="utf-8")
-        return self.texts[path]
+        # Discovery hands over absolute paths below the (resolved) root: resolving each of the
+        # thousands of files again is most of a warm scan's time, so only unknown paths are.
+        text = self.texts.get(path)
+        if text is None:
+            path = path.resolve()
+            if path not in self.texts:
+                self.texts[path] = path.read_text(encoding="utf-8")
+            text = self.texts[path]
+        return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,7 +383,8 @@ def discover(checkout: Checkout) -> Discovery:
             errors.append(FileError(checkout.relative(path), f"cannot read: {error}"))
             continue
         if NEEDLE in text:
-            candidates.append(Candidate(path, checkout.relative(path), text, file_kind(path, text)))
+            rel = Path(os.path.relpath(path, checkout.root)).as_posix()
+            candidates.append(Candidate(path, rel, text, file_kind(path, text)))
     return Discovery(checkout, read, candidates, errors, files_read)
 
 

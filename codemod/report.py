@@ -293,3 +293,82 @@ def render(result: ScanResult, fmt: str, console: Console, verbose: bool = False
         return to_markdown(result)
     render_table(result, console, verbose)
     return None
+
+
+# --------------------------------------------------------------------------------------------- verification
+
+
+def verdict_record(verdict) -> dict[str, Any]:
+    first = verdict.first_difference
+    return {
+        "override": verdict.override_id,
+        "file": verdict.override_id.split("::")[0],
+        "class": verdict.override_id.split("::")[-1],
+        "verdict": verdict.verdict,
+        "detail": verdict.detail,
+        "scenarios": [
+            {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {})} for s in verdict.scenarios
+        ],
+        "compared": list(verdict.compared),
+        "first_difference": dataclasses.asdict(first) if first else None,
+        "seconds": round(verdict.seconds, 2),
+    }
+
+
+def verify_document(report) -> dict[str, Any]:
+    counts = Counter(v.verdict for v in report.verdicts)
+    return {
+        "tool": "transformers-codemod",
+        "tool_version": __version__,
+        "schema": SCHEMA_VERSION,
+        "base": report.base,
+        "device": report.device,
+        "python": report.python,
+        "seconds": round(report.seconds, 1),
+        "classes_per_minute": round(report.classes_per_minute, 2),
+        "summary": {k: counts.get(k, 0) for k in ("identical", "differs", "crashed", "unverified")},
+        "verdicts": [verdict_record(v) for v in report.verdicts],
+        "not_run": [{"override": o, "why": why} for o, why in report.not_run],
+    }
+
+
+_VERDICT_STYLE = {"identical": "green", "differs": "red", "crashed": "red", "unverified": "yellow"}
+
+
+def render_verify_table(report, console: Console) -> None:
+    doc = verify_document(report)
+    s = doc["summary"]
+    console.print(
+        f"{len(report.verdicts)} classes verified on {report.device} in {report.seconds:.0f}s "
+        f"({report.classes_per_minute:.1f} classes/min) against {report.base}: "
+        + ", ".join(f"{n} {k}" for k, n in s.items()),
+        highlight=False,
+    )
+    table = Table(expand=True)
+    table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
+    table.add_column("verdict")
+    table.add_column("scenarios", justify="right")
+    table.add_column("first difference / why", overflow="fold", ratio=1)
+    for v in report.verdicts:
+        where = Text(v.override_id.split("::")[-1])
+        where.append(f"\n{_short_path(v.override_id.split('::')[0])}", style="dim")
+        ran = f"{len(v.compared)}/{len(v.scenarios)}"
+        why = str(v.first_difference) if v.first_difference and v.verdict != "identical" else v.detail
+        table.add_row(where, Text(v.verdict, style=_VERDICT_STYLE.get(v.verdict, "")), ran, Text(why or ""))
+    console.print(table)
+    for override, why in report.not_run:
+        console.print(f"not run {override}: {why}", style="dim", highlight=False)
+
+
+def verify_markdown(report) -> str:
+    doc = verify_document(report)
+    out = ["# Verification", "",
+           f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "
+           f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
+           "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()), "",
+           "| class | file | verdict | scenarios | first difference |", "|---|---|---|---|---|"]
+    for v in report.verdicts:
+        first = str(v.first_difference) if v.first_difference and v.verdict != "identical" else v.detail
+        out.append(f"| `{v.override_id.split('::')[-1]}` | `{v.override_id.split('::')[0]}` | {v.verdict} | "
+                   f"{', '.join(v.compared) or '—'} | {_md_escape(first or '')} |")
+    return "\n".join(out) + "\n"

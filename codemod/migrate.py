@@ -1,0 +1,169 @@
+"""Migrate: scan → plan → apply → verify → revert what is not proven unchanged.
+
+The whole job on one checkout, as ``codemod apply --verify`` and the PR bot run it. The base of the
+comparison is the checkout's HEAD, so the tree must be clean (or the caller accepts that its
+uncommitted changes are part of the base). A class that does not verify takes its whole shard
+(copy group, modular family) back to the original text; the result lists what stays and why the
+rest went.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from codemod.apply import Changes, compute_changes, settle, write
+from codemod.checkout import Checkout, resolve
+from codemod.classify import Action
+from codemod.migration import ClassOutcome, Migration, ModelOutcome
+from codemod.plan import MIXIN_CLASS, Plan
+from codemod.scan import ScanResult, scan
+from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
+from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationRun:
+    """Everything a migration did: what the CLI reports and what ``Migration`` publishes."""
+
+    result: ScanResult
+    first: Changes  # what was applied and verified
+    final: Changes  # what stays on disk
+    report: VerifyReport
+    #: override id -> why its change was reverted
+    reverted: dict[str, str]
+
+    def migration(self) -> Migration:
+        return to_migration(self.result, self.final, self.report, self.reverted)
+
+
+def _restore(checkout: Checkout, originals: dict[str, bytes]) -> None:
+    for path, data in originals.items():
+        (checkout.root / path).write_bytes(data)
+
+
+def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
+    """Override id -> reason, for every verdict that does not let the change stay."""
+    out = {}
+    for verdict in report.verdicts:
+        if verdict.verdict == "identical" or (verdict.verdict == "unverified" and keep_unverified):
+            continue
+        out[verdict.override_id] = f"{verdict.verdict}: {verdict.detail}"
+    return out
+
+
+def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> dict[str, str]:
+    """The shards holding a failed class, also through the modular source a generated class follows."""
+    by_id = result.index.by_id()
+    linked: dict[str, str] = dict(failed)
+    for override_id, reason in failed.items():
+        origin = by_id[override_id].generated_from
+        if origin is not None and origin.modular_file:
+            linked.setdefault(f"{origin.modular_file}::{origin.modular_class}", reason)
+    drops = {}
+    for shard in plan.shards:
+        hit = next((linked[m] for m in shard.members if m in linked), None)
+        if hit is not None:
+            drops[shard.id] = hit
+    return drops
+
+
+def run_migration_on(
+    checkout: Checkout,
+    *,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    device: str = "cpu",
+    jobs: int = 1,
+    python: Path | None = None,
+    keep_unverified: bool = False,
+    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
+    progress: Progress | None = None,
+    say: Callable[[str], None] | None = None,
+) -> MigrationRun:
+    result = scan(checkout).select(only, skip)
+    first = compute_changes(result, jobs)
+    originals = {r.path: r.old for r in first.rewrites if r.changed}
+    write(checkout, first)
+    try:
+        targets, not_run = targets_from_plan(result, first.plan)
+        report = verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
+                               progress=progress, say=say, not_run=not_run)
+    except BaseException:
+        _restore(checkout, originals)
+        raise
+    failed = failing(report, keep_unverified)
+    final = first
+    if failed:
+        drops = _shards_to_drop(first.plan, failed, result)
+        plan = first.plan.without(drops, "reverted: verification failed")
+        _restore(checkout, originals)
+        final = settle(result, plan, jobs)
+        write(checkout, final)
+    reverted = {m: failed.get(m) or "reverted with its shard" for s in first.plan.shards if s.id in _dropped(first, final) for m in s.members}
+    return MigrationRun(result, first, final, report, reverted)
+
+
+def _dropped(first: Changes, final: Changes) -> set[str]:
+    kept = {s.id for s in final.plan.shards}
+    return {s.id for s in first.plan.shards if s.id not in kept}
+
+
+def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:
+    """The PR bot's entry point: migrate the worktree at ``root`` and say what stayed."""
+    return run_migration_on(resolve(root), only=only, skip=skip).migration()
+
+
+def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, reverted: dict[str, str]) -> Migration:
+    """Per model: the files its kept change touches and each class's finding and verdict."""
+    by_id = result.index.by_id()
+    findings = {f.override.id: f for f in result.findings}
+    actions = dict(changes.plan.actions)
+    files_of: dict[str, set[str]] = {}
+    classes_of: dict[str, list[ClassOutcome]] = {}
+    for edit in changes.plan.edits():
+        if edit.class_name == MIXIN_CLASS and edit.override_id is None:
+            files_of.setdefault("generation", set()).add(edit.file)
+            continue
+        o = by_id[edit.override_id]  # type: ignore[index]
+        files_of.setdefault(o.model or o.class_name, set()).add(edit.file)
+    for override_id, action in actions.items():
+        if action is Action.KEEP:
+            continue
+        o = by_id[override_id]
+        finding = findings[override_id]
+        verdict = report.verdict_of(override_id)
+        generated_verdict = _generated_verdict(result, report, override_id)
+        chosen = verdict or generated_verdict
+        classes_of.setdefault(o.model or o.class_name, []).append(
+            ClassOutcome(
+                file=o.file,
+                class_name=o.class_name,
+                category=finding.category.value,
+                action=action.value,
+                lines_removed=o.lines if action is Action.DELETE else 0,
+                verdict=chosen.verdict if chosen else "unverified",
+                scenarios=chosen.compared if chosen else (),
+                detail=chosen.detail if chosen else dict(report.not_run).get(override_id, ""),
+            )
+        )
+    if "generation" in files_of:
+        classes_of.setdefault("generation", [])
+    models = tuple(
+        ModelOutcome(model, tuple(sorted(files_of.get(model, ()))), tuple(sorted(classes, key=lambda c: (c.file, c.class_name))))
+        for model, classes in sorted(classes_of.items())
+        if files_of.get(model)
+    )
+    return Migration(models, tuple(sorted(reverted.items())))
+
+
+def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str):
+    """A modular source is verified through the class generated from it."""
+    for o in result.index.overrides:
+        origin = o.generated_from
+        if origin is not None and f"{origin.modular_file}::{origin.modular_class}" == override_id:
+            found = report.verdict_of(o.id)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,219 @@
+"""Compare what the old and the new code did, scenario by scenario: a verdict per class, with evidence.
+
+Pure: a function of the two sides' result documents (written by ``worker.py``).
+
+- **identical**: every scenario that ran generated the same tokens with the same scores (within a
+  tight tolerance); scenarios that failed the same way on both sides do not count as evidence;
+- **differs**: some scenario generated something else; the evidence names the first differing
+  ``prepare_inputs_for_generation`` call (step) and key when the prepared inputs differ too;
+- **crashed**: a scenario failed on one side only, or differently;
+- **unverified**: the old side could not build or run the model, or no scenario ran at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+RTOL = 1e-4
+ATOL = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    scenario: str
+    what: str  # "prepared-inputs", "sequences", "scores", "error"
+    step: int | None = None  # index of the prepare_inputs_for_generation call (0 = first forward)
+    key: str | None = None
+    old: str = ""
+    new: str = ""
+
+    def __str__(self) -> str:
+        where = f" at step {self.step}" if self.step is not None else ""
+        key = f" key {self.key!r}" if self.key else ""
+        return f"{self.scenario}: {self.what}{where}{key}: {self.old} -> {self.new}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScenarioOutcome:
+    name: str
+    status: str  # "same", "same-error", "skipped", "differs", "crashed"
+    detail: str = ""
+    difference: Difference | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassVerdict:
+    override_id: str
+    verdict: str  # "identical", "differs", "crashed", "unverified"
+    scenarios: tuple[ScenarioOutcome, ...] = ()
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """The scenarios that ran on both sides and were compared."""
+        return tuple(s.name for s in self.scenarios if s.status in ("same", "differs"))
+
+    @property
+    def first_difference(self) -> Difference | None:
+        return next((s.difference for s in self.scenarios if s.difference is not None and s.status != "same"), None)
+
+
+# --------------------------------------------------------------------------------------------- values
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= ATOL + RTOL * abs(b)
+
+
+def _same_values(a: Sequence, b: Sequence, floating: bool) -> bool:
+    if len(a) != len(b):
+        return False
+    if not floating:
+        return list(a) == list(b)
+    return all(_close(float(x), float(y)) for x, y in zip(a, b))
+
+
+def _short(summary) -> str:
+    if summary is None:
+        return "None"
+    if isinstance(summary, dict) and "tensor" in summary:
+        values = summary.get("values")
+        shown = "" if values is None else f" {values[:6]}{'…' if len(values) > 6 else ''}"
+        return f"tensor{tuple(summary['tensor'])} {summary['dtype']}{shown}"
+    if isinstance(summary, dict) and "cache" in summary:
+        return f"{summary['cache']}(length={summary['length']})"
+    text = repr(summary)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def same_summary(a, b) -> bool:
+    """Whether two recorded inputs (see ``scenarios.summarize``) hold the same thing."""
+    if isinstance(a, dict) and isinstance(b, dict) and "tensor" in a and "tensor" in b:
+        if a["tensor"] != b["tensor"] or a["dtype"] != b["dtype"]:
+            return False
+        if "values" in a and "values" in b:
+            return _same_values(a["values"], b["values"], "float" in a["dtype"] or "bfloat" in a["dtype"])
+        return a.get("sha256") == b.get("sha256")
+    if isinstance(a, dict) and isinstance(b, dict) and "dict" in a and "dict" in b:
+        return same_call(a["dict"], b["dict"])
+    if isinstance(a, dict) and isinstance(b, dict) and "seq" in a and "seq" in b:
+        return len(a["seq"]) == len(b["seq"]) and all(same_summary(x, y) for x, y in zip(a["seq"], b["seq"]))
+    if isinstance(a, float) and isinstance(b, float):
+        return _close(a, b)
+    return a == b
+
+
+def same_call(a: dict, b: dict) -> bool:
+    return _call_difference(a, b) is None
+
+
+def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
+    """(key, old, new) of the first difference between two prepared dicts; a key set to None is
+    the same as a key left out (the model's forward sees None either way)."""
+    keys = sorted({k for k, v in old.items() if v is not None} | {k for k, v in new.items() if v is not None})
+    for key in keys:
+        a, b = old.get(key), new.get(key)
+        if not same_summary(a, b):
+            return key, _short(a), _short(b)
+    return None
+
+
+def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: Sequence[dict]) -> Difference | None:
+    for step, (a, b) in enumerate(zip(old_calls, new_calls)):
+        found = _call_difference(a, b)
+        if found is not None:
+            key, old, new = found
+            return Difference(scenario, "prepared-inputs", step, key, old, new)
+    if len(old_calls) != len(new_calls):
+        step = min(len(old_calls), len(new_calls))
+        return Difference(scenario, "prepared-inputs", step, None, f"{len(old_calls)} calls", f"{len(new_calls)} calls")
+    return None
+
+
+# --------------------------------------------------------------------------------------------- scenarios
+
+
+def _outputs_difference(name: str, old: dict, new: dict) -> Difference | None:
+    if old["sequences"] != new["sequences"]:
+        for row, (a, b) in enumerate(zip(old["sequences"], new["sequences"])):
+            if a != b:
+                position = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                return Difference(name, "sequences", None, None, f"row {row} token {position}: {a[position:position + 4]}",
+                                  f"{b[position:position + 4]}")
+        return Difference(name, "sequences", None, None, f"{len(old['sequences'])} rows", f"{len(new['sequences'])} rows")
+    old_scores, new_scores = old.get("scores") or [], new.get("scores") or []
+    if len(old_scores) != len(new_scores):
+        return Difference(name, "scores", None, None, f"{len(old_scores)} steps", f"{len(new_scores)} steps")
+    for step, (a, b) in enumerate(zip(old_scores, new_scores)):
+        flat_a = [x for row in a for x in row]
+        flat_b = [x for row in b for x in row]
+        if not _same_values(flat_a, flat_b, floating=True):
+            worst = max(abs(float(x) - float(y)) for x, y in zip(flat_a, flat_b)) if len(flat_a) == len(flat_b) else math.inf
+            return Difference(name, "scores", step, None, "", f"max abs difference {worst:.3g}")
+    return None
+
+
+def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
+    name = old["name"]
+    if old["status"] == "skipped":
+        return ScenarioOutcome(name, "skipped", old.get("reason", ""))
+    if new.get("status") == "skipped":
+        return ScenarioOutcome(name, "crashed", f"new code skips it: {new.get('reason', '')}")
+    calls = first_call_difference(name, old.get("calls", []), new.get("calls", []))
+    if old["status"] == "error" and new["status"] == "error":
+        if _error_kind(old["error"]) == _error_kind(new["error"]):
+            return ScenarioOutcome(name, "same-error", old["error"][:300])
+        return ScenarioOutcome(name, "crashed", f"old: {old['error'][:200]} / new: {new['error'][:200]}",
+                               calls or Difference(name, "error", None, None, old["error"][:120], new["error"][:120]))
+    if new["status"] == "error":
+        return ScenarioOutcome(name, "crashed", new["error"][:300],
+                               calls or Difference(name, "error", None, None, "generates", new["error"][:120]))
+    if old["status"] == "error":
+        return ScenarioOutcome(name, "differs", f"the old code failed ({old['error'][:200]}), the new one generates",
+                               calls or Difference(name, "error", None, None, old["error"][:120], "generates"))
+    outputs = _outputs_difference(name, old, new)
+    if outputs is not None:
+        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs)
+    detail = f"same outputs; prepared inputs differ: {calls}" if calls else ""
+    return ScenarioOutcome(name, "same", detail, calls)
+
+
+def _error_kind(error: str) -> str:
+    """The exception type and the first line: enough to call two failures the same."""
+    return error.splitlines()[0] if error else ""
+
+
+def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
+    seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
+    if old.get("status") != "ok":
+        return ClassVerdict(override_id, "unverified", detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
+                            seconds=seconds)
+    if new.get("status") != "ok":
+        return ClassVerdict(override_id, "crashed", detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
+                            seconds=seconds)
+    new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
+    outcomes = []
+    for scenario in old.get("scenarios", []):
+        other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": "error", "error": "missing"})
+        outcomes.append(compare_scenario(scenario, other))
+    statuses = {o.status for o in outcomes}
+    if "crashed" in statuses:
+        verdict = "crashed"
+    elif "differs" in statuses:
+        verdict = "differs"
+    elif "same" in statuses:
+        verdict = "identical"
+    else:
+        verdict = "unverified"
+    first = next((o for o in outcomes if o.status in ("crashed", "differs")), None)
+    detail = f"{first.name}: {first.detail}" if first else (
+        "no scenario ran on either side" if verdict == "unverified" else ""
+    )
+    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds)

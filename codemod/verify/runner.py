@@ -1,0 +1,232 @@
+"""Run verification: old code and new code side by side, each in its own worker processes.
+
+The old side runs from a git worktree of the base revision, the new side from the working tree
+(or a worktree of another revision); both in the checkout's environment, with the code under test
+on PYTHONPATH. Each class goes to a pair of workers: the old one builds the tiny models and saves
+them, the new one loads the same files, both run the same scenarios, and ``compare`` judges. Pairs
+work in parallel (``jobs``); a worker that hangs past the timeout is killed and replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import queue
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from codemod.verify.compare import ClassVerdict, compare
+
+VERIFY_DIR = Path(__file__).resolve().parent
+DEFAULT_SCENARIOS = (
+    "greedy", "greedy-no-cache", "left-padded-batch", "sampling", "beam-search", "assisted",
+    "inputs-embeds", "static-cache", "encoder-outputs", "multimodal", "contrastive",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A model class to verify."""
+
+    override_id: str  # "path::Class" of the override the change touches
+    module: str  # dotted module to import it from
+    class_name: str
+    model: str
+
+
+class VerificationError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------- git
+
+
+@contextlib.contextmanager
+def worktree(repo: Path, revision: str) -> Iterator[Path]:
+    """A detached worktree of ``revision`` in a temporary directory, removed afterwards."""
+    scratch = Path(tempfile.mkdtemp(prefix="codemod-base-"))
+    path = scratch / "tree"
+    done = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(path), revision],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise VerificationError(f"cannot check out {revision} of {repo}: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+
+
+# --------------------------------------------------------------------------------------------- workers
+
+
+class Worker:
+    """One worker process for one side; requests are answered in order."""
+
+    def __init__(self, python: Path, source_root: Path, device: str, log: Path) -> None:
+        self.python, self.source_root, self.device, self.log_path = python, source_root, device, log
+        self.process: subprocess.Popen | None = None
+        self.counter = 0
+
+    def start(self) -> None:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(self.source_root / "src"), str(VERIFY_DIR)]),
+            "CODEMOD_TORCH_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONHASHSEED": "0",
+        }
+        self.log = self.log_path.open("a", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [str(self.python), str(VERIFY_DIR / "worker.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            cwd=str(self.source_root),
+        )
+
+    def stop(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+            self.log.close()
+
+    def restart(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+            self.log.close()
+        self.start()
+
+    def request(self, payload: dict, timeout: float) -> dict:
+        """Send one request and wait for its result; a timeout or a dead worker is an error result."""
+        if self.process is None or self.process.poll() is not None:
+            self.restart()
+        assert self.process is not None and self.process.stdin and self.process.stdout
+        self.counter += 1
+        payload = {**payload, "id": self.counter, "device": self.device}
+        try:
+            self.process.stdin.write(json.dumps(payload) + "\n")
+            self.process.stdin.flush()
+        except OSError as error:
+            self.restart()
+            return {"status": "worker-error", "error": f"the worker died: {error}"}
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.restart()
+                return {"status": "timeout", "error": f"no answer within {timeout:.0f}s"}
+            ready, _, _ = select.select([self.process.stdout], [], [], remaining)
+            if not ready:
+                continue
+            line = self.process.stdout.readline()
+            if not line:
+                code = self.process.poll()
+                self.restart()
+                return {"status": "worker-error", "error": f"the worker exited ({code}); see {self.log_path}"}
+            answer = json.loads(line)
+            if answer.get("id") == self.counter:
+                break
+        with open(payload["result"], encoding="utf-8") as handle:
+            return json.load(handle)
+
+
+# --------------------------------------------------------------------------------------------- run
+
+
+Progress = Callable[[str, ClassVerdict | None, int, int], None]
+
+
+def verify_targets(
+    targets: Sequence[Target],
+    *,
+    old_root: Path,
+    new_root: Path,
+    python: Path,
+    device: str = "cpu",
+    jobs: int = 1,
+    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
+    timeout: float = 600.0,
+    seed: int = 0,
+    progress: Progress | None = None,
+    work_dir: Path | None = None,
+) -> list[ClassVerdict]:
+    """Verify every target; verdicts come back in the targets' order."""
+    if not targets:
+        return []
+    scratch = Path(tempfile.mkdtemp(prefix="codemod-verify-", dir=work_dir))
+    todo: queue.Queue[tuple[int, Target]] = queue.Queue()
+    for item in enumerate(targets):
+        todo.put(item)
+    verdicts: dict[int, ClassVerdict] = {}
+    lock = threading.Lock()
+    done_count = 0
+
+    def pair(number: int) -> None:
+        nonlocal done_count
+        old = Worker(python, old_root, device, scratch / f"old-{number}.log")
+        new = Worker(python, new_root, device, scratch / f"new-{number}.log")
+        old.start()
+        new.start()
+        try:
+            while True:
+                try:
+                    position, target = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if progress:
+                    progress(target.class_name, None, done_count, len(targets))
+                model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
+                model_dir.mkdir(parents=True)
+                request = {"module": target.module, "class": target.class_name, "model_dir": str(model_dir),
+                           "scenarios": list(scenarios), "seed": seed}
+                old_result = old.request({**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout)
+                if old_result.get("status") == "ok":
+                    new_result = new.request({**request, "mode": "load", "result": str(model_dir / "new.json")}, timeout)
+                else:
+                    new_result = {"status": "not-run"}
+                verdict = compare(target.override_id, old_result, new_result)
+                shutil.rmtree(model_dir / "main", ignore_errors=True)  # weights are large; results stay
+                shutil.rmtree(model_dir / "assistant", ignore_errors=True)
+                with lock:
+                    verdicts[position] = verdict
+                    done_count += 1
+                    if progress:
+                        progress(target.class_name, verdict, done_count, len(targets))
+        finally:
+            old.stop()
+            new.stop()
+
+    threads = [threading.Thread(target=pair, args=(n,), daemon=True) for n in range(max(1, min(jobs, len(targets))))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    shutil.rmtree(scratch / "models", ignore_errors=True)
+    return [verdicts[i] for i in range(len(targets))]
+
+
+def module_of(path: str) -> str | None:
+    """``transformers.models.llama.modeling_llama`` for ``src/transformers/models/llama/modeling_llama.py``."""
+    parts = Path(path).with_suffix("").parts
+    if "transformers" not in parts:
+        return None
+    return ".".join(parts[parts.index("transformers") :])

@@ -1,0 +1,214 @@
+"""Generation scenarios, run on one side (old or new code) inside the verification environment.
+
+Runs in the checkout's environment (torch + that release's dependencies, transformers from
+PYTHONPATH); imports only the stdlib, torch, transformers and ``tiny``. Every scenario generates
+with the same seed on both sides and records what comparison needs: the generated tokens, the
+scores, and every dict ``prepare_inputs_for_generation`` returned (so a difference can be named by
+step and key). A scenario that does not apply to a model is skipped with the reason; one that
+raises records the error (the comparison decides whether both sides failed alike).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+from collections.abc import Callable
+
+import torch
+
+import tiny
+
+MAX_NEW_TOKENS = 6
+#: tensors up to this many elements are recorded in full (tiny models stay far below it)
+FULL_VALUES = 4096
+
+
+class Skip(Exception):
+    """The scenario does not apply to this model."""
+
+
+# --------------------------------------------------------------------------------------------- recording
+
+
+def summarize(value, depth: int = 0):
+    """A JSON-able account of a prepared input: tensors in full (small) or by hash, caches by type and length."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if torch.is_tensor(value):
+        tensor = value.detach().cpu()
+        summary = {"tensor": list(tensor.shape), "dtype": str(tensor.dtype)}
+        if tensor.numel() <= FULL_VALUES:
+            summary["values"] = tensor.flatten().tolist()
+        else:
+            summary["sha256"] = hashlib.sha256(tensor.contiguous().numpy().tobytes()).hexdigest()
+        return summary
+    if depth > 4:
+        return {"object": type(value).__name__}
+    if hasattr(value, "get_seq_length") and hasattr(value, "update"):  # a transformers Cache
+        try:
+            length = int(value.get_seq_length())
+        except Exception:  # noqa: BLE001 - some caches cannot tell before their first update
+            length = None
+        return {"cache": type(value).__name__, "length": length}
+    if isinstance(value, dict):
+        return {"dict": {str(k): summarize(v, depth + 1) for k, v in value.items()}}
+    if isinstance(value, (tuple, list)):
+        return {"seq": [summarize(v, depth + 1) for v in value]}
+    return {"object": type(value).__name__}
+
+
+def record_calls(model) -> list[dict]:
+    """Record every dict ``model.prepare_inputs_for_generation`` returns from now on.
+
+    ``functools.wraps`` keeps the signature visible to ``inspect.signature``: generate() validates
+    model kwargs against it, and a ``(*args, **kwargs)`` wrapper would silently accept anything.
+    """
+    calls: list[dict] = []
+    original = model.prepare_inputs_for_generation
+
+    @functools.wraps(original)
+    def recorder(*args, **kwargs):
+        prepared = original(*args, **kwargs)
+        calls.append({str(k): summarize(v) for k, v in prepared.items()})
+        return prepared
+
+    model.prepare_inputs_for_generation = recorder
+    return calls
+
+
+# --------------------------------------------------------------------------------------------- scenarios
+
+
+def _accepts(model, name: str) -> bool:
+    return name in inspect.signature(model.forward).parameters
+
+
+def _decoder_only(model) -> bool:
+    return not getattr(model.config, "is_encoder_decoder", False)
+
+
+def greedy(model, assistant, seed):
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False}
+
+
+def greedy_no_cache(model, assistant, seed):
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "use_cache": False}
+
+
+def left_padded_batch(model, assistant, seed):
+    return {**tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=3), "do_sample": False}
+
+
+def sampling(model, assistant, seed):
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": True, "top_k": 5, "temperature": 0.9}
+
+
+def beam_search(model, assistant, seed):
+    return {**tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2), "num_beams": 2, "do_sample": False}
+
+
+def assisted(model, assistant, seed):
+    """Assisted decoding: several candidate tokens per step, with an extra model kwarg passed along.
+
+    This is where overrides have historically dropped model kwargs (token_type_ids) or kept only
+    the last token.
+    """
+    inputs = tiny.generation_inputs(model, seed=seed)
+    extra = {}
+    if _accepts(model, "token_type_ids") and "input_ids" in inputs:
+        extra["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    assistant.generation_config.num_assistant_tokens = 3
+    assistant.generation_config.num_assistant_tokens_schedule = "constant"
+    return {**inputs, **extra, "assistant_model": assistant, "do_sample": False}
+
+
+def inputs_embeds(model, assistant, seed):
+    if not _decoder_only(model) or not _accepts(model, "inputs_embeds"):
+        raise Skip("encoder-decoder model, or forward takes no inputs_embeds")
+    inputs = tiny.generation_inputs(model, seed=seed)
+    if "input_ids" not in inputs:
+        raise Skip("the main input is not input_ids")
+    ids = inputs.pop("input_ids")
+    with torch.no_grad():
+        inputs["inputs_embeds"] = model.get_input_embeddings()(ids)
+    return {**inputs, "do_sample": False}
+
+
+def static_cache(model, assistant, seed):
+    if not getattr(model, "_supports_static_cache", False):
+        raise Skip("the model does not support a static cache")
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "cache_implementation": "static"}
+
+
+def encoder_outputs(model, assistant, seed):
+    if _decoder_only(model):
+        raise Skip("decoder-only model")
+    inputs = tiny.generation_inputs(model, seed=seed)
+    main = model.main_input_name
+    with torch.no_grad():
+        encoded = model.get_encoder()(**{main: inputs[main]}, attention_mask=inputs.get("attention_mask"))
+    rest = {k: v for k, v in inputs.items() if k != main}
+    return {**rest, "encoder_outputs": encoded, "do_sample": False}
+
+
+def multimodal(model, assistant, seed):
+    inputs = tiny.generation_inputs(model, seed=seed)
+    extra = tiny.multimodal_inputs(model, inputs, seed=seed)
+    if extra is None:
+        raise Skip("no multimodal inputs known for this model")
+    return {**extra, "do_sample": False}
+
+
+def contrastive(model, assistant, seed):
+    return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
+
+
+#: name -> builder of generate() kwargs; the order is the report's
+SCENARIOS: dict[str, Callable] = {
+    "greedy": greedy,
+    "greedy-no-cache": greedy_no_cache,
+    "left-padded-batch": left_padded_batch,
+    "sampling": sampling,
+    "beam-search": beam_search,
+    "assisted": assisted,
+    "inputs-embeds": inputs_embeds,
+    "static-cache": static_cache,
+    "encoder-outputs": encoder_outputs,
+    "multimodal": multimodal,
+    "contrastive": contrastive,
+}
+
+
+def run_scenario(name: str, model, assistant, *, seed: int, device: str) -> dict:
+    """Run one scenario; the result is JSON-able."""
+    try:
+        kwargs = SCENARIOS[name](model, assistant, seed)
+    except Skip as reason:
+        return {"name": name, "status": "skipped", "reason": str(reason)}
+    except tiny.TinyModelError as error:
+        return {"name": name, "status": "skipped", "reason": str(error)}
+    kwargs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in kwargs.items()}
+    calls = record_calls(model)
+    try:
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            out = model.generate(
+                **kwargs,
+                max_new_tokens=MAX_NEW_TOKENS,
+                min_new_tokens=MAX_NEW_TOKENS,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+    except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
+        return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": calls}
+    finally:
+        del model.prepare_inputs_for_generation  # back to the class's method
+    scores = [s.detach().float().cpu().tolist() for s in (out.scores or ())]
+    return {
+        "name": name,
+        "status": "ok",
+        "sequences": out.sequences.detach().cpu().tolist(),
+        "scores": scores,
+        "calls": calls,
+    }

@@ -1,0 +1,143 @@
+"""Which classes a change touches, and one verification run over them (the parent-side entry point).
+
+``verify_change`` takes the checkout, the base revision and the tree with the change, works out the
+environment and the worktree, runs ``runner.verify_targets`` and returns a ``VerifyReport``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from codemod.checkout import Checkout
+from codemod.classify import Action
+from codemod.environment import ensure_environment
+from codemod.plan import Plan
+from codemod.scan import ScanResult
+from codemod.sources import FileKind
+from codemod.verify.compare import ClassVerdict
+from codemod.verify.runner import DEFAULT_SCENARIOS, Progress, Target, VerificationError, module_of, verify_targets, worktree
+
+METHOD = "prepare_inputs_for_generation"
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyReport:
+    verdicts: tuple[ClassVerdict, ...]
+    targets: tuple[Target, ...]
+    #: changed overrides that are not run themselves, and why (a modular source: its generated class is)
+    not_run: tuple[tuple[str, str], ...]
+    device: str
+    python: str
+    seconds: float
+    base: str
+
+    def verdict_of(self, override_id: str) -> ClassVerdict | None:
+        return next((v for v in self.verdicts if v.override_id == override_id), None)
+
+    @property
+    def classes_per_minute(self) -> float:
+        return 60 * len(self.verdicts) / self.seconds if self.seconds else 0.0
+
+
+def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], list[tuple[str, str]]]:
+    """The model classes a plan changes (deleted or reduced overrides), and those it cannot run."""
+    by_id = result.index.by_id()
+    targets: list[Target] = []
+    not_run: list[tuple[str, str]] = []
+    for override_id, action in plan.actions:
+        if action is Action.KEEP:
+            continue
+        o = by_id[override_id]
+        module = module_of(o.file)
+        if o.kind is FileKind.MODULAR:
+            not_run.append((override_id, "a modular source: the class generated from it is verified"))
+        elif o.kind is FileKind.GENERATION:
+            not_run.append((override_id, "a GenerationMixin subclass: the models using it are verified"))
+        elif module is None:
+            not_run.append((override_id, "not in a transformers package"))
+        else:
+            targets.append(Target(override_id, module, o.class_name, o.model or ""))
+    return targets, not_run
+
+
+def _method_source(text: str, class_name: str) -> str | None:
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == METHOD:
+                    return ast.dump(item)
+            return ""
+    return None
+
+
+def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list[tuple[str, str]]]:
+    """The classes whose ``prepare_inputs_for_generation`` differs between ``base`` and the working tree.
+
+    ``result`` is the scan of the *base* revision's overrides (those are what a change can touch).
+    """
+    checkout = result.index.checkout
+    targets: list[Target] = []
+    not_run: list[tuple[str, str]] = []
+    for o in result.findings:
+        old = _git_show(checkout.root, base, o.override.file)
+        new_path = checkout.root / o.override.file
+        new = new_path.read_text(encoding="utf-8") if new_path.is_file() else ""
+        if old is None or _method_source(old, o.override.class_name) == _method_source(new, o.override.class_name):
+            continue
+        module = module_of(o.override.file)
+        if o.override.kind is not FileKind.MODELING or module is None:
+            not_run.append((o.override.id, f"{o.override.kind.value} file: verified through the generated model classes"))
+            continue
+        targets.append(Target(o.override.id, module, o.override.class_name, o.override.model or ""))
+    return targets, not_run
+
+
+def _git_show(root: Path, revision: str, path: str) -> str | None:
+    done = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{path}"], capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:
+    """``I/N``: every N-th target starting at the I-th (1-based), for spreading a run over CI jobs."""
+    if not spec:
+        return list(targets)
+    index, _, count = spec.partition("/")
+    i, n = int(index), int(count)
+    if not 1 <= i <= n:
+        raise ValueError(f"--shard {spec}: want I/N with 1 <= I <= N")
+    return [t for position, t in enumerate(targets) if position % n == i - 1]
+
+
+def verify_change(
+    checkout: Checkout,
+    targets: Sequence[Target],
+    *,
+    base: str = "HEAD",
+    new_root: Path | None = None,
+    device: str = "cpu",
+    jobs: int = 1,
+    python: Path | None = None,
+    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
+    timeout: float = 600.0,
+    progress: Progress | None = None,
+    say: Callable[[str], None] | None = None,
+    not_run: Sequence[tuple[str, str]] = (),
+) -> VerifyReport:
+    """Verify ``targets``: ``base`` (a revision of the checkout's git repo) against ``new_root``
+    (default: the working tree)."""
+    if checkout.git is None:
+        raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
+    started = time.perf_counter()
+    environment = ensure_environment(checkout, device, python=python, progress=say)
+    with worktree(checkout.root, base) as old_root:
+        verdicts = verify_targets(
+            targets, old_root=old_root, new_root=new_root or checkout.root, python=environment.python,
+            device=device, jobs=jobs, scenarios=scenarios, timeout=timeout, progress=progress,
+        )
+    return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, str(environment.python),
+                        time.perf_counter() - started, base)

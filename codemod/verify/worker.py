@@ -1,0 +1,96 @@
+"""A verification worker: one side's code (old or new), one process, many model classes.
+
+Started by the runner in the checkout's environment with PYTHONPATH = <side>/src + this directory;
+imports only the stdlib, torch, transformers and the modules beside it. It reads one JSON request
+per line on stdin and answers one JSON line on the real stdout once the result file is written
+(model code may print, so sys.stdout is pointed at stderr while it runs).
+
+Request: {"id", "module", "class", "model_dir", "mode": "build" | "load", "scenarios": [...],
+          "seed", "device", "result": path}
+The "build" side creates the tiny models and saves them; both sides then load them from
+``model_dir``, so the weights are the same byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+PROTOCOL = sys.stdout
+sys.stdout = sys.stderr  # whatever the models print must not reach the protocol stream
+
+import torch  # noqa: E402
+
+import scenarios  # noqa: E402
+import tiny  # noqa: E402
+
+
+def _load(model_class, path: str, device: str):
+    model = model_class.from_pretrained(path)
+    model.eval()
+    return model.to(device)
+
+
+def _build(model_class, model_dir: str, seed: int) -> list[str]:
+    notes: list[str] = []
+    for name, offset in (("main", 0), ("assistant", 1)):
+        model, built_notes = tiny.tiny_model(model_class, seed=seed + offset)
+        tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
+        model.save_pretrained(os.path.join(model_dir, name), safe_serialization=False)
+        if name == "main":
+            notes.extend(built_notes)
+    return notes
+
+
+def handle(request: dict) -> dict:
+    started = time.perf_counter()
+    result: dict = {"class": request["class"], "module": request["module"], "mode": request["mode"]}
+    try:
+        module = importlib.import_module(request["module"])
+        model_class = getattr(module, request["class"])
+    except Exception as error:  # noqa: BLE001 - reported as the side's failure
+        result.update(status="import-error", error=f"{type(error).__name__}: {error}")
+        return result
+    device = request.get("device", "cpu")
+    seed = int(request.get("seed", 0))
+    try:
+        if request["mode"] == "build":
+            result["notes"] = _build(model_class, request["model_dir"], seed)
+        model = _load(model_class, os.path.join(request["model_dir"], "main"), device)
+        assistant = _load(model_class, os.path.join(request["model_dir"], "assistant"), device)
+    except tiny.TinyModelError as error:
+        result.update(status="unbuildable", error=str(error))
+        return result
+    except Exception as error:  # noqa: BLE001
+        result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
+        return result
+    result["status"] = "ok"
+    result["scenarios"] = [
+        scenarios.run_scenario(name, model, assistant, seed=seed, device=device) for name in request["scenarios"]
+    ]
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def main() -> None:
+    torch.set_num_threads(int(os.environ.get("CODEMOD_TORCH_THREADS", "1")))
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            result = handle(request)
+        except Exception:  # noqa: BLE001 - a bug here must not kill the other classes' runs
+            result = {"class": request.get("class"), "status": "worker-error", "error": traceback.format_exc()[-2000:]}
+        with open(request["result"], "w", encoding="utf-8") as handle_out:
+            json.dump(result, handle_out)
+        PROTOCOL.write(json.dumps({"id": request["id"], "status": result.get("status")}) + "\n")
+        PROTOCOL.flush()
+
+
+if __name__ == "__main__":
+    main()
