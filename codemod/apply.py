@@ -160,7 +160,7 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def initial_plan(result: ScanResult) -> Plan:
+def initial_plan(result: ScanResult, repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(
@@ -169,6 +169,7 @@ def initial_plan(result: ScanResult) -> Plan:
         mixin_era=_checkout_era(result),
         mixin_file=mixin_file,
         inherited=_inherited(result, (f.override for f in result.findings)),
+        repairs=repairs,
     )
 
 

@@ -61,7 +61,8 @@ class Extra:
 
     ``how``: ``first-step`` (the input ``source`` on the first step only), ``later-step``,
     ``constant`` (``source`` is the code), ``drop`` (the key is removed), ``none`` (set to None),
-    ``later-step-none`` (set to None after the first step),
+    ``later-step-none`` (set to None after the first step), ``set-none`` (a key the model's forward
+    requires, given as None; only from verification's repairs),
     ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
     """
 
@@ -114,6 +115,9 @@ class _Judge:
             return Finding(self.o, Category.GENERIC, Action.KEEP, tuple(self.reasons))
         if not self.profile.implements and not self.profile.behaviours:
             self.add("bespoke", "the mixin implements nothing to compare with")
+        if self.profile.override_enables_generation and self.o.inherits_generation_mixin is False:
+            self.add("bespoke", "does not inherit GenerationMixin: in this release the override is what makes "
+                                "can_generate() true, so deleting it would disable generate()")
         self.behaviours()
         for u in self.a.unrecognised:
             self.add("unrecognised", u.code.splitlines()[0] + (" …" if "\n" in u.code else ""), u.line)

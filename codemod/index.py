@@ -108,6 +108,9 @@ class Override:
     overwritten: str | None
     deprecated: bool
     ignore_copy: tuple[int, ...] = ()
+    #: GenerationMixin among the class's bases, through bases defined in the same file (None: unknown,
+    #: the chain leaves the file before reaching PreTrainedModel)
+    inherits_generation_mixin: bool | None = None
 
     @property
     def lines(self) -> int:
@@ -448,6 +451,16 @@ def _resolved_in_file(classes: dict[str, ClassFacts], name: str) -> list[ClassFa
     return seen
 
 
+def _inherits_generation_mixin(chain: list[ClassFacts], classes: dict[str, ClassFacts]) -> bool | None:
+    """Whether a class inherits GenerationMixin (or a model's own subclass of it) through its bases."""
+    bases = [b.split("[")[0].rsplit(".", 1)[-1] for c in chain for b in c.bases]
+    if any(b.endswith("GenerationMixin") for b in bases):
+        return True
+    # every base outside the file is PreTrainedModel (or nn.Module): it does not
+    outside = {b for b in bases if b not in classes}
+    return False if outside <= {"PreTrainedModel", "Module", "nn.Module", "object"} else None
+
+
 def _assemble(
     checkout: Checkout, all_facts: list[FileFacts], errors: list[FileError], files_read: int, read: Reader
 ) -> Index:
@@ -472,6 +485,7 @@ def _assemble(
             attributes: dict[str, str] = {}
             for cls in reversed(chain):
                 attributes.update(cls.attributes)
+            inherits = _inherits_generation_mixin(chain, classes)
             override_id = f"{facts.path}::{found.class_name}"
             origin = None
             if facts.generated_from is not None:
@@ -497,6 +511,7 @@ def _assemble(
                     overwritten=found.overwritten,
                     deprecated="/models/deprecated/" in f"/{facts.path}",
                     ignore_copy=found.ignore_copy,
+                    inherits_generation_mixin=inherits,
                 )
             )
             if found.marker is not None:

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from codemod.apply import Changes, compute_changes, settle, write
+from codemod.apply import Changes, compute_changes, initial_plan, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
 from codemod.migration import ClassOutcome, Migration, ModelOutcome
@@ -84,30 +84,70 @@ def run_migration_on(
 ) -> MigrationRun:
     result = scan(checkout).select(only, skip)
     first = compute_changes(result, jobs)
-    originals = {r.path: r.old for r in first.rewrites if r.changed}
-    write(checkout, first)
+    originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
+
+    def verify(changes: Changes, which: set[str] | None = None) -> VerifyReport:
+        targets, not_run = targets_from_plan(result, changes.plan)
+        if which is not None:
+            targets = [t for t in targets if t.override_id in which]
+        return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
+                             progress=progress, say=say, not_run=not_run)
+
+    def rewrite(plan: Plan) -> Changes:
+        """Back to the original text, then the plan's changes (settle reads the files from disk)."""
+        _restore(checkout, originals)
+        changes = settle(result, plan, jobs)
+        originals.update({r.path: r.old for r in changes.rewrites if r.changed and r.path not in originals})
+        write(checkout, changes)
+        return changes
+
     try:
-        targets, not_run = targets_from_plan(result, first.plan)
-        report = verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                               progress=progress, say=say, not_run=not_run)
+        write(checkout, first)
+        report = verify(first)
+        current = first
+        # "reduced until identical": where the only difference is keys the mixin adds (or a key the
+        # forward requires that it omits), reduce the override to super() with that fixed, and
+        # verify those classes again
+        repairs = _repairs(report, result)
+        if repairs:
+            current = rewrite(initial_plan(result, repairs))
+            report = _merge(report, verify(current, set(repairs)))
+        failed = failing(report, keep_unverified)
+        final = current
+        if failed:
+            final = rewrite(current.plan.without(_shards_to_drop(current.plan, failed, result),
+                                                 "reverted: verification failed"))
     except BaseException:
         _restore(checkout, originals)
         raise
-    failed = failing(report, keep_unverified)
-    final = first
-    if failed:
-        drops = _shards_to_drop(first.plan, failed, result)
-        plan = first.plan.without(drops, "reverted: verification failed")
-        _restore(checkout, originals)
-        final = settle(result, plan, jobs)
-        write(checkout, final)
-    reverted = {m: failed.get(m) or "reverted with its shard" for s in first.plan.shards if s.id in _dropped(first, final) for m in s.members}
+    kept = {s.id for s in final.plan.shards}
+    reverted = {
+        m: failed.get(m) or "reverted with its shard" for s in current.plan.shards if s.id not in kept for m in s.members
+    }
     return MigrationRun(result, first, final, report, reverted)
 
 
-def _dropped(first: Changes, final: Changes) -> set[str]:
-    kept = {s.id for s in final.plan.shards}
-    return {s.id for s in first.plan.shards if s.id not in kept}
+def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Override id -> (keys to drop, keys to set to None), for classes whose prepared inputs differ
+    only by such keys. A generated class's modular source gets the same repair, so both agree."""
+    by_id = result.index.by_id()
+    out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for verdict in report.verdicts:
+        keys = verdict.repair()  # None unless only keys added or omitted differ
+        if keys is None:
+            continue
+        out[verdict.override_id] = keys
+        origin = by_id[verdict.override_id].generated_from
+        if origin is not None and origin.kind == "modular-class":
+            out[f"{origin.modular_file}::{origin.modular_class}"] = keys
+    return out
+
+
+def _merge(first: VerifyReport, again: VerifyReport) -> VerifyReport:
+    """The first report with the re-verified classes' verdicts replaced."""
+    newer = {v.override_id: v for v in again.verdicts}
+    verdicts = tuple(newer.get(v.override_id, v) for v in first.verdicts)
+    return dataclasses.replace(first, verdicts=verdicts, seconds=first.seconds + again.seconds)
 
 
 def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:

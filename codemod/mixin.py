@@ -48,6 +48,9 @@ class MixinProfile:
     analysis: BodyAnalysis | None = None
     #: behaviours ``generate()`` takes care of outside this method (name, facets)
     generate_behaviours: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    #: the release decides ``can_generate()`` by whether the class overrides this method (4.45 – 4.49,
+    #: for classes that do not inherit GenerationMixin): deleting such an override disables generate()
+    override_enables_generation: bool = False
 
     def behaviour_facets(self) -> dict[str, list[dict[str, str]]]:
         """Behaviour name -> the facets of each occurrence, in the method or in generate()."""
@@ -184,5 +187,19 @@ def read_profile(checkout: Checkout) -> MixinProfile:
     profile = profile_from_source(text, checkout.relative(path))
     if profile.era is Era.STUB:
         hoisted = hoisted_profile()
-        return dataclasses.replace(hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)")
-    return profile
+        profile = dataclasses.replace(hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)")
+    return dataclasses.replace(profile, override_enables_generation=_override_enables_generation(checkout))
+
+
+#: the text of the check in ``PreTrainedModel.can_generate`` that makes an override enable generate()
+_CAN_GENERATE_BY_OVERRIDE = '"GenerationMixin" not in str(cls.prepare_inputs_for_generation)'
+
+
+def _override_enables_generation(checkout: Checkout) -> bool:
+    if checkout.package_dir is None:
+        return False
+    try:
+        text = (checkout.package_dir / "modeling_utils.py").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return _CAN_GENERATE_BY_OVERRIDE in text

@@ -123,6 +123,9 @@ def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] 
         if extra.how == "drop":
             lines.append(f"model_inputs.pop({key}, None)")
             continue
+        if extra.how == "set-none":
+            lines.append(f"model_inputs[{key}] = None")
+            continue
         if extra.how == "sliced":
             return None  # the slicing statement would have to move with it; keep the override
         writes = [o for o in outputs if o.key == extra.key and o.value != "dropped"]
@@ -171,6 +174,7 @@ def _extras_summary(extras: Sequence[Extra]) -> str:
         "constant": "{key} = {source}",
         "none": "{key} = None",
         "drop": "drops {key}",
+        "set-none": "{key} = None",
         "adjusted": "{key} from {source}",
         "sliced": "{key} sliced with the ids",
     }
@@ -207,7 +211,11 @@ class _Decision:
 
 
 class _Planner:
-    def __init__(self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None) -> None:
+    def __init__(
+        self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
+        repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+    ) -> None:
+        self.repairs = repairs or {}
         self.index = index
         self.by_id = index.by_id()
         self.findings = {f.override.id: f for f in findings}
@@ -226,6 +234,17 @@ class _Planner:
 
     def initial(self) -> None:
         for oid, f in self.findings.items():
+            if oid in self.repairs and f.action in (Action.DELETE, Action.REDUCE):
+                # verification showed the mixin adds these keys where the override did not: keep the
+                # override's behaviour by reducing it to super() minus those keys
+                remove, nones = self.repairs[oid]
+                extras = (*f.extras, *(Extra(key, "drop") for key in remove), *(Extra(key, "set-none") for key in nones))
+                body = reduced_body(f.override, extras)
+                if body is not None:
+                    summary = _extras_summary(extras)
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
+                                                    reason=f"reduced to super() after verification: {summary}")
+                    continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
             elif f.action is Action.REDUCE:
@@ -420,13 +439,16 @@ def make_plan(
     mixin_era: Era,
     mixin_file: str | None,
     inherited: dict[str, str | None] | None = None,
+    repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
     ``inherited`` maps a modular override's id to the override the converter would copy in if it
     were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
+    ``repairs`` maps an override to keys its reduction must drop (verification found the mixin adds
+    them); it turns a deletion into such a reduction.
     """
-    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file)
+    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

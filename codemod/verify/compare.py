@@ -2,10 +2,13 @@
 
 Pure: a function of the two sides' result documents (written by ``worker.py``).
 
-- **identical**: every scenario that ran generated the same tokens with the same scores (within a
-  tight tolerance); scenarios that failed the same way on both sides do not count as evidence;
-- **differs**: some scenario generated something else; the evidence names the first differing
-  ``prepare_inputs_for_generation`` call (step) and key when the prepared inputs differ too;
+- **identical**: every scenario that ran prepared the same inputs at every step (a key set to None
+  is the same as a key left out) and generated the same tokens with the same scores (within a tight
+  tolerance); scenarios that failed the same way on both sides do not count as evidence, nor do
+  those the old code rejected before preparing anything (``generate`` refusing ``inputs_embeds`` for
+  a model whose override did not take them): the new code *extends* the model there;
+- **differs**: some scenario prepared or generated something else; the evidence names the first
+  differing ``prepare_inputs_for_generation`` call (step) and key;
 - **crashed**: a scenario failed on one side only, or differently;
 - **unverified**: the old side could not build or run the model, or no scenario ran at all.
 """
@@ -38,9 +41,12 @@ class Difference:
 @dataclasses.dataclass(frozen=True)
 class ScenarioOutcome:
     name: str
-    status: str  # "same", "same-error", "skipped", "differs", "crashed"
+    status: str  # "same", "same-error", "skipped", "extended", "differs", "crashed"
     detail: str = ""
     difference: Difference | None = None
+    #: how to make the new code prepare what the old code did, when that is all that differs:
+    #: (keys to remove, keys to set to None)
+    repair: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +65,20 @@ class ClassVerdict:
     @property
     def first_difference(self) -> Difference | None:
         return next((s.difference for s in self.scenarios if s.difference is not None and s.status != "same"), None)
+
+    @property
+    def extended(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.scenarios if s.status == "extended")
+
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(keys to remove, keys to set to None) that would make the new code prepare, in every
+        differing scenario, what the old code prepared; None when the difference is of another kind."""
+        differing = [s for s in self.scenarios if s.status in ("differs", "crashed")]
+        if self.verdict not in ("differs", "crashed") or not differing or any(s.repair is None for s in differing):
+            return None
+        remove = sorted({k for s in differing for k in s.repair[0]})  # type: ignore[index]
+        nones = sorted({k for s in differing for k in s.repair[1]})  # type: ignore[index]
+        return tuple(remove), tuple(nones)
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -125,6 +145,23 @@ def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     return None
 
 
+def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(keys the new calls prepare that the old leave out, keys the old set to None that the new omit),
+    when that is all that differs. A crashed side is compared over the calls it made."""
+    if len(old_calls) != len(new_calls) and not (crashed and len(new_calls) <= len(old_calls)):
+        return None
+    remove: set[str] = set()
+    nones: set[str] = set()
+    for a, b in zip(old_calls, new_calls):
+        extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
+        if not same_call(a, {k: v for k, v in b.items() if k not in extra}):
+            return None
+        remove |= extra
+        if crashed:  # a forward may require an argument the old code passed as None (e.g. input_ids)
+            nones |= {k for k, v in a.items() if v is None and k not in b}
+    return (tuple(sorted(remove)), tuple(sorted(nones))) if remove or nones else None
+
+
 def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: Sequence[dict]) -> Difference | None:
     for step, (a, b) in enumerate(zip(old_calls, new_calls)):
         found = _call_difference(a, b)
@@ -172,17 +209,23 @@ def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
             return ScenarioOutcome(name, "same-error", old["error"][:300])
         return ScenarioOutcome(name, "crashed", f"old: {old['error'][:200]} / new: {new['error'][:200]}",
                                calls or Difference(name, "error", None, None, old["error"][:120], new["error"][:120]))
-    if new["status"] == "error":
+    crashed = new["status"] == "error"
+    added = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed)
+    if crashed:
         return ScenarioOutcome(name, "crashed", new["error"][:300],
-                               calls or Difference(name, "error", None, None, "generates", new["error"][:120]))
+                               calls or Difference(name, "error", None, None, "generates", new["error"][:120]), added)
     if old["status"] == "error":
+        if not old.get("calls"):
+            return ScenarioOutcome(name, "extended", f"the old code rejects it before preparing anything "
+                                   f"({_error_kind(old['error'])[:160]}); the new code generates")
         return ScenarioOutcome(name, "differs", f"the old code failed ({old['error'][:200]}), the new one generates",
                                calls or Difference(name, "error", None, None, old["error"][:120], "generates"))
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
-        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs)
-    detail = f"same outputs; prepared inputs differ: {calls}" if calls else ""
-    return ScenarioOutcome(name, "same", detail, calls)
+        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs, added)
+    if calls is not None:
+        return ScenarioOutcome(name, "differs", f"same outputs, but the prepared inputs differ: {calls}", calls, added)
+    return ScenarioOutcome(name, "same")
 
 
 def _error_kind(error: str) -> str:
@@ -213,7 +256,11 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     else:
         verdict = "unverified"
     first = next((o for o in outcomes if o.status in ("crashed", "differs")), None)
-    detail = f"{first.name}: {first.detail}" if first else (
-        "no scenario ran on either side" if verdict == "unverified" else ""
-    )
+    extended = [o.name for o in outcomes if o.status == "extended"]
+    if first:
+        detail = f"{first.name}: {first.detail}"
+    elif verdict == "unverified":
+        detail = "no scenario ran on either side"
+    else:
+        detail = f"extends: {', '.join(extended)} (the old code rejected them up front)" if extended else ""
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds)

@@ -188,6 +188,8 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str) -> dict
         return {"name": name, "status": "skipped", "reason": str(reason)}
     except tiny.TinyModelError as error:
         return {"name": name, "status": "skipped", "reason": str(error)}
+    except Exception as error:  # noqa: BLE001 - building the inputs failed: the same on both sides, or not
+        return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": []}
     kwargs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in kwargs.items()}
     calls = record_calls(model)
     try:

@@ -11,13 +11,21 @@ size, :data:`SIZES` the values to try), recursing into sub-configs (``text_confi
 ``vision_config``, ``attn_config``...), truncating per-layer lists, and keeping every special token
 id valid (the vocabulary grows to hold the largest one). The config is then rebuilt through its
 class, from only the values that changed, so that ``__init__`` recomputes what it derives and runs
-its own validation. :data:`FIXUPS` holds the few per-model adjustments the table can't express.
+its own validation (a sub-config is diffed against its own class's defaults, which need not be the
+composite's). :data:`FIXUPS` holds the few per-model adjustments the table can't express, each
+saying why.
+
+Inputs: :func:`generation_inputs` makes random ids that avoid special tokens (or a float main input
+shaped from the config: speech features, raw audio, embeddings), left-padded on request, settles
+pad/eos/decoder-start in the model's generation config, and adds what a few models can't run
+without (:data:`EXTRA_INPUTS`: layout boxes, a target language, retrieved documents, companion
+audio...). :func:`multimodal_inputs` adds an image, finding how many image tokens it takes by
+running the model once. Models that can't run alone raise :class:`TinyModelError` with the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import io
 import math
@@ -71,7 +79,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "hidden_size", "d_model", "n_embd", "n_embed", "embed_dim", "model_dim", "word_embed_proj_dim",
         "embedding_size", "input_embedding_size", "output_embedding_size", "encoder_hidden_size",
         "projection_dim", "shared_representation_size", "ema_projection_size", "hidden_dim", "dim",
-        "vision_embed_dim", "text_embed_dim", "projector_hidden_size", "xpath_unit_hidden_size",
+        "vision_embed_dim", "text_embed_dim", "projector_hidden_size",
+        "backbone_hidden_size",
     ),
     "heads": (
         "num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
@@ -83,11 +92,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "dff",
         "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size", "nffn_hidden_size",
         "speech_encoder_intermediate_size", "t2u_encoder_ffn_dim", "t2u_decoder_ffn_dim", "intermediate_dim",
-        "vision_intermediate_size", "mlp_dim",
+        "vision_intermediate_size", "mlp_dim", "feed_forward_size",
     ),
     "head_dim": ("head_dim", "d_kv", "kv_channels", "attention_head_size", "head_size"),
+    # rotary dims are a part of the head: half of the new head
+    "rotary": ("rotary_dim", "rotary_emb_dim", "rope_dim"),
     "experts": ("num_experts", "num_local_experts", "moe_num_experts", "n_routed_experts"),
-    "top_k": ("num_experts_per_tok", "moe_top_k", "num_selected_experts", "num_experts_per_token"),
+    "top_k": ("num_experts_per_tok", "moe_top_k", "num_selected_experts", "num_experts_per_token", "moe_k"),
     "positions": (
         "max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_sequence_length",
         "max_source_positions", "max_target_positions", "max_encoder_position_embeddings",
@@ -123,14 +134,10 @@ def _fix_led(d: dict, size: dict) -> None:
     d["attention_window"] = [4] * size["layers"]
 
 
-def _fix_longformer_like(d: dict, size: dict) -> None:
-    if isinstance(d.get("attention_window"), (int, list)):
-        d["attention_window"] = [4] * size["layers"]
-
-
 def _fix_mllama_text(d: dict, size: dict) -> None:
     # cross_attention_layers are layer indices: keep one, inside the shrunk stack
     d["cross_attention_layers"] = [size["layers"] - 1]
+    _fix_mllama_text_rope(d, size)
 
 
 def _fix_mllama_vision(d: dict, size: dict) -> None:
@@ -195,11 +202,13 @@ def _fix_speech_to_text(d: dict, size: dict) -> None:
 
 
 def _fix_chameleon(d: dict, size: dict) -> None:
-    # the VQ image tokenizer: a small resolution and channel count, few levels
+    # the VQ image tokenizer: a small resolution, few levels; its GroupNorms have 32 groups, so
+    # every channel count stays a multiple of 32
     vq = dict(d.get("vq_config") or {})
-    vq.update(embed_dim=16, num_embeddings=64, latent_channels=16, resolution=32, base_channels=16,
+    vq.update(embed_dim=32, num_embeddings=64, latent_channels=32, resolution=32, base_channels=32,
               channel_multiplier=[1, 2], num_res_blocks=1)
     d["vq_config"] = vq
+    _fix_chameleon_vocab(d, size)
 
 
 def _fix_fuyu(d: dict, size: dict) -> None:
@@ -224,30 +233,150 @@ def _fix_switch(d: dict, size: dict) -> None:
     d["expert_capacity"] = 16
 
 
-def _fix_markuplm(d: dict, size: dict) -> None:
-    # the xpath tag/subscript pad ids index embedding tables that keep their default sizes
-    d.pop("xpath_unit_hidden_size", None)
-
-
-def _fix_udop(d: dict, size: dict) -> None:
-    # the 2D position embeddings index bounding boxes in [0, 1000]
-    d["max_2d_position_embeddings"] = 1024
-
-
 def _fix_llava_onevision(d: dict, size: dict) -> None:
     # anyres pinpoints must be multiples of the (tiny) image size
     s = size["image"]
     d["image_grid_pinpoints"] = [[s, s], [s, 2 * s], [2 * s, s], [2 * s, 2 * s]]
 
 
-def _fix_git(d: dict, size: dict) -> None:
-    pass
+def _fix_mllama_text_rope(d: dict, size: dict) -> None:
+    # the rotary embedding reads rope_scaling["rope_type"], and the default rope_scaling is None
+    if d.get("rope_scaling") is None:
+        d["rope_scaling"] = {"rope_type": "default"}
+
+
+def _fix_chameleon_vocab(d: dict, size: dict) -> None:
+    # the model maps VQ codes to BPE tokens through a tokenizer's vocabulary_map (None by default):
+    # name each code as the real tokenizer does (IMGIMG + the code's digits as letters A-J + Z),
+    # with the codes' tokens and <image> past the ids used for text
+    codes = int((d.get("vq_config") or {}).get("num_embeddings", 64))
+    first = max(MIN_VOCAB, int(d.get("vocab_size", MIN_VOCAB)))
+    mapping = {"IMGIMG" + "".join(chr(ord("A") + int(c)) for c in str(code)) + "Z": first + code for code in range(codes)}
+    mapping["<image>"] = first + codes
+    d["vocabulary_map"] = mapping
+    d["vocab_size"] = first + codes + 1
+
+
+def _fix_xmod(d: dict, size: dict) -> None:
+    # forward refuses to run until a default language (one of its adapters) is chosen
+    if d.get("default_language") is None and d.get("languages"):
+        d["default_language"] = list(d["languages"])[0]
+
+
+def _fix_rag(d: dict, size: dict) -> None:
+    # retrieved documents are passed as context_input_ids: two per question keeps them small
+    d["n_docs"] = 2
+    d["max_combined_length"] = 32
+
+
+def _fix_bamba(d: dict, size: dict) -> None:
+    # attn_layer_indices defaults to None: every layer is Mamba and generate() finds no attention
+    # cache to measure; real checkpoints mix them, so make the last layer attention
+    if not d.get("attn_layer_indices"):
+        d["attn_layer_indices"] = [size["layers"] - 1]
+
+
+def _fix_zamba(d: dict, size: dict) -> None:
+    # the hybrid layers share one transformer block, tied across them: that needs two of them
+    d["layers_block_type"] = ["linear_attention"] * max(size["layers"] - 2, 1) + ["hybrid", "hybrid"]
+    d["num_hidden_layers"] = len(d["layers_block_type"])
+
+
+def _fix_molmo2(d: dict, size: dict) -> None:
+    # the adapter reads vision layers by index (24 and 18 by default): read the last two
+    adapter = dict(d.get("adapter_config") or {})
+    adapter["vision_feature_layer"] = [-1, -2]
+    d["adapter_config"] = adapter
+
+
+def _fix_reformer(d: dict, size: dict) -> None:
+    # the LM head needs is_decoder; axial position embeddings factor max_position_embeddings
+    # (shape) and the hidden size (dims); attention chunks (64) stay longer than prompt + new tokens,
+    # as in the released checkpoints' use
+    d["is_decoder"] = True
+    d["axial_pos_shape"] = [8, 8]
+    d["max_position_embeddings"] = 64
+    d["axial_pos_embds_dim"] = [size["hidden"] // 4, size["hidden"] - size["hidden"] // 4]
+
+
+def _fix_mamba2(d: dict, size: dict) -> None:
+    # the SSM heads must cover hidden_size * expand exactly, in groups dividing them
+    head_dim = d.get("head_dim") or 16
+    d["num_heads"] = size["hidden"] * int(d.get("expand", 2)) // head_dim
+    d["n_groups"] = 1
+    d["time_step_rank"] = max(size["hidden"] // 16, 1)
+
+
+def _mrope_fixup(default_sections: list[int], old_head: int) -> Callable[[dict, dict], None]:
+    # the modeling code falls back to sections sized for the released head when the config has
+    # none: put them in the config, scaled to the tiny head (they add up to half of it)
+    def fix(d: dict, size: dict) -> None:
+        rope = dict(d.get("rope_parameters") or {"rope_type": "default", "rope_theta": 10000.0})
+        if "mrope_section" not in rope:
+            head = d.get("head_dim") if _is_int(d.get("head_dim")) else size["hidden"] // size["heads"]
+            total = sum(default_sections) * (head // 2) // (old_head // 2)
+            rope["mrope_section"] = scale_sections(default_sections, max(total, len(default_sections)))
+        d["rope_parameters"] = rope
+
+    return fix
+
+
+def _fix_csm(d: dict, size: dict) -> None:
+    # vocab_size counts audio codebook entries (2051), the text ids (bos 128000...) are
+    # text_vocab_size's: the codebooks keep their size (the depth decoder embeds 32 of them)
+    d["vocab_size"] = 2051
+    depth = dict(d.get("depth_decoder_config") or {})
+    if depth:
+        depth["vocab_size"] = 2051
+        depth["backbone_hidden_size"] = d.get("hidden_size", size["hidden"])
+        d["depth_decoder_config"] = depth
+
+
+def _fix_csm_depth(d: dict, size: dict) -> None:
+    # the depth decoder alone: its vocabulary is a codebook's (see _fix_csm)
+    d["vocab_size"] = 2051
+
+
+def _fix_mimi(d: dict, size: dict) -> None:
+    # the codec's upsampling conv is depthwise: one group per hidden channel
+    d["upsample_groups"] = d.get("hidden_size", size["hidden"])
+
+
+def _fix_musicgen_decoder(d: dict, size: dict) -> None:
+    # the vocabulary is one codebook; pad/bos is one past it on purpose (the embeddings have an
+    # extra row), so it must not grow to hold them
+    if _is_int(d.get("pad_token_id")):
+        d["vocab_size"] = d["pad_token_id"]
+
+
+def _fix_musicgen(d: dict, size: dict) -> None:
+    # the decoder's codes are decoded by the audio encoder's codebook: they must be as large
+    # (the defaults disagree, 2048 vs 1024); see _fix_musicgen_decoder for the decoder's size
+    decoder, audio = dict(d.get("decoder") or {}), dict(d.get("audio_encoder") or {})
+    _fix_musicgen_decoder(decoder, size)
+    if decoder.get("vocab_size") and audio:
+        audio["codebook_size"] = decoder["vocab_size"]
+    d["decoder"], d["audio_encoder"] = decoder, audio
 
 
 FIXUPS: dict[str, Callable[[dict, dict], None]] = {
+    "musicgen": _fix_musicgen,
+    "musicgen_melody": _fix_musicgen,
+    "musicgen_decoder": _fix_musicgen_decoder,
+    "musicgen_melody_decoder": _fix_musicgen_decoder,
+    "mimi": _fix_mimi,
+    "csm": _fix_csm,
+    "csm_depth_decoder_model": _fix_csm_depth,
+    "hunyuan_vl_text": _mrope_fixup([16, 16, 16, 16], 128),  # xdrope: four axes
+    "ernie4_5_vl_moe_text": _mrope_fixup([22, 22, 20], 128),
+    "glm_image_text": _mrope_fixup([8, 12, 12], 64),
+    "bamba": _fix_bamba,
+    "zamba": _fix_zamba,
+    "molmo2": _fix_molmo2,
+    "reformer": _fix_reformer,
+    "mamba2": _fix_mamba2,
     "gpt_neo": _fix_gpt_neo,
     "led": _fix_led,
-    "longformer": _fix_longformer_like,
     "mllama_text_model": _fix_mllama_text,
     "mllama_vision_model": _fix_mllama_vision,
     "jetmoe": _fix_jetmoe,
@@ -260,9 +389,22 @@ FIXUPS: dict[str, Callable[[dict, dict], None]] = {
     "fuyu": _fix_fuyu,
     "nllb-moe": _fix_nllb_moe,
     "switch_transformers": _fix_switch,
-    "markuplm": _fix_markuplm,
-    "udop": _fix_udop,
     "llava_onevision": _fix_llava_onevision,
+    "xmod": _fix_xmod,
+    "rag": _fix_rag,
+}
+
+
+def _rag_parts() -> dict:
+    # RagConfig() refuses to exist without its two halves: a DPR question encoder and a BART generator
+    from transformers import BartConfig, DPRConfig
+
+    return {"question_encoder": DPRConfig().to_dict(), "generator": BartConfig().to_dict()}
+
+
+#: config classes whose defaults need sub-configs passed in (model_type -> the kwargs)
+COMPOSITE_DEFAULTS: dict[str, Callable[[], dict]] = {
+    "rag": _rag_parts,
 }
 
 
@@ -350,7 +492,11 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
     old_heads = next((v for k, v in d.items() if _GROUP_OF.get(k) == "heads" and _is_int(v)), None)
     for key, value in d.items():
         group = _GROUP_OF.get(key)
-        if group == "kv_heads" and _is_int(value):
+        if value is None and group in ("kv_heads", "head_dim") and _is_int(out.get(_first_key(out, "heads"))):
+            # None means "derive it" in most configs, but some models read it raw (Nemotron 4.45's kv
+            # heads, HunYuan-VL's head_dim): what it would be derived as, explicitly
+            out[key] = heads if group == "kv_heads" else max(hidden // max(heads, 1), 4)
+        elif group == "kv_heads" and _is_int(value):
             if value == old_heads:
                 out[key] = heads  # plain multi-head attention stays so
             elif value == 1:
@@ -359,6 +505,17 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
                 out[key] = 2 if heads % 2 == 0 else 1
         elif group == "head_dim" and _is_int(value):
             out[key] = max(hidden // max(heads, 1), 4)
+        elif group == "rotary" and _is_int(value) and value > 0:
+            out[key] = max(2, (hidden // max(heads, 1)) // 2)
+    # rotary sections (multimodal rope) add up to the rotary half of the head: scale them with it
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = out.get(key)
+        old_half = _half_head(d, old_heads)
+        if isinstance(rope, dict) and old_half:
+            new_half = max(hidden // max(heads, 1), 4) // 2
+            if _is_int(out.get("head_dim")):
+                new_half = out["head_dim"] // 2
+            out[key] = _shrink_rope(rope, old_half, new_half)
     # images: small, with patches dividing them
     image, patch = out.get("image_size"), out.get("patch_size")
     if _is_int(image) and image > size["image"]:
@@ -372,10 +529,18 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
                 out["patch_size"] = [size["patch"], size["patch"]]
             elif _is_int(patch):
                 out["patch_size"] = size["patch"]
-    # per-layer lists: as long as the old stack, now as long as the new one
+    # per-layer lists: as long as the old stack, now as long as the new one (every kind of layer kept)
     for key, value in d.items():
         if isinstance(value, (list, tuple)) and len(value) in old_layers and not _is_token_key(key):
-            out[key] = type(value)(value[: size["layers"]])
+            out[key] = type(value)(_per_layer(list(value), size["layers"]))
+    # layer indices (hybrid_layer_ids, cross_attention_layers...): into the new stack
+    reference = max(old_layers) if old_layers else _vision_layers(d)
+    if reference:
+        for key, value in d.items():
+            if _is_layer_index_key(key) and key not in GROUPS["layers"] and out.get(key) == value:
+                remapped = _remap_layer_indices(value, reference, size["layers"])
+                if remapped is not None:
+                    out[key] = remapped
     # sub-configs, recursively
     for key, value in d.items():
         if _is_subconfig(key, value):
@@ -392,20 +557,122 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
     return out
 
 
+def _first_key(d: dict, group: str) -> str | None:
+    return next((k for k, v in d.items() if _GROUP_OF.get(k) == group and _is_int(v)), None)
+
+
+def _half_head(d: dict, heads: int | None) -> int | None:
+    """Half the head size of an (unshrunk) config dict: the rotary frequencies' count."""
+    head = d.get("head_dim")
+    if not _is_int(head):
+        hidden = d.get(_first_key(d, "hidden") or "", None)
+        head = hidden // heads if _is_int(hidden) and heads else None
+    return head // 2 if head else None
+
+
+def scale_sections(sections: list[int], total: int) -> list[int]:
+    """``sections`` scaled to add up to ``total`` (each at least 1), e.g. [16, 24, 24] -> [2, 3, 3] for 8."""
+    old = sum(sections)
+    scaled = [max(1, v * total // old) for v in sections]
+    scaled[-1] += total - sum(scaled)
+    if scaled[-1] < 1:
+        scaled = [1] * (len(sections) - 1) + [total - len(sections) + 1]
+    return scaled
+
+
+def _shrink_rope(rope: dict, old_half: int, new_half: int) -> dict:
+    """Rope parameters (or per-layer-type dicts of them) with sections scaled to the new head."""
+    out = dict(rope)
+    for key, value in rope.items():
+        if isinstance(value, dict):
+            out[key] = _shrink_rope(value, old_half, new_half)
+        elif key in ("mrope_section", "mrope_sections", "rope_section") and isinstance(value, list) and all(_is_int(v) for v in value):
+            total = max(len(value), sum(value) * new_half // old_half)
+            out[key] = scale_sections(value, total)
+        elif key == "freq_allocation" and _is_int(value):
+            out[key] = max(1, value * new_half // old_half)
+    return out
+
+
+def _per_layer(values: list, layers: int) -> list:
+    """The first ``layers`` entries of a per-layer list, with each kind of entry still present."""
+    head = values[:layers]
+    try:
+        kinds = list(dict.fromkeys(values))
+    except TypeError:  # unhashable entries (dicts): plain truncation
+        return head
+    missing = [kind for kind in kinds if kind not in head]
+    if not missing or len(kinds) > layers:
+        return head
+    return head[: layers - len(missing)] + missing
+
+
+def _vision_layers(d: dict) -> int | None:
+    vision = d.get("vision_config")
+    if isinstance(vision, dict):
+        for key in GROUPS["layers"]:
+            if _is_int(vision.get(key)):
+                return vision[key]
+    return None
+
+
+def _is_layer_index_key(key: str) -> bool:
+    """Keys that name layers by index, not count (``num_*`` and ``*_layers`` counts are sizes)."""
+    k = key.lower()
+    if k.startswith(("num_", "n_")) or "period" in k or "offset" in k or "step" in k:
+        return False
+    return "layer" in k and (k.endswith(("_ids", "_id", "_idx", "_index", "_indices", "_layers", "_layer")))
+
+
+def _remap_layer_indices(value: Any, old: int, new: int) -> Any:
+    """Layer index (or list of them) in a stack of ``old`` layers, mapped into ``new`` layers."""
+
+    def one(i: int) -> int:
+        if i < 0:  # counted from the end: stays so, inside the new stack
+            return max(i, -new)
+        return min(i * new // max(old, 1), new - 1)
+
+    if _is_int(value):
+        return one(value) if -old <= value < old else None
+    if isinstance(value, (list, tuple)) and value and all(_is_int(i) for i in value):
+        if not all(-old <= i < old for i in value):
+            return None
+        return type(value)(dict.fromkeys(one(i) for i in value))
+    return None
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _class_defaults(model_type: Any) -> dict | None:
+    """The defaults of the config class registered for ``model_type`` (None when unknown)."""
+    mapping = getattr(transformers, "CONFIG_MAPPING", None)
+    if not isinstance(model_type, str) or mapping is None:
+        return None
+    try:
+        with _quiet():
+            return mapping[model_type]().to_dict()
+    except Exception:  # noqa: BLE001 - not registered, or needs arguments
+        return None
+
+
 def _changes(old: dict, new: dict) -> dict:
-    """Only what differs (sub-config dicts keep their ``model_type`` so the right class is built)."""
+    """Only what differs (sub-config dicts keep their ``model_type`` so the right class is built).
+
+    A sub-config is rebuilt from a dict, on top of its *class's* defaults, which need not be the
+    composite's (PaliGemma's text config has one kv head, GemmaConfig's default is 16): so it is
+    diffed against those class defaults where the class is known.
+    """
     changed: dict = {}
     for key, value in new.items():
         if key in _BOOKKEEPING:
             continue
         before = old.get(key, _MISSING)
         if isinstance(value, dict) and isinstance(before, dict) and _is_subconfig(key, value):
-            inner = _changes(before, value)
+            base = _class_defaults(value.get("model_type"))
+            inner = _changes(base if base is not None else before, value)
             if inner:
                 if "model_type" in value:
                     inner["model_type"] = value["model_type"]
@@ -434,9 +701,10 @@ def _quiet() -> contextlib.AbstractContextManager:
 
 
 def _default_config(config_class: type) -> Any:
+    parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
     try:
         with _quiet():
-            return config_class()
+            return config_class(**parts()) if parts else config_class()
     except Exception as error:
         raise TinyModelError(f"{config_class.__name__}() needs arguments: {_one_line(error)}") from None
 
@@ -453,6 +721,10 @@ def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
     vocab = max([MIN_VOCAB, *(i + 1 for i in special_token_ids(before))])
     after = _shrink(before, size, vocab, notes, "")
     changes = _changes(before, after)
+    parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
+    if parts:
+        # the halves that didn't change must still be passed
+        changes = {**{k: v for k, v in before.items() if k in parts()}, **changes}
     with _quiet():
         config = config_class(**changes)
     # attributes that __init__ doesn't take and recomputes from others must still be tiny
@@ -504,6 +776,8 @@ def tiny_model(model_class: type, *, seed: int = 0) -> tuple[Any, list[str]]:
             with _quiet():
                 model = model_class(config)
             model.eval()
+        except ImportError as error:  # a package this environment lacks: no size will do
+            raise TinyModelError(f"{model_class.__name__} needs a missing package: {_one_line(error)}") from None
         except Exception as error:
             errors.append(f"build: {_one_line(error)}")
             continue
@@ -579,38 +853,59 @@ def _setup_generation_config(model: Any) -> None:
     gen.pad_token_id = pad
     if gen.eos_token_id is None and eos is not None:
         gen.eos_token_id = eos
-    if getattr(config, "is_encoder_decoder", False) and gen.decoder_start_token_id is None:
+    if getattr(gen, "num_return_sequences", 1) is None:
+        gen.num_return_sequences = 1  # musicgen's own generate() reads it raw (5.x leaves it None)
+    # the generation config is now this model's own, not one derived from its config: saved and
+    # loaded as it is (a derived one drops extra attributes, such as seamless' language maps, on load)
+    gen._from_model_config = False
+    # encoder-decoders start from it; so do codebook decoders (musicgen's delay pattern pads with it)
+    starts = getattr(config, "is_encoder_decoder", False) or _is_int(getattr(config, "num_codebooks", None))
+    if starts and gen.decoder_start_token_id is None:
         start = pick("decoder_start_token_id")
         if start is None:
             start = pick("bos_token_id")
         gen.decoder_start_token_id = start if start is not None else pad
 
 
-def _random_ids(model: Any, shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor:
-    vocab = _vocab_size(model)
+def _random_ids(model: Any, shape: tuple[int, int], generator: torch.Generator, *, vocab: int | None = None) -> torch.Tensor:
+    """Random ids below :data:`MIN_VOCAB` (and the vocabulary size) that are no special token."""
+    vocab = vocab or _vocab_size(model)
     banned = special_token_ids(model.config) | special_token_ids(model.generation_config.to_dict())
-    allowed = torch.tensor([i for i in range(min(vocab, 4096)) if i not in banned])
+    allowed = torch.tensor([i for i in range(min(vocab, MIN_VOCAB)) if i not in banned])
     if allowed.numel() == 0:
         raise TinyModelError(f"{type(model).__name__}: every id of the vocabulary is special")
     picks = torch.randint(0, allowed.numel(), shape, generator=generator)
     return allowed[picks]
 
 
-def _float_input(model: Any, name: str, batch_size: int, generator: torch.Generator) -> torch.Tensor:
+def _float_input(model: Any, name: str, batch_size: int, seq_len: int, generator: torch.Generator) -> torch.Tensor:
+    """A float main input of the shape the config implies (speech features, raw audio, pixels, embeddings)."""
     config = model.config
+    model_type = str(getattr(config, "model_type", ""))
     if name == "input_features":
-        if getattr(config, "model_type", "") in ("whisper",) or hasattr(config, "num_mel_bins") and hasattr(config, "max_source_positions") and not hasattr(config, "input_feat_per_channel"):
+        if hasattr(config, "input_feat_per_channel"):  # speech_to_text: (batch, frames, features x channels)
+            shape = (batch_size, 4 * seq_len, config.input_feat_per_channel * getattr(config, "input_channels", 1))
+        elif hasattr(config, "feature_projection_input_dim"):  # seamless: (batch, frames, 160)
+            shape = (batch_size, 4 * seq_len, config.feature_projection_input_dim)
+        elif hasattr(config, "num_mel_bins") and _is_int(getattr(config, "max_source_positions", None)):
+            # whisper-like: (batch, mel bins, 2 x encoder positions), a fixed-length window
             shape = (batch_size, config.num_mel_bins, 2 * config.max_source_positions)
-        elif hasattr(config, "input_feat_per_channel"):
-            shape = (batch_size, 16, config.input_feat_per_channel * getattr(config, "input_channels", 1))
-        elif hasattr(config, "feature_projection_input_dim"):
-            shape = (batch_size, 32, config.feature_projection_input_dim)
-        elif getattr(config, "model_type", "") == "pop2piano":
-            shape = (batch_size, 8, config.d_model)
+        elif _audio_encoder(config) is not None:
+            # a conformer encoder config (parakeet...): (batch, frames, mel bins), subsampled by its factor
+            audio = _audio_encoder(config)
+            shape = (batch_size, getattr(audio, "subsampling_factor", 4) * seq_len, audio.num_mel_bins)
+        elif model_type == "pop2piano":  # already-embedded features: (batch, frames, d_model)
+            shape = (batch_size, seq_len, config.d_model)
         else:
             raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
-    elif name == "input_values":
-        shape = (batch_size, 640)
+    elif name == "input_values":  # raw audio: long enough for the conv feature encoder's strides
+        stride = math.prod(getattr(config, "conv_stride", None) or [320])
+        shape = (batch_size, stride * 4 * seq_len)
+    elif name in ("input_embeds", "inputs_embeds"):
+        hidden = getattr(_text_config(config), "hidden_size", None)
+        if not _is_int(hidden):
+            raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+        shape = (batch_size, seq_len, hidden)
     elif name == "pixel_values":
         vision = getattr(config, "vision_config", None) or config
         image = getattr(vision, "image_size", None)
@@ -626,6 +921,172 @@ def _float_input(model: Any, name: str, batch_size: int, generator: torch.Genera
     return torch.randn(shape, generator=generator)
 
 
+def _audio_encoder(config: Any) -> Any:
+    for name in ("encoder_config", "audio_config"):
+        sub = getattr(config, name, None)
+        if sub is not None and _is_int(getattr(sub, "num_mel_bins", None)):
+            return sub
+    return None
+
+
+def _required_generate_input(model: Any) -> str | None:
+    """The first required argument of a model's own ``generate()``, where it has one (pop2piano)."""
+    try:
+        parameters = list(inspect.signature(model.generate).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for parameter in parameters:
+        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and parameter.default is parameter.empty:
+            return parameter.name
+    return None
+
+
+def _forward_takes(model: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _prepare_takes(model: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(model.prepare_inputs_for_generation).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _generate_takes(model: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(model.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+#: forward arguments that only an upstream model can fill (the Omni talkers speak what a thinker
+#: model wrote, from its hidden states)
+UPSTREAM_INPUTS = ("thinker_reply_part", "trailing_text_hidden")
+
+
+def _check_generative(model: Any) -> None:
+    """A model without an LM head can't generate, whatever its class claims; nor can one that is
+    driven by another model's hidden states."""
+    for name in UPSTREAM_INPUTS:
+        if _forward_takes(model, name):
+            raise TinyModelError(
+                f"{type(model).__name__} is driven by an upstream model's hidden states ({name}): not runnable alone"
+            )
+    if getattr(model.config, "is_encoder_decoder", False) or _forward_takes(model, "labels"):
+        return
+    if type(model).__name__.endswith("Model") and model.get_output_embeddings() is None:
+        raise TinyModelError(f"{type(model).__name__} has no language-model head: generate() can't run on it")
+
+
+# Extra inputs some models need besides the main one: (model, inputs, context) -> None, editing inputs.
+
+def _extra_bbox(model: Any, inputs: dict, ctx: dict) -> None:
+    # layout models take one box (x0, y0, x1, y1) per token: LayoutLM-style integers in [0, 1000],
+    # or UDOP's floats in [0, 1]
+    if "input_ids" not in inputs or not _forward_takes(model, "bbox"):
+        return
+    batch, length = inputs["input_ids"].shape
+    corners = torch.randint(0, 500, (batch, length, 2), generator=ctx["generator"])
+    sizes = torch.randint(1, 500, (batch, length, 2), generator=ctx["generator"])
+    boxes = torch.cat([corners, corners + sizes], dim=-1)
+    inputs["bbox"] = boxes / 1000.0 if getattr(model.config, "model_type", "") == "udop" else boxes
+
+
+def _extra_tgt_lang(model: Any, inputs: dict, ctx: dict) -> None:
+    # seamless models need a target language (text, units, vocoder) for speech output; there is no
+    # tokenizer, so the generation config gets one made-up language mapped to valid ids
+    if not _generate_takes(model, "tgt_lang"):
+        return
+    gen, config = model.generation_config, model.config
+    text_vocab = _vocab_size(model)
+    t2u_vocab = getattr(config, "t2u_vocab_size", None) or text_vocab
+    gen.text_decoder_lang_to_code_id = {"eng": text_vocab - 1}
+    gen.t2u_lang_code_to_id = {"eng": t2u_vocab - 1}
+    gen.vocoder_lang_code_to_id = {"eng": 0}
+    inputs["tgt_lang"] = "eng"
+    char_vocab = getattr(config, "char_vocab_size", None)
+    if _is_int(char_vocab):
+        # v2's unit decoder upsamples by characters: every text id is a one-character subword
+        gen.id_to_text = {str(i): chr(ord("a") + i % 26) for i in range(text_vocab)}
+        gen.char_to_id = {chr(ord("a") + i): 2 + i % max(char_vocab - 2, 1) for i in range(26)}
+
+
+def _extra_rag(model: Any, inputs: dict, ctx: dict) -> None:
+    # no retriever: the retrieved documents come as context ids and scores, n_docs per question
+    if getattr(model.config, "model_type", "") != "rag" or "input_ids" not in inputs:
+        return
+    batch = inputs["input_ids"].shape[0]
+    n_docs = model.config.n_docs
+    generator_config = model.config.generator
+    context = _random_ids(model, (batch * n_docs, ctx["seq_len"] + 3), ctx["generator"], vocab=generator_config.vocab_size)
+    inputs["context_input_ids"] = context
+    inputs["context_attention_mask"] = torch.ones_like(context)
+    inputs["doc_scores"] = torch.randn((batch, n_docs), generator=ctx["generator"])
+
+
+def _extra_pop2piano(model: Any, inputs: dict, ctx: dict) -> None:
+    # generate() prepends a composer embedding picked through generation_config.composer_to_feature_token
+    if getattr(model.config, "model_type", "") != "pop2piano":
+        return
+    count = model.config.composer_vocab_size
+    model.generation_config.composer_to_feature_token = {f"composer{i + 1}": i for i in range(count)}
+
+
+#: classes whose main input is ids but whose encoder refuses them: the input is embeddings
+#: (seamless' text-to-unit model is fed the text decoder's hidden states)
+EMBEDS_ONLY = {"SeamlessM4TTextToUnitForConditionalGeneration", "SeamlessM4Tv2TextToUnitForConditionalGeneration"}
+
+def _extra_backbone_state(model: Any, inputs: dict, ctx: dict) -> None:
+    # CSM's depth decoder is driven by the backbone's last hidden state (one vector per sequence)
+    if "input_ids" not in inputs or not _forward_takes(model, "backbone_last_hidden_state"):
+        return
+    hidden = getattr(model.config, "backbone_hidden_size", None) or model.config.hidden_size
+    batch = inputs["input_ids"].shape[0]
+    inputs["backbone_last_hidden_state"] = torch.randn((batch, hidden), generator=ctx["generator"])
+
+
+def _extra_audio(model: Any, inputs: dict, ctx: dict) -> None:
+    # speech-text models whose text is ids but that also need the audio it goes with, long enough for
+    # the prompt and the new tokens: kyutai (raw audio, one codec frame per token), voxtral realtime
+    # (mel features, audio_length_per_tok frames per token), moshi (user and moshi codebook codes)
+    if "input_ids" not in inputs:
+        return
+    config, generator = model.config, ctx["generator"]
+    batch, length = inputs["input_ids"].shape
+    tokens = length + 8
+    codec = getattr(config, "codec_config", None)
+    if _prepare_takes(model, "input_values") and codec is not None and _is_int(getattr(codec, "frame_size", None)):
+        inputs["input_values"] = torch.randn((batch, 1, codec.frame_size * tokens), generator=generator)
+    elif _generate_takes(model, "user_audio_codes"):
+        encoder = getattr(config, "audio_encoder_config", None)
+        top = min(getattr(config, "audio_vocab_size", 2048), getattr(encoder, "codebook_size", 2048))
+        codes = (batch, config.num_codebooks, length)
+        inputs["user_audio_codes"] = torch.randint(0, top, codes, generator=generator)
+        inputs["moshi_audio_codes"] = torch.randint(0, top, codes, generator=generator)
+    elif _forward_takes(model, "input_features") and _is_int(getattr(config, "audio_length_per_tok", None)):
+        audio = _audio_encoder(config)
+        mel = audio.num_mel_bins if audio is not None else 128
+        frames = config.audio_length_per_tok * tokens
+        inputs["input_features"] = torch.randn((batch, mel, frames), generator=generator)
+
+
+def _extra_codebooks(model: Any, inputs: dict, ctx: dict) -> None:
+    # a codebook decoder used alone (musicgen's) reads one row per codebook: (batch x codebooks, length)
+    if "input_ids" in inputs and str(getattr(model.config, "model_type", "")).endswith("_decoder"):
+        books = getattr(model.config, "num_codebooks", None)
+        if _is_int(books) and books > 1:
+            inputs["input_ids"] = inputs["input_ids"].repeat_interleave(books, dim=0)
+
+
+EXTRA_INPUTS: tuple[Callable[[Any, dict, dict], None], ...] = (
+    _extra_codebooks,
+    _extra_bbox, _extra_tgt_lang, _extra_rag, _extra_pop2piano, _extra_backbone_state, _extra_audio,
+)
+
+
 def generation_inputs(model: Any, *, batch_size: int = 1, seq_len: int = 7, seed: int = 0, left_pad: int = 0) -> dict:
     """The main input for ``generate()`` (``input_ids`` + ``attention_mask`` for text models).
 
@@ -633,23 +1094,226 @@ def generation_inputs(model: Any, *, batch_size: int = 1, seq_len: int = 7, seed
     first row; the other rows are full. The model's ``generation_config`` gets a pad id (the
     config's pad, else eos, else 0), an eos when it has none, and a decoder start id for
     encoder-decoders, so that ``generate(**inputs, max_new_tokens=6, min_new_tokens=6)`` runs.
+    A float main input (speech features, raw audio, pixels) is shaped from the config; models that
+    need more (bounding boxes, a target language, retrieved documents) get it too.
     """
     if left_pad >= seq_len:
         raise ValueError(f"left_pad={left_pad} leaves no tokens in a sequence of {seq_len}")
+    _check_generative(model)
     _setup_generation_config(model)
     generator = torch.Generator().manual_seed(seed)
     name = getattr(model, "main_input_name", "input_ids") or "input_ids"
+    if type(model).__name__ in EMBEDS_ONLY:
+        name = "inputs_embeds"
+    required = _required_generate_input(model)
+    if required in ("input_features", "input_values", "pixel_values"):
+        name = required  # the model's own generate() wants it, whatever main_input_name says
+    attention_mask = torch.ones(batch_size, seq_len, dtype=torch.long)
+    if left_pad:
+        attention_mask[0, :left_pad] = 0
     if name in ("input_ids", "decoder_input_ids"):
         input_ids = _random_ids(model, (batch_size, seq_len), generator)
-        attention_mask = torch.ones(batch_size, seq_len, dtype=torch.long)
         if left_pad:
             input_ids[0, :left_pad] = model.generation_config.pad_token_id
-            attention_mask[0, :left_pad] = 0
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
-    return {name: _float_input(model, name, batch_size, generator)}
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    else:
+        values = _float_input(model, name, batch_size, seq_len, generator)
+        key = "inputs_embeds" if name in ("input_embeds", "inputs_embeds") else name
+        inputs = {key: values}
+        if values.dim() == 3 and values.shape[1] == seq_len:  # one vector per position: maskable
+            if left_pad:
+                values[0, :left_pad] = 0.0
+            inputs["attention_mask"] = attention_mask
+    context = {"generator": generator, "seq_len": seq_len, "left_pad": left_pad}
+    for extra in EXTRA_INPUTS:
+        extra(model, inputs, context)
+    if str(getattr(model.config, "model_type", "")) in NEEDS_IMAGE:
+        with_image = multimodal_inputs(model, inputs, seed=seed)
+        if with_image is None:
+            raise TinyModelError(f"{type(model).__name__} needs an image input, and none could be made")
+        inputs = with_image
+    return inputs
+
+
+# --------------------------------------------------------------------------------------- multimodal
+
+def _image_token_id(config: Any) -> int | None:
+    """The id that marks where image features go in ``input_ids``, where the config names one."""
+    for source in (config, getattr(config, "text_config", None)):
+        if source is None:
+            continue
+        for name in ("image_token_index", "image_token_id", "image_token"):
+            value = getattr(source, name, None)
+            if _is_int(value):
+                return value
+    vocabulary_map = getattr(config, "vocabulary_map", None)  # chameleon
+    if isinstance(vocabulary_map, dict) and _is_int(vocabulary_map.get("<image>")):
+        return vocabulary_map["<image>"]
+    return None
+
+
+def _image_side(config: Any) -> tuple[int, int] | None:
+    """(channels, side) of the images the vision tower (or VQ tokenizer) expects."""
+    for name in ("vision_config", "vq_config"):
+        vision = getattr(config, name, None)
+        if vision is None:
+            continue
+        channels = getattr(vision, "num_channels", None) or getattr(vision, "in_channels", None) or 3
+        side = getattr(vision, "image_size", None) or getattr(vision, "resolution", None)
+        if isinstance(side, (list, tuple)):
+            side = side[0]
+        if _is_int(side):
+            return channels, side
+    return None
+
+
+class _ScatterProbe:
+    """Records the size of what ``masked_scatter`` puts into embeddings (or ids) during a forward:
+    the number of image feature vectors a model makes for an image, whatever version it is."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def __enter__(self) -> "_ScatterProbe":
+        self._original = torch.Tensor.masked_scatter
+        probe = self
+
+        def masked_scatter(target: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+            width = target.shape[-1] if target.dim() == 3 else 1
+            probe.sizes.append(source.numel() // max(width, 1))
+            return probe._original(target, mask, source)
+
+        torch.Tensor.masked_scatter = masked_scatter
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        torch.Tensor.masked_scatter = self._original
+
+
+def _with_image_tokens(inputs: dict, token: int, count: int) -> dict:
+    """``inputs`` with ``count`` image tokens after each row's left padding."""
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    rows, masks = [], []
+    for row, row_mask in zip(ids, mask):
+        pad = int((row_mask == 0).long().cumprod(0).sum())
+        rows.append(torch.cat([row[:pad], torch.full((count,), token, dtype=row.dtype), row[pad:]]))
+        masks.append(torch.cat([row_mask[:pad], torch.ones(count, dtype=row_mask.dtype), row_mask[pad:]]))
+    return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
+
+
+def _try_generate(model: Any, inputs: dict) -> str | None:
+    """None when a short greedy ``generate()`` on ``inputs`` runs (its first step is a forward pass
+    over the whole prompt), else the error's one-line text."""
+    try:
+        with torch.no_grad(), _quiet():
+            model.generate(**inputs, max_new_tokens=2, do_sample=False)
+    except Exception as error:  # noqa: BLE001 - the caller tries another layout
+        return _one_line(error)
+    return None
+
+
+def _feature_count_from(error: str | None, probe: _ScatterProbe, images: int) -> int | None:
+    import re
+
+    for size in reversed(probe.sizes):
+        if size and size % images == 0:
+            return size // images
+    if error:
+        match = re.search(r"features:?\s*(\d+)", error)
+        if match and int(match.group(1)) % images == 0:
+            return int(match.group(1)) // images
+    return None
+
+
+def _llava_like(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+    """pixel_values (+ image_sizes) and as many image tokens per row as the model makes features."""
+    config = model.config
+    shape = _image_side(config)
+    if shape is None:
+        return None
+    channels, side = shape
+    batch = inputs["input_ids"].shape[0]
+    extra: dict = {}
+    if getattr(config, "image_grid_pinpoints", None) and _forward_takes(model, "image_sizes"):
+        # anyres (llava-next family): the base image plus one tile at the smallest pinpoint
+        extra["pixel_values"] = torch.randn((batch, 2, channels, side, side), generator=generator)
+        extra["image_sizes"] = torch.tensor([[side, side]] * batch)
+    else:
+        extra["pixel_values"] = torch.randn((batch, channels, side, side), generator=generator)
+    token = _image_token_id(config)
+    if token is None:  # images prepended or cross-attended (GIT): no placeholders
+        candidate = {**inputs, **extra}
+        return candidate if _try_generate(model, candidate) is None else None
+    count = 1
+    for _ in range(4):
+        candidate = {**_with_image_tokens(inputs, token, count), **extra}
+        with _ScatterProbe() as probe:
+            error = _try_generate(model, candidate)
+        found = _feature_count_from(error, probe, batch)
+        if error is None and (found is None or found == count):
+            return candidate
+        if found is None or found == count:
+            return None
+        count = found
+    return None
+
+
+def _fuyu(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+    """Fuyu embeds raw patches in place of placeholder tokens, located by image_patches_indices."""
+    config = model.config
+    patch, channels = config.patch_size, config.num_channels
+    count = 4
+    batch = inputs["input_ids"].shape[0]
+    placeholder = int(_random_ids(model, (1, 1), generator)[0, 0])
+    candidate = _with_image_tokens(inputs, placeholder, count)
+    indices = torch.full(candidate["input_ids"].shape, -1, dtype=torch.long)
+    for row, row_mask in enumerate(inputs["attention_mask"]):
+        pad = int((row_mask == 0).long().cumprod(0).sum())
+        indices[row, pad : pad + count] = torch.arange(count)
+    candidate["image_patches"] = torch.randn((batch, count, patch * patch * channels), generator=generator)
+    candidate["image_patches_indices"] = indices
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+def _idefics(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+    """IDEFICS cross-attends to images: (batch, images, C, H, W) and a per-token image mask."""
+    shape = _image_side(model.config)
+    if shape is None:
+        return None
+    channels, side = shape
+    batch, length = inputs["input_ids"].shape
+    candidate = dict(inputs)
+    candidate["pixel_values"] = torch.randn((batch, 1, channels, side, side), generator=generator)
+    candidate["image_attention_mask"] = inputs["attention_mask"].clone().unsqueeze(-1)
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+#: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess
+MULTIMODAL: dict[str, Callable[[Any, dict, torch.Generator], dict | None]] = {
+    "fuyu": _fuyu,
+    "idefics": _idefics,
+}
+
+#: model types that can't run without an image (their text path still needs one)
+NEEDS_IMAGE = {"idefics"}
 
 
 def multimodal_inputs(model: Any, inputs: dict, *, seed: int = 0) -> dict | None:
-    """Best effort: ``inputs`` plus ``pixel_values`` (and image tokens in ``input_ids``) for a
-    multimodal model, or ``None`` when this model's image input isn't known."""
-    return None
+    """Best effort: ``inputs`` plus an image (``pixel_values``, ``image_sizes``..., and image tokens
+    in ``input_ids``) for a multimodal model, or ``None`` when this model's image input isn't known.
+
+    The number of image tokens is found by running the model: a forward pass records how many
+    feature vectors it scatters into the embeddings (or names them in its mismatch error).
+    """
+    if "input_ids" not in inputs or "attention_mask" not in inputs:
+        return None
+    builder = MULTIMODAL.get(str(getattr(model.config, "model_type", "")))
+    if builder is None:
+        if not _forward_takes(model, "pixel_values"):
+            return None
+        builder = _llava_like
+    generator = torch.Generator().manual_seed(seed + 1)
+    try:
+        return builder(model, inputs, generator)
+    except TinyModelError:
+        return None

@@ -1,0 +1,143 @@
+"""The verdict logic of verification (pure): which differences count, and what the evidence names."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemod.verify.compare import compare, compare_scenario, repair_for, same_summary
+
+
+def tensor(values, dtype="torch.int64", shape=None):
+    return {"tensor": shape or [1, len(values)], "dtype": dtype, "values": list(values)}
+
+
+def ok(name="greedy", sequences=((5, 6, 7),), scores=(((0.1, 0.2),),), calls=None):
+    return {
+        "name": name,
+        "status": "ok",
+        "sequences": [list(s) for s in sequences],
+        "scores": [[list(row) for row in step] for step in scores],
+        "calls": calls if calls is not None else [{"input_ids": tensor([5, 6])}, {"input_ids": tensor([7])}],
+    }
+
+
+def side(*scenarios, status="ok"):
+    return {"status": status, "scenarios": list(scenarios), "seconds": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "status"),
+    [
+        pytest.param(ok(), ok(), "same", id="same-everything"),
+        pytest.param(ok(scores=(((0.1, 0.2),),)), ok(scores=(((0.1000001, 0.2),),)), "same", id="scores-within-tolerance"),
+        pytest.param(ok(), ok(sequences=((5, 6, 8),)), "differs", id="other-tokens"),
+        pytest.param(ok(), ok(scores=(((0.1, 0.3),),)), "differs", id="other-scores"),
+        pytest.param(
+            ok(),
+            ok(calls=[{"input_ids": tensor([5, 6])}, {"input_ids": tensor([6, 7], shape=[1, 2])}]),
+            "differs",
+            id="same-outputs-other-prepared-inputs",
+        ),
+        pytest.param(
+            ok(calls=[{"input_ids": tensor([5]), "inputs_embeds": None}]),
+            ok(calls=[{"input_ids": tensor([5])}]),
+            "same",
+            id="none-is-the-same-as-absent",
+        ),
+        pytest.param(
+            {"name": "greedy", "status": "error", "error": "ValueError: no", "calls": []},
+            {"name": "greedy", "status": "error", "error": "ValueError: no", "calls": []},
+            "same-error",
+            id="both-fail-alike",
+        ),
+        pytest.param(ok(), {"name": "greedy", "status": "error", "error": "TypeError: x", "calls": []}, "crashed",
+                     id="new-fails"),
+        pytest.param(
+            {"name": "greedy", "status": "error", "error": "ValueError: a", "calls": []},
+            {"name": "greedy", "status": "error", "error": "KeyError: b", "calls": []},
+            "crashed",
+            id="both-fail-differently",
+        ),
+        pytest.param(
+            {"name": "inputs-embeds", "status": "error", "error": "ValueError: not supported", "calls": []},
+            ok(name="inputs-embeds"),
+            "extended",
+            id="old-rejects-up-front",
+        ),
+        pytest.param(
+            {"name": "assisted", "status": "error", "error": "IndexError: x", "calls": [{"input_ids": tensor([5])}]},
+            ok(name="assisted"),
+            "differs",
+            id="old-fails-midway",
+        ),
+        pytest.param({"name": "x", "status": "skipped", "reason": "n/a"}, {"name": "x", "status": "skipped"}, "skipped",
+                     id="skipped"),
+    ],
+)
+def test_scenario_status(old, new, status) -> None:
+    assert compare_scenario(old, new).status == status
+
+
+def test_the_first_differing_step_and_key_are_named() -> None:
+    old = ok(calls=[{"input_ids": tensor([5, 6]), "position_ids": None}, {"input_ids": tensor([7])}])
+    new = ok(
+        sequences=((5, 6, 9),),
+        calls=[{"input_ids": tensor([5, 6])}, {"input_ids": tensor([7]), "position_ids": tensor([2])}],
+    )
+    outcome = compare_scenario(old, new)
+    assert outcome.status == "differs"
+    assert (outcome.difference.step, outcome.difference.key) == (1, "position_ids")
+    assert "step 1" in str(outcome.difference)
+
+
+def test_class_verdicts() -> None:
+    assert compare("a::A", side(ok()), side(ok())).verdict == "identical"
+    assert compare("a::A", side(ok()), side(ok(sequences=((1,),)))).verdict == "differs"
+    assert compare("a::A", {"status": "unbuildable", "error": "no"}, {"status": "not-run"}).verdict == "unverified"
+    assert compare("a::A", side(ok()), {"status": "import-error", "error": "boom"}).verdict == "crashed"
+    skipped = {"name": "x", "status": "skipped", "reason": "n/a"}
+    assert compare("a::A", side(skipped), side(skipped)).verdict == "unverified"
+
+
+def test_an_extension_alone_stays_identical_and_is_reported() -> None:
+    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    verdict = compare("a::A", side(ok(), rejected), side(ok(), ok(name="inputs-embeds")))
+    assert verdict.verdict == "identical"
+    assert verdict.extended == ("inputs-embeds",)
+    assert "extends" in verdict.detail
+
+
+def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
+    old = [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]
+    new = [{"input_ids": tensor([5]), "position_ids": tensor([0])}, {"input_ids": tensor([6]), "position_ids": tensor([1])}]
+    assert repair_for(old, new, crashed=False) == (("position_ids",), ())
+    # a forward that requires an argument the old code passed as None crashes on the new side
+    old_none = [{"input_ids": None, "decoder_input_ids": tensor([1])}]
+    assert repair_for(old_none, [{"decoder_input_ids": tensor([1])}], crashed=True) == ((), ("input_ids",))
+    # another value is not repairable by adding or removing keys
+    assert repair_for(old, [{"input_ids": tensor([9])}, {"input_ids": tensor([6])}], crashed=False) is None
+
+
+def test_class_repair_needs_every_differing_scenario_repairable() -> None:
+    base = [{"input_ids": tensor([5])}]
+    added = [{"input_ids": tensor([5]), "cache_position": tensor([0])}]
+    verdict = compare("a::A", side(ok(calls=base)), side(ok(calls=added)))
+    assert verdict.repair() == (("cache_position",), ())
+    other = compare("a::A", side(ok(calls=base), ok(name="b", calls=base)),
+                    side(ok(calls=added), ok(name="b", calls=[{"input_ids": tensor([6])}])))
+    assert other.repair() is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        (tensor([1.0, 2.0], "torch.float32"), tensor([1.0, 2.0000001], "torch.float32"), True),
+        (tensor([1, 2]), tensor([1, 3]), False),
+        (tensor([1, 2]), tensor([1, 2], shape=[2, 1]), False),
+        ({"cache": "DynamicCache", "length": 3}, {"cache": "DynamicCache", "length": 3}, True),
+        ({"cache": "DynamicCache", "length": 3}, {"cache": "StaticCache", "length": 3}, False),
+        ({"seq": [tensor([1])]}, {"seq": [tensor([1])]}, True),
+    ],
+)
+def test_summaries(a, b, same) -> None:
+    assert same_summary(a, b) is same

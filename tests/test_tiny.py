@@ -1,0 +1,323 @@
+"""Tiny random models (``codemod/verify/tiny.py``): built, fed and run in the verification environment.
+
+``tiny.py`` runs where torch is (the environment made for a release by ``codemod.environment``),
+not in the repo's own venv: every torch check here is a script run in a subprocess with
+PYTHONPATH = ``<release>/src`` + ``codemod/verify``. One script runs all the model checks and
+prints one JSON document; the tests read it. The environment and the release are made once per
+machine (the first run downloads them: ``network``, ``slow``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "codemod" / "verify" / "tiny.py"
+VERSION = "4.45.2"
+
+# ----------------------------------------------------------------------------------- the script
+
+CHECKS = textwrap.dedent(
+    r'''
+    import hashlib, importlib, json, sys, traceback, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    torch.set_num_threads(1)
+    import tiny
+
+    G = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False)
+    out = {}
+
+    def load(module, name):
+        return getattr(importlib.import_module(module), name)
+
+    def state_hash(model):
+        digest = hashlib.sha256()
+        for key, value in sorted(model.state_dict().items()):
+            digest.update(key.encode())
+            digest.update(value.detach().contiguous().float().numpy().tobytes())
+        return digest.hexdigest()
+
+    def generate(model, **kwargs):
+        with torch.no_grad():
+            return model.generate(**kwargs, **G).tolist()
+
+    def run(name, fn):
+        try:
+            out[name] = {"ok": True, **fn()}
+        except tiny.TinyModelError as error:
+            out[name] = {"ok": False, "tiny_error": str(error)}
+        except Exception as error:
+            out[name] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
+
+    def lm(module, name, embeds=True):
+        def check():
+            model, notes = tiny.tiny_model(load(module, name), seed=0)
+            result = {"notes": len(notes), "params": sum(p.numel() for p in model.parameters())}
+            inputs = tiny.generation_inputs(model, seed=0)
+            result["input_keys"] = sorted(inputs)
+            result["greedy"] = generate(model, **inputs)
+            padded = tiny.generation_inputs(model, batch_size=2, seed=1, left_pad=2)
+            result["padded_mask"] = padded["attention_mask"].tolist()
+            result["padded_ids"] = padded["input_ids"].tolist()
+            result["pad_id"] = model.generation_config.pad_token_id
+            result["padded"] = generate(model, **padded)
+            result["no_cache"] = generate(model, **inputs, use_cache=False)
+            result["no_cache_same"] = result["no_cache"] == result["greedy"]
+            result["beams"] = generate(model, **padded, num_beams=2)
+            if embeds and not model.config.is_encoder_decoder:
+                rest = dict(inputs)
+                ids = rest.pop("input_ids")
+                with torch.no_grad():
+                    rest["inputs_embeds"] = model.get_input_embeddings()(ids)
+                result["embeds"] = generate(model, **rest)
+            result["is_encoder_decoder"] = bool(model.config.is_encoder_decoder)
+            return result
+        return check
+
+    run("llama", lm("transformers.models.llama.modeling_llama", "LlamaForCausalLM"))
+    run("gpt2", lm("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"))
+    run("bart", lm("transformers.models.bart.modeling_bart", "BartForConditionalGeneration"))
+    run("t5", lm("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration"))
+    run("mamba", lm("transformers.models.mamba.modeling_mamba", "MambaForCausalLM", embeds=False))
+
+    def llava():
+        model, _ = tiny.tiny_model(load("transformers.models.llava.modeling_llava", "LlavaForConditionalGeneration"))
+        inputs = tiny.generation_inputs(model, seed=0)
+        result = {"text": generate(model, **inputs)}
+        image_inputs = tiny.multimodal_inputs(model, inputs, seed=0)
+        result["multimodal_keys"] = sorted(image_inputs or {})
+        if image_inputs is not None:
+            token = model.config.image_token_index
+            result["image_tokens"] = int((image_inputs["input_ids"] == token).sum())
+            result["multimodal"] = generate(model, **image_inputs)
+        return result
+
+    run("llava", llava)
+
+    def vocab():
+        # every special id of the default config is a valid id of the tiny one
+        result = {}
+        for module, name in (
+            ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"),
+            ("transformers.models.llava.modeling_llava", "LlavaForConditionalGeneration"),
+            ("transformers.models.mllama.modeling_mllama", "MllamaForCausalLM"),
+            ("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration"),
+        ):
+            cls = load(module, name)
+            config = tiny.tiny_config(cls)
+            text = config.get_text_config() if hasattr(config, "get_text_config") else config
+            specials = sorted(tiny.special_token_ids(cls.config_class()))
+            result[name] = {"vocab": text.vocab_size, "max_special": max(specials) if specials else None,
+                            "layers": text.num_hidden_layers if hasattr(text, "num_hidden_layers") else None}
+        result["sections"] = tiny.scale_sections([16, 24, 24], 8)
+        return result
+
+    run("vocab", vocab)
+
+    def errors():
+        result = {}
+        for key, module, name in (
+            ("qdqbert", "transformers.models.deprecated.qdqbert.modeling_qdqbert", "QDQBertLMHeadModel"),
+            ("markuplm", "transformers.models.markuplm.modeling_markuplm", "MarkupLMModel"),
+        ):
+            try:
+                model, _ = tiny.tiny_model(load(module, name))
+                tiny.generation_inputs(model)
+                result[key] = None
+            except tiny.TinyModelError as error:
+                result[key] = str(error)
+        class NoConfig:
+            pass
+        try:
+            tiny.tiny_model(NoConfig)
+            result["no_config"] = None
+        except tiny.TinyModelError as error:
+            result["no_config"] = str(error)
+        return result
+
+    run("errors", errors)
+
+    def weights():
+        cls = load("transformers.models.llama.modeling_llama", "LlamaForCausalLM")
+        return {"seed0": state_hash(tiny.tiny_model(cls, seed=0)[0]), "seed1": state_hash(tiny.tiny_model(cls, seed=1)[0])}
+
+    run("weights", weights)
+    print("RESULT " + json.dumps(out))
+    '''
+)
+
+HASH_ONLY = textwrap.dedent(
+    r'''
+    import hashlib, json
+    import tiny
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+    model, _ = tiny.tiny_model(LlamaForCausalLM, seed=0)
+    digest = hashlib.sha256()
+    for key, value in sorted(model.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().contiguous().float().numpy().tobytes())
+    print("RESULT " + json.dumps({"seed0": digest.hexdigest()}))
+    '''
+)
+
+
+# -------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def verify_env() -> tuple[Path, Path]:
+    """(python, src) of the verification environment for the 4.45.2 release (made once per machine)."""
+    from codemod.checkout import resolve
+    from codemod.environment import ensure_environment
+    from codemod.fetch import release_checkout
+
+    checkout = resolve(release_checkout(VERSION))
+    environment = ensure_environment(checkout)
+    assert checkout.package_dir is not None
+    return environment.python, checkout.package_dir.parent
+
+
+def _run(verify_env: tuple[Path, Path], script: str, tmp_path: Path) -> dict:
+    python, src = verify_env
+    path = tmp_path / "script.py"
+    path.write_text(script, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), str(TINY.parent)]),
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+    }
+    done = subprocess.run([str(python), str(path)], capture_output=True, text=True, env=env, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, f"script failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+@pytest.fixture(scope="module")
+def results(verify_env: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run(verify_env, CHECKS, tmp_path_factory.mktemp("tiny"))
+
+
+def _ok(results: dict, name: str) -> dict:
+    entry = results[name]
+    assert entry["ok"], f"{name}: {entry.get('tiny_error') or entry.get('error')}\n{entry.get('tb', '')}"
+    return entry
+
+
+# ---------------------------------------------------------------------------------- no torch needed
+
+
+def test_tiny_imports_only_stdlib_torch_and_transformers():
+    """tiny.py runs in the verification environment: no codemod, no libcst/typer/rich there."""
+    tree = ast.parse(TINY.read_text(encoding="utf-8"))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    allowed = set(sys.stdlib_module_names) | {"torch", "transformers", "numpy"}
+    assert roots <= allowed, roots - allowed
+    assert "codemod" not in roots
+
+
+# ---------------------------------------------------------------------------------- in the env
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama", "gpt2", "mamba"])
+def test_decoder_only_generates(results, name):
+    entry = _ok(results, name)
+    assert entry["params"] < 5_000_000
+    assert not entry["is_encoder_decoder"]
+    assert [len(row) for row in entry["greedy"]] == [7 + 6]
+    assert [len(row) for row in entry["padded"]] == [7 + 6, 7 + 6]
+    assert [len(row) for row in entry["beams"]] == [7 + 6, 7 + 6]
+    assert entry["no_cache_same"], "greedy decoding with and without the cache must agree"
+    if name != "mamba":
+        assert [len(row) for row in entry["embeds"]] == [6]  # only the new tokens come back
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bart", "t5"])
+def test_encoder_decoder_generates(results, name):
+    entry = _ok(results, name)
+    assert entry["is_encoder_decoder"]
+    assert entry["input_keys"] == ["attention_mask", "input_ids"]
+    # a decoder start token, then 6 new ones (min_new_tokens keeps eos away)
+    assert [len(row) for row in entry["greedy"]] == [1 + 6]
+    assert [len(row) for row in entry["beams"]] == [1 + 6, 1 + 6]
+    assert entry["no_cache_same"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_left_padding_masks_the_first_row(results):
+    entry = _ok(results, "llama")
+    assert entry["padded_mask"] == [[0, 0, 1, 1, 1, 1, 1], [1] * 7]
+    assert entry["padded_ids"][0][:2] == [entry["pad_id"]] * 2
+    assert entry["pad_id"] is not None
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_random_ids_avoid_special_tokens(results):
+    gpt2 = _ok(results, "gpt2")
+    assert 50256 not in gpt2["greedy"][0][:7]
+    assert gpt2["pad_id"] == 50256  # no pad in GPT-2's config: eos stands in
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_vocabulary_holds_every_special_token(results):
+    entry = _ok(results, "vocab")
+    for name in ("GPT2LMHeadModel", "LlavaForConditionalGeneration", "MllamaForCausalLM", "T5ForConditionalGeneration"):
+        info = entry[name]
+        assert info["vocab"] >= 99
+        if info["max_special"] is not None:
+            assert info["vocab"] > info["max_special"], name
+    assert entry["GPT2LMHeadModel"]["vocab"] == 50257  # bos/eos 50256
+    assert entry["LlavaForConditionalGeneration"]["vocab"] == 32001  # image_token_index 32000
+    assert entry["MllamaForCausalLM"]["layers"] == 2
+    assert entry["T5ForConditionalGeneration"]["vocab"] == 99  # pad 0, eos 1: the minimum
+    assert entry["sections"] == [2, 3, 3]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_multimodal_text_path_and_image(results):
+    entry = _ok(results, "llava")
+    assert [len(row) for row in entry["text"]] == [7 + 6]
+    assert "pixel_values" in entry["multimodal_keys"]
+    assert entry["image_tokens"] > 0
+    assert len(entry["multimodal"][0]) == 7 + entry["image_tokens"] + 6
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_unsupported_classes_raise_a_clear_tiny_model_error(results):
+    entry = _ok(results, "errors")
+    assert entry["qdqbert"] and "pytorch-quantization" in entry["qdqbert"]
+    assert entry["markuplm"] and "language-model head" in entry["markuplm"]
+    assert entry["no_config"] and "config_class" in entry["no_config"]
+    for reason in (entry["qdqbert"], entry["markuplm"], entry["no_config"]):
+        assert "\n" not in reason
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_same_seed_same_weights_across_processes(results, verify_env, tmp_path):
+    weights = _ok(results, "weights")
+    assert weights["seed0"] != weights["seed1"]
+    again = _run(verify_env, HASH_ONLY, tmp_path)
+    assert again["seed0"] == weights["seed0"]
