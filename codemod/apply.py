@@ -19,7 +19,7 @@ from codemod import copies, modular
 from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.index import Override
-from codemod.plan import Edit, EditKind, Plan, make_plan
+from codemod.plan import Edit, EditKind, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
 from codemod.sources import FileKind
@@ -160,7 +160,7 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def initial_plan(result: ScanResult, repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> Plan:
+def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(

@@ -25,6 +25,8 @@ from codemod.sources import FileKind
 
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
 IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
+#: keys generate() always puts into the model kwargs: a parameter default for them never applies
+GENERATE_PROVIDES = frozenset({"use_cache", "past_key_values", "attention_mask", "cache_position", "encoder_outputs"})
 #: names a cache goes by; passing one under another key than ``past_key_values`` is model-specific
 CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
 
@@ -61,7 +63,8 @@ class Extra:
 
     ``how``: ``first-step`` (the input ``source`` on the first step only), ``later-step``,
     ``constant`` (``source`` is the code), ``drop`` (the key is removed), ``none`` (set to None),
-    ``later-step-none`` (set to None after the first step), ``set-none`` (a key the model's forward
+    ``default`` (a default the override gives when the caller passes nothing; ``source`` is its
+    code), ``later-step-none`` (set to None after the first step), ``set-none`` (a key the model's forward
     requires, given as None; only from verification's repairs),
     ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
     """
@@ -170,8 +173,18 @@ class _Judge:
                 continue
             if key == name == "past_key_values" and origin in ("param", "later-step"):
                 continue  # the cache, passed (when there is one) as the mixin passes it
+            if origin == "param-default":
+                given, _, default = name.partition("=")
+                if given == key:
+                    self.extra(key, "default", default, line, f"{key} is {default} when not given; the mixin passes "
+                                                               "nothing then")
+                    continue
             if origin == "param":
                 if name == key:
+                    default = next((p.default for p in a.params if p.name == key), None)
+                    if default not in (None, "None") and key not in GENERATE_PROVIDES:
+                        self.extra(key, "default", default, line, f"{key} is {default} when not given; the mixin "
+                                                                   "passes nothing then")
                     continue  # passed through: the mixin forwards every keyword argument
                 self.extra(key, "adjusted", name, line, f"{key} is given the value of {name}")
                 continue

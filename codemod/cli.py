@@ -196,6 +196,9 @@ PythonOpt = Annotated[
     typer.Option("--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."),
 ]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
+OwnTestsOpt = Annotated[
+    bool, typer.Option("--own-tests/--no-own-tests", help="Also run the checkout's tests/models/<m> generate tests.")
+]
 
 
 class _VerifyProgress:
@@ -269,6 +272,7 @@ def verify(
     python: PythonOpt = None,
     fmt: FormatOpt = "table",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    own_tests: OwnTestsOpt = True,
 ) -> None:
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
@@ -290,7 +294,8 @@ def verify(
         targets = take_shard(targets, shard)
         with _VerifyProgress() as progress:
             report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
-                                   progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run)
+                                   progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run,
+                                   own_tests=own_tests)
     except (VerificationError, ValueError) as error:
         raise ToolError(str(error)) from error
     _emit_verify(report, fmt, output)
@@ -315,6 +320,7 @@ def apply(
     report_file: Annotated[
         Optional[Path], typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
     ] = None,
+    own_tests: OwnTestsOpt = True,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
     from codemod.apply import compute_changes, write
@@ -339,6 +345,7 @@ def apply(
             run = run_migration_on(
                 checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
                 keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
+                own_tests=own_tests,
             )
     except VerificationError as error:
         raise ToolError(str(error)) from error

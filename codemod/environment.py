@@ -29,7 +29,8 @@ from codemod.checkout import Checkout
 TORCH = {"cpu": "torch==2.13.0", "cuda": "torch"}
 #: what the checkout's own tools need besides the core (looked up in the checkout's pins)
 TOOLS = ("ruff", "libcst")
-TESTS = ("pytest", "pytest-xdist", "pytest-timeout", "parameterized", "timeout-decorator")
+#: every test_modeling_*.py imports the pipeline tests, which import datasets
+TESTS = ("pytest", "pytest-xdist", "pytest-timeout", "parameterized", "timeout-decorator", "datasets")
 
 
 class EnvironmentSetupError(Exception):

@@ -17,7 +17,7 @@ from codemod.apply import Changes, compute_changes, initial_plan, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
 from codemod.migration import ClassOutcome, Migration, ModelOutcome
-from codemod.plan import MIXIN_CLASS, Plan
+from codemod.plan import MIXIN_CLASS, Plan, Repair
 from codemod.scan import ScanResult, scan
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
@@ -81,6 +81,7 @@ def run_migration_on(
     scenarios: Sequence[str] = DEFAULT_SCENARIOS,
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
+    own_tests: bool = True,
 ) -> MigrationRun:
     result = scan(checkout).select(only, skip)
     first = compute_changes(result, jobs)
@@ -91,7 +92,7 @@ def run_migration_on(
         if which is not None:
             targets = [t for t in targets if t.override_id in which]
         return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                             progress=progress, say=say, not_run=not_run)
+                             progress=progress, say=say, not_run=not_run, own_tests=own_tests)
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
@@ -127,19 +128,19 @@ def run_migration_on(
     return MigrationRun(result, first, final, report, reverted)
 
 
-def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Override id -> (keys to drop, keys to set to None), for classes whose prepared inputs differ
-    only by such keys. A generated class's modular source gets the same repair, so both agree."""
+def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
+    """Override id -> the reduction's fixes, for classes whose prepared inputs differ only by whole
+    keys. A generated class's modular source gets the same repair, so both files agree."""
     by_id = result.index.by_id()
-    out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    out: dict[str, Repair] = {}
     for verdict in report.verdicts:
-        keys = verdict.repair()  # None unless only keys added or omitted differ
-        if keys is None:
+        repair = verdict.repair()  # None unless only whole keys differ
+        if repair is None:
             continue
-        out[verdict.override_id] = keys
+        out[verdict.override_id] = repair
         origin = by_id[verdict.override_id].generated_from
         if origin is not None and origin.kind == "modular-class":
-            out[f"{origin.modular_file}::{origin.modular_class}"] = keys
+            out[f"{origin.modular_file}::{origin.modular_class}"] = repair
     return out
 
 

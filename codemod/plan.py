@@ -42,6 +42,23 @@ class EditKind(str, Enum):
 
 
 @dataclasses.dataclass(frozen=True)
+class Repair:
+    """How a reduced override (same signature, ``super()`` plus these fixes) would prepare what the old
+    code prepared: the keys to remove, the keys to set to None, and the keys the old code passed that
+    the reduction must keep passing (its parameters, which a reduction hands to ``super()``)."""
+
+    remove: tuple[str, ...] = ()
+    set_none: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+
+    def __or__(self, other: Repair) -> Repair:
+        def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(sorted(set(a) | set(b)))
+
+        return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep))
+
+
+@dataclasses.dataclass(frozen=True)
 class Edit:
     file: str
     class_name: str
@@ -117,6 +134,7 @@ def _param_list(override: Override) -> tuple[str, list[str], str | None, str | N
 def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] | None:
     """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
     lines: list[str] = []
+    named = set(_param_list(override)[1])
     outputs = override.analysis.outputs
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
@@ -125,6 +143,10 @@ def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] 
             continue
         if extra.how == "set-none":
             lines.append(f"model_inputs[{key}] = None")
+            continue
+        if extra.how == "default":
+            if extra.key not in named:  # a named parameter reaches super() with its default already
+                lines.append(f"model_inputs.setdefault({key}, {extra.source})")
             continue
         if extra.how == "sliced":
             return None  # the slicing statement would have to move with it; keep the override
@@ -175,6 +197,7 @@ def _extras_summary(extras: Sequence[Extra]) -> str:
         "none": "{key} = None",
         "drop": "drops {key}",
         "set-none": "{key} = None",
+        "default": "{key} = {source} by default",
         "adjusted": "{key} from {source}",
         "sliced": "{key} sliced with the ids",
     }
@@ -213,7 +236,7 @@ class _Decision:
 class _Planner:
     def __init__(
         self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
-        repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+        repairs: dict[str, Repair] | None = None,
     ) -> None:
         self.repairs = repairs or {}
         self.index = index
@@ -234,11 +257,16 @@ class _Planner:
 
     def initial(self) -> None:
         for oid, f in self.findings.items():
-            if oid in self.repairs and f.action in (Action.DELETE, Action.REDUCE):
-                # verification showed the mixin adds these keys where the override did not: keep the
-                # override's behaviour by reducing it to super() minus those keys
-                remove, nones = self.repairs[oid]
-                extras = (*f.extras, *(Extra(key, "drop") for key in remove), *(Extra(key, "set-none") for key in nones))
+            repair = self.repairs.get(oid)
+            params = {p.name for p in f.override.analysis.params}
+            if repair is not None and f.action in (Action.DELETE, Action.REDUCE) and set(repair.keep) <= params:
+                # verification showed where the mixin prepares something else: keep the override's
+                # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
+                extras = (
+                    *f.extras,
+                    *(Extra(key, "drop") for key in repair.remove),
+                    *(Extra(key, "set-none") for key in repair.set_none),
+                )
                 body = reduced_body(f.override, extras)
                 if body is not None:
                     summary = _extras_summary(extras)
@@ -439,14 +467,15 @@ def make_plan(
     mixin_era: Era,
     mixin_file: str | None,
     inherited: dict[str, str | None] | None = None,
-    repairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+    repairs: dict[str, Repair] | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
     ``inherited`` maps a modular override's id to the override the converter would copy in if it
     were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
-    ``repairs`` maps an override to keys its reduction must drop (verification found the mixin adds
-    them); it turns a deletion into such a reduction.
+    ``repairs`` maps an override to the fixes verification found its reduction needs (keys the mixin
+    adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
+    reduction.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs)
     planner.initial()

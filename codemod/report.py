@@ -307,7 +307,9 @@ def verdict_record(verdict) -> dict[str, Any]:
         "verdict": verdict.verdict,
         "detail": verdict.detail,
         "scenarios": [
-            {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {})} for s in verdict.scenarios
+            {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {}),
+             **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status != "same" else {})}
+            for s in verdict.scenarios
         ],
         "compared": list(verdict.compared),
         "first_difference": dataclasses.asdict(first) if first else None,
@@ -329,6 +331,7 @@ def verify_document(report) -> dict[str, Any]:
         "summary": {k: counts.get(k, 0) for k in ("identical", "differs", "crashed", "unverified")},
         "verdicts": [verdict_record(v) for v in report.verdicts],
         "not_run": [{"override": o, "why": why} for o, why in report.not_run],
+        "own_tests": [v.to_json() for v in report.own_tests],
     }
 
 
@@ -358,6 +361,8 @@ def render_verify_table(report, console: Console) -> None:
     console.print(table)
     for override, why in report.not_run:
         console.print(f"not run {override}: {why}", style="dim", highlight=False)
+    for own in report.own_tests:
+        console.print(f"own tests {own.describe()}", style="" if own.ok else "red", highlight=False)
 
 
 def verify_markdown(report) -> str:

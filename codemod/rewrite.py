@@ -79,8 +79,19 @@ def _code_block(module: cst.Module, body: str) -> Sequence[cst.BaseStatement]:
     return function.body.body
 
 
+def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
+    """``def f(): return x`` as ``def f():`` + an indented block, so that lines can go into the body."""
+    if isinstance(function.body, cst.IndentedBlock):
+        return function
+    suite = function.body
+    assert isinstance(suite, cst.SimpleStatementSuite)
+    line = cst.SimpleStatementLine(body=list(suite.body))
+    return function.with_changes(body=cst.IndentedBlock(body=[line]), whitespace_before_colon=cst.SimpleWhitespace(""))
+
+
 def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str) -> cst.FunctionDef:
     """Same header (decorators, signature, comments above), new body."""
+    function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     return function.with_changes(body=function.body.with_changes(body=_code_block(module, body)))
 
@@ -96,6 +107,7 @@ def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) 
 
 def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
     """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
+    function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     first = function.body.body[0]
     if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
@@ -212,36 +224,39 @@ def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[
     return candidates - used
 
 
-class _DropImports(cst.CSTTransformer):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
+def _without_names(statement: cst.Import | cst.ImportFrom, names: set[str]) -> cst.Import | cst.ImportFrom | None:
+    """The import without ``names`` (None when nothing is left), laid out as before: the last kept
+    name takes the old last name's comma, so a parenthesised list keeps its closing line."""
+    if isinstance(statement, cst.ImportFrom) and isinstance(statement.names, cst.ImportStar):
+        return statement
+    aliases = list(statement.names)  # type: ignore[arg-type]
+    kept = [a for a in aliases if _bound_name(a) not in names]
+    if len(kept) == len(aliases):
+        return statement
+    if not kept:
+        return None
+    kept[-1] = kept[-1].with_changes(comma=aliases[-1].comma)
+    return statement.with_changes(names=kept)
 
-    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
-        if isinstance(updated.names, cst.ImportStar):
-            return updated
-        kept = [a for a in updated.names if _bound_name(a) not in self.names]
-        if len(kept) == len(updated.names):
-            return updated
-        if not kept:
-            return cst.RemoveFromParent()
-        # the last alias must not keep a trailing comma unless the list is parenthesised
-        if updated.lpar is None and isinstance(kept[-1].comma, cst.Comma):
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(names=kept)
 
-    def leave_Import(self, original: cst.Import, updated: cst.Import):
-        kept = [a for a in updated.names if _bound_name(a) not in self.names]
-        if len(kept) == len(updated.names):
-            return updated
-        if not kept:
-            return cst.RemoveFromParent()
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(names=kept)
-
-    def leave_SimpleStatementLine(self, original, updated):
-        if not updated.body:
-            return cst.RemoveFromParent()
-        return updated
+def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
+    """Remove ``names`` from the module's top-level imports (never an import inside a function)."""
+    body = []
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+        ):
+            smalls = []
+            for small in statement.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    small = _without_names(small, names)
+                if small is not None:
+                    smalls.append(small)
+            if not smalls:
+                continue
+            statement = statement.with_changes(body=smalls)
+        body.append(statement)
+    return module.with_changes(body=body)
 
 
 # --------------------------------------------------------------------------------------------- file
@@ -255,6 +270,15 @@ def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
             out.extend(s for s in statement.body.body if isinstance(s, cst.FunctionDef) and s.name.value == METHOD)
     return out
+
+
+_BLANK = b" \t\r\n\x0c"
+
+
+def _keep_tail(old: bytes, new: bytes) -> bytes:
+    """libcst keeps only one of several whitespace-only lines at the very end of a file: put the
+    original end back, so that bytes outside the edits stay as they were."""
+    return new.rstrip(_BLANK) + old[len(old.rstrip(_BLANK)) :]
 
 
 def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewrite:
@@ -282,8 +306,8 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewri
         candidates = _names_used(_removed_code(module, edits))
         unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
         if unused:
-            new_module = new_module.visit(_DropImports(unused))
-        new = new_module.bytes
+            new_module = _drop_imports(new_module, unused)
+        new = _keep_tail(source, new_module.bytes)
         text = new.decode(encoding)
         cst.parse_module(new)
         compile(text, path, "exec", dont_inherit=True)

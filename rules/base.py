@@ -41,6 +41,7 @@ class Value:
     ``origin`` is one of:
       - ``ids``: the input ids (``detail`` says how they were sliced, if at all)
       - ``param``: a parameter or a key read from ``**kwargs``, unchanged (``name``)
+      - ``param-default``: a key read from ``**kwargs`` with a default (``name`` is ``key=default``)
       - ``behaviour``: a value computed by a recognised behaviour (``name`` is the behaviour)
       - ``none`` / ``const``: a literal (``name`` is its code)
       - ``first-step``: the parameter ``name`` on the first step, ``None`` afterwards

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.verify.compare import compare, compare_scenario, repair_for, same_summary
+from codemod.verify.compare import Repair, compare, compare_scenario, repair_for, same_summary
 
 
 def tensor(values, dtype="torch.int64", shape=None):
@@ -110,10 +110,13 @@ def test_an_extension_alone_stays_identical_and_is_reported() -> None:
 def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
     old = [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]
     new = [{"input_ids": tensor([5]), "position_ids": tensor([0])}, {"input_ids": tensor([6]), "position_ids": tensor([1])}]
-    assert repair_for(old, new, crashed=False) == (("position_ids",), ())
+    assert repair_for(old, new, crashed=False) == Repair(remove=("position_ids",))
     # a forward that requires an argument the old code passed as None crashes on the new side
     old_none = [{"input_ids": None, "decoder_input_ids": tensor([1])}]
-    assert repair_for(old_none, [{"decoder_input_ids": tensor([1])}], crashed=True) == ((), ("input_ids",))
+    assert repair_for(old_none, [{"decoder_input_ids": tensor([1])}], crashed=True) == Repair(set_none=("input_ids",))
+    # a key the old code passed that the new one leaves out: a reduction passes its parameters on
+    old_flag = [{"input_ids": tensor([5]), "output_router_logits": False}]
+    assert repair_for(old_flag, [{"input_ids": tensor([5])}], crashed=False) == Repair(keep=("output_router_logits",))
     # another value is not repairable by adding or removing keys
     assert repair_for(old, [{"input_ids": tensor([9])}, {"input_ids": tensor([6])}], crashed=False) is None
 
@@ -122,7 +125,7 @@ def test_class_repair_needs_every_differing_scenario_repairable() -> None:
     base = [{"input_ids": tensor([5])}]
     added = [{"input_ids": tensor([5]), "cache_position": tensor([0])}]
     verdict = compare("a::A", side(ok(calls=base)), side(ok(calls=added)))
-    assert verdict.repair() == (("cache_position",), ())
+    assert verdict.repair() == Repair(remove=("cache_position",))
     other = compare("a::A", side(ok(calls=base), ok(name="b", calls=base)),
                     side(ok(calls=added), ok(name="b", calls=[{"input_ids": tensor([6])}])))
     assert other.repair() is None
@@ -141,3 +144,10 @@ def test_class_repair_needs_every_differing_scenario_repairable() -> None:
 )
 def test_summaries(a, b, same) -> None:
     assert same_summary(a, b) is same
+
+
+def test_a_scenario_rejected_up_front_that_now_crashes_is_repaired_by_keeping_the_signature() -> None:
+    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: not supported", "calls": []}
+    crash = {"name": "inputs-embeds", "status": "error", "error": "RuntimeError: shapes", "calls": [{"x": 1}]}
+    outcome = compare_scenario(rejected, crash)
+    assert outcome.status == "crashed" and outcome.repair == Repair()

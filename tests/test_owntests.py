@@ -17,6 +17,7 @@ from codemod.verify.owntests import (
     OwnTestsVerdict,
     TestRun,
     compare_runs,
+    failing_models,
     models_with_tests,
     node_id,
     parse_junit,
@@ -357,3 +358,15 @@ def test_verify_own_tests_flaky(trees: tuple[Path, Path], tmp_path: Path) -> Non
     assert verdict.after.outcomes[f"{FAKE}::test_generate_flaky"] == "failed"
     assert verdict.flaky == {f"{FAKE}::test_generate_flaky"}
     assert verdict.regressions == () and verdict.ok
+
+
+def test_failing_models() -> None:
+    regressed = compare_runs(run({f"{MODULE}::T::test_a": "passed", f"{MODULE}::T::test_b": "passed"}),
+                             run({f"{MODULE}::T::test_a": "failed", f"{MODULE}::T::test_b": "error"}))
+    broken = compare_runs(run({}, model="bert"), run({}, error="collection error in x:\nImportError", model="bert"))
+    fine = compare_runs(run({"a": "passed"}, model="gpt2"), run({"a": "passed"}, model="gpt2"))
+    inconclusive = compare_runs(run({}, error="timed out", model="opt"), run({}, error="timed out", model="opt"))
+    assert failing_models([regressed, broken, fine, inconclusive]) == {
+        "llama": "2 of its own tests passed before and not after (test_a, test_b)",
+        "bert": "its own tests could not run after the change: collection error in x:",
+    }

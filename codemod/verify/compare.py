@@ -19,6 +19,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from codemod.plan import Repair
+
 RTOL = 1e-4
 ATOL = 1e-5
 
@@ -44,9 +46,8 @@ class ScenarioOutcome:
     status: str  # "same", "same-error", "skipped", "extended", "differs", "crashed"
     detail: str = ""
     difference: Difference | None = None
-    #: how to make the new code prepare what the old code did, when that is all that differs:
-    #: (keys to remove, keys to set to None)
-    repair: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    #: how a reduction would prepare what the old code did, when the difference allows one
+    repair: Repair | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,15 +71,16 @@ class ClassVerdict:
     def extended(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.scenarios if s.status == "extended")
 
-    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-        """(keys to remove, keys to set to None) that would make the new code prepare, in every
-        differing scenario, what the old code prepared; None when the difference is of another kind."""
+    def repair(self) -> Repair | None:
+        """A reduction that would make every differing scenario prepare what the old code prepared;
+        None when some difference is of another kind."""
         differing = [s for s in self.scenarios if s.status in ("differs", "crashed")]
         if self.verdict not in ("differs", "crashed") or not differing or any(s.repair is None for s in differing):
             return None
-        remove = sorted({k for s in differing for k in s.repair[0]})  # type: ignore[index]
-        nones = sorted({k for s in differing for k in s.repair[1]})  # type: ignore[index]
-        return tuple(remove), tuple(nones)
+        combined = Repair()
+        for s in differing:
+            combined = combined | s.repair  # type: ignore[operator]
+        return combined
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -145,21 +147,33 @@ def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     return None
 
 
-def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(keys the new calls prepare that the old leave out, keys the old set to None that the new omit),
-    when that is all that differs. A crashed side is compared over the calls it made."""
-    if len(old_calls) != len(new_calls) and not (crashed and len(new_calls) <= len(old_calls)):
-        return None
+def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool) -> Repair | None:
+    """The reduction that would make the new calls what the old ones were, when whole keys differ
+    first: keys the new code adds (removed), keys the old code passed that the new one leaves out
+    (kept: a reduction passes the override's parameters on), and, where the new side crashed, keys
+    the old code passed as None on every step (a forward may require them). Calls are compared in
+    order up to the first difference in values; a hypothesis that re-verification tests."""
     remove: set[str] = set()
+    keep: set[str] = set()
     nones: set[str] = set()
     for a, b in zip(old_calls, new_calls):
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
-        if not same_call(a, {k: v for k, v in b.items() if k not in extra}):
-            return None
+        missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
+        trimmed_a = {k: v for k, v in a.items() if k not in missing}
+        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra}):
+            # Values differ from here on. If whole keys differed before, this may be their
+            # consequence (other tokens generated): the repair is what differed up to here, and
+            # verification runs again to confirm it. Otherwise keys cannot explain it.
+            break
         remove |= extra
-        if crashed:  # a forward may require an argument the old code passed as None (e.g. input_ids)
+        keep |= missing
+        if crashed:
             nones |= {k for k, v in a.items() if v is None and k not in b}
-    return (tuple(sorted(remove)), tuple(sorted(nones))) if remove or nones else None
+    # only keys the old code passed as None on every step (setting a cache to None would be a change)
+    nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
+    if not (remove or keep or nones):
+        return None
+    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)))
 
 
 def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: Sequence[dict]) -> Difference | None:
@@ -203,28 +217,31 @@ def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
         return ScenarioOutcome(name, "skipped", old.get("reason", ""))
     if new.get("status") == "skipped":
         return ScenarioOutcome(name, "crashed", f"new code skips it: {new.get('reason', '')}")
-    calls = first_call_difference(name, old.get("calls", []), new.get("calls", []))
-    if old["status"] == "error" and new["status"] == "error":
-        if _error_kind(old["error"]) == _error_kind(new["error"]):
-            return ScenarioOutcome(name, "same-error", old["error"][:300])
-        return ScenarioOutcome(name, "crashed", f"old: {old['error'][:200]} / new: {new['error'][:200]}",
-                               calls or Difference(name, "error", None, None, old["error"][:120], new["error"][:120]))
-    crashed = new["status"] == "error"
-    added = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed)
-    if crashed:
-        return ScenarioOutcome(name, "crashed", new["error"][:300],
-                               calls or Difference(name, "error", None, None, "generates", new["error"][:120]), added)
-    if old["status"] == "error":
-        if not old.get("calls"):
-            return ScenarioOutcome(name, "extended", f"the old code rejects it before preparing anything "
-                                   f"({_error_kind(old['error'])[:160]}); the new code generates")
+    old_calls, new_calls = old.get("calls", []), new.get("calls", [])
+    calls = first_call_difference(name, old_calls, new_calls)
+    old_failed, new_failed = old["status"] == "error", new["status"] == "error"
+    if old_failed and new_failed and _error_kind(old["error"]) == _error_kind(new["error"]):
+        return ScenarioOutcome(name, "same-error", old["error"][:300])
+    if old_failed and not old_calls:
+        rejected = f"the old code rejects it before preparing anything ({_error_kind(old['error'])[:160]})"
+        if not new_failed:
+            return ScenarioOutcome(name, "extended", f"{rejected}; the new code generates")
+        # generate() rejected it by the override's signature, which a reduction keeps
+        return ScenarioOutcome(name, "crashed", f"{rejected}; the new code crashes: {new['error'][:200]}",
+                               Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
+    if new_failed:
+        detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
+        difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
+        return ScenarioOutcome(name, "crashed", detail, difference, repair_for(old_calls, new_calls, crashed=True))
+    if old_failed:
         return ScenarioOutcome(name, "differs", f"the old code failed ({old['error'][:200]}), the new one generates",
                                calls or Difference(name, "error", None, None, old["error"][:120], "generates"))
+    repair = repair_for(old_calls, new_calls, crashed=False)
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
-        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs, added)
+        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs, repair)
     if calls is not None:
-        return ScenarioOutcome(name, "differs", f"same outputs, but the prepared inputs differ: {calls}", calls, added)
+        return ScenarioOutcome(name, "differs", f"same outputs, but the prepared inputs differ: {calls}", calls, repair)
     return ScenarioOutcome(name, "same")
 
 

@@ -358,3 +358,22 @@ def verify_own_tests(
         say(verdict.describe())
         verdicts.append(verdict)
     return verdicts
+
+
+def failing_models(verdicts: Iterable[OwnTestsVerdict]) -> dict[str, str]:
+    """Model -> why its change fails verification, for each verdict that is not ``ok``: tests that
+    passed on the base and not after the change, or an after-run that failed where the base's did not."""
+    out: dict[str, str] = {}
+    for verdict in verdicts:
+        if verdict.ok:
+            continue
+        reasons = []
+        if verdict.regressions:
+            shown = ", ".join(node.rpartition("::")[2] for node in verdict.regressions[:3])
+            more = f" and {len(verdict.regressions) - 3} more" if len(verdict.regressions) > 3 else ""
+            reasons.append(f"{len(verdict.regressions)} of its own tests passed before and not after ({shown}{more})")
+        if verdict.run_failed:
+            first = (verdict.after.error or "").splitlines()[0]
+            reasons.append(f"its own tests could not run after the change: {first}")
+        out[verdict.model] = "; ".join(reasons)
+    return out

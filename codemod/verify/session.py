@@ -20,6 +20,7 @@ from codemod.plan import Plan
 from codemod.scan import ScanResult
 from codemod.sources import FileKind
 from codemod.verify.compare import ClassVerdict
+from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress, Target, VerificationError, module_of, verify_targets, worktree
 
 METHOD = "prepare_inputs_for_generation"
@@ -35,6 +36,8 @@ class VerifyReport:
     python: str
     seconds: float
     base: str
+    #: the checkout's own generate tests, before and after, per model that has them
+    own_tests: tuple[OwnTestsVerdict, ...] = ()
 
     def verdict_of(self, override_id: str) -> ClassVerdict | None:
         return next((v for v in self.verdicts if v.override_id == override_id), None)
@@ -127,17 +130,35 @@ def verify_change(
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
     not_run: Sequence[tuple[str, str]] = (),
+    own_tests: bool = True,
+    own_tests_timeout: float = 900.0,
 ) -> VerifyReport:
     """Verify ``targets``: ``base`` (a revision of the checkout's git repo) against ``new_root``
-    (default: the working tree)."""
+    (default: the working tree). When the checkout has ``tests/models/<m>/``, that model's own
+    generate tests run before and after too; a regression fails every changed class of the model
+    (a test failure cannot be traced to one class)."""
     if checkout.git is None:
         raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
     started = time.perf_counter()
-    environment = ensure_environment(checkout, device, python=python, progress=say)
+    tested = (
+        models_with_tests(checkout.tests_dir, [t.model for t in targets])
+        if own_tests and checkout.tests_dir is not None else []
+    )
+    environment = ensure_environment(checkout, device, python=python, tests=bool(tested), progress=say)
+    new_tree = new_root or checkout.root
     with worktree(checkout.root, base) as old_root:
         verdicts = verify_targets(
-            targets, old_root=old_root, new_root=new_root or checkout.root, python=environment.python,
+            targets, old_root=old_root, new_root=new_tree, python=environment.python,
             device=device, jobs=jobs, scenarios=scenarios, timeout=timeout, progress=progress,
         )
+        own = verify_own_tests(environment.python, old_root, new_tree, tested, jobs=jobs,
+                               timeout=own_tests_timeout, progress=say) if tested else []
+    failed = failing_models(own)
+    verdicts = [
+        dataclasses.replace(v, verdict="crashed" if "could not run" in failed[t.model] else "differs",
+                            detail=f"{v.detail}; {failed[t.model]}".strip("; "))
+        if t.model in failed and v.verdict == "identical" else v
+        for t, v in zip(targets, verdicts)
+    ]
     return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, str(environment.python),
-                        time.perf_counter() - started, base)
+                        time.perf_counter() - started, base, tuple(own))

@@ -80,7 +80,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "embedding_size", "input_embedding_size", "output_embedding_size", "encoder_hidden_size",
         "projection_dim", "shared_representation_size", "ema_projection_size", "hidden_dim", "dim",
         "vision_embed_dim", "text_embed_dim", "projector_hidden_size",
-        "backbone_hidden_size",
+        "backbone_hidden_size", "emb_dim",
     ),
     "heads": (
         "num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
@@ -359,7 +359,26 @@ def _fix_musicgen(d: dict, size: dict) -> None:
     d["decoder"], d["audio_encoder"] = decoder, audio
 
 
+def _fix_gemma4_text(d: dict, size: dict) -> None:
+    # full-attention layers get their own head size (a __post_init__ kwarg, 512 by default), and
+    # every layer a second, per-layer embedding table as large as the vocabulary
+    head = d.get("head_dim") if _is_int(d.get("head_dim")) else size["hidden"] // size["heads"]
+    d["global_head_dim"] = 2 * head
+    d["vocab_size_per_layer_input"] = d.get("vocab_size", MIN_VOCAB)
+    d["hidden_size_per_layer_input"] = 16
+
+
+def _fix_vibevoice_tokenizer(d: dict, size: dict) -> None:
+    # the audio tokenizers (acoustic and semantic share this class) double their filters at each
+    # downsampling stage (32 -> 2048): start from 4, one block per stage
+    d["num_filters"] = 4
+    if isinstance(d.get("depths"), list):
+        d["depths"] = [1] * len(d["depths"])
+
+
 FIXUPS: dict[str, Callable[[dict, dict], None]] = {
+    "gemma4_text": _fix_gemma4_text,
+    "vibevoice_acoustic_tokenizer_encoder": _fix_vibevoice_tokenizer,
     "musicgen": _fix_musicgen,
     "musicgen_melody": _fix_musicgen,
     "musicgen_decoder": _fix_musicgen_decoder,
@@ -724,7 +743,8 @@ def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
     parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
     if parts:
         # the halves that didn't change must still be passed
-        changes = {**{k: v for k, v in before.items() if k in parts()}, **changes}
+        names = set(parts())
+        changes = {**{k: v for k, v in before.items() if k in names}, **changes}
     with _quiet():
         config = config_class(**changes)
     # attributes that __init__ doesn't take and recomputes from others must still be tiny
@@ -735,7 +755,8 @@ def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
         if current is not _MISSING and current != value and _GROUP_OF.get(key) in {"layers", "hidden", "heads", "intermediate"}:
             try:
                 setattr(config, key, value)
-            except Exception:
+                notes.append(f"{key}: forced to {value} after __init__ made it {current}")
+            except Exception:  # noqa: BLE001 - a read-only property: the model gets what __init__ made
                 pass
     return config
 
