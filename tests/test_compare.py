@@ -67,7 +67,7 @@ def side(*scenarios, status="ok"):
         pytest.param(
             {"name": "assisted", "status": "error", "error": "IndexError: x", "calls": [{"input_ids": tensor([5])}]},
             ok(name="assisted"),
-            "differs",
+            "extended",
             id="old-fails-midway",
         ),
         pytest.param({"name": "x", "status": "skipped", "reason": "n/a"}, {"name": "x", "status": "skipped"}, "skipped",

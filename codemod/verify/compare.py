@@ -5,8 +5,10 @@ Pure: a function of the two sides' result documents (written by ``worker.py``).
 - **identical**: every scenario that ran prepared the same inputs at every step (a key set to None
   is the same as a key left out) and generated the same tokens with the same scores (within a tight
   tolerance); scenarios that failed the same way on both sides do not count as evidence, nor do
-  those the old code rejected before preparing anything (``generate`` refusing ``inputs_embeds`` for
-  a model whose override did not take them): the new code *extends* the model there;
+  those where only the old code failed (``generate`` refusing ``inputs_embeds`` for a model whose
+  override did not take them, an override that kept only the last token crashing in assisted
+  decoding): nothing that worked before behaves differently, the new code *extends* the model,
+  and the report says where;
 - **differs**: some scenario prepared or generated something else; the evidence names the first
   differing ``prepare_inputs_for_generation`` call (step) and key;
 - **crashed**: a scenario failed on one side only, or differently;
@@ -211,6 +213,17 @@ def _outputs_difference(name: str, old: dict, new: dict) -> Difference | None:
     return None
 
 
+def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
+    """The repair over the main model's calls and the assistant's (the same class): where the
+    assistant's inputs differ by whole keys, the main model's later differences may follow from the
+    other candidates it proposed, and re-verification tests that."""
+    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed)
+    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed)
+    if main is not None and helper is not None:
+        return main | helper
+    return main or helper
+
+
 def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     name = old["name"]
     if old["status"] == "skipped":
@@ -218,25 +231,27 @@ def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     if new.get("status") == "skipped":
         return ScenarioOutcome(name, "crashed", f"new code skips it: {new.get('reason', '')}")
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
-    calls = first_call_difference(name, old_calls, new_calls)
+    # the assistant runs first and is the same class: its difference, if any, is the cause
+    assistant = first_call_difference(f"{name} (assistant)", old.get("assistant_calls", []), new.get("assistant_calls", []))
+    calls = assistant or first_call_difference(name, old_calls, new_calls)
     old_failed, new_failed = old["status"] == "error", new["status"] == "error"
     if old_failed and new_failed and _error_kind(old["error"]) == _error_kind(new["error"]):
         return ScenarioOutcome(name, "same-error", old["error"][:300])
+    if old_failed and not new_failed:
+        # Nothing that worked before works differently: the old code failed here, the new generates.
+        when = "before preparing anything" if not old_calls else f"after {len(old_calls)} steps"
+        return ScenarioOutcome(name, "extended", f"the old code failed {when} ({_error_kind(old['error'])[:160]}); "
+                                                 "the new code generates", calls)
     if old_failed and not old_calls:
         rejected = f"the old code rejects it before preparing anything ({_error_kind(old['error'])[:160]})"
-        if not new_failed:
-            return ScenarioOutcome(name, "extended", f"{rejected}; the new code generates")
         # generate() rejected it by the override's signature, which a reduction keeps
         return ScenarioOutcome(name, "crashed", f"{rejected}; the new code crashes: {new['error'][:200]}",
                                Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
     if new_failed:
         detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
         difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
-        return ScenarioOutcome(name, "crashed", detail, difference, repair_for(old_calls, new_calls, crashed=True))
-    if old_failed:
-        return ScenarioOutcome(name, "differs", f"the old code failed ({old['error'][:200]}), the new one generates",
-                               calls or Difference(name, "error", None, None, old["error"][:120], "generates"))
-    repair = repair_for(old_calls, new_calls, crashed=False)
+        return ScenarioOutcome(name, "crashed", detail, difference, _scenario_repair(old, new, crashed=True))
+    repair = _scenario_repair(old, new, crashed=False)
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
         return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs, repair)
@@ -279,5 +294,5 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     elif verdict == "unverified":
         detail = "no scenario ran on either side"
     else:
-        detail = f"extends: {', '.join(extended)} (the old code rejected them up front)" if extended else ""
+        detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds)

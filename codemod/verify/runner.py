@@ -204,8 +204,8 @@ def verify_targets(
                 else:
                     new_result = {"status": "not-run"}
                 verdict = compare(target.override_id, old_result, new_result)
-                shutil.rmtree(model_dir / "main", ignore_errors=True)  # weights are large; results stay
-                shutil.rmtree(model_dir / "assistant", ignore_errors=True)
+                for heavy in ("main", "assistant", "inputs"):  # weights and tensors are large; results stay
+                    shutil.rmtree(model_dir / heavy, ignore_errors=True)
                 with lock:
                     verdicts[position] = verdict
                     done_count += 1

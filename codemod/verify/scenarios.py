@@ -24,6 +24,10 @@ MAX_NEW_TOKENS = 6
 FULL_VALUES = 4096
 
 
+#: stands for the assistant model in saved inputs (each side loads its own copy of the same weights)
+ASSISTANT = "<assistant>"
+
+
 class Skip(Exception):
     """The scenario does not apply to this model."""
 
@@ -118,9 +122,7 @@ def assisted(model, assistant, seed):
     extra = {}
     if _accepts(model, "token_type_ids") and "input_ids" in inputs:
         extra["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-    assistant.generation_config.num_assistant_tokens = 3
-    assistant.generation_config.num_assistant_tokens_schedule = "constant"
-    return {**inputs, **extra, "assistant_model": assistant, "do_sample": False}
+    return {**inputs, **extra, "assistant_model": ASSISTANT, "do_sample": False}
 
 
 def inputs_embeds(model, assistant, seed):
@@ -180,17 +182,64 @@ SCENARIOS: dict[str, Callable] = {
 }
 
 
-def run_scenario(name: str, model, assistant, *, seed: int, device: str) -> dict:
+def _to(value, device: str):
+    """Tensors, also inside dicts, tuples and model outputs, onto ``device``."""
+    if torch.is_tensor(value):
+        return value.to(device)
+    if isinstance(value, dict):  # ModelOutput is a dict too; keep its class
+        for key in list(value.keys()):
+            value[key] = _to(value[key], device)
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to(v, device) for v in value)
+    return value
+
+
+def _failure(name: str, error: BaseException, calls: list | None = None) -> dict:
+    return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": calls or []}
+
+
+def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: bool) -> dict:
+    """The scenario's generate() kwargs: built and saved by the old side, loaded by the new one.
+
+    Building inputs may look at the model (its config, its forward); doing it once, on the old side,
+    means both sides run exactly the same inputs whatever the new code does. Raises ``Skip``, or
+    re-raises the building's failure on both sides alike."""
+    if build:
+        try:
+            kwargs = SCENARIOS[name](model, assistant, seed)
+        except (Skip, tiny.TinyModelError) as reason:
+            torch.save({"__skip__": str(reason)}, path)
+            raise Skip(str(reason)) from None
+        except Exception as error:
+            torch.save({"__error__": f"{type(error).__name__}: {error}"}, path)
+            raise
+        torch.save(kwargs, path)
+        return kwargs
+    saved = torch.load(path, weights_only=False)
+    if "__skip__" in saved:
+        raise Skip(saved["__skip__"])
+    if "__error__" in saved:
+        raise RuntimeError(saved["__error__"])
+    return saved
+
+
+def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_path: str, build: bool) -> dict:
     """Run one scenario; the result is JSON-able."""
     try:
-        kwargs = SCENARIOS[name](model, assistant, seed)
+        kwargs = prepare_inputs(name, model, assistant, seed=seed, path=inputs_path, build=build)
     except Skip as reason:
         return {"name": name, "status": "skipped", "reason": str(reason)}
-    except tiny.TinyModelError as error:
-        return {"name": name, "status": "skipped", "reason": str(error)}
-    except Exception as error:  # noqa: BLE001 - building the inputs failed: the same on both sides, or not
-        return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": []}
-    kwargs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in kwargs.items()}
+    except Exception as error:  # noqa: BLE001 - building the inputs failed (on the old side: the same here)
+        return _failure(name, error)
+    kwargs = _to(dict(kwargs), device)
+    assistant_calls: list[dict] = []
+    if kwargs.get("assistant_model") == ASSISTANT:
+        kwargs["assistant_model"] = assistant
+        assistant.generation_config.num_assistant_tokens = 3  # several candidate tokens per step
+        assistant.generation_config.num_assistant_tokens_schedule = "constant"
+        # the assistant is the same class: its prepared inputs change with the migration too
+        assistant_calls = record_calls(assistant)
     calls = record_calls(model)
     try:
         torch.manual_seed(seed)
@@ -203,9 +252,11 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str) -> dict
                 return_dict_in_generate=True,
             )
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
-        return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": calls}
+        return {**_failure(name, error, calls), "assistant_calls": assistant_calls}
     finally:
         del model.prepare_inputs_for_generation  # back to the class's method
+        if "prepare_inputs_for_generation" in vars(assistant):
+            del assistant.prepare_inputs_for_generation
     scores = [s.detach().float().cpu().tolist() for s in (out.scores or ())]
     return {
         "name": name,
@@ -213,4 +264,5 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str) -> dict
         "sequences": out.sequences.detach().cpu().tolist(),
         "scores": scores,
         "calls": calls,
+        "assistant_calls": assistant_calls,
     }

@@ -969,13 +969,6 @@ def _forward_takes(model: Any, name: str) -> bool:
         return False
 
 
-def _prepare_takes(model: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(model.prepare_inputs_for_generation).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _generate_takes(model: Any, name: str) -> bool:
     try:
         return name in inspect.signature(model.generate).parameters
@@ -1079,7 +1072,7 @@ def _extra_audio(model: Any, inputs: dict, ctx: dict) -> None:
     batch, length = inputs["input_ids"].shape
     tokens = length + 8
     codec = getattr(config, "codec_config", None)
-    if _prepare_takes(model, "input_values") and codec is not None and _is_int(getattr(codec, "frame_size", None)):
+    if _forward_takes(model, "input_values") and codec is not None and _is_int(getattr(codec, "frame_size", None)):
         inputs["input_values"] = torch.randn((batch, 1, codec.frame_size * tokens), generator=generator)
     elif _generate_takes(model, "user_audio_codes"):
         encoder = getattr(config, "audio_encoder_config", None)

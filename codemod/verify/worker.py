@@ -7,8 +7,9 @@ per line on stdin and answers one JSON line on the real stdout once the result f
 
 Request: {"id", "module", "class", "model_dir", "mode": "build" | "load", "scenarios": [...],
           "seed", "device", "result": path}
-The "build" side creates the tiny models and saves them; both sides then load them from
-``model_dir``, so the weights are the same byte for byte.
+The "build" side creates the tiny models and every scenario's inputs and saves them; both sides
+then load the models from ``model_dir`` and the new side loads the inputs, so weights and inputs
+are the same byte for byte whatever the new code does.
 """
 
 from __future__ import annotations
@@ -69,8 +70,12 @@ def handle(request: dict) -> dict:
         result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
         return result
     result["status"] = "ok"
+    inputs_dir = os.path.join(request["model_dir"], "inputs")
+    os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = [
-        scenarios.run_scenario(name, model, assistant, seed=seed, device=device) for name in request["scenarios"]
+        scenarios.run_scenario(name, model, assistant, seed=seed, device=device,
+                               inputs_path=os.path.join(inputs_dir, f"{name}.pt"), build=request["mode"] == "build")
+        for name in request["scenarios"]
     ]
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
