@@ -54,6 +54,19 @@ class OutputKey:
 
 
 @dataclasses.dataclass(frozen=True)
+class TopLevel:
+    """One statement of the method's body (not nested), for reductions that keep some of them."""
+
+    index: int  # position in the body (the docstring counts)
+    line: int
+    recognised: bool  # every part of it was claimed by a rule
+    builds_output: bool  # it puts keys into (or creates, or returns) the output dict, or delegates
+    returns: bool
+    reads: tuple[str, ...]  # names it reads
+    writes: tuple[str, ...]  # names it assigns
+
+
+@dataclasses.dataclass(frozen=True)
 class BodyAnalysis:
     params: tuple[Param, ...]
     recognised: tuple[Recognised, ...]
@@ -67,6 +80,8 @@ class BodyAnalysis:
     delegates_to: str | None
     #: parameters a delegated call is not given (they reach the model only if added back)
     withheld: tuple[str, ...] = ()
+    #: the body's statements, top level only, in order (inert ones left out)
+    top_level: tuple[TopLevel, ...] = ()
 
     @property
     def behaviours(self) -> frozenset[str]:

@@ -170,6 +170,7 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -
         mixin_file=mixin_file,
         inherited=_inherited(result, (f.override for f in result.findings)),
         repairs=repairs,
+        override_enables_generation=result.profile.override_enables_generation,
     )
 
 

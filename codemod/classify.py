@@ -63,7 +63,9 @@ class Extra:
 
     ``how``: ``first-step`` (the input ``source`` on the first step only), ``later-step``,
     ``constant`` (``source`` is the code), ``drop`` (the key is removed), ``none`` (set to None),
-    ``default`` (a default the override gives when the caller passes nothing; ``source`` is its
+    ``keep-statements`` (the top-level statements, by index in ``source``, that a reduction keeps
+    in front of ``super()``), ``swap-delegate`` (the override takes its inputs from a sub-model, ``source``: a reduction asks
+    ``super()`` instead and keeps everything else), ``default`` (a default the override gives when the caller passes nothing; ``source`` is its
     code), ``later-step-none`` (set to None after the first step), ``set-none`` (a key the model's forward
     requires, given as None; only from verification's repairs),
     ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
@@ -119,11 +121,19 @@ class _Judge:
         if not self.profile.implements and not self.profile.behaviours:
             self.add("bespoke", "the mixin implements nothing to compare with")
         if self.profile.override_enables_generation and self.o.inherits_generation_mixin is False:
-            self.add("bespoke", "does not inherit GenerationMixin: in this release the override is what makes "
-                                "can_generate() true, so deleting it would disable generate()")
+            self.add("note", "does not inherit GenerationMixin: in this release the override is what makes "
+                             "can_generate() true; a deletion adds GenerationMixin to the class's bases")
         self.behaviours()
+        swap = self.a.delegates_to is not None and self.a.delegates_to.startswith("self.")
         for u in self.a.unrecognised:
-            self.add("unrecognised", u.code.splitlines()[0] + (" …" if "\n" in u.code else ""), u.line)
+            text = u.code.splitlines()[0] + (" …" if "\n" in u.code else "")
+            if swap:
+                # a reduction asks super() instead of the sub-model and keeps these statements as they are
+                self.add("note", f"kept as is: {text}", u.line)
+            else:
+                self.add("unrecognised", text, u.line)
+        if swap:
+            self.extras.append(Extra("", "swap-delegate", self.a.delegates_to or ""))
         self.outputs()
         self.omissions()
         if self.o.overwritten:
@@ -276,8 +286,41 @@ class _Judge:
     def _is_encoder_decoder(self) -> bool:
         return "decoder_input_ids" in self.a.output_values() or self.a.params[1:2] and self.a.params[1].name == "decoder_input_ids"
 
+    def kept_prefix(self) -> tuple[int, ...]:
+        """Top-level statements a reduction can keep as they are, in front of ``super()``.
+
+        Possible when the only model-specific code is a run of statements at the start of the body
+        (e.g. Phi-3 resetting the cache when its rope scaling switches) and everything after it is
+        generic: the statements stay, the rest becomes ``super().prepare_inputs_for_generation(...)``
+        called with whatever they left in the parameters. Empty when the shape does not allow it."""
+        a = self.a
+        if a.delegates_to is not None or any(r.kind == "bespoke" for r in self.reasons):
+            return ()
+        statements = list(a.top_level)
+        kept = [t for t in statements if not t.recognised]
+        if not kept:
+            return ()
+        prefix = statements[: len(kept)]
+        if prefix != kept or any(t.builds_output or t.returns for t in kept):
+            return ()
+        # the extras written later must only use names the kept statements or the parameters provide
+        params = {p.name for p in a.params}
+        dropped_writes = {n for t in statements[len(kept) :] for n in t.writes} - params
+        for out in a.outputs:
+            if out.expr and _names_in(out.expr) & dropped_writes:
+                return ()
+        return tuple(t.index for t in kept)
+
     def verdict(self) -> Finding:
         a = self.a
+        kept = self.kept_prefix() if self.bespoke else ()
+        if kept:
+            for reason in self.reasons:
+                if reason.kind == "unrecognised":
+                    self.reasons[self.reasons.index(reason)] = Reason("note", f"kept as is in front of super(): {reason.text}",
+                                                                      reason.line)
+            self.bespoke = False
+            self.extras.append(Extra("", "keep-statements", ",".join(map(str, kept))))
         if self.bespoke:
             category, action = Category.BESPOKE, Action.KEEP
         elif self.extras:
@@ -291,6 +334,15 @@ class _Judge:
             action = Action.KEEP
             self.add("note", "kept: maintainers marked it overwritten; verify before removing it")
         return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))
+
+
+def _names_in(expression: str) -> set[str]:
+    import ast
+
+    try:
+        return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
 
 
 def classify_override(override: Override, profile: MixinProfile) -> Finding:

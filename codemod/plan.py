@@ -39,6 +39,8 @@ class EditKind(str, Enum):
     DROP_MARKER = "drop-marker"  # remove the method's "# Copied from" (its source changes differently)
     IGNORE_COPY = "ignore-copy"  # add "# Ignore copy" (a class-level copy no longer covers the method)
     HOIST = "hoist"  # install the generic implementation in the stub mixin
+    ADD_MIXIN_BASE = "add-mixin-base"  # GenerationMixin among the bases, so can_generate() stays true
+    SWAP_DELEGATE = "swap-delegate"  # ask super() where the override asked a sub-model; keep the rest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,8 @@ class Edit:
     reason: str
     #: REDUCE/REMOVE/HOIST: the new body (or method, for HOIST), 4-space indented; MARK: the reason
     text: str = ""
+    #: REDUCE: indices of the original body's statements to keep, in front of the new body
+    keep: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +148,8 @@ def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] 
         if extra.how == "set-none":
             lines.append(f"model_inputs[{key}] = None")
             continue
+        if extra.how == "keep-statements":
+            continue  # the statements themselves stay, in front of super() (see Edit.keep)
         if extra.how == "default":
             if extra.key not in named:  # a named parameter reaches super() with its default already
                 lines.append(f"model_inputs.setdefault({key}, {extra.source})")
@@ -188,7 +194,11 @@ def reduced_body(override: Override, extras: Sequence[Extra]) -> str | None:
     return "\n".join([*call, *statements, "return model_inputs"]) + "\n"
 
 
-def _extras_summary(extras: Sequence[Extra]) -> str:
+def _kept_statements(extras: Sequence[Extra]) -> tuple[int, ...]:
+    return tuple(int(i) for e in extras if e.how == "keep-statements" for i in e.source.split(",") if i)
+
+
+def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> str:
     phrases = {
         "first-step": "{key} only on the first step",
         "later-step": "{key} only after the first step",
@@ -198,10 +208,15 @@ def _extras_summary(extras: Sequence[Extra]) -> str:
         "drop": "drops {key}",
         "set-none": "{key} = None",
         "default": "{key} = {source} by default",
+        "swap-delegate": "super() instead of {source}",
+        "keep-statements": "its own input handling first",
         "adjusted": "{key} from {source}",
         "sliced": "{key} sliced with the ids",
     }
     parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras]
+    if finding is not None and any(e.how == "keep-statements" for e in extras):
+        first = next((r.text.split(": ", 1)[1] for r in finding.reasons if r.text.startswith("kept as is")), "")
+        parts = [p if p != phrases["keep-statements"] else f"{p} ({first.rstrip(' …')[:60]})" for p in parts]
     return "; ".join(dict.fromkeys(parts))
 
 
@@ -231,14 +246,17 @@ class _Decision:
     body: str = ""
     mark: str = ""
     reason: str = ""
+    keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
 
 
 class _Planner:
     def __init__(
         self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
         repairs: dict[str, Repair] | None = None,
+        override_enables_generation: bool = False,
     ) -> None:
         self.repairs = repairs or {}
+        self.override_enables_generation = override_enables_generation
         self.index = index
         self.by_id = index.by_id()
         self.findings = {f.override.id: f for f in findings}
@@ -271,10 +289,16 @@ class _Planner:
                 if body is not None:
                     summary = _extras_summary(extras)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
-                                                    reason=f"reduced to super() after verification: {summary}")
+                                                    reason=f"reduced to super() after verification: {summary}",
+                                                    keep=_kept_statements(extras))
                     continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
+            elif f.action is Action.REDUCE and any(e.how == "swap-delegate" for e in f.extras):
+                delegate = next(e.source for e in f.extras if e.how == "swap-delegate")
+                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, mark=f"asks super() instead of "
+                                                f"{delegate}; keeps its own input handling",
+                                                reason=f"reduced: super() instead of {delegate}")
             elif f.action is Action.REDUCE:
                 body = reduced_body(f.override, f.extras)
                 if body is None:
@@ -282,9 +306,9 @@ class _Planner:
                                                     else f"keeps {_extras_summary(f.extras)}")
                     self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
-                    summary = _extras_summary(f.extras)
+                    summary = _extras_summary(f.extras, f)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
-                                                    reason=f"reduced to super(): {summary}")
+                                                    reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras))
             else:
                 mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
@@ -398,7 +422,10 @@ class _Planner:
             o = self.by_id[oid]
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
-                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body))
+                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep))
+            if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
+                own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
+                                "can_generate() looks for GenerationMixin among the bases once the override is gone"))
             if marks.get(oid):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
@@ -468,6 +495,7 @@ def make_plan(
     mixin_file: str | None,
     inherited: dict[str, str | None] | None = None,
     repairs: dict[str, Repair] | None = None,
+    override_enables_generation: bool = False,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -477,7 +505,7 @@ def make_plan(
     adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
     reduction.
     """
-    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs)
+    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

@@ -11,6 +11,7 @@ The result, a ``BodyAnalysis``, depends only on the function's syntax, so the in
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
@@ -18,7 +19,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 import rules
-from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, Unrecognised
+from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, TopLevel, Unrecognised
 from rules._pattern import node_code
 from rules.base import Context, Match, Value
 from rules.guards import guard_of
@@ -53,6 +54,7 @@ class _Walker:
         self.forwards_kwargs = False
         self.delegates_to: str | None = None
         self.withheld: list[str] = []
+        self.top_level: list[TopLevel] = []
 
     def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
         return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
@@ -65,17 +67,34 @@ class _Walker:
                 i += 1
                 continue
             ctx = dataclasses.replace(self.ctx, guards=guards)
+            before = (len(self.unrecognised), len(self.outputs), self.delegates_to)
             match, rule = self.best_match(statements, i, ctx)
+            consumed = 1
             if match is not None:
                 self.record(match, rule, statements[i : i + match.consumed], guards, conditions)
-                i += match.consumed
-                continue
-            if isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions):
-                i += 1
-                continue
-            line, end_line = self.lines([statement])
-            self.unrecognised.append(Unrecognised(line, end_line, node_code(statement)))
-            i += 1
+                consumed = match.consumed
+            elif not (isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions)):
+                line, end_line = self.lines([statement])
+                self.unrecognised.append(Unrecognised(line, end_line, node_code(statement)))
+            if not guards:
+                self.note_top_level(statements, i, consumed, before, match)
+            i += consumed
+
+    def note_top_level(self, statements, start: int, consumed: int, before, match: Match | None) -> None:
+        unrecognised, outputs, delegate = before
+        builds = len(self.outputs) > outputs or self.delegates_to != delegate or bool(match and match.resets_outputs)
+        for index in range(start, start + consumed):
+            statement = statements[index]
+            reads, writes = _names(statement)
+            self.top_level.append(TopLevel(
+                index=index,
+                line=self.lines([statement])[0],
+                recognised=len(self.unrecognised) == unrecognised,
+                builds_output=builds or bool(match and match.returns),
+                returns=bool(m.findall(statement, m.Return())),
+                reads=reads,
+                writes=writes,
+            ))
 
     def walk_guarded(self, statement: cst.If, guards: tuple[str, ...], conditions: tuple[str, ...]) -> bool:
         found = guard_of(statement.test)
@@ -126,6 +145,21 @@ class _Walker:
         symbols = dict(self.ctx.symbols)
         symbols.update(match.defines)
         self.ctx = dataclasses.replace(self.ctx, symbols=symbols)
+
+
+def _names(statement: cst.BaseStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names read, names assigned) by a statement, from the stdlib AST of its code."""
+    import ast
+
+    try:
+        tree = ast.parse(textwrap.dedent(cst.Module(body=[statement]).code))
+    except SyntaxError:  # pragma: no cover - libcst produced it
+        return (), ()
+    reads, writes = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (writes if isinstance(node.ctx, ast.Store) else reads).add(node.id)
+    return tuple(sorted(reads)), tuple(sorted(writes))
 
 
 def _is_inert(statement: cst.BaseStatement, first: bool) -> bool:
@@ -181,6 +215,7 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
         forwards_kwargs=walker.forwards_kwargs,
         delegates_to=walker.delegates_to,
         withheld=tuple(walker.withheld),
+        top_level=tuple(dataclasses.replace(t, line=shift(t.line)) for t in walker.top_level),
     )
 
 

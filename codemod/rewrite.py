@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
-from codemod.plan import METHOD, Edit, EditKind
+from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
@@ -89,11 +89,16 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
     return function.with_changes(body=cst.IndentedBlock(body=[line]), whitespace_before_colon=cst.SimpleWhitespace(""))
 
 
-def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str) -> cst.FunctionDef:
-    """Same header (decorators, signature, comments above), new body."""
+def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = ()) -> cst.FunctionDef:
+    """Same header (decorators, signature, comments above), new body; the statements at ``keep``
+    (indices into the old body) stay, in their order, in front of it."""
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
-    return function.with_changes(body=function.body.with_changes(body=_code_block(module, body)))
+    old = function.body.body
+    if any(i >= len(old) for i in keep):
+        raise RewriteError(f"cannot keep statements {list(keep)} of a body of {len(old)}")
+    kept = [old[i] for i in keep]
+    return function.with_changes(body=function.body.with_changes(body=[*kept, *_code_block(module, body)]))
 
 
 def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
@@ -103,6 +108,28 @@ def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) 
     new = cls.body.body[0]
     assert isinstance(new, cst.FunctionDef)
     return new.with_changes(leading_lines=function.leading_lines)
+
+
+class _SuperInsteadOfSubmodel(cst.CSTTransformer):
+    """``self.<sub-model>.prepare_inputs_for_generation(...)`` -> ``super().prepare_inputs_for_generation(...)``."""
+
+    def __init__(self) -> None:
+        self.swapped = 0
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if m.matches(updated.func, m.Attribute(value=m.Attribute(value=m.Name("self")), attr=m.Name(METHOD))):
+            self.swapped += 1
+            return updated.with_changes(func=updated.func.with_changes(value=cst.parse_expression("super()")))
+        return updated
+
+
+def _swap_delegate(function: cst.FunctionDef) -> cst.FunctionDef:
+    swapper = _SuperInsteadOfSubmodel()
+    swapped = function.visit(swapper)
+    if swapper.swapped != 1:
+        raise RewriteError(f"expected one call to self.<sub-model>.{METHOD}, found {swapper.swapped}")
+    assert isinstance(swapped, cst.FunctionDef)
+    return swapped
 
 
 def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
@@ -131,8 +158,48 @@ def _ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
     return function.with_changes(leading_lines=[*function.leading_lines, _comment_line(_IGNORE_COPY)])
 
 
+def _add_mixin_base(cls: cst.ClassDef) -> cst.ClassDef:
+    """``class X(XPreTrainedModel, GenerationMixin)``, as transformers writes generative classes."""
+    if any(m.matches(arg.value, m.Name(MIXIN_CLASS) | m.Attribute(attr=m.Name(MIXIN_CLASS))) for arg in cls.bases):
+        return cls
+    bases = list(cls.bases)
+    if bases and bases[-1].comma is not cst.MaybeSentinel.DEFAULT:
+        new = cst.Arg(cst.Name(MIXIN_CLASS), comma=bases[-1].comma)
+        bases[-1] = bases[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    else:
+        if bases:
+            bases[-1] = bases[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        new = cst.Arg(cst.Name(MIXIN_CLASS))
+    return cls.with_changes(bases=[*bases, new], lpar=cst.LeftParen(), rpar=cst.RightParen())
+
+
+def _import_mixin(module: cst.Module, path: str) -> cst.Module:
+    """``from ...generation import GenerationMixin`` after the last top-level ``from .`` import, unless
+    the module already binds the name."""
+    if MIXIN_CLASS in _imported_names(module):
+        return module
+    parts = path.split("/")
+    if "transformers" not in parts:
+        raise RewriteError(f"{path}: cannot import GenerationMixin relatively outside the transformers package")
+    dots = "." * (len(parts) - parts.index("transformers") - 1)
+    statement = cst.parse_statement(f"from {dots}generation import {MIXIN_CLASS}{module.default_newline}",
+                                    config=module.config_for_parsing)
+    body = list(module.body)
+    last = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))),
+               default=None)
+    position = last + 1 if last is not None else 0
+    body.insert(position, statement)
+    return module.with_changes(body=body)
+
+
 def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
     assert isinstance(cls.body, cst.IndentedBlock)
+    if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
+        cls = _add_mixin_base(cls)
+        edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
+        if not edits:
+            return cls
+        assert isinstance(cls.body, cst.IndentedBlock)
     body = list(cls.body.body)
     position = next(
         (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None
@@ -146,9 +213,11 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = None
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
-            function = _replace_body(module, function, edit.text)
+            function = _replace_body(module, function, edit.text, edit.keep)
         elif edit.kind is EditKind.HOIST:
             function = _replace_function(module, function, edit.text)
+        elif edit.kind is EditKind.SWAP_DELEGATE:
+            function = _swap_delegate(function)
         elif edit.kind is EditKind.MARK:
             function = _mark(function, edit.text)
         elif edit.kind is EditKind.DROP_MARKER:
@@ -303,6 +372,8 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewri
         if missing:
             raise RewriteError(f"no top-level class {', '.join(sorted(missing))}")
         new_module = module.with_changes(body=body)
+        if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
+            new_module = _import_mixin(new_module, path)
         candidates = _names_used(_removed_code(module, edits))
         unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
         if unused:

@@ -107,6 +107,13 @@ METHOD_SOURCE = '''\
                 "_prepare_4d_causal_attention_mask_with_cache_position",
                 None,
             ) or getattr(inspect.getmodule(type(self)), "_prepare_4d_causal_attention_mask_with_cache_position", None)
+            if causal_mask_creation_function is not None:
+                # a model's own variant may want more than these arguments (PaliGemma's): not ours to fill
+                parameters = inspect.signature(causal_mask_creation_function).parameters.values()
+                required = {p.name for p in parameters if p.default is inspect.Parameter.empty}
+                if not required <= {"attention_mask", "sequence_length", "target_length", "dtype", "device", "min_dtype",
+                                    "cache_position", "batch_size"}:
+                    causal_mask_creation_function = None
             if causal_mask_creation_function is None:
                 logger.warning_once(
                     f"{self.__class__.__name__} has no `_prepare_4d_causal_attention_mask_with_cache_position` "

@@ -53,7 +53,7 @@ _TESTS = {
 # Everything else in the block only gathers the helper's arguments.
 _HELPER_LOCALS = frozenset(
     {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "decoder",
-     "causal_mask_creation_function"}
+     "causal_mask_creation_function", "parameters", "required"}
 )
 # 4.53 – 5.2 also read inputs back for create_masks_for_generate (4.53 from ``model_input``, a slip).
 _READ_BACK = (

@@ -130,14 +130,17 @@ def release_diff(version: str) -> str:
 def tree_diff(old_root: Path, new_root: Path, paths: list[str]) -> str:
     """The unified diff of ``paths`` between two trees, rendered as ``codemod diff`` renders changes
     (so that what ``apply`` wrote can be compared with the diff golden)."""
-    from codemod.apply import Changes, unified_diff
+    from types import SimpleNamespace
+
+    from codemod.apply import unified_diff
     from codemod.rewrite import FileRewrite
 
     rewrites = tuple(
-        FileRewrite(path, (old_root / path).read_bytes(), (new_root / path).read_bytes(), _encoding(old_root / path), ())
+        FileRewrite(path=path, old=(old_root / path).read_bytes(), new=(new_root / path).read_bytes(),
+                    encoding=_encoding(old_root / path), applied=())
         for path in sorted(paths)
     )
-    return unified_diff(Changes(None, rewrites, (), ()))  # type: ignore[arg-type]
+    return unified_diff(SimpleNamespace(rewrites=rewrites))  # type: ignore[arg-type]  (it reads .rewrites only)
 
 
 def _encoding(path: Path) -> str:
@@ -203,18 +206,16 @@ def write_diff_golden(name: str, text: str) -> Path:
     """Write the diff golden of ``name``: plain, or gzip-compressed above ``GZIP_OVER`` bytes (the
     other form is removed, so exactly one is stored)."""
     plain, compressed = GOLDEN_DIR / f"diff-{name}.patch", GOLDEN_DIR / f"diff-{name}.patch.gz"
+    previous = diff_golden_path(name)
+    old = read_golden(previous) if previous.is_file() else None
     data = text.encode("utf-8")
-    if len(data) > GZIP_OVER:
-        old = read_golden(compressed) if compressed.is_file() else None
-        compressed.parent.mkdir(parents=True, exist_ok=True)
-        compressed.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-        plain.unlink(missing_ok=True)
-        state = "new" if old is None else ("unchanged" if old == text else "updated")
-        print(f"{state:>9}  {_shown(compressed)}")
-        return compressed
-    compressed.unlink(missing_ok=True)
-    _write(plain, text)
-    return plain
+    target, other = (compressed, plain) if len(data) > GZIP_OVER else (plain, compressed)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(gzip.compress(data, compresslevel=9, mtime=0) if target is compressed else data)
+    other.unlink(missing_ok=True)
+    state = "new" if old is None else ("unchanged" if old == text else "updated")
+    print(f"{state:>9}  {_shown(target)}")
+    return target
 
 
 #: every golden: name -> (kind, subject)

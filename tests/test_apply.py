@@ -161,10 +161,38 @@ def test_golden_diff_is_normalised() -> None:
 def test_diff_golden_mismatch_names_make_goldens() -> None:
     golden = diff_golden_path("fixture")
     text = golden.read_text(encoding="utf-8")
-    message = golden_mismatch(text.replace("+        # Overwritten -- pixel_values", "+        # Overwritten -- PIXELS", 1), golden, "diff")
+    lines = text.splitlines(keepends=True)
+    first_added = next(i for i, line in enumerate(lines) if line.startswith("+") and not line.startswith("+++"))
+    lines[first_added] = "+# changed\n"
+    message = golden_mismatch("".join(lines), golden, "diff")
     assert message is not None and "make goldens" in message and "diff output differs" in message
     assert len(message.splitlines()) < 80
     assert golden_mismatch(text, golden, "diff") is None
+
+
+def test_large_diff_goldens_are_stored_gzip_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import gzip
+
+    from tests import goldens
+
+    monkeypatch.setattr(goldens, "GOLDEN_DIR", tmp_path)
+    monkeypatch.setattr(goldens, "GZIP_OVER", 100)
+    small, large = "--- a/x\n+++ b/x\n", "".join(f"+line {i}\n" for i in range(50))
+    assert goldens.write_diff_golden("demo", small) == tmp_path / "diff-demo.patch"
+    assert goldens.diff_golden_path("demo") == tmp_path / "diff-demo.patch"
+    path = goldens.write_diff_golden("demo", large)
+    assert path == tmp_path / "diff-demo.patch.gz" and not (tmp_path / "diff-demo.patch").exists()
+    assert goldens.diff_golden_path("demo") == path
+    assert gzip.decompress(path.read_bytes()).decode() == large == goldens.read_golden(path)
+    first = path.read_bytes()
+    goldens.write_diff_golden("demo", large)
+    assert path.read_bytes() == first, "the compressed golden is reproducible (no timestamp)"
+    assert goldens.golden_mismatch(large, path, "diff") is None
+    assert "make goldens" in (goldens.golden_mismatch(large + "+more\n", path, "diff") or "")
+    # back under the limit: the plain file again, and only it
+    assert goldens.write_diff_golden("demo", small) == tmp_path / "diff-demo.patch"
+    assert not path.exists()
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["new", "updated", "unchanged", "updated"]
 
 
 # --------------------------------------------------------------------------------------------- apply
@@ -203,8 +231,12 @@ def test_apply_results(repo: Path) -> None:
     ]:
         assert method(rel, cls) is None, (rel, cls)
     lynx = (repo / PKG / "lynx" / "modeling_lynx.py").read_text(encoding="utf-8")
-    assert "        # Overwritten -- pixel_values only on the first step\n        model_inputs = super().prepare_inputs_for_generation(\n" in lynx
+    assert ("        # Overwritten -- asks super() instead of self.language_model; keeps its own input handling\n"
+            "        model_inputs = super().prepare_inputs_for_generation(\n") in lynx
     assert "self.language_model.prepare_inputs_for_generation" not in lynx
+    # the rest of the body stays as it was, comments included
+    assert ("        # the image is merged into the prompt: later steps must not see it again\n"
+            "        if cache_position[0] == 0:\n            model_inputs[\"pixel_values\"] = pixel_values\n") in lynx
     heron = (repo / PKG / "heron" / "modeling_heron.py").read_text(encoding="utf-8")
     assert "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):\n        # Overwritten -- " in heron
     mixin = (repo / MIXIN_FILE).read_text(encoding="utf-8")
@@ -270,7 +302,7 @@ def test_dirty_tree_is_refused_after_a_warm_scan(repo: Path) -> None:
     (repo / "NOTES.md").write_text("notes\n", encoding="utf-8")
     git(repo, "add", "NOTES.md")
     git(repo, "commit", "-q", "-m", "notes")
-    assert invoke("diff", repo).exit_code == 1  # warms the scan cache with the clean state
+    assert run_module("diff", repo).returncode == 1  # warms the scan cache with the clean state (same process kind)
     (repo / "NOTES.md").write_text("notes, edited\n", encoding="utf-8")
     done = run_module("apply", repo)
     assert done.returncode == 2, done.stderr
@@ -374,46 +406,59 @@ def test_a_failed_write_leaves_no_temporary_file(repo: Path, monkeypatch: pytest
 # --------------------------------------------------------------------------------------------- idempotence of marks
 
 MARKED_REDUCIBLE = '''
-    """Robin (synthetic): a llava-like override its maintainers already marked."""
+    """Robin (synthetic): a llama-like override with an extra constant key, which its maintainers marked."""
 
     from ...generation import GenerationMixin
     from ...modeling_utils import PreTrainedModel
-    from ..otter.modeling_otter import OtterForCausalLM
 
 
-    class RobinForConditionalGeneration(PreTrainedModel, GenerationMixin):
+    class RobinForCausalLM(PreTrainedModel, GenerationMixin):
         _supports_cache_class = True
 
-        def __init__(self, config):
-            super().__init__(config)
-            self.language_model = OtterForCausalLM(config.text_config)
-
-        def forward(self, input_ids=None, pixel_values=None, attention_mask=None, past_key_values=None,
-                    inputs_embeds=None, use_cache=None, cache_position=None):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                    inputs_embeds=None, use_cache=None, cache_position=None, output_router_logits=None):
             return input_ids
 
         def prepare_inputs_for_generation(
             self,
             input_ids,
             past_key_values=None,
-            inputs_embeds=None,
-            pixel_values=None,
             attention_mask=None,
+            inputs_embeds=None,
             cache_position=None,
+            position_ids=None,
+            use_cache=True,
             **kwargs,
         ):
-            # Overwritten -- in specific circumstances we don't want to forward image inputs to the model
+            # Overwritten -- `output_router_logits` is explicitly set in the output
 
-            model_inputs = self.language_model.prepare_inputs_for_generation(
-                input_ids,
-                past_key_values=past_key_values,
-                inputs_embeds=inputs_embeds,
-                attention_mask=attention_mask,
-                cache_position=cache_position,
-                **kwargs,
+            if past_key_values is not None:
+                if inputs_embeds is not None:
+                    input_ids = input_ids[:, -cache_position.shape[0] :]
+                elif input_ids.shape[1] != cache_position.shape[0]:
+                    input_ids = input_ids[:, cache_position]
+
+            if attention_mask is not None and position_ids is None:
+                position_ids = attention_mask.long().cumsum(-1) - 1
+                position_ids.masked_fill_(attention_mask == 0, 1)
+                if past_key_values:
+                    position_ids = position_ids[:, -input_ids.shape[1] :]
+
+            if inputs_embeds is not None and cache_position[0] == 0:
+                model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+            else:
+                model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+
+            model_inputs.update(
+                {
+                    "position_ids": position_ids,
+                    "cache_position": cache_position,
+                    "past_key_values": past_key_values,
+                    "use_cache": use_cache,
+                    "attention_mask": attention_mask,
+                    "output_router_logits": True,
+                }
             )
-            if cache_position[0] == 0:
-                model_inputs["pixel_values"] = pixel_values
             return model_inputs
 '''
 

@@ -341,12 +341,27 @@ def test_an_unrecognised_statement_makes_it_bespoke_with_its_line(hoisted: Mixin
 def test_a_multi_line_unrecognised_statement_is_shortened(hoisted: MixinProfile) -> None:
     source = '''
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
+        model_inputs = {"input_ids": input_ids, **kwargs}
         if self.config.flag:
-            input_ids = input_ids + 1
-        return {"input_ids": input_ids, **kwargs}
+            model_inputs["input_ids"] = input_ids + 1
+        return model_inputs
     '''
     finding = classify_override(override(source), hoisted)
-    assert [(r.text, r.line) for r in finding.reasons if r.kind == "unrecognised"] == [("if self.config.flag: …", 2)]
+    assert [(r.text, r.line) for r in finding.reasons if r.kind == "unrecognised"] == [("if self.config.flag: …", 3)]
+
+
+def test_model_specific_statements_at_the_start_are_kept_in_front_of_super(hoisted: MixinProfile) -> None:
+    """The Phi-3 shape: its own input handling first, then only what the mixin does."""
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        if self.config.flag:
+            past_key_values = None
+        return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask, **kwargs}
+    '''
+    finding = classify_override(override(source), hoisted)
+    assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
+    assert Extra("", "keep-statements", "0") in finding.extras
+    assert has(finding, "note", "kept as is in front of super(): if self.config.flag: …")
 
 
 def test_a_non_standard_cache_key_is_bespoke(hoisted: MixinProfile) -> None:
@@ -421,7 +436,9 @@ def test_a_sub_model_delegation_is_a_difference(hoisted: MixinProfile) -> None:
         )
     '''
     finding = classify_override(override(source), hoisted)
-    assert finding.category is Category.GENERIC
+    # a reduction asks super() instead of the sub-model and keeps the rest
+    assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
+    assert Extra("", "swap-delegate", "self.language_model") in finding.extras
     assert any("self.language_model.prepare_inputs_for_generation" in d.text for d in finding.differences)
 
 

@@ -233,7 +233,10 @@ def test_bespoke_and_kwargs_forwarding_reasons(mini_checkout: Path) -> None:
     unrecognised = [r for r in heron["reasons"] if r["kind"] == "unrecognised"]
     assert any("torch.cat([input_ids, dummy_token]" in r["text"] for r in unrecognised), heron["reasons"]
     lynx = findings[(f"{PKG}/lynx/modeling_lynx.py", "LynxForConditionalGeneration")]
-    assert lynx["extras"] == [{"key": "pixel_values", "how": "first-step", "source": "pixel_values"}]
+    assert lynx["extras"] == [
+        {"key": "", "how": "swap-delegate", "source": "self.language_model"},
+        {"key": "pixel_values", "how": "first-step", "source": "pixel_values"},
+    ]
 
 
 def test_unparsable_file_is_an_error_and_the_run_goes_on(mini_checkout: Path) -> None:

@@ -120,7 +120,8 @@ EXPECTED_EDITS = {
     PUFFIN_CAUSAL: [EditKind.DELETE],
     PUFFIN_SPEECH: [EditKind.DELETE],
     PUFFIN_SPEECH_MODULAR: [EditKind.DELETE],
-    LYNX: [EditKind.REDUCE, EditKind.MARK],
+    # llava-like: asks its language model; the reduction asks super() instead and keeps the rest
+    LYNX: [EditKind.SWAP_DELEGATE, EditKind.MARK],
     HERON: [EditKind.MARK],
 }
 
@@ -134,7 +135,8 @@ def test_fixture_edits_per_override(fixture_plan: Plan) -> None:
     ("category", "action", "kinds"),
     [
         pytest.param(Category.GENERIC, Action.DELETE, [EditKind.DELETE], id="generic-deleted"),
-        pytest.param(Category.KWARGS_FORWARDING, Action.REDUCE, [EditKind.REDUCE, EditKind.MARK], id="kwargs-forwarding-reduced-and-marked"),
+        pytest.param(Category.KWARGS_FORWARDING, Action.REDUCE, [EditKind.SWAP_DELEGATE, EditKind.MARK],
+                     id="kwargs-forwarding-delegate-reduced-and-marked"),
         pytest.param(Category.BESPOKE, Action.KEEP, [EditKind.MARK], id="bespoke-marked"),
     ],
 )
@@ -154,10 +156,9 @@ def test_actions_cover_every_selected_finding(fixture_result: ScanResult, fixtur
     assert dict(fixture_plan.actions) == {f.override.id: f.action for f in fixture_result.findings}
 
 
-def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(fixture_result: ScanResult, fixture_plan: Plan) -> None:
-    finding = next(f for f in fixture_result.findings if f.override.id == LYNX)
-    assert edit_of(fixture_plan, LYNX, EditKind.REDUCE).text == reduced_body(finding.override, finding.extras)
-    assert edit_of(fixture_plan, LYNX, EditKind.MARK).text == "pixel_values only on the first step"
+def test_sub_model_delegate_is_swapped_for_super_and_the_mark_says_why(fixture_plan: Plan) -> None:
+    assert edit_of(fixture_plan, LYNX, EditKind.SWAP_DELEGATE).text == ""
+    assert edit_of(fixture_plan, LYNX, EditKind.MARK).text == "asks super() instead of self.language_model; keeps its own input handling"
 
 
 def test_bespoke_mark_names_what_the_mixin_does_not_do(fixture_plan: Plan) -> None:
@@ -463,11 +464,7 @@ MODELS = {
 
 
         class NewtForVision(NewtPreTrainedModel, GenerationMixin):
-            def __init__(self, config):
-                super().__init__(config)
-                self.language_model = NewtForCausalLM(config)
-
-            def forward(self, input_ids=None, pixel_values=None, image_sizes=None, attention_mask=None,
+            def forward(self, input_ids=None, pixel_values=None, image_sizes=None, attention_mask=None, position_ids=None,
                         past_key_values=None, inputs_embeds=None, use_cache=None, cache_position=None):
                 return input_ids
 
@@ -475,20 +472,40 @@ MODELS = {
                 self,
                 input_ids,
                 past_key_values=None,
+                attention_mask=None,
                 inputs_embeds=None,
+                cache_position=None,
+                position_ids=None,
+                use_cache=True,
                 pixel_values=None,
                 image_sizes=None,
-                attention_mask=None,
-                cache_position=None,
                 **kwargs,
             ):
-                model_inputs = self.language_model.prepare_inputs_for_generation(
-                    input_ids,
-                    past_key_values=past_key_values,
-                    inputs_embeds=inputs_embeds,
-                    attention_mask=attention_mask,
-                    cache_position=cache_position,
-                    **kwargs,
+                if past_key_values is not None:
+                    if inputs_embeds is not None:
+                        input_ids = input_ids[:, -cache_position.shape[0] :]
+                    elif input_ids.shape[1] != cache_position.shape[0]:
+                        input_ids = input_ids[:, cache_position]
+
+                if attention_mask is not None and position_ids is None:
+                    position_ids = attention_mask.long().cumsum(-1) - 1
+                    position_ids.masked_fill_(attention_mask == 0, 1)
+                    if past_key_values:
+                        position_ids = position_ids[:, -input_ids.shape[1] :]
+
+                if inputs_embeds is not None and cache_position[0] == 0:
+                    model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+                else:
+                    model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+
+                model_inputs.update(
+                    {
+                        "position_ids": position_ids,
+                        "cache_position": cache_position,
+                        "past_key_values": past_key_values,
+                        "use_cache": use_cache,
+                        "attention_mask": attention_mask,
+                    }
                 )
                 if cache_position[0] == 0:
                     model_inputs["pixel_values"] = pixel_values
@@ -498,31 +515,47 @@ MODELS = {
 
 
         class NewtForAudio(NewtPreTrainedModel, GenerationMixin):
-            def __init__(self, config):
-                super().__init__(config)
-                self.language_model = NewtForCausalLM(config)
-
-            def forward(self, input_ids=None, input_features=None, attention_mask=None, past_key_values=None,
-                        inputs_embeds=None, use_cache=None, cache_position=None):
+            def forward(self, input_ids=None, input_features=None, attention_mask=None, position_ids=None,
+                        past_key_values=None, inputs_embeds=None, use_cache=None, cache_position=None):
                 return input_ids
 
             def prepare_inputs_for_generation(
                 self,
                 input_ids,
                 past_key_values=None,
-                inputs_embeds=None,
-                input_features=None,
                 attention_mask=None,
+                inputs_embeds=None,
                 cache_position=None,
+                position_ids=None,
+                use_cache=True,
+                input_features=None,
                 **kwargs,
             ):
-                model_inputs = self.language_model.prepare_inputs_for_generation(
-                    input_ids,
-                    past_key_values=past_key_values,
-                    inputs_embeds=inputs_embeds,
-                    attention_mask=attention_mask,
-                    cache_position=cache_position,
-                    **kwargs,
+                if past_key_values is not None:
+                    if inputs_embeds is not None:
+                        input_ids = input_ids[:, -cache_position.shape[0] :]
+                    elif input_ids.shape[1] != cache_position.shape[0]:
+                        input_ids = input_ids[:, cache_position]
+
+                if attention_mask is not None and position_ids is None:
+                    position_ids = attention_mask.long().cumsum(-1) - 1
+                    position_ids.masked_fill_(attention_mask == 0, 1)
+                    if past_key_values:
+                        position_ids = position_ids[:, -input_ids.shape[1] :]
+
+                if inputs_embeds is not None and cache_position[0] == 0:
+                    model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+                else:
+                    model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+
+                model_inputs.update(
+                    {
+                        "position_ids": position_ids,
+                        "cache_position": cache_position,
+                        "past_key_values": past_key_values,
+                        "use_cache": use_cache,
+                        "attention_mask": attention_mask,
+                    }
                 )
                 if past_key_values is None:
                     model_inputs["input_features"] = input_features
@@ -544,6 +577,12 @@ MODELS = {
 }
 
 SUPER_CALL = "model_inputs = super().prepare_inputs_for_generation(\n"
+#: the parameters of the llama-like signature, passed on to super() as they are
+STANDARD_ARGUMENTS = (
+    "    input_ids,\n    past_key_values=past_key_values,\n    attention_mask=attention_mask,\n"
+    "    inputs_embeds=inputs_embeds,\n    cache_position=cache_position,\n    position_ids=position_ids,\n"
+    "    use_cache=use_cache,\n    **kwargs,\n)\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -574,8 +613,7 @@ def _finding(result: ScanResult, cls: str):
             [Extra("pixel_values", "first-step", "pixel_values"), Extra("image_sizes", "first-step", "image_sizes"),
              Extra("token_type_ids", "drop")],
             # the first-step inputs are not given to super() (which would forward them on every step)
-            SUPER_CALL + "    input_ids,\n    past_key_values=past_key_values,\n    inputs_embeds=inputs_embeds,\n"
-            "    attention_mask=attention_mask,\n    cache_position=cache_position,\n    **kwargs,\n)\n"
+            SUPER_CALL + STANDARD_ARGUMENTS +
             'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
             'if cache_position[0] == 0:\n    model_inputs["image_sizes"] = image_sizes\n'
             'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n',
@@ -584,8 +622,7 @@ def _finding(result: ScanResult, cls: str):
         pytest.param(
             "NewtForAudio",
             [Extra("input_features", "first-step", "input_features")],
-            SUPER_CALL + "    input_ids,\n    past_key_values=past_key_values,\n    inputs_embeds=inputs_embeds,\n"
-            "    attention_mask=attention_mask,\n    cache_position=cache_position,\n    **kwargs,\n)\n"
+            SUPER_CALL + STANDARD_ARGUMENTS +
             'if past_key_values is None:\n    model_inputs["input_features"] = input_features\n'
             'if not (past_key_values is None):\n    model_inputs["input_features"] = None\n'
             "return model_inputs\n",
@@ -602,14 +639,18 @@ def test_reduced_body_of_classified_overrides(newt: ScanResult, cls: str, extras
     compile("def prepare_inputs_for_generation(self, *a, **k):\n" + textwrap.indent(reduced, "    "), "<reduced>", "exec")
 
 
-def test_reduced_body_of_the_fixture_llava_like_override(fixture_result: ScanResult) -> None:
-    finding = _finding(fixture_result, "LynxForConditionalGeneration")
-    assert reduced_body(finding.override, finding.extras) == (
-        SUPER_CALL + "    input_ids,\n    past_key_values=past_key_values,\n    inputs_embeds=inputs_embeds,\n"
-        "    attention_mask=attention_mask,\n    cache_position=cache_position,\n"
-        "    num_logits_to_keep=num_logits_to_keep,\n    **kwargs,\n)\n"
-        'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\nreturn model_inputs\n'
-    )
+def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(newt: ScanResult) -> None:
+    plan = initial_plan(newt)
+    for cls, mark in [
+        ("NewtForCausalLM", "output_router_logits = True"),
+        ("NewtForVision", "pixel_values only on the first step; image_sizes only on the first step; drops token_type_ids"),
+        ("NewtForAudio", "input_features only on the first step"),
+    ]:
+        finding = _finding(newt, cls)
+        oid = finding.override.id
+        assert edits_by_override(plan)[oid] == [EditKind.REDUCE, EditKind.MARK]
+        assert edit_of(plan, oid, EditKind.REDUCE).text == reduced_body(finding.override, finding.extras)
+        assert edit_of(plan, oid, EditKind.MARK).text == mark
 
 
 def test_statements_the_recognisers_do_not_know_keep_the_override(newt: ScanResult) -> None:
@@ -786,7 +827,7 @@ def test_modular_trap_gets_the_removal_stub(tmp_path: Path) -> None:
     by_id = result.index.by_id()
     assert by_id[FINCH].generated_from is not None and by_id[FINCH].generated_from.kind == "modular-class"
     plan = initial_plan(result)
-    assert plan.action_of(PARROT) is Action.KEEP
+    assert plan.action_of(PARROT) is not Action.DELETE  # the parent keeps an override (reduced or not)
     stub = edit_of(plan, FINCH_MODULAR_ID, EditKind.REMOVE)
     assert stub.text == REMOVAL_STUB
     assert "modular trap" in stub.reason and PARROT in stub.reason

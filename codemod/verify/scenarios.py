@@ -32,6 +32,10 @@ class Skip(Exception):
     """The scenario does not apply to this model."""
 
 
+class BuildFailed(Exception):
+    """Building the scenario's inputs failed (on the old side; the new side repeats its message)."""
+
+
 # --------------------------------------------------------------------------------------------- recording
 
 
@@ -212,15 +216,16 @@ def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: 
             torch.save({"__skip__": str(reason)}, path)
             raise Skip(str(reason)) from None
         except Exception as error:
-            torch.save({"__error__": f"{type(error).__name__}: {error}"}, path)
-            raise
+            message = f"{type(error).__name__}: {error}"[:2000]
+            torch.save({"__error__": message}, path)
+            raise BuildFailed(message) from error
         torch.save(kwargs, path)
         return kwargs
     saved = torch.load(path, weights_only=False)
     if "__skip__" in saved:
         raise Skip(saved["__skip__"])
     if "__error__" in saved:
-        raise RuntimeError(saved["__error__"])
+        raise BuildFailed(saved["__error__"])
     return saved
 
 
@@ -230,7 +235,9 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         kwargs = prepare_inputs(name, model, assistant, seed=seed, path=inputs_path, build=build)
     except Skip as reason:
         return {"name": name, "status": "skipped", "reason": str(reason)}
-    except Exception as error:  # noqa: BLE001 - building the inputs failed (on the old side: the same here)
+    except BuildFailed as failed:  # the same message on both sides: "same-error"
+        return {"name": name, "status": "error", "error": str(failed), "calls": []}
+    except Exception as error:  # noqa: BLE001 - e.g. the saved inputs cannot be read
         return _failure(name, error)
     kwargs = _to(dict(kwargs), device)
     assistant_calls: list[dict] = []
@@ -257,12 +264,24 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         del model.prepare_inputs_for_generation  # back to the class's method
         if "prepare_inputs_for_generation" in vars(assistant):
             del assistant.prepare_inputs_for_generation
-    scores = [s.detach().float().cpu().tolist() for s in (out.scores or ())]
+    sequences, scores = outputs(out)
     return {
         "name": name,
         "status": "ok",
-        "sequences": out.sequences.detach().cpu().tolist(),
+        "sequences": sequences,
         "scores": scores,
         "calls": calls,
         "assistant_calls": assistant_calls,
     }
+
+
+def outputs(out) -> tuple[list, list]:
+    """(token sequences, float outputs per step) of whatever generate() returned: a generation output
+    with scores, or (speech models) a tuple of tensors such as waveforms, compared like scores."""
+    if hasattr(out, "sequences"):
+        return out.sequences.detach().cpu().tolist(), [s.detach().float().cpu().tolist() for s in (out.scores or ())]
+    tensors = [t.detach().cpu() for t in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(t)]
+    ids = [t for t in tensors if not t.is_floating_point()]
+    floats = [t for t in tensors if t.is_floating_point()]
+    sequences = ids[0].reshape(ids[0].shape[0], -1).tolist() if ids else []
+    return sequences, [[t.flatten().float().tolist()] for t in floats]
