@@ -190,8 +190,24 @@ def reduced_body(override: Override, extras: Sequence[Extra]) -> str | None:
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
-    call = ["model_inputs = super().prepare_inputs_for_generation("] + [f"    {a}," for a in arguments] + [")"]
+    call = _call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
     return "\n".join([*call, *statements, "return model_inputs"]) + "\n"
+
+
+#: the line length transformers formats to (ruff, ``line-length = 119``), and a method body's indent
+LINE_LENGTH = 119
+BODY_INDENT = 8
+
+
+def _call_lines(function: str, arguments: Sequence[str]) -> list[str]:
+    """The call laid out as ruff would: one line if it fits, else the arguments on one line of their
+    own, else one argument per line with a trailing comma."""
+    joined = ", ".join(arguments)
+    if BODY_INDENT + len(function) + len(joined) + 2 <= LINE_LENGTH:
+        return [f"{function}({joined})"]
+    if BODY_INDENT + 4 + len(joined) <= LINE_LENGTH:
+        return [f"{function}(", f"    {joined}", ")"]
+    return [f"{function}(", *(f"    {a}," for a in arguments), ")"]
 
 
 def _kept_statements(extras: Sequence[Extra]) -> tuple[int, ...]:

@@ -697,9 +697,11 @@ def test_reduced_body_passes_star_args_and_renamed_ids(fixture_result: ScanResul
               Param("attention_mask", "positional", "None"), Param("use_cache", "keyword-only", "None"),
               Param("model_kwargs", "**kwargs"))
     changed = dataclasses.replace(override, analysis=dataclasses.replace(override.analysis, params=params))
+    # laid out as ruff would: the arguments fit on one line of their own
     assert reduced_body(changed, []) == (
-        SUPER_CALL + "    decoder_input_ids,\n    *args,\n    attention_mask=attention_mask,\n    use_cache=use_cache,\n"
-        "    **model_kwargs,\n)\nreturn model_inputs\n"
+        "model_inputs = super().prepare_inputs_for_generation(\n"
+        "    decoder_input_ids, *args, attention_mask=attention_mask, use_cache=use_cache, **model_kwargs\n"
+        ")\nreturn model_inputs\n"
     )
 
 

@@ -1169,9 +1169,6 @@ def modules(draw: st.DrawFn) -> str:
         + _indent(body if body.endswith("\n") else body + "\n", "        ")
         + "\n"
         + (_indent(member if member.endswith("\n") else member + "\n", "    ") if member.strip() else "")
-        # a statement to end on: libcst loses one of two whitespace-only lines at the very end of a file
-        # (see test_whitespace_only_lines_at_the_end_of_the_file_survive)
-        + "\n\nEND = 1\n"
     )
     assume(_compiles(source))
     return source

@@ -283,5 +283,7 @@ def outputs(out) -> tuple[list, list]:
     tensors = [t.detach().cpu() for t in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(t)]
     ids = [t for t in tensors if not t.is_floating_point()]
     floats = [t for t in tensors if t.is_floating_point()]
-    sequences = ids[0].reshape(ids[0].shape[0], -1).tolist() if ids else []
+    sequences = ids[0].reshape(-1).tolist() if ids and ids[0].dim() == 0 else (
+        ids[0].reshape(ids[0].shape[0], -1).tolist() if ids else []
+    )
     return sequences, [[t.flatten().float().tolist()] for t in floats]
