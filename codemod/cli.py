@@ -152,6 +152,22 @@ def scan(
         stderr.print(f"scanned in {time.perf_counter() - started:.2f}s", style="dim")
 
 
+def _run_tools(checkout, written: list[str], python) -> None:
+    """The checkout's own modular converter and check_copies, when it has them (a git clone)."""
+    from codemod.environment import EnvironmentSetupError
+    from codemod.tools import after_rewrite, available
+
+    if not available(checkout):
+        return
+    try:
+        runs = after_rewrite(checkout, written, python=python, say=lambda m: stderr.print(m, style="dim"))
+    except EnvironmentSetupError as error:
+        stderr.print(f"could not run the checkout's utils/ tools: {error}", style="yellow", soft_wrap=True)
+        return
+    for run in runs:
+        stderr.print(run.describe(), style="" if run.ok else "red", highlight=False, soft_wrap=True)
+
+
 def _print_summary(result, changes) -> None:
     s = changes.summary(result)
     stderr.print(
@@ -334,6 +350,7 @@ def apply(
         written = write(checkout, changes)
         _print_summary(result, changes)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
+        _run_tools(checkout, written, python)
         return
     from codemod.migrate import run_migration_on
     from codemod.verify.runner import VerificationError
@@ -355,6 +372,7 @@ def apply(
     _print_summary(run.result, run.final)
     for override_id, why in sorted(run.reverted.items()):
         stderr.print(f"reverted {override_id}: {why}", style="yellow", highlight=False, soft_wrap=True)
+    _run_tools(checkout, [r.path for r in run.final.rewrites if r.changed], python)
 
 
 @app.command()

@@ -16,6 +16,7 @@ consistent:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -71,6 +72,9 @@ class Edit:
     text: str = ""
     #: REDUCE: indices of the original body's statements to keep, in front of the new body
     keep: tuple[int, ...] = ()
+    #: REDUCE: the parameters the reduced method still names (others reach super() through **kwargs);
+    #: empty to keep the signature as it is
+    keep_params: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,10 +139,10 @@ def _param_list(override: Override) -> tuple[str, list[str], str | None, str | N
     return ids, named, args, kwargs
 
 
-def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] | None:
+def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = False) -> list[str] | None:
     """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
     lines: list[str] = []
-    named = set(_param_list(override)[1])
+    named = set(_param_list(override)[1]) if not slim else set()
     outputs = override.analysis.outputs
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
@@ -172,16 +176,55 @@ def _extra_statements(override: Override, extras: Sequence[Extra]) -> list[str] 
     return lines
 
 
-def reduced_body(override: Override, extras: Sequence[Extra]) -> str | None:
-    """The body of a reduced override: ``super()`` with the standard arguments, then the extras.
+def _names(code: str) -> set[str]:
+    """The names ``code`` reads or writes (empty when it does not parse)."""
+    try:
+        return {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
 
-    The signature stays as it is, so callers that pass arguments by position keep working; every
-    parameter goes to ``super()`` by keyword except those only the extras use.
+
+def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> tuple[str, ...]:
+    """The parameters a reduced override still names; the others reach ``super()`` through
+    ``**kwargs``, as the mixin takes them (a None the caller leaves out is the same None to the
+    model's forward). Empty means: keep the signature as it is.
+
+    Kept: the ids, ``inputs_embeds`` (generate() looks for it in the signature), what the body and
+    the extras use, required parameters, defaults other than None (values super() would not know),
+    and any the class's ``forward`` does not take: generate() accepts a model kwarg when this
+    signature or, through ``**kwargs``, ``forward`` names it. No ``**kwargs`` or a ``*args`` (whose
+    positions a dropped parameter would shift): the signature stays.
     """
-    statements = _extra_statements(override, extras)
+    params = [p for p in override.analysis.params if p.name != "self"]
+    kinds = {p.kind for p in params}
+    if "**kwargs" not in kinds or "*args" in kinds or override.forward_params is None:
+        return ()
+    ids = next((p.name for p in params if p.kind == "positional"), None)
+    kept_reads = {n for t in override.analysis.top_level if t.index in _kept_statements(extras) for n in t.reads}
+    needed = _names(body) | kept_reads | {"inputs_embeds", ids} | {e.source for e in extras}
+    forward = set(override.forward_params)
+    keep = tuple(
+        p.name for p in params
+        if p.kind == "**kwargs" or p.name in needed or p.default != "None" or p.name not in forward
+    )
+    return keep if len(keep) < len(params) else ()
+
+
+def reduced_body(override: Override, extras: Sequence[Extra], slim: bool = True) -> str | None:
+    """The body of a reduced override: ``super()`` with the inputs, then the extras.
+
+    With ``slim``, the parameters ``slim_parameters`` drops reach ``super()`` through ``**kwargs``
+    (the rewrite drops them from the signature); otherwise every parameter goes to ``super()`` by
+    keyword except those only the extras use.
+    """
+    statements = _extra_statements(override, extras, slim=slim)
     if statements is None:
         return None
     ids, named, args, kwargs = _param_list(override)
+    if slim:
+        kept = set(slim_parameters(override, extras, "\n".join(statements)))
+        if kept:
+            named = [p for p in named if p in kept]
     # parameters only the extras consume; everything else goes to super() as before
     extra_sources = {e.source for e in extras if e.how in ("first-step", "later-step")} | {
         e.key for e in extras if e.how in ("first-step", "later-step")
@@ -263,6 +306,7 @@ class _Decision:
     mark: str = ""
     reason: str = ""
     keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
+    keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
 
 
 class _Planner:
@@ -287,7 +331,7 @@ class _Planner:
         decision = self.decisions[override_id]
         if decision.action is not Action.KEEP:
             self.held.append((override_id, reason))
-        self.decisions[override_id] = _Decision(Action.KEEP, None, mark=mark or reason)
+        self.decisions[override_id] = _Decision(Action.KEEP, None, mark=reason if mark is None else mark)
 
     def initial(self) -> None:
         for oid, f in self.findings.items():
@@ -306,7 +350,8 @@ class _Planner:
                     summary = _extras_summary(extras)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
                                                     reason=f"reduced to super() after verification: {summary}",
-                                                    keep=_kept_statements(extras))
+                                                    keep=_kept_statements(extras),
+                                                    keep_params=slim_parameters(f.override, extras, body))
                     continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
@@ -324,9 +369,12 @@ class _Planner:
                 else:
                     summary = _extras_summary(f.extras, f)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
-                                                    reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras))
+                                                    reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
+                                                    keep_params=slim_parameters(f.override, f.extras, body))
             else:
                 mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
+                if f.category is Category.GENERIC:
+                    mark = ""  # kept as it is (a converter's removal stub, a maintainer's override): nothing to add
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
 
     def generated(self) -> None:
@@ -345,7 +393,8 @@ class _Planner:
             theirs = self.decisions.get(source)
             mine = self.decisions[oid]
             if theirs is None:
-                self.hold(oid, f"generated from {source}, which this run does not change")
+                # marked only where its source is marked, or the converter would undo it
+                self.hold(oid, f"generated from {source}, which this run does not change", mark="")
                 continue
             if theirs.action is mine.action:
                 continue
@@ -411,10 +460,25 @@ class _Planner:
             if oid in marks:
                 return marks[oid]
             o, decision = self.by_id[oid], self.decisions.get(oid)
-            if decision is None or decision.action is Action.DELETE or o.overwritten:
-                own = ""
+            if decision is None or decision.action is Action.DELETE:
+                marks[oid] = ""  # a deleted method carries no mark, whatever its source's
+                return ""
+            if decision.edit is EditKind.REDUCE:
+                # the new body replaces the old one and its comment: keep the maintainers' reason
+                own = o.overwritten or decision.mark
             else:
-                own = decision.mark
+                own = "" if o.overwritten else decision.mark
+            origin = o.generated_from
+            source = (
+                f"{origin.modular_file}::{origin.modular_class}" if origin is not None and origin.kind == "modular-class"
+                else f"{origin.source_file}::{origin.source_class}" if origin is not None and origin.kind == "inherited"
+                else None
+            )
+            if source is not None and source in self.by_id and source not in seen:
+                # the converter writes the generated method from its source, comments included
+                own = mark_of(source, (*seen, oid)) if self.decisions.get(source) is not None else ""
+                marks[oid] = own
+                return own
             link = o.copied_from
             if (
                 link is not None and link.source_id is not None and link.check.status == "consistent"
@@ -438,7 +502,8 @@ class _Planner:
             o = self.by_id[oid]
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
-                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep))
+                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
+                                decision.keep_params))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone"))

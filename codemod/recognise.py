@@ -198,8 +198,11 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
         symbols={ids_param: Value("ids", "unsliced")},
     )
     walker = _Walker(positions, ctx)
-    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else []
-    walker.walk(body, ())
+    if isinstance(function.body, cst.IndentedBlock):
+        walker.walk(function.body.body, ())
+    else:  # ``def f(...): return x``: not what any rule expects; listed so that it is not skipped
+        line, end_line = walker.lines([function.body])
+        walker.unrecognised.append(Unrecognised(line, end_line, cst.Module(body=[]).code_for_node(function.body).strip()))
 
     def shift(line: int) -> int:
         return line + line_offset

@@ -132,6 +132,40 @@ def _swap_delegate(function: cst.FunctionDef) -> cst.FunctionDef:
     return swapped
 
 
+def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str]) -> cst.FunctionDef:
+    """Keep only the named parameters (with their annotations and defaults), on one line if it fits."""
+    params = function.params
+    positional = [p for p in params.params if p.name.value in keep or p.name.value == "self"]
+    keyword_only = [p for p in params.kwonly_params if p.name.value in keep]
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else (cst.ParamStar() if keyword_only else None)
+    parts = [_param_code(p) for p in positional]
+    if isinstance(star, cst.Param):
+        parts.append(_param_code(star))
+    elif star is not None:
+        parts.append("*")
+    parts += [_param_code(p) for p in keyword_only]
+    if params.star_kwarg is not None:
+        parts.append(_param_code(params.star_kwarg))
+    indent = module.default_indent
+    one_line = f"{indent}def {function.name.value}({', '.join(parts)}):"
+    if len(one_line) <= 119:
+        header = f"def {function.name.value}({', '.join(parts)}):"
+    else:
+        # one parameter per line (what ruff makes of it); lines are written at the method's level,
+        # _in_module_style indents them into the class
+        inner = "\n".join(f"    {part}," for part in parts)
+        header = f"def {function.name.value}(\n{inner}\n):"
+    parsed = _in_module_style(module, "class _:", f"{header}\n    pass\n").body[0]
+    new = parsed.body.body[0]  # type: ignore[attr-defined]
+    return function.with_changes(params=new.params, whitespace_before_params=new.whitespace_before_params)
+
+
+def _param_code(param: cst.Param) -> str:
+    return cst.Module(body=[]).code_for_node(
+        param.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=cst.SimpleWhitespace(""))
+    ).strip()
+
+
 def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
     """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
     function = _indented(function)
@@ -185,9 +219,12 @@ def _import_mixin(module: cst.Module, path: str) -> cst.Module:
     statement = cst.parse_statement(f"from {dots}generation import {MIXIN_CLASS}{module.default_newline}",
                                     config=module.config_for_parsing)
     body = list(module.body)
-    last = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))),
-               default=None)
-    position = last + 1 if last is not None else 0
+    imports = [i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine([m.Import() | m.ImportFrom()]))]
+    relative = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))]
+    if relative or imports:
+        position = (relative or imports)[-1] + 1
+    else:  # after the module docstring, if any
+        position = 1 if body and m.matches(body[0], m.SimpleStatementLine([m.Expr(m.SimpleString())])) else 0
     body.insert(position, statement)
     return module.with_changes(body=body)
 
@@ -214,6 +251,8 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
             function = _replace_body(module, function, edit.text, edit.keep)
+            if edit.keep_params:
+                function = _slim_parameters(module, function, edit.keep_params)
         elif edit.kind is EditKind.HOIST:
             function = _replace_function(module, function, edit.text)
         elif edit.kind is EditKind.SWAP_DELEGATE:

@@ -104,7 +104,8 @@ def scan(
     key = _key(found)
     cached = results.get(key)
     if cached is not None:
-        return cached
+        # the files are the same, but the git state (dirty or not) is today's
+        return dataclasses.replace(cached, index=dataclasses.replace(cached.index, checkout=checkout))
     discovered = set(found.read.texts)
     index = build_index(
         checkout, cache=FactsCache.default() if use_cache else FactsCache(None), jobs=jobs, progress=progress,

@@ -295,9 +295,6 @@ def test_untracked_files_do_not_make_the_tree_dirty(repo: Path) -> None:
     assert changed_files(repo) == CHANGED
 
 
-@pytest.mark.xfail(strict=True, reason="apply checks the git state of the cached ScanResult: after a warm scan, a change "
-                                       "outside the files the scan hashes (README, setup.py, ...) does not invalidate "
-                                       "the cache, so the stale 'clean' state lets apply rewrite a dirty tree")
 def test_dirty_tree_is_refused_after_a_warm_scan(repo: Path) -> None:
     (repo / "NOTES.md").write_text("notes\n", encoding="utf-8")
     git(repo, "add", "NOTES.md")
@@ -481,9 +478,6 @@ def test_a_marked_reducible_override_is_reduced(repo: Path, robin: Path) -> None
     compile(text, str(robin), "exec", dont_inherit=True)
 
 
-@pytest.mark.xfail(strict=True, reason="REDUCE replaces the body with the maintainers' '# Overwritten --' comment in it, "
-                                       "and the plan adds no MARK for an override that had one: the reduced override "
-                                       "is unmarked, and the next apply marks it (5.23.0: kosmos2_5, rag)")
 def test_a_marked_override_stays_marked_when_reduced_and_apply_is_idempotent(repo: Path, robin: Path) -> None:
     assert invoke("apply", repo, "--only", "robin").exit_code == 0
     once = robin.read_bytes()

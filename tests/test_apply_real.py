@@ -407,17 +407,6 @@ def test_5_23_0_bespoke_overrides_only_get_marks(m5230: Migrated) -> None:
         assert after.marks, f"{f.override.id} is kept but not marked"
 
 
-@pytest.mark.xfail(strict=True, reason="a reduced override loses its maintainers' '# Overwritten --' comment and the "
-                                       "second apply marks it (kosmos2_5, rag); see test_apply.py")
 def test_5_23_0_second_apply_changes_nothing(m5230: Migrated) -> None:
     assert m5230.second_exit_code == 0
     assert m5230.second_changed == (), m5230.second_diff[:3000]
-
-
-def test_5_23_0_second_apply_only_re_marks_reduced_overrides(m5230: Migrated) -> None:
-    """The one known difference of the second run (the xfail above): marks on the reduced overrides."""
-    assert m5230.second_exit_code == 0
-    added = [line[1:].strip() for line in m5230.second_diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    removed = [line for line in m5230.second_diff.splitlines() if line.startswith("-") and not line.startswith("---")]
-    assert removed == []
-    assert all(line.startswith(OVERWRITTEN) for line in added), added

@@ -294,9 +294,6 @@ def test_generated_override_is_held_when_its_source_is_not_in_the_run(fixture_re
     assert EditKind.DELETE not in edits_by_override(plan).get(PUFFIN_CAUSAL, [])
 
 
-@pytest.mark.xfail(strict=True, reason="a generated override held because its source is not in the run is still "
-                                       "marked, in the generated file only: the modular converter would not "
-                                       "reproduce that edit (utils/check_modular_conversion.py fails)")
 def test_held_generated_override_gets_no_edit_its_source_does_not_get(fixture_result: ScanResult) -> None:
     plan = initial_plan(fixture_result.select(skip=["otter"]))
     assert edits_by_override(plan).get(PUFFIN_CAUSAL, []) == []
@@ -602,9 +599,9 @@ def _finding(result: ScanResult, cls: str):
         pytest.param(
             "NewtForCausalLM",
             [Extra("output_router_logits", "constant", "True")],
-            SUPER_CALL + "    input_ids,\n    past_key_values=past_key_values,\n    attention_mask=attention_mask,\n"
-            "    inputs_embeds=inputs_embeds,\n    cache_position=cache_position,\n    position_ids=position_ids,\n"
-            "    use_cache=use_cache,\n    num_logits_to_keep=num_logits_to_keep,\n    **kwargs,\n)\n"
+            # use_cache keeps its default of True (super() would not know it); the None-defaults
+            # reach super() through **kwargs
+            SUPER_CALL + "    input_ids, inputs_embeds=inputs_embeds, use_cache=use_cache, **kwargs\n)\n"
             'model_inputs["output_router_logits"] = True\nreturn model_inputs\n',
             id="constant",
         ),
@@ -613,7 +610,8 @@ def _finding(result: ScanResult, cls: str):
             [Extra("pixel_values", "first-step", "pixel_values"), Extra("image_sizes", "first-step", "image_sizes"),
              Extra("token_type_ids", "drop")],
             # the first-step inputs are not given to super() (which would forward them on every step)
-            SUPER_CALL + STANDARD_ARGUMENTS +
+            SUPER_CALL
+            + "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, use_cache=use_cache, **kwargs\n)\n"
             'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
             'if cache_position[0] == 0:\n    model_inputs["image_sizes"] = image_sizes\n'
             'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n',
@@ -622,7 +620,9 @@ def _finding(result: ScanResult, cls: str):
         pytest.param(
             "NewtForAudio",
             [Extra("input_features", "first-step", "input_features")],
-            SUPER_CALL + STANDARD_ARGUMENTS +
+            SUPER_CALL
+            + "    input_ids, past_key_values=past_key_values, inputs_embeds=inputs_embeds, use_cache=use_cache, **kwargs\n"
+            ")\n"
             'if past_key_values is None:\n    model_inputs["input_features"] = input_features\n'
             'if not (past_key_values is None):\n    model_inputs["input_features"] = None\n'
             "return model_inputs\n",
@@ -637,6 +637,30 @@ def test_reduced_body_of_classified_overrides(newt: ScanResult, cls: str, extras
     reduced = reduced_body(finding.override, finding.extras)
     assert reduced == body
     compile("def prepare_inputs_for_generation(self, *a, **k):\n" + textwrap.indent(reduced, "    "), "<reduced>", "exec")
+
+
+def test_reduced_body_without_slimming_passes_every_parameter(newt: ScanResult) -> None:
+    """``slim=False`` is the body for a signature kept as it is: every parameter goes to super()."""
+    finding = _finding(newt, "NewtForVision")
+    assert reduced_body(finding.override, finding.extras, slim=False) == (
+        SUPER_CALL + STANDARD_ARGUMENTS +
+        'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
+        'if cache_position[0] == 0:\n    model_inputs["image_sizes"] = image_sizes\n'
+        'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("cls", "kept"),
+    [
+        ("NewtForCausalLM", ("input_ids", "inputs_embeds", "use_cache", "kwargs")),
+        ("NewtForVision", ("input_ids", "inputs_embeds", "cache_position", "use_cache", "pixel_values", "image_sizes",
+                           "kwargs")),
+    ],
+)
+def test_reduce_edit_names_the_parameters_the_slim_signature_keeps(newt: ScanResult, cls: str, kept: tuple) -> None:
+    oid = _finding(newt, cls).override.id
+    assert edit_of(initial_plan(newt), oid, EditKind.REDUCE).keep_params == kept
 
 
 def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(newt: ScanResult) -> None:
@@ -677,8 +701,10 @@ def test_reduced_body_with_hand_made_extras(fixture_result: ScanResult, extras: 
     body = reduced_body(override, extras)
     assert body is not None
     assert body.endswith(")\n" + tail + "return model_inputs\n")
-    # every named parameter goes to super() (none of these extras consumes one)
-    assert "    pixel_values=pixel_values,\n" in body
+    # the None-defaults the forward takes reach super() through **kwargs; the rest by name
+    assert body.startswith("model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)\n")
+    # kept as it is, every named parameter goes to super() (none of these extras consumes one)
+    assert "    pixel_values=pixel_values,\n" in reduced_body(override, extras, slim=False)
 
 
 def test_reduced_body_is_none_for_a_sliced_extra(fixture_result: ScanResult) -> None:
@@ -713,7 +739,7 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
     )
     assert plan.action_of(OTTER) is Action.REDUCE
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
-    assert body.startswith(SUPER_CALL)
+    assert body.startswith("model_inputs = super().prepare_inputs_for_generation(")
     assert body.endswith('model_inputs.pop("token_type_ids", None)\nmodel_inputs["position_ids"] = None\nreturn model_inputs\n')
     assert edit_of(plan, OTTER, EditKind.MARK).text == "drops token_type_ids; position_ids = None"
     # its copies still go: a copy of a reduced method is a different method now, deleted with its marker
@@ -721,9 +747,6 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
     assert EditKind.DELETE in edits_by_override(plan)[BADGER]
 
 
-@pytest.mark.xfail(strict=True, reason="_Planner.marks() gives a deleted copy its kept source's mark (the copy-link "
-                                       "branch overrides the empty mark of a deletion): the plan holds DELETE and MARK "
-                                       "for the same override (the rewrite ignores the MARK, reports do not)")
 def test_a_deleted_copy_gets_no_mark(fixture_result: ScanResult) -> None:
     plan = make_plan(
         fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
@@ -875,9 +898,6 @@ def test_the_removal_stub_is_stable(tmp_path: Path) -> None:
     assert FINCH not in {f.override.id for f in again.findings}
 
 
-@pytest.mark.xfail(strict=True, reason="the converter's removal stub (`raise AttributeError(...)` in a modular class) "
-                                       "is a kept finding, so the plan marks it '# Overwritten -- kept: see the "
-                                       "transformers-codemod report' (5.23.0: modular_inkling2.py, modular_gemma3n.py)")
 def test_the_removal_stub_is_not_marked(tmp_path: Path) -> None:
     root = modular_family(tmp_path / "co", PARROT_BESPOKE)
     stubbed = FINCH_MODULAR.replace(
@@ -909,8 +929,6 @@ ONE_LINER = '''
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="a one-line method body (`def m(...): return ...`) is not analysed: no "
-                                       "behaviour, no unrecognised statement, so it is classified generic and deleted")
 def test_one_line_override_is_not_deleted(tmp_path: Path) -> None:
     root = checkout_copy(tmp_path / "co", {"quail/modeling_quail.py": ONE_LINER})
     plan = initial_plan(scan_of(root).select(["quail"]))

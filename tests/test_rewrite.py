@@ -680,6 +680,129 @@ def test_edits_that_keep_the_method_are_idempotent(edits: list[Edit]) -> None:
     assert twice.new == once.new
 
 
+# --------------------------------------------------------------------------------------------- slim signatures
+
+SLIM_BODY = """\
+model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
+if cache_position[0] == 0:
+    model_inputs["pixel_values"] = pixel_values
+return model_inputs
+"""
+
+
+def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
+    return Edit(PATH, CLS, EditKind.REDUCE, f"{PATH}::{CLS}", "test", body, (), keep)
+
+
+@pytest.mark.parametrize(
+    ("before", "keep", "after"),
+    [
+        pytest.param(
+            src('''
+                class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(
+                        self,
+                        input_ids,
+                        past_key_values=None,
+                        attention_mask=None,
+                        inputs_embeds=None,
+                        pixel_values=None,
+                        cache_position=None,
+                        **kwargs,
+                    ):
+                        return {"input_ids": input_ids}
+            '''),
+            ("input_ids", "inputs_embeds", "pixel_values", "kwargs"),
+            src('''
+                class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, pixel_values=None, **kwargs):
+                        model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
+                        if cache_position[0] == 0:
+                            model_inputs["pixel_values"] = pixel_values
+                        return model_inputs
+            '''),
+            id="fits-one-line",
+        ),
+        pytest.param(
+            src('''
+                class FooForCausalLM(Base):
+                    @staticmethod_like
+                    def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, past_key_values: Optional[Cache] = None,
+                                                      inputs_embeds: Optional[torch.FloatTensor] = None,
+                                                      pixel_values: Optional[torch.FloatTensor] = None,
+                                                      cache_position: Optional[torch.LongTensor] = None, **kwargs):
+                        return {"input_ids": input_ids}
+            '''),
+            ("input_ids", "inputs_embeds", "pixel_values", "cache_position", "kwargs"),
+            src('''
+                class FooForCausalLM(Base):
+                    @staticmethod_like
+                    def prepare_inputs_for_generation(
+                        self,
+                        input_ids: torch.LongTensor,
+                        inputs_embeds: Optional[torch.FloatTensor] = None,
+                        pixel_values: Optional[torch.FloatTensor] = None,
+                        cache_position: Optional[torch.LongTensor] = None,
+                        **kwargs,
+                    ):
+                        model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
+                        if cache_position[0] == 0:
+                            model_inputs["pixel_values"] = pixel_values
+                        return model_inputs
+            '''),
+            id="too-long-one-parameter-per-line-with-annotations",
+        ),
+        pytest.param(
+            src('''
+                class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(self, input_ids, *, inputs_embeds=None, use_cache=True,
+                                                      cache_position=None, pixel_values=None, **kwargs):
+                        return {"input_ids": input_ids}
+            '''),
+            ("input_ids", "use_cache", "pixel_values", "kwargs"),
+            src('''
+                class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(self, input_ids, *, use_cache=True, pixel_values=None, **kwargs):
+                        model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
+                        if cache_position[0] == 0:
+                            model_inputs["pixel_values"] = pixel_values
+                        return model_inputs
+            '''),
+            id="keyword-only-keep-their-star",
+        ),
+    ],
+)
+def test_reduce_slims_the_signature(before: str, keep: tuple[str, ...], after: str) -> None:
+    result = rewrite(before, slim(keep))
+    assert result.error is None
+    assert_parses(after)
+    assert result.new_text() == after
+    assert_outside_unchanged(before.encode(), result.new)
+
+
+def test_slim_signature_drops_a_star_with_no_keyword_only_left() -> None:
+    before = src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids, *, attention_mask=None, **kwargs):
+                return {"input_ids": input_ids}
+    ''')
+    body = "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+    result = rewrite(before, slim(("input_ids", "kwargs"), body))
+    assert "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" in result.new_text()
+    assert_parses(result.new)
+
+
+def test_reduce_without_keep_params_leaves_the_signature_byte_for_byte() -> None:
+    before = src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids,   past_key_values=None, **kwargs):  # odd spacing
+                return {"input_ids": input_ids}
+    ''')
+    body = "return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)\n"
+    result = rewrite(before, slim((), body))
+    assert "def prepare_inputs_for_generation(self, input_ids,   past_key_values=None, **kwargs):  # odd spacing\n" in result.new_text()
+
+
 # --------------------------------------------------------------------------------------------- imports
 
 IMPORT_CASES = [
@@ -1312,9 +1435,6 @@ def test_add_mixin_base_keeps_an_existing_import() -> None:
     assert "class FooForCausalLM(PreTrainedModel, GenerationMixin):\n    pass\n" in result.new_text()
 
 
-@pytest.mark.xfail(strict=True, reason="_import_mixin puts the GenerationMixin import at the top of a module without a "
-                                       "top-level relative import: above the docstring and `from __future__`, a "
-                                       "SyntaxError, so the file keeps its override")
 def test_add_mixin_base_in_a_module_without_relative_imports() -> None:
     before = src('''
         """Foo."""

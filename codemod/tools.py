@@ -1,0 +1,94 @@
+"""The checkout's own consistency tools, run after a rewrite: the modular converter and check_copies.
+
+A git clone of transformers carries ``utils/modular_model_converter.py`` (generates ``modeling_*.py``
+from ``modular_*.py``) and ``utils/check_copies.py`` (keeps ``# Copied from`` copies in step). After
+``apply`` edits a modular source, the converter regenerates its modeling file, which is what the
+repository's CI will compare against; check_copies then checks every changed file. Both run in the
+checkout's environment (its pinned ruff and libcst), from the checkout's root, with ``src`` on
+PYTHONPATH. A checkout without ``utils/`` (an sdist) gets neither: ``apply`` makes the same edit in
+the generated file and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from codemod.checkout import Checkout
+from codemod.environment import ensure_environment
+
+CONVERTER = "modular_model_converter.py"
+CHECK_COPIES = "check_copies.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolRun:
+    tool: str  # "modular_model_converter" or "check_copies"
+    target: str  # the file it ran for
+    ok: bool
+    output: str  # the tail of what it printed
+
+    def describe(self) -> str:
+        return f"{self.tool} {self.target}: {'ok' if self.ok else 'FAILED'}" + ("" if self.ok else f": {self.output}")
+
+
+def available(checkout: Checkout) -> bool:
+    utils = checkout.utils_dir
+    return utils is not None and (utils / CHECK_COPIES).is_file()
+
+
+def _run(python: Path, checkout: Checkout, args: Sequence[str], timeout: float) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": str(checkout.root / "src"), "HF_HUB_OFFLINE": "1"}
+    # the tools call `ruff` by name: the environment's own, pinned by the checkout
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    try:
+        done = subprocess.run([str(python), *args], cwd=checkout.root, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {timeout:.0f}s"
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
+    return done.returncode, tail
+
+
+def regenerate(python: Path, checkout: Checkout, modular_files: Sequence[str], timeout: float = 600) -> list[ToolRun]:
+    """Run the converter for each edited modular source (the generated file is rewritten in place)."""
+    runs = []
+    converter = f"utils/{CONVERTER}"
+    for path in modular_files:
+        code, output = _run(python, checkout, [converter, "--files_to_parse", path], timeout)
+        if code == 2 and "unrecognized arguments" in output:  # newer converters name the option --files
+            code, output = _run(python, checkout, [converter, "--files", path], timeout)
+        runs.append(ToolRun("modular_model_converter", path, code == 0, output))
+    return runs
+
+
+def check_copies(python: Path, checkout: Checkout, files: Sequence[str], timeout: float = 600) -> list[ToolRun]:
+    """check_copies in check mode, file by file (so that what was inconsistent before is not ours)."""
+    runs = []
+    for path in files:
+        code, output = _run(python, checkout, [f"utils/{CHECK_COPIES}", "--file", path], timeout)
+        runs.append(ToolRun("check_copies", path, code == 0, output))
+    return runs
+
+
+def after_rewrite(
+    checkout: Checkout,
+    written: Sequence[str],
+    *,
+    python: Path | None = None,
+    say: Callable[[str], None] | None = None,
+) -> list[ToolRun]:
+    """Regenerate from the edited modular sources, then check the copies of every written file."""
+    if not available(checkout) or not written:
+        return []
+    environment = ensure_environment(checkout, python=python, tools=True, progress=say)
+    runs: list[ToolRun] = []
+    modular = [p for p in written if Path(p).name.startswith("modular_")]
+    if modular and (checkout.utils_dir / CONVERTER).is_file():  # type: ignore[operator]
+        runs += regenerate(environment.python, checkout, modular)
+    python_files = [p for p in written if p.endswith(".py")]
+    runs += check_copies(environment.python, checkout, python_files)
+    return runs
