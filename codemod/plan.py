@@ -46,9 +46,10 @@ class EditKind(str, Enum):
 
 @dataclasses.dataclass(frozen=True)
 class Repair:
-    """How a reduced override (same signature, ``super()`` plus these fixes) would prepare what the old
-    code prepared: the keys to remove, the keys to set to None, and the keys the old code passed that
-    the reduction must keep passing (its parameters, which a reduction hands to ``super()``)."""
+    """How a reduced override (``super()`` plus these fixes) would prepare what the old code prepared:
+    the keys to remove, the keys to pass as None when nothing else gave them a value (the old code
+    passed None, the mixin leaves them out, and a forward may require them), and the keys the old
+    code passed that the reduction must keep passing (its parameters, handed to ``super()``)."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
@@ -343,7 +344,8 @@ class _Planner:
                 extras = (
                     *f.extras,
                     *(Extra(key, "drop") for key in repair.remove),
-                    *(Extra(key, "set-none") for key in repair.set_none),
+                    # a None the old code passed and the new code leaves out; a value the caller gives still goes through
+                    *(Extra(key, "default", "None") for key in repair.set_none),
                 )
                 body = reduced_body(f.override, extras)
                 if body is not None:

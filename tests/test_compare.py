@@ -151,3 +151,27 @@ def test_a_scenario_rejected_up_front_that_now_crashes_is_repaired_by_keeping_th
     crash = {"name": "inputs-embeds", "status": "error", "error": "RuntimeError: shapes", "calls": [{"x": 1}]}
     outcome = compare_scenario(rejected, crash)
     assert outcome.status == "crashed" and outcome.repair == Repair()
+
+
+def test_a_crash_removes_a_none_the_old_code_never_passed() -> None:
+    """generate() puts musicgen's guidance_scale=None into the model kwargs; the override consumed it,
+    the mixin forwards it, and a forward that does not take it crashes even on a None."""
+    old = [{"input_ids": tensor([5])}]
+    new = [{"input_ids": tensor([5]), "guidance_scale": None}]
+    assert repair_for(old, new, crashed=True) == Repair(remove=("guidance_scale",))
+    # without a crash a None is the same as no key: nothing to repair
+    assert repair_for(old, new, crashed=False) is None
+
+
+def test_set_none_is_only_for_keys_no_scenario_passed_a_value_for() -> None:
+    """Without a cache the old code passed past_key_values=None on every step; with one, a cache.
+    One reduction serves both: it must not set the cache to None."""
+    crash = {"status": "error", "error": "TypeError: forward() missing 'past_key_values'", "calls": [{"input_ids": tensor([5])}]}
+    old_no_cache = ok(name="greedy-no-cache", calls=[{"input_ids": tensor([5]), "past_key_values": None, "head_mask": None}])
+    old_cached = ok(name="greedy", calls=[{"input_ids": tensor([5]), "past_key_values": None, "head_mask": None},
+                                          {"input_ids": tensor([6]), "past_key_values": {"cache": "DynamicCache", "length": 1},
+                                           "head_mask": None}])
+    verdict = compare("a::A", side(old_no_cache, old_cached),
+                      side({**crash, "name": "greedy-no-cache"}, {**crash, "name": "greedy"}))
+    assert verdict.verdict == "crashed"
+    assert verdict.repair() == Repair(set_none=("head_mask",))

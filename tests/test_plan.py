@@ -740,8 +740,10 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
     assert plan.action_of(OTTER) is Action.REDUCE
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     assert body.startswith("model_inputs = super().prepare_inputs_for_generation(")
-    assert body.endswith('model_inputs.pop("token_type_ids", None)\nmodel_inputs["position_ids"] = None\nreturn model_inputs\n')
-    assert edit_of(plan, OTTER, EditKind.MARK).text == "drops token_type_ids; position_ids = None"
+    # position_ids: None where the old code passed None and the mixin leaves it out; a caller's value still goes through
+    assert body.endswith('model_inputs.pop("token_type_ids", None)\nmodel_inputs.setdefault("position_ids", None)\n'
+                         'return model_inputs\n')
+    assert edit_of(plan, OTTER, EditKind.MARK).text == "drops token_type_ids; position_ids = None by default"
     # its copies still go: a copy of a reduced method is a different method now, deleted with its marker
     assert plan.action_of(BADGER) is plan.action_of(FERRET) is Action.DELETE
     assert EditKind.DELETE in edits_by_override(plan)[BADGER]

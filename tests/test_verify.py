@@ -110,7 +110,8 @@ def test_a_kwarg_dropped_only_in_assisted_decoding_is_caught(fixture_verdicts) -
 
 # --------------------------------------------------------------------------------------------- real subset
 
-SUBSET = "llama,gpt2,opt,bloom,t5,bart,mamba,chameleon,fuyu,mistral,gpt_neox,llava"
+#: seamless_m4t: speech output (waveforms compared like scores; the dict flags go to the text stage)
+SUBSET = "llama,gpt2,opt,bloom,t5,bart,mamba,chameleon,fuyu,mistral,gpt_neox,llava,seamless_m4t"
 
 
 def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
@@ -126,6 +127,8 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     for name in ("LlamaForCausalLM", "GPT2LMHeadModel", "OPTForCausalLM", "T5ForConditionalGeneration"):
         assert verdicts[name]["verdict"] == "identical", verdicts[name]
         assert len(verdicts[name]["compared"]) >= 8
+    # text, then units and a waveform: the text stage's prepared inputs and the waveform are compared
+    assert verdicts["SeamlessM4TForTextToSpeech"]["verdict"] == "identical", verdicts["SeamlessM4TForTextToSpeech"]
     # whatever did not verify was reverted: the file holds its original override again
     status = subprocess.run(["git", "-C", str(root), "diff", "--name-only"], capture_output=True, text=True).stdout
     for v in doc["verdicts"]:

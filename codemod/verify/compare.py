@@ -160,6 +160,9 @@ def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed:
     nones: set[str] = set()
     for a, b in zip(old_calls, new_calls):
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
+        if crashed:
+            # a None the old code never passed can still crash a forward that does not take the key
+            extra |= {k for k in b if k not in a}
         missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
         trimmed_a = {k: v for k, v in a.items() if k not in missing}
         if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra}):
@@ -265,6 +268,21 @@ def _error_kind(error: str) -> str:
     return error.splitlines()[0] if error else ""
 
 
+def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dict]) -> list[ScenarioOutcome]:
+    """A key one scenario saw as None on every step (no cache, say) may carry a value in another
+    (a cache): the class's repair must not set it to None. A repair is one reduction for every
+    scenario, so set-none keeps only keys the old code never passed a value for."""
+    passed = {
+        key for scenario in old_scenarios for calls in (scenario.get("calls", []), scenario.get("assistant_calls", []))
+        for call in calls for key, value in call.items() if value is not None
+    }
+    return [
+        dataclasses.replace(o, repair=dataclasses.replace(o.repair, set_none=tuple(k for k in o.repair.set_none if k not in passed)))
+        if o.repair is not None and passed & set(o.repair.set_none) else o
+        for o in outcomes
+    ]
+
+
 def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if old.get("status") != "ok":
@@ -278,6 +296,7 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": "error", "error": "missing"})
         outcomes.append(compare_scenario(scenario, other))
+    outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
     if "crashed" in statuses:
         verdict = "crashed"

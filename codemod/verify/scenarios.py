@@ -251,13 +251,8 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
     try:
         torch.manual_seed(seed)
         with torch.no_grad():
-            out = model.generate(
-                **kwargs,
-                max_new_tokens=MAX_NEW_TOKENS,
-                min_new_tokens=MAX_NEW_TOKENS,
-                output_scores=True,
-                return_dict_in_generate=True,
-            )
+            out = model.generate(**kwargs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS,
+                                 **_output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
         return {**_failure(name, error, calls), "assistant_calls": assistant_calls}
     finally:
@@ -273,6 +268,18 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         "calls": calls,
         "assistant_calls": assistant_calls,
     }
+
+
+def _output_flags(model) -> dict:
+    """Ask generate() for scores in a dict. Speech models that generate text, then units from it
+    (seamless: ``generate_speech``, ``return_intermediate_token_ids``) pass unprefixed kwargs to both
+    stages and expect a tensor back from the second: there the flags go to the text stage only (the
+    one whose prepared inputs are recorded), through its ``text_`` prefix."""
+    flags = {"output_scores": True, "return_dict_in_generate": True}
+    parameters = inspect.signature(model.generate).parameters
+    if "generate_speech" in parameters or "return_intermediate_token_ids" in parameters:
+        return {f"text_{key}": value for key, value in flags.items()}
+    return flags
 
 
 def outputs(out) -> tuple[list, list]:
