@@ -306,6 +306,7 @@ def verdict_record(verdict) -> dict[str, Any]:
         "class": verdict.override_id.split("::")[-1],
         "verdict": verdict.verdict,
         "detail": verdict.detail,
+        "model": verdict.model,
         "scenarios": [
             {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {}),
              **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status != "same" else {})}

@@ -59,6 +59,8 @@ class ClassVerdict:
     scenarios: tuple[ScenarioOutcome, ...] = ()
     detail: str = ""
     seconds: float = 0.0
+    #: how the tiny model was made: from the checkout's model tester, or by shrinking the config class
+    model: str = ""
 
     @property
     def compared(self) -> tuple[str, ...]:
@@ -314,4 +316,12 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
         detail = "no scenario ran on either side"
     else:
         detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
-    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds)
+    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old))
+
+
+def built_from(side: dict) -> str:
+    """What the building side said about its tiny model: the tester it used, or a generic shrink."""
+    notes = side.get("notes") or []
+    if notes and str(notes[0]).startswith("config from "):
+        return str(notes[0])
+    return "config class defaults, shrunk" if side.get("status") == "ok" else ""

@@ -144,7 +144,9 @@ def verify_change(
         models_with_tests(checkout.tests_dir, [t.model for t in targets])
         if own_tests and checkout.tests_dir is not None else []
     )
-    environment = ensure_environment(checkout, device, python=python, tests=bool(tested), progress=say)
+    # the test dependencies also let the workers import the checkout's model testers (tiny configs)
+    environment = ensure_environment(checkout, device, python=python, tests=checkout.tests_dir is not None,
+                                     progress=say)
     new_tree = new_root or checkout.root
     with worktree(checkout.root, base) as old_root:
         verdicts = verify_targets(

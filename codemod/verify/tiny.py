@@ -44,6 +44,7 @@ __all__ = [
     "generation_inputs",
     "multimodal_inputs",
     "special_token_ids",
+    "seed_everything",
     "GROUPS",
     "SIZES",
     "FIXUPS",
@@ -793,7 +794,7 @@ def tiny_model(model_class: type, *, seed: int = 0) -> tuple[Any, list[str]]:
             errors.append(f"config: {_one_line(error)}")
             continue
         try:
-            _seed_everything(seed)
+            seed_everything(seed)
             with _quiet():
                 model = model_class(config)
             model.eval()
@@ -808,7 +809,7 @@ def tiny_model(model_class: type, *, seed: int = 0) -> tuple[Any, list[str]]:
     raise TinyModelError(f"{model_class.__name__}: no tiny size builds ({errors[0]})")
 
 
-def _seed_everything(seed: int) -> None:
+def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
     try:

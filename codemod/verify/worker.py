@@ -27,6 +27,7 @@ sys.stdout = sys.stderr  # whatever the models print must not reach the protocol
 import torch  # noqa: E402
 
 import scenarios  # noqa: E402
+import testers  # noqa: E402
 import tiny  # noqa: E402
 
 
@@ -36,10 +37,29 @@ def _load(model_class, path: str, device: str):
     return model.to(device)
 
 
+def _from_tester(model_class, seed: int):
+    """The model built from the checkout's own tester config (None when there is none or it fails)."""
+    found = testers.tester_config(model_class, os.getcwd())
+    if found is None:
+        return None
+    config, where = found
+    try:
+        tiny.seed_everything(seed)
+        model = model_class(config)
+        model.eval()
+        tiny.generation_inputs(model, seed=seed)  # the tester's tokens must make valid inputs too
+    except Exception as error:  # noqa: BLE001 - shrink generically instead
+        print(f"testers: {where} does not build {model_class.__name__}: {type(error).__name__}: {error}"[:500],
+              file=sys.stderr)
+        return None
+    return model, [where]
+
+
 def _build(model_class, model_dir: str, seed: int) -> list[str]:
     notes: list[str] = []
     for name, offset in (("main", 0), ("assistant", 1)):
-        model, built_notes = tiny.tiny_model(model_class, seed=seed + offset)
+        built = _from_tester(model_class, seed + offset) or tiny.tiny_model(model_class, seed=seed + offset)
+        model, built_notes = built
         tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
         model.save_pretrained(os.path.join(model_dir, name), safe_serialization=False)
         if name == "main":
