@@ -195,15 +195,20 @@ def verify_targets(
                 if progress:
                     progress(target.class_name, None, done_count, len(targets))
                 model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
-                model_dir.mkdir(parents=True)
-                request = {"module": target.module, "class": target.class_name, "model_dir": str(model_dir),
-                           "scenarios": list(scenarios), "seed": seed}
-                old_result = old.request({**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout)
-                if old_result.get("status") == "ok":
-                    new_result = new.request({**request, "mode": "load", "result": str(model_dir / "new.json")}, timeout)
-                else:
-                    new_result = {"status": "not-run"}
-                verdict = compare(target.override_id, old_result, new_result)
+                try:
+                    model_dir.mkdir(parents=True)
+                    request = {"module": target.module, "class": target.class_name, "model_dir": str(model_dir),
+                               "scenarios": list(scenarios), "seed": seed}
+                    old_result = old.request({**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout)
+                    if old_result.get("status") == "ok":
+                        new_result = new.request({**request, "mode": "load", "result": str(model_dir / "new.json")},
+                                                 timeout)
+                    else:
+                        new_result = {"status": "not-run"}
+                    verdict = compare(target.override_id, old_result, new_result)
+                except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
+                    verdict = ClassVerdict(target.override_id, "unverified",
+                                           detail=f"the verification harness failed: {type(error).__name__}: {error}")
                 for heavy in ("main", "assistant", "inputs"):  # weights and tensors are large; results stay
                     shutil.rmtree(model_dir / heavy, ignore_errors=True)
                 with lock:
@@ -220,7 +225,8 @@ def verify_targets(
         thread.start()
     for thread in threads:
         thread.join()
-    shutil.rmtree(scratch / "models", ignore_errors=True)
+    # the workers' logs (what the models printed, tracebacks) stay only when asked for
+    shutil.rmtree(scratch / "models" if os.environ.get("CODEMOD_KEEP_LOGS") else scratch, ignore_errors=True)
     return [verdicts[i] for i in range(len(targets))]
 
 
