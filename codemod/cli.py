@@ -168,7 +168,7 @@ def _run_tools(checkout, written: list[str], python) -> None:
         stderr.print(run.describe(), style="" if run.ok else "red", highlight=False, soft_wrap=True)
 
 
-def _print_summary(result, changes) -> None:
+def _print_summary(result, changes, checkout) -> None:
     s = changes.summary(result)
     stderr.print(
         f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
@@ -177,8 +177,13 @@ def _print_summary(result, changes) -> None:
     )
     for shard, why in changes.dropped:
         stderr.print(f"held back {shard}: {why}", style="yellow", highlight=False)
+    from codemod.tools import has_converter
+
+    # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
+    after = "apply then runs the checkout's converter on it" if has_converter(checkout) else \
+        "this checkout has no utils/modular_model_converter.py to regenerate it"
     for generated, source in changes.mirrored:
-        stderr.print(f"{generated}: same edit as its modular source {source} (no converter run)", style="dim", highlight=False)
+        stderr.print(f"{generated}: same edit as its modular source {source} ({after})", style="dim", highlight=False)
 
 
 @app.command()
@@ -202,7 +207,7 @@ def diff(
         stdout.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
     else:
         sys.stdout.write(text)
-    _print_summary(result, changes)
+    _print_summary(result, changes, result.index.checkout)
     raise typer.Exit(1 if changes.changed else 0)
 
 
@@ -348,7 +353,7 @@ def apply(
     if not verify:
         changes = compute_changes(result, jobs)
         written = write(checkout, changes)
-        _print_summary(result, changes)
+        _print_summary(result, changes, checkout)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
         _run_tools(checkout, written, python)
         return
@@ -369,7 +374,7 @@ def apply(
     _emit_verify(run.report, "table", None)
     if report_file is not None:
         _emit_verify(run.report, "json", report_file)
-    _print_summary(run.result, run.final)
+    _print_summary(run.result, run.final, checkout)
     for override_id, why in sorted(run.reverted.items()):
         stderr.print(f"reverted {override_id}: {why}", style="yellow", highlight=False, soft_wrap=True)
     _run_tools(checkout, [r.path for r in run.final.rewrites if r.changed], python)

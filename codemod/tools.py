@@ -40,6 +40,11 @@ def available(checkout: Checkout) -> bool:
     return utils is not None and (utils / CHECK_COPIES).is_file()
 
 
+def has_converter(checkout: Checkout) -> bool:
+    utils = checkout.utils_dir
+    return utils is not None and (utils / CONVERTER).is_file()
+
+
 def _run(python: Path, checkout: Checkout, args: Sequence[str], timeout: float) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(checkout.root / "src"), "HF_HUB_OFFLINE": "1"}
     # the tools call `ruff` by name: the environment's own, pinned by the checkout
@@ -87,7 +92,7 @@ def after_rewrite(
     environment = ensure_environment(checkout, python=python, tools=True, progress=say)
     runs: list[ToolRun] = []
     modular = [p for p in written if Path(p).name.startswith("modular_")]
-    if modular and (checkout.utils_dir / CONVERTER).is_file():  # type: ignore[operator]
+    if modular and has_converter(checkout):
         runs += regenerate(environment.python, checkout, modular)
     python_files = [p for p in written if p.endswith(".py")]
     runs += check_copies(environment.python, checkout, python_files)

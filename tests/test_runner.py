@@ -31,6 +31,8 @@ class FakeWorker:
     def request(self, payload: dict, timeout: float) -> dict:
         if payload["class"].startswith("Broken"):
             raise OSError("the worker's pipe closed")
+        if payload["class"].startswith("Dies"):
+            return {"status": "worker-error", "error": f"the worker exited (-11): Segmentation fault; see {self.log}"}
         return {"status": "ok", "scenarios": [SAME], "notes": []}
 
 
@@ -64,3 +66,11 @@ def test_the_scratch_directory_goes_unless_logs_are_kept(fake_workers, tmp_path:
                    work_dir=tmp_path)
     (kept,) = tmp_path.glob("codemod-verify-*")
     assert sorted(p.name for p in kept.iterdir()) == ["new-0.log", "old-0.log"]  # the models are gone either way
+
+
+def test_logs_a_verdict_points_at_are_kept(fake_workers, tmp_path: Path) -> None:
+    (verdict,) = verify_targets(_targets("DiesForCausalLM"), old_root=tmp_path, new_root=tmp_path,
+                                python=Path("python"), work_dir=tmp_path)
+    assert verdict.verdict == "unverified" and "Segmentation fault" in verdict.detail
+    log = Path(verdict.detail.rsplit("see ", 1)[1])
+    assert log.read_text() == "started\n"

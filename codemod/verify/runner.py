@@ -139,9 +139,15 @@ class Worker:
                 continue
             line = self.process.stdout.readline()
             if not line:
-                code = self.process.poll()
+                try:  # stdout closed: the process is going or gone (a negative code is the signal)
+                    code = self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self.log.flush()
+                last = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
                 self.restart()
-                return {"status": "worker-error", "error": f"the worker exited ({code}); see {self.log_path}"}
+                return {"status": "worker-error",
+                        "error": f"the worker exited ({code}): {' '.join(last)[:300]}; see {self.log_path}"}
             answer = json.loads(line)
             if answer.get("id") == self.counter:
                 break
@@ -225,8 +231,10 @@ def verify_targets(
         thread.start()
     for thread in threads:
         thread.join()
-    # the workers' logs (what the models printed, tracebacks) stay only when asked for
-    shutil.rmtree(scratch / "models" if os.environ.get("CODEMOD_KEEP_LOGS") else scratch, ignore_errors=True)
+    # the workers' logs (what the models printed, tracebacks) stay when asked for, or when a
+    # verdict points at them (a worker that died)
+    keep_logs = os.environ.get("CODEMOD_KEEP_LOGS") or any(str(scratch) in v.detail for v in verdicts.values())
+    shutil.rmtree(scratch / "models" if keep_logs else scratch, ignore_errors=True)
     return [verdicts[i] for i in range(len(targets))]
 
 
