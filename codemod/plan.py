@@ -211,8 +211,16 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     return keep if len(keep) < len(params) else ()
 
 
-def reduced_body(override: Override, extras: Sequence[Extra], slim: bool = True) -> str | None:
-    """The body of a reduced override: ``super()`` with the inputs, then the extras.
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """A reduced override: its new body, and the parameters its signature keeps (empty: all)."""
+
+    body: str
+    keep_params: tuple[str, ...] = ()
+
+
+def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = True) -> Reduction | None:
+    """``super()`` with the inputs, then the extras; None when the extras cannot be re-created.
 
     With ``slim``, the parameters ``slim_parameters`` drops reach ``super()`` through ``**kwargs``
     (the rewrite drops them from the signature); otherwise every parameter goes to ``super()`` by
@@ -222,10 +230,9 @@ def reduced_body(override: Override, extras: Sequence[Extra], slim: bool = True)
     if statements is None:
         return None
     ids, named, args, kwargs = _param_list(override)
-    if slim:
-        kept = set(slim_parameters(override, extras, "\n".join(statements)))
-        if kept:
-            named = [p for p in named if p in kept]
+    keep_params = slim_parameters(override, extras, "\n".join(statements)) if slim else ()
+    if keep_params:
+        named = [p for p in named if p in keep_params]
     # parameters only the extras consume; everything else goes to super() as before
     extra_sources = {e.source for e in extras if e.how in ("first-step", "later-step")} | {
         e.key for e in extras if e.how in ("first-step", "later-step")
@@ -235,7 +242,7 @@ def reduced_body(override: Override, extras: Sequence[Extra], slim: bool = True)
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = _call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    return "\n".join([*call, *statements, "return model_inputs"]) + "\n"
+    return Reduction("\n".join([*call, *statements, "return model_inputs"]) + "\n", keep_params)
 
 
 #: the line length transformers formats to (ruff, ``line-length = 119``), and a method body's indent
@@ -347,13 +354,12 @@ class _Planner:
                     # a None the old code passed and the new code leaves out; a value the caller gives still goes through
                     *(Extra(key, "default", "None") for key in repair.set_none),
                 )
-                body = reduced_body(f.override, extras)
-                if body is not None:
+                reduction = reduce_override(f.override, extras)
+                if reduction is not None:
                     summary = _extras_summary(extras)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super() after verification: {summary}",
-                                                    keep=_kept_statements(extras),
-                                                    keep_params=slim_parameters(f.override, extras, body))
+                                                    keep=_kept_statements(extras), keep_params=reduction.keep_params)
                     continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
@@ -363,16 +369,16 @@ class _Planner:
                                                 f"{delegate}; keeps its own input handling",
                                                 reason=f"reduced: super() instead of {delegate}")
             elif f.action is Action.REDUCE:
-                body = reduced_body(f.override, f.extras)
-                if body is None:
+                reduction = reduce_override(f.override, f.extras)
+                if reduction is None:
                     self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if f.category is Category.BESPOKE
                                                     else f"keeps {_extras_summary(f.extras)}")
                     self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
                     summary = _extras_summary(f.extras, f)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=body, mark=summary,
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
-                                                    keep_params=slim_parameters(f.override, f.extras, body))
+                                                    keep_params=reduction.keep_params)
             else:
                 mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
                 if f.category is Category.GENERIC:

@@ -21,7 +21,7 @@ from codemod.checkout import resolve
 from codemod.classify import Action, Category, Extra
 from codemod.copies import apply_replacements
 from codemod.mixin import Era
-from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, Repair, make_plan, reduced_body
+from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, Repair, make_plan, reduce_override
 from codemod.rewrite import rewrite_source
 from codemod.scan import ScanResult, scan
 from rules.generic_mixin import METHOD_SOURCE
@@ -587,6 +587,11 @@ def newt(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CODEMOD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         return scan_of(checkout_copy(tmp_path_factory.mktemp("newt") / "co", MODELS))
+
+
+def reduced_body(override, extras, slim: bool = True) -> str | None:
+    reduction = reduce_override(override, extras, slim)
+    return reduction.body if reduction is not None else None
 
 
 def _finding(result: ScanResult, cls: str):

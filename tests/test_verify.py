@@ -37,6 +37,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "verify_models" / "
 MODULE = "transformers.models.fixture_lm.modeling_fixture_lm"
 FILE = "src/transformers/models/fixture_lm/modeling_fixture_lm.py"
 MIXIN = "src/transformers/generation/utils.py"
+LLAMA = "src/transformers/models/llama/modeling_llama.py"
 
 
 def git(root: Path, *args: str) -> None:
@@ -69,6 +70,8 @@ def fixture_verdicts(tmp_path_factory):
     classes = ["FixtureGenericForCausalLM", "FixtureUnslicedForCausalLM", "FixtureNoPositionsForCausalLM",
                "FixtureAssistedDropForCausalLM"]
     rewrite(root, FILE, [Edit(FILE, c, EditKind.DELETE, None, "test") for c in classes])
+    # the fixtures subclass Llama, whose override the migration deletes too: the new code is the mixin
+    rewrite(root, LLAMA, [Edit(LLAMA, "LlamaForCausalLM", EditKind.DELETE, None, "test")])
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
     targets = [Target(f"{FILE}::{c}", MODULE, c, "fixture_lm") for c in classes]
     report = verify_change(resolve(root), targets, base="HEAD", jobs=2)
@@ -86,7 +89,8 @@ def test_ids_passed_unsliced_are_caught_at_the_second_step(fixture_verdicts) -> 
     assert verdict.verdict in ("differs", "crashed")
     first = verdict.first_difference
     assert first is not None and first.what == "prepared-inputs"
-    assert first.step == 1 and first.key in ("input_ids", "past_key_values", "use_cache")
+    # the old code recomputes the whole sequence: ids, positions and cache_position all span it
+    assert first.step == 1 and first.key in ("cache_position", "input_ids", "past_key_values", "use_cache")
 
 
 def test_position_ids_the_mixin_builds_are_caught(fixture_verdicts) -> None:
