@@ -88,6 +88,8 @@ CHECKS = textwrap.dedent(
     run("bart", lm("transformers.models.bart.modeling_bart", "BartForConditionalGeneration"))
     run("t5", lm("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration"))
     run("mamba", lm("transformers.models.mamba.modeling_mamba", "MambaForCausalLM", embeds=False))
+    # a hybrid whose default fast Mamba kernels exist only on CUDA
+    run("jamba", lm("transformers.models.jamba.modeling_jamba", "JambaForCausalLM"))
 
     def llava():
         model, _ = tiny.tiny_model(load("transformers.models.llava.modeling_llava", "LlavaForConditionalGeneration"))
@@ -122,6 +124,26 @@ CHECKS = textwrap.dedent(
         return result
 
     run("vocab", vocab)
+
+    def composites():
+        # 4.45's composite audio configs need their parts passed in; the melody one keeps its
+        # codebook start token in the decoder config
+        result = {}
+        for module, name in (
+            ("transformers.models.musicgen.modeling_musicgen", "MusicgenForConditionalGeneration"),
+            ("transformers.models.musicgen_melody.modeling_musicgen_melody", "MusicgenMelodyForConditionalGeneration"),
+        ):
+            model, _ = tiny.tiny_model(load(module, name), seed=0)
+            inputs = tiny.generation_inputs(model, seed=0)
+            hop = 1
+            for ratio in model.config.audio_encoder.upsampling_ratios:
+                hop *= ratio
+            result[name] = {"params": sum(p.numel() for p in model.parameters()), "hop": hop,
+                            "shape": list(model.generate(**inputs, max_new_tokens=4, min_new_tokens=4,
+                                                         do_sample=False).shape)}
+        return result
+
+    run("composites", composites)
 
     def errors():
         result = {}
@@ -234,7 +256,7 @@ def test_tiny_imports_only_stdlib_torch_and_transformers():
 
 @pytest.mark.network
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["llama", "gpt2", "mamba"])
+@pytest.mark.parametrize("name", ["llama", "gpt2", "mamba", "jamba"])
 def test_decoder_only_generates(results, name):
     entry = _ok(results, name)
     assert entry["params"] < 5_000_000
@@ -301,6 +323,16 @@ def test_multimodal_text_path_and_image(results):
     assert "pixel_values" in entry["multimodal_keys"]
     assert entry["image_tokens"] > 0
     assert len(entry["multimodal"][0]) == 7 + entry["image_tokens"] + 6
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_composite_audio_models_build_and_generate(results):
+    entry = _ok(results, "composites")
+    for name in ("MusicgenForConditionalGeneration", "MusicgenMelodyForConditionalGeneration"):
+        assert entry[name]["params"] < 5_000_000
+        # the codes come back decoded: a waveform of one hop of samples per new code
+        assert entry[name]["shape"] == [1, 1, 4 * entry[name]["hop"]]
 
 
 @pytest.mark.network

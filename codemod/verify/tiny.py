@@ -350,6 +350,12 @@ def _fix_musicgen_decoder(d: dict, size: dict) -> None:
         d["vocab_size"] = d["pad_token_id"]
 
 
+def _fix_encodec(d: dict, size: dict) -> None:
+    # the convolutions double num_filters at each of the four upsampling ratios (32 -> 512
+    # channels, 7M weights a side): start from 4
+    d["num_filters"] = 4
+
+
 def _fix_musicgen(d: dict, size: dict) -> None:
     # the decoder's codes are decoded by the audio encoder's codebook: they must be as large
     # (the defaults disagree, 2048 vs 1024); see _fix_musicgen_decoder for the decoder's size
@@ -385,6 +391,7 @@ FIXUPS: dict[str, Callable[[dict, dict], None]] = {
     "musicgen_decoder": _fix_musicgen_decoder,
     "musicgen_melody_decoder": _fix_musicgen_decoder,
     "mimi": _fix_mimi,
+    "encodec": _fix_encodec,
     "csm": _fix_csm,
     "csm_depth_decoder_model": _fix_csm_depth,
     "hunyuan_vl_text": _mrope_fixup([16, 16, 16, 16], 128),  # xdrope: four axes
@@ -422,9 +429,22 @@ def _rag_parts() -> dict:
     return {"question_encoder": DPRConfig().to_dict(), "generator": BartConfig().to_dict()}
 
 
+def _musicgen_parts(decoder_class: str) -> Callable[[], dict]:
+    # before 4.46, MusicgenConfig() refuses to exist without a T5 text encoder, an EnCodec audio
+    # encoder and its decoder (the released checkpoints' choice)
+    def parts() -> dict:
+        from transformers import EncodecConfig, T5Config
+
+        return {"text_encoder": T5Config().to_dict(), "audio_encoder": EncodecConfig().to_dict(),
+                "decoder": getattr(transformers, decoder_class)().to_dict()}
+    return parts
+
+
 #: config classes whose defaults need sub-configs passed in (model_type -> the kwargs)
 COMPOSITE_DEFAULTS: dict[str, Callable[[], dict]] = {
     "rag": _rag_parts,
+    "musicgen": _musicgen_parts("MusicgenDecoderConfig"),
+    "musicgen_melody": _musicgen_parts("MusicgenMelodyDecoderConfig"),
 }
 
 
@@ -735,6 +755,19 @@ def _one_line(error: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+#: config flags that select CUDA-only kernels (Jamba's fast Mamba path raises on CPU); off, both
+#: sides take the reference implementation on any device
+KERNEL_FLAGS = {"use_mamba_kernels": False}
+
+
+def portable(config: Any) -> Any:
+    """``config`` with CUDA-only kernel flags turned off (see :data:`KERNEL_FLAGS`)."""
+    for key, value in KERNEL_FLAGS.items():
+        if hasattr(config, key):
+            setattr(config, key, value)
+    return config
+
+
 def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
     default = _default_config(config_class)
     before = default.to_dict()
@@ -759,7 +792,7 @@ def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
                 notes.append(f"{key}: forced to {value} after __init__ made it {current}")
             except Exception:  # noqa: BLE001 - a read-only property: the model gets what __init__ made
                 pass
-    return config
+    return portable(config)
 
 
 def tiny_config(model_class: type, *, seed: int = 0, size: dict | None = None) -> Any:
@@ -881,7 +914,9 @@ def _setup_generation_config(model: Any) -> None:
     # loaded as it is (a derived one drops extra attributes, such as seamless' language maps, on load)
     gen._from_model_config = False
     # encoder-decoders start from it; so do codebook decoders (musicgen's delay pattern pads with it)
-    starts = getattr(config, "is_encoder_decoder", False) or _is_int(getattr(config, "num_codebooks", None))
+    # (a composite such as musicgen-melody, not an encoder-decoder, holds them in its decoder config)
+    codebooks = (getattr(source, "num_codebooks", None) for source in (config, getattr(config, "decoder", None)))
+    starts = getattr(config, "is_encoder_decoder", False) or any(_is_int(n) for n in codebooks)
     if starts and gen.decoder_start_token_id is None:
         start = pick("decoder_start_token_id")
         if start is None:

@@ -43,6 +43,7 @@ def _from_tester(model_class, seed: int):
     if found is None:
         return None
     config, where = found
+    tiny.portable(config)
     try:
         tiny.seed_everything(seed)
         model = model_class(config)
