@@ -172,7 +172,9 @@ def _print_summary(result, changes, checkout) -> None:
     s = changes.summary(result)
     stderr.print(
         f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
-        f"{s['files']} files, {s['lines_removed']} lines removed",
+        # a hoisted mixin can add more lines than a few reductions remove
+        f"{s['files']} files, " + (f"{s['lines_removed']} lines removed" if s["lines_removed"] >= 0
+                                   else f"{-s['lines_removed']} more lines than before"),
         highlight=False,
     )
     for shard, why in changes.dropped:
