@@ -145,6 +145,17 @@ CHECKS = textwrap.dedent(
 
     run("composites", composites)
 
+    def patches():
+        # pix2struct's main input: patches led by their row and column
+        model, _ = tiny.tiny_model(load("transformers.models.pix2struct.modeling_pix2struct",
+                                        "Pix2StructForConditionalGeneration"), seed=0)
+        inputs = tiny.generation_inputs(model, batch_size=2, seed=0, left_pad=2)
+        patches = inputs["flattened_patches"]
+        return {"keys": sorted(inputs), "places": patches[1, :5, :2].tolist(), "padding": patches[0, :2].abs().sum().item(),
+                "mask": inputs["attention_mask"].tolist(), "generated": generate(model, **inputs)}
+
+    run("patches", patches)
+
     def errors():
         result = {}
         for key, module, name in (
@@ -333,6 +344,16 @@ def test_composite_audio_models_build_and_generate(results):
         assert entry[name]["params"] < 5_000_000
         # the codes come back decoded: a waveform of one hop of samples per new code
         assert entry[name]["shape"] == [1, 1, 4 * entry[name]["hop"]]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_flattened_patches_carry_rows_and_columns(results):
+    entry = _ok(results, "patches")
+    assert entry["keys"] == ["attention_mask", "flattened_patches"]
+    assert entry["places"] == [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1]]
+    assert entry["padding"] == 0 and entry["mask"][0][:3] == [0, 0, 1]
+    assert [len(row) for row in entry["generated"]] == [1 + 6, 1 + 6]
 
 
 @pytest.mark.network

@@ -973,6 +973,15 @@ def _float_input(model: Any, name: str, batch_size: int, seq_len: int, generator
             shape = (batch_size, channels, *image)
         else:
             raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+    elif name == "flattened_patches":
+        # pix2struct: (batch, patches, 2 + patch pixels), each patch led by its 1-based row and
+        # column, as its processor lays them out (an all-zero patch is padding)
+        vision = getattr(config, "vision_config", None) or config
+        pixels = torch.randn((batch_size, seq_len, vision.patch_embed_hidden_size), generator=generator)
+        position = torch.arange(seq_len)
+        rows, columns = (position // 4 + 1).float(), (position % 4 + 1).float()
+        places = torch.stack([rows, columns], dim=-1).expand(batch_size, seq_len, 2)
+        return torch.cat([places, pixels], dim=-1)
     else:
         raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
     return torch.randn(shape, generator=generator)
