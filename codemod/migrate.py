@@ -16,8 +16,8 @@ from pathlib import Path
 from codemod.apply import Changes, compute_changes, initial_plan, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
-from codemod.migration import ClassOutcome, Migration, ModelOutcome
-from codemod.plan import MIXIN_CLASS, Plan, Repair
+from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
+from codemod.plan import Plan, Repair
 from codemod.scan import ScanResult, scan
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
@@ -163,12 +163,22 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
     actions = dict(changes.plan.actions)
     files_of: dict[str, set[str]] = {}
     classes_of: dict[str, list[ClassOutcome]] = {}
-    for edit in changes.plan.edits():
-        if edit.class_name == MIXIN_CLASS and edit.override_id is None:
-            files_of.setdefault("generation", set()).add(edit.file)
-            continue
-        o = by_id[edit.override_id]  # type: ignore[index]
-        files_of.setdefault(o.model or o.class_name, set()).add(edit.file)
+    if changes.plan.hoist is not None:
+        files_of.setdefault(MIXIN_MODEL, set()).add(changes.plan.hoist.file)
+
+    def model_of(override_id: str) -> str:
+        o = by_id[override_id]
+        return o.model or o.class_name
+
+    for shard in changes.plan.shards:
+        # A shard's edits only make sense together: a copy whose source is deleted loses its
+        # "# Copied from" marker although the copy itself is kept. Such an edit on a kept member
+        # travels with the models whose change causes it, so no PR publishes one half of a shard.
+        changed = sorted({model_of(m) for m in shard.members if actions.get(m, Action.KEEP) is not Action.KEEP})
+        for edit in shard.edits:
+            own = model_of(edit.override_id)  # type: ignore[arg-type]
+            for model in ([own] if own in changed or not changed else changed):
+                files_of.setdefault(model, set()).add(edit.file)
     for override_id, action in actions.items():
         if action is Action.KEEP:
             continue
@@ -189,8 +199,8 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
                 detail=chosen.detail if chosen else dict(report.not_run).get(override_id, ""),
             )
         )
-    if "generation" in files_of:
-        classes_of.setdefault("generation", [])
+    if MIXIN_MODEL in files_of:
+        classes_of.setdefault(MIXIN_MODEL, [])
     models = tuple(
         ModelOutcome(model, tuple(sorted(files_of.get(model, ()))), tuple(sorted(classes, key=lambda c: (c.file, c.class_name))))
         for model, classes in sorted(classes_of.items())

@@ -12,6 +12,11 @@ import hashlib
 import json
 
 
+#: the pseudo-model that carries the generic implementation hoisted into a stub ``GenerationMixin``
+#: (transformers <= 4.45): every deletion relies on it, so it travels with them
+MIXIN_MODEL = "generation"
+
+
 @dataclasses.dataclass(frozen=True)
 class ClassOutcome:
     file: str  # the override's file, relative to the checkout root

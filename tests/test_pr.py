@@ -18,7 +18,7 @@ import pytest
 
 from codemod import pr
 from codemod.github import GitHubClient, GitHubError, redact, retry_hint, validation_errors
-from codemod.migration import ClassOutcome, Migration, ModelOutcome
+from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.pr import (
     BRANCH_PREFIX,
     Action,
@@ -341,6 +341,24 @@ def test_only_identical_models_are_published_and_shared_files_follow() -> None:
     assert set(reasons) == {"gemma", "gemma2", "gpt2"}
     assert "differs" in reasons["gemma"] and "unverified" in reasons["gpt2"]
     assert "shares" in reasons["gemma2"] and "gemma" in reasons["gemma2"]
+
+
+def test_the_hoisted_mixin_goes_first_into_every_branch_and_never_alone() -> None:
+    mixin = ModelOutcome(MIXIN_MODEL, ("src/transformers/generation/utils.py",), ())
+    llama = outcome("llama", [f"{MODELS}/llama/modeling_llama.py"])
+    gpt2 = outcome("gpt2", [f"{MODELS}/gpt2/modeling_gpt2.py"])
+    plan = plan_prs(Migration((mixin, gpt2, llama)), "model", "main")
+    assert [b.group for b in plan.branches] == ["gpt2", "llama"]
+    for branch, model in zip(plan.branches, ("gpt2", "llama")):
+        assert [c.model for c in branch.commits] == [MIXIN_MODEL, model]
+        assert branch.title.startswith(f"{model}: ")
+        assert "only raises in this release" in branch.body and f"--only {model}\n" in branch.body
+        assert "GenerationMixin" in branch.commits[0].subject
+    assert not plan_prs(Migration((mixin,)), "model", "main").branches
+    # a copy that loses its marker is listed under the model whose removal causes it
+    with_copy = dataclasses.replace(llama, files=(*llama.files, f"{MODELS}/olmo/modeling_olmo.py"))
+    body = plan_prs(Migration((with_copy,)), "model", "main").branches[0].body
+    assert "Also touched" in body and "olmo/modeling_olmo.py" in body
 
 
 def _branch(hash_: str = "aaaa") -> pr.BranchPlan:
