@@ -25,9 +25,8 @@ from codemod import copies, modular
 from codemod.analysis import BodyAnalysis
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind
-from codemod.sources import NEEDLE, FileKind, file_kind, model_name, python_files
+from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
 
-METHOD = "prepare_inputs_for_generation"
 _OVERWRITTEN = "# Overwritten --"
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from codemod.analysis import BodyAnalysis, Unrecognised
 from codemod.checkout import Checkout
+from codemod.sources import METHOD
 
 MIXIN_CLASS = "GenerationMixin"
-METHOD = "prepare_inputs_for_generation"
 
 
 class Era(str, Enum):

@@ -25,11 +25,9 @@ from enum import Enum
 
 from codemod.classify import Action, Category, Extra, Finding
 from codemod.index import Index, Override
-from codemod.mixin import Era
-from codemod.sources import FileKind
+from codemod.mixin import MIXIN_CLASS, Era
+from codemod.sources import METHOD, FileKind
 
-METHOD = "prepare_inputs_for_generation"
-MIXIN_CLASS = "GenerationMixin"
 
 
 class EditKind(str, Enum):

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutKind
 
+#: the method this tool is about
+METHOD = "prepare_inputs_for_generation"
 #: the text every candidate file contains; files without it are never parsed
-NEEDLE = "prepare_inputs_for_generation"
+NEEDLE = METHOD
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"})
 _TF_IMPORT = re.compile(r"^\s*(import tensorflow|from tensorflow|import flax|from flax|import jax|from jax)\b", re.MULTILINE)
