@@ -67,7 +67,8 @@ class Extra:
     in front of ``super()``), ``swap-delegate`` (the override takes its inputs from a sub-model, ``source``: a reduction asks
     ``super()`` instead and keeps everything else), ``default`` (a default the override gives when the caller passes nothing; ``source`` is its
     code), ``later-step-none`` (set to None after the first step), ``set-none`` (a key the model's forward
-    requires, given as None; only from verification's repairs),
+    requires, given as None; only from verification's repairs), ``passthrough`` (the parameter ``source``
+    as the caller gave it, where the mixin would rebuild it; only from verification's repairs),
     ``sliced`` (cut to the new tokens like the ids), ``adjusted`` (given to the mixin changed).
     """
 

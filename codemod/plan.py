@@ -46,18 +46,22 @@ class EditKind(str, Enum):
 class Repair:
     """How a reduced override (``super()`` plus these fixes) would prepare what the old code prepared:
     the keys to remove, the keys to pass as None when nothing else gave them a value (the old code
-    passed None, the mixin leaves them out, and a forward may require them), and the keys the old
-    code passed that the reduction must keep passing (its parameters, handed to ``super()``)."""
+    passed None, the mixin leaves them out, and a forward may require them), the keys the old
+    code passed that the reduction must keep passing (its parameters, handed to ``super()``), and
+    the keys the old code passed on exactly as the caller gave them where the mixin rebuilds them
+    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
+    passthrough: tuple[str, ...] = ()
 
     def __or__(self, other: Repair) -> Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(sorted(set(a) | set(b)))
 
-        return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep))
+        return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
+                      union(self.passthrough, other.passthrough))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +154,9 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
             continue
         if extra.how == "set-none":
             lines.append(f"model_inputs[{key}] = None")
+            continue
+        if extra.how == "passthrough":
+            lines.append(f"model_inputs[{key}] = {extra.source}")
             continue
         if extra.how == "keep-statements":
             continue  # the statements themselves stay, in front of super() (see Edit.keep)
@@ -272,6 +279,7 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
         "none": "{key} = None",
         "drop": "drops {key}",
         "set-none": "{key} = None",
+        "passthrough": "{key} as the caller gives it",
         "default": "{key} = {source} by default",
         "swap-delegate": "super() instead of {source}",
         "keep-statements": "its own input handling first",
@@ -343,7 +351,8 @@ class _Planner:
         for oid, f in self.findings.items():
             repair = self.repairs.get(oid)
             params = {p.name for p in f.override.analysis.params}
-            if repair is not None and f.action in (Action.DELETE, Action.REDUCE) and set(repair.keep) <= params:
+            if (repair is not None and f.action in (Action.DELETE, Action.REDUCE)
+                    and set(repair.keep) | set(repair.passthrough) <= params):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
                 extras = (
@@ -351,6 +360,7 @@ class _Planner:
                     *(Extra(key, "drop") for key in repair.remove),
                     # a None the old code passed and the new code leaves out; a value the caller gives still goes through
                     *(Extra(key, "default", "None") for key in repair.set_none),
+                    *(Extra(key, "passthrough", key) for key in repair.passthrough),
                 )
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:

@@ -121,6 +121,23 @@ def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
     assert repair_for(old, [{"input_ids": tensor([9])}, {"input_ids": tensor([6])}], crashed=False) is None
 
 
+def test_a_value_the_old_code_passed_on_as_given_is_passed_through() -> None:
+    mask_2d = tensor([1, 1, 1])
+    mask_4d = tensor([0.0, -3.4e38, -3.4e38], dtype="torch.float32", shape=[1, 1, 3, 8])
+    old = [{"input_ids": tensor([5, 6, 7]), "attention_mask": mask_2d}]
+    new = [{"input_ids": tensor([5, 6, 7]), "attention_mask": mask_4d}]
+    received = [{"attention_mask": mask_2d}]
+    # the old override handed the caller's 2D mask on; the mixin built a static cache's 4D one
+    assert repair_for(old, new, crashed=False, received=received) == Repair(passthrough=("attention_mask",))
+    # without knowing what the caller gave, another value explains nothing
+    assert repair_for(old, new, crashed=False) is None
+    # nor when the old code built its own value from it
+    built = [{"attention_mask": tensor([1, 1, 0])}]
+    assert repair_for(old, new, crashed=False, received=built) is None
+    # and the keys it passes on where the new code agrees stay out of the repair
+    assert repair_for(old, old, crashed=False, received=received) is None
+
+
 def test_class_repair_needs_every_differing_scenario_repairable() -> None:
     base = [{"input_ids": tensor([5])}]
     added = [{"input_ids": tensor([5]), "cache_position": tensor([0])}]

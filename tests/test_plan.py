@@ -754,6 +754,25 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
     assert EditKind.DELETE in edits_by_override(plan)[BADGER]
 
 
+def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result: ScanResult) -> None:
+    """The old code passed the caller's mask on where the mixin builds a static cache's 4D mask."""
+    plan = make_plan(
+        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(passthrough=("attention_mask",))},
+    )
+    assert plan.action_of(OTTER) is Action.REDUCE
+    body = edit_of(plan, OTTER, EditKind.REDUCE).text
+    assert "attention_mask=attention_mask" in body.split("\n)")[0]
+    assert body.endswith('model_inputs["attention_mask"] = attention_mask\nreturn model_inputs\n')
+    assert edit_of(plan, OTTER, EditKind.MARK).text == "attention_mask as the caller gives it"
+    # a key that is no parameter of the override cannot be restored: the deletion stands, verification decides
+    other = make_plan(
+        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(passthrough=("pixel_values",))},
+    )
+    assert other.action_of(OTTER) is Action.DELETE
+
+
 def test_a_deleted_copy_gets_no_mark(fixture_result: ScanResult) -> None:
     plan = make_plan(
         fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,

@@ -151,36 +151,46 @@ def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     return None
 
 
-def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool) -> Repair | None:
+def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool,
+               received: Sequence[dict] = ()) -> Repair | None:
     """The reduction that would make the new calls what the old ones were, when whole keys differ
     first: keys the new code adds (removed), keys the old code passed that the new one leaves out
-    (kept: a reduction passes the override's parameters on), and, where the new side crashed, keys
-    the old code passed as None on every step (a forward may require them). Calls are compared in
-    order up to the first difference in values; a hypothesis that re-verification tests."""
+    (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
+    as the caller gave them (``received``, per old call) where the new code builds other values
+    (passed through), and, where the new side crashed, keys the old code passed as None on every
+    step (a forward may require them). Calls are compared in order up to the first difference that
+    none of these explain; a hypothesis that re-verification tests."""
     remove: set[str] = set()
     keep: set[str] = set()
     nones: set[str] = set()
-    for a, b in zip(old_calls, new_calls):
+    passthrough: set[str] = set()
+    for step, (a, b) in enumerate(zip(old_calls, new_calls)):
+        given = received[step] if step < len(received) else {}
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
             extra |= {k for k in b if k not in a}
         missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
-        trimmed_a = {k: v for k, v in a.items() if k not in missing}
-        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra}):
+        passed = {
+            k for k, v in a.items()
+            if v is not None and k in given and k in b and same_summary(v, given[k]) and not same_summary(v, b[k])
+        }
+        trimmed_a = {k: v for k, v in a.items() if k not in missing | passed}
+        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra | passed}):
             # Values differ from here on. If whole keys differed before, this may be their
             # consequence (other tokens generated): the repair is what differed up to here, and
             # verification runs again to confirm it. Otherwise keys cannot explain it.
             break
         remove |= extra
         keep |= missing
+        passthrough |= passed
         if crashed:
             nones |= {k for k, v in a.items() if v is None and k not in b}
     # only keys the old code passed as None on every step (setting a cache to None would be a change)
     nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
-    if not (remove or keep or nones):
+    if not (remove or keep or nones or passthrough):
         return None
-    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)))
+    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)))
 
 
 def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: Sequence[dict]) -> Difference | None:
@@ -222,7 +232,7 @@ def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
     """The repair over the main model's calls and the assistant's (the same class): where the
     assistant's inputs differ by whole keys, the main model's later differences may follow from the
     other candidates it proposed, and re-verification tests that."""
-    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed)
+    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed, received=old.get("received", []))
     helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed)
     if main is not None and helper is not None:
         return main | helper

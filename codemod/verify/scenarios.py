@@ -66,8 +66,10 @@ def summarize(value, depth: int = 0):
     return {"object": type(value).__name__}
 
 
-def record_calls(model) -> list[dict]:
-    """Record every dict ``model.prepare_inputs_for_generation`` returns from now on.
+def record_calls(model, received: list[dict] | None = None) -> list[dict]:
+    """Record every dict ``model.prepare_inputs_for_generation`` returns from now on, and into
+    ``received`` what the caller passed for the keys it returns (so that a comparison can tell a
+    value passed on unchanged from one the method built).
 
     ``functools.wraps`` keeps the signature visible to ``inspect.signature``: generate() validates
     model kwargs against it, and a ``(*args, **kwargs)`` wrapper would silently accept anything.
@@ -77,8 +79,11 @@ def record_calls(model) -> list[dict]:
 
     @functools.wraps(original)
     def recorder(*args, **kwargs):
+        given = {k: summarize(kwargs[k]) for k in kwargs if kwargs[k] is not None}
         prepared = original(*args, **kwargs)
         calls.append({str(k): summarize(v) for k, v in prepared.items()})
+        if received is not None:
+            received.append({k: v for k, v in given.items() if k in prepared})
         return prepared
 
     model.prepare_inputs_for_generation = recorder
@@ -241,20 +246,21 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         return _failure(name, error)
     kwargs = _to(dict(kwargs), device)
     assistant_calls: list[dict] = []
+    received: list[dict] = []
     if kwargs.get("assistant_model") == ASSISTANT:
         kwargs["assistant_model"] = assistant
         assistant.generation_config.num_assistant_tokens = 3  # several candidate tokens per step
         assistant.generation_config.num_assistant_tokens_schedule = "constant"
         # the assistant is the same class: its prepared inputs change with the migration too
         assistant_calls = record_calls(assistant)
-    calls = record_calls(model)
+    calls = record_calls(model, received)
     try:
         torch.manual_seed(seed)
         with torch.no_grad():
             out = model.generate(**kwargs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS,
                                  **_output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
-        return {**_failure(name, error, calls), "assistant_calls": assistant_calls}
+        return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received}
     finally:
         del model.prepare_inputs_for_generation  # back to the class's method
         if "prepare_inputs_for_generation" in vars(assistant):
@@ -267,6 +273,7 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         "scores": scores,
         "calls": calls,
         "assistant_calls": assistant_calls,
+        "received": received,
     }
 
 
