@@ -6,6 +6,7 @@ from a table, so what is tested is the runner's own bookkeeping.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "
 class FakeWorker:
     """Answers "ok" with one identical scenario; a class named Broken* makes the request raise."""
 
-    def __init__(self, python, source_root, device, log) -> None:
+    def __init__(self, python, source_root, device, log, memory_mb=0) -> None:
         self.log = log
 
     def start(self) -> None:
@@ -74,3 +75,39 @@ def test_logs_a_verdict_points_at_are_kept(fake_workers, tmp_path: Path) -> None
     assert verdict.verdict == "unverified" and "Segmentation fault" in verdict.detail
     log = Path(verdict.detail.rsplit("see ", 1)[1])
     assert log.read_text() == "started\n"
+
+
+# --------------------------------------------------------------------------------------------- the real Worker
+
+STAND_IN = """#!{python}
+# speaks the worker protocol (see codemod/verify/worker.py) and says it holds {resident} MiB
+import json, os, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    with open(request["result"], "w") as out:
+        json.dump({{"status": "ok", "pid": os.getpid(), "cap": os.environ["CODEMOD_WORKER_MEMORY_MB"]}}, out)
+    print(json.dumps({{"id": request["id"], "status": "ok", "resident_mb": {resident}}}), flush=True)
+"""
+
+
+@pytest.mark.parametrize(("resident", "recycled"), [(100, False), (800, True)])
+def test_a_worker_holding_more_than_half_its_ceiling_is_replaced(tmp_path: Path, resident: int, recycled: bool) -> None:
+    interpreter = tmp_path / "python"
+    interpreter.write_text(STAND_IN.format(python=sys.executable, resident=resident))
+    interpreter.chmod(0o755)
+    worker = runner.Worker(interpreter, tmp_path, "cpu", tmp_path / "w.log", memory_mb=1000)
+    worker.start()
+    try:
+        first = worker.request({"result": str(tmp_path / "1.json")}, timeout=30)
+        second = worker.request({"result": str(tmp_path / "2.json")}, timeout=30)
+    finally:
+        worker.stop()
+    assert first["cap"] == second["cap"] == "1000"
+    assert (first["pid"] != second["pid"]) is recycled
+    assert worker.recycled == (2 if recycled else 0)
+
+
+def test_the_memory_ceiling_shares_the_machine_between_the_workers() -> None:
+    one, four = runner.worker_memory_mb("cpu", 1), runner.worker_memory_mb("cpu", 4)
+    assert one >= four >= 1024
+    assert runner.worker_memory_mb("cuda", 2) == 0  # device memory is not the heap

@@ -70,13 +70,29 @@ def worktree(repo: Path, revision: str) -> Iterator[Path]:
 # --------------------------------------------------------------------------------------------- workers
 
 
-class Worker:
-    """One worker process for one side; requests are answered in order."""
+def worker_memory_mb(device: str, jobs: int) -> int:
+    """The heap ceiling of one worker: 80% of this machine's memory shared by the 2 x ``jobs``
+    workers on CPU (on a GPU the models live in device memory: no ceiling). 0 means none."""
+    if device != "cpu":
+        return 0
+    total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    return max(1024, int(0.8 * total_mb / (2 * max(1, jobs))))
 
-    def __init__(self, python: Path, source_root: Path, device: str, log: Path) -> None:
+
+class Worker:
+    """One worker process for one side; requests are answered in order.
+
+    Model code leaves memory behind (modules, caches, a fragmented heap) and one long-lived worker
+    per side sees every class: after a request that leaves it holding more than half its ceiling,
+    it is replaced by a fresh process, so a long run stays inside ``memory_mb``.
+    """
+
+    def __init__(self, python: Path, source_root: Path, device: str, log: Path, memory_mb: int = 0) -> None:
         self.python, self.source_root, self.device, self.log_path = python, source_root, device, log
+        self.memory_mb = memory_mb
         self.process: subprocess.Popen | None = None
         self.counter = 0
+        self.recycled = 0
 
     def start(self) -> None:
         env = {
@@ -87,6 +103,7 @@ class Worker:
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "PYTHONHASHSEED": "0",
+            "CODEMOD_WORKER_MEMORY_MB": str(self.memory_mb),
         }
         self.log = self.log_path.open("a", encoding="utf-8")
         self.process = subprocess.Popen(
@@ -152,7 +169,11 @@ class Worker:
             if answer.get("id") == self.counter:
                 break
         with open(payload["result"], encoding="utf-8") as handle:
-            return json.load(handle)
+            result = json.load(handle)
+        if self.memory_mb and int(answer.get("resident_mb", 0)) > self.memory_mb // 2:
+            self.stop()  # the next request starts a fresh one
+            self.recycled += 1
+        return result
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -188,8 +209,9 @@ def verify_targets(
 
     def pair(number: int) -> None:
         nonlocal done_count
-        old = Worker(python, old_root, device, scratch / f"old-{number}.log")
-        new = Worker(python, new_root, device, scratch / f"new-{number}.log")
+        memory_mb = worker_memory_mb(device, jobs)
+        old = Worker(python, old_root, device, scratch / f"old-{number}.log", memory_mb)
+        new = Worker(python, new_root, device, scratch / f"new-{number}.log", memory_mb)
         old.start()
         new.start()
         try:

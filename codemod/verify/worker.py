@@ -14,9 +14,11 @@ are the same byte for byte whatever the new code does.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -102,8 +104,26 @@ def handle(request: dict) -> dict:
     return result
 
 
+def _resident_mb() -> int:
+    """This process's resident memory now (not its peak), in MiB."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+
+
+def _cap_memory() -> None:
+    """A ceiling on this process's heap (``CODEMOD_WORKER_MEMORY_MB``, set by the runner): a model
+    that needs more fails with a MemoryError the report shows, instead of waking the kernel's OOM
+    killer, which may pick any process on the machine."""
+    limit = int(os.environ.get("CODEMOD_WORKER_MEMORY_MB", "0") or 0)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if limit > 0:
+        soft = limit * 2**20 if hard == resource.RLIM_INFINITY else min(limit * 2**20, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
 def main() -> None:
     torch.set_num_threads(int(os.environ.get("CODEMOD_TORCH_THREADS", "1")))
+    _cap_memory()
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -114,7 +134,10 @@ def main() -> None:
             result = {"class": request.get("class"), "status": "worker-error", "error": traceback.format_exc()[-2000:]}
         with open(request["result"], "w", encoding="utf-8") as handle_out:
             json.dump(result, handle_out)
-        PROTOCOL.write(json.dumps({"id": request["id"], "status": result.get("status")}) + "\n")
+        status = result.get("status")
+        del result
+        gc.collect()  # the class's models and tensors, before the next one is built
+        PROTOCOL.write(json.dumps({"id": request["id"], "status": status, "resident_mb": _resident_mb()}) + "\n")
         PROTOCOL.flush()
 
 
