@@ -170,15 +170,19 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
         o = by_id[override_id]
         return o.model or o.class_name
 
+    leads: dict[str, set[str]] = {}
     for shard in changes.plan.shards:
-        # A shard's edits only make sense together: a copy whose source is deleted loses its
-        # "# Copied from" marker although the copy itself is kept. Such an edit on a kept member
-        # travels with the models whose change causes it, so no PR publishes one half of a shard.
+        # A shard's edits only make sense together (a copy whose source is deleted loses its
+        # "# Copied from" marker; a generated file follows its modular source): every model the
+        # shard changes lists all of its files, so no pull request publishes half of a shard.
         changed = sorted({model_of(m) for m in shard.members if actions.get(m, Action.KEEP) is not Action.KEEP})
         for edit in shard.edits:
-            own = model_of(edit.override_id)  # type: ignore[arg-type]
-            for model in ([own] if own in changed or not changed else changed):
+            for model in changed or [model_of(edit.override_id)]:  # type: ignore[arg-type]
                 files_of.setdefault(model, set()).add(edit.file)
+        members = set(shard.members)
+        roots = sorted(m for m in members if not _derived_within(by_id[m], members))
+        for model in changed:
+            leads.setdefault(model, set()).add(model_of(roots[0]) if roots else model)
     for override_id, action in actions.items():
         if action is Action.KEEP:
             continue
@@ -202,11 +206,22 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
     if MIXIN_MODEL in files_of:
         classes_of.setdefault(MIXIN_MODEL, [])
     models = tuple(
-        ModelOutcome(model, tuple(sorted(files_of.get(model, ()))), tuple(sorted(classes, key=lambda c: (c.file, c.class_name))))
+        ModelOutcome(model, tuple(sorted(files_of.get(model, ()))), tuple(sorted(classes, key=lambda c: (c.file, c.class_name))),
+                     lead=min(leads.get(model, {model}) - {model}, default=""))
         for model, classes in sorted(classes_of.items())
         if files_of.get(model)
     )
     return Migration(models, tuple(sorted(reverted.items())))
+
+
+def _derived_within(override, members: set[str]) -> bool:
+    """Whether ``override`` is a copy of, or generated from, another member of its shard."""
+    if override.copied_from is not None and override.copied_from.source_id in members:
+        return True
+    origin = override.generated_from
+    return origin is not None and bool(
+        {f"{origin.modular_file}::{origin.modular_class}", f"{origin.source_file}::{origin.source_class}"} & members
+    )
 
 
 def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str):

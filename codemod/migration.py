@@ -32,9 +32,13 @@ class ClassOutcome:
 @dataclasses.dataclass(frozen=True)
 class ModelOutcome:
     model: str
-    #: files this model's change touches (relative to the checkout root), in a stable order
+    #: files this model's change touches (relative to the checkout root), in a stable order; a file
+    #: another model's change also needs (a copy group, a modular family) is listed under both
     files: tuple[str, ...]
     classes: tuple[ClassOutcome, ...]
+    #: the model whose change this one lands with: the source of its copy group or modular family
+    #: (empty: none but itself); names the pull request they share
+    lead: str = ""
 
     @property
     def lines_removed(self) -> int:

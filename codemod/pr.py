@@ -139,15 +139,16 @@ def group_models(models: Sequence[ModelOutcome], group_by: str) -> tuple[Group, 
     ordered = sorted(models, key=lambda m: m.model)
     if not ordered:
         return ()
-    if group_by == "model":
-        return tuple(Group(m.model, (m,)) for m in ordered)
     if group_by == "all":
         return (Group("all", tuple(ordered)),)
-    return _families(ordered)
+    return _components(ordered, by_directory=group_by == "family")
 
 
-def _families(models: Sequence[ModelOutcome]) -> tuple[Group, ...]:
-    """Connected components of "shares a family directory or a file" (union-find over models)."""
+def _components(models: Sequence[ModelOutcome], *, by_directory: bool) -> tuple[Group, ...]:
+    """Connected components of "shares a file" (a file holds one content: models whose changes
+    meet in a file land together, whatever the grouping), and with ``by_directory`` also "shares
+    a family directory" (union-find over models). A group of several is named after the model the
+    others' changes follow (their ``lead``), or, by family, after its directory."""
     parent = list(range(len(models)))
 
     def find(i: int) -> int:
@@ -158,7 +159,7 @@ def _families(models: Sequence[ModelOutcome]) -> tuple[Group, ...]:
 
     owner: dict[str, int] = {}
     for i, model in enumerate(models):
-        for token in [f"dir:{k}" for k in family_keys(model)] + [f"file:{f}" for f in model.files]:
+        for token in [f"dir:{k}" for k in family_keys(model) if by_directory] + [f"file:{f}" for f in model.files]:
             if token in owner:
                 parent[find(i)] = find(owner[token])
             else:
@@ -166,8 +167,17 @@ def _families(models: Sequence[ModelOutcome]) -> tuple[Group, ...]:
     components: dict[int, list[ModelOutcome]] = {}
     for i, model in enumerate(models):
         components.setdefault(find(i), []).append(model)
-    groups = [Group(min(family_key(m) for m in members), tuple(members)) for members in components.values()]
+    groups = [Group(_group_name(members, by_directory), tuple(members)) for members in components.values()]
     return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def _group_name(members: Sequence[ModelOutcome], by_directory: bool) -> str:
+    if by_directory:
+        return min(family_key(m) for m in members)
+    if len(members) == 1:
+        return members[0].model
+    names = [m.lead or m.model for m in members]
+    return min(names, key=lambda name: (-names.count(name), name))
 
 
 def branch_name(group: str) -> str:

@@ -279,7 +279,16 @@ def test_group_by_model_family_and_all() -> None:
         outcome("gpt2", [f"{MODELS}/gpt2/modeling_gpt2.py"]),
     ]
     by_model = group_models(models, "model")
-    assert [g.name for g in by_model] == ["gemma", "gemma2", "gpt2", "llama", "llama_fast"]
+    # gemma's change reaches gemma2's generated file: a file holds one content, so they land together
+    assert [(g.name, [m.model for m in g.models]) for g in by_model] == [
+        ("gemma", ["gemma", "gemma2"]), ("gpt2", ["gpt2"]), ("llama", ["llama"]), ("llama_fast", ["llama_fast"]),
+    ]
+    # a copy group lands as one, named after the model the copies follow
+    copies = [dataclasses.replace(outcome(m, [f"{MODELS}/{m}/modeling_{m}.py" for m in ("dbrx", "llama", "olmo")]),
+                                  lead="" if m == "llama" else "llama") for m in ("dbrx", "llama", "olmo")]
+    assert [(g.name, [m.model for m in g.models]) for g in group_models(copies, "model")] == [
+        ("llama", ["dbrx", "llama", "olmo"]),
+    ]
     by_family = group_models(models, "family")
     assert [(g.name, [m.model for m in g.models]) for g in by_family] == [
         ("gemma", ["gemma", "gemma2"]),
