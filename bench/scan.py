@@ -49,7 +49,7 @@ if str(ROOT) not in sys.path:
 
 from codemod import copies, index, modular  # noqa: E402
 from codemod.cache import ENV_VAR  # noqa: E402
-from codemod.checkout import Checkout, CheckoutKind, resolve  # noqa: E402
+from codemod.checkout import Checkout, resolve  # noqa: E402
 from codemod.classify import classify  # noqa: E402
 from codemod.index import ClassFacts, FileFacts, OverrideFacts, Reader  # noqa: E402
 from codemod.mixin import read_profile  # noqa: E402

@@ -19,7 +19,7 @@ from codemod import copies, modular
 from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.index import Override
-from codemod.plan import Edit, EditKind, Plan, Repair, make_plan
+from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
 from codemod.sources import FileKind
@@ -256,5 +256,3 @@ def write(checkout: Checkout, changes: Changes) -> list[str]:
     return written
 
 
-def edits_of_kind(changes: Changes, kind: EditKind) -> list[Edit]:
-    return [e for e in changes.plan.edits() if e.kind is kind]

@@ -66,19 +66,6 @@ class Checkout:
     def relative(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
 
-    def module_name(self, path: Path) -> str | None:
-        """Dotted module name (``transformers.models.llama.modeling_llama``) of a file in the package."""
-        if self.package_dir is None:
-            return None
-        try:
-            rel = path.resolve().relative_to(self.package_dir.resolve())
-        except ValueError:
-            return None
-        parts = ["transformers", *rel.with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        return ".".join(parts)
-
     def module_path(self, module: str) -> Path | None:
         """The file of a dotted ``transformers.…`` module in this checkout's package, if it exists."""
         if self.package_dir is None or not module.startswith("transformers."):

@@ -171,7 +171,6 @@ class _Judge:
             self.add("difference", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
                                    "would prepare them with this model's own config and forward")
         values = a.output_values()
-        params = {p.name for p in a.params}
         line_of = {o.key: o.line for o in a.outputs}
         for key, value in values.items():
             origin, _, name = value.partition(":")

@@ -45,7 +45,7 @@ PathArg = Annotated[
     Optional[Path],
     typer.Argument(
         help="A transformers checkout, an installed transformers package, a directory of model code or one file. "
-        f"Default: the pristine release given by --release (fetched from PyPI and cached).",
+        "Default: the pristine release given by --release (fetched from PyPI and cached).",
         show_default=False,
     ),
 ]

@@ -179,10 +179,8 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
         for edit in shard.edits:
             for model in changed or [model_of(edit.override_id)]:  # type: ignore[arg-type]
                 files_of.setdefault(model, set()).add(edit.file)
-        members = set(shard.members)
-        roots = sorted(m for m in members if not _derived_within(by_id[m], members))
         for model in changed:
-            leads.setdefault(model, set()).add(model_of(roots[0]) if roots else model)
+            leads.setdefault(model, set()).add(model_of(shard.source))
     for override_id, action in actions.items():
         if action is Action.KEEP:
             continue
@@ -212,16 +210,6 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
         if files_of.get(model)
     )
     return Migration(models, tuple(sorted(reverted.items())))
-
-
-def _derived_within(override, members: set[str]) -> bool:
-    """Whether ``override`` is a copy of, or generated from, another member of its shard."""
-    if override.copied_from is not None and override.copied_from.source_id in members:
-        return True
-    origin = override.generated_from
-    return origin is not None and bool(
-        {f"{origin.modular_file}::{origin.modular_class}", f"{origin.source_file}::{origin.source_class}"} & members
-    )
 
 
 def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str):

@@ -88,6 +88,8 @@ class Shard:
     kind: str  # "override", "copy-group" or "modular"
     members: tuple[str, ...]  # override ids
     edits: tuple[Edit, ...]
+    #: the member the others follow (the source of the copies, the modular parent); its own id alone
+    source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -529,6 +531,7 @@ class _Planner:
             edits.setdefault(edit.override_id or "", []).append(edit)
         # shards: connected by copy links and generated-from links
         group = _UnionFind()
+        derived: set[str] = set()  # members that follow another member
         for oid in edits:
             group.add(oid)
             o = self.by_id.get(oid)
@@ -536,11 +539,13 @@ class _Planner:
                 continue
             if o.copied_from and o.copied_from.source_id in edits:
                 group.union(oid, o.copied_from.source_id)
+                derived.add(oid)
             origin = o.generated_from
             if origin is not None:
                 for source in (f"{origin.modular_file}::{origin.modular_class}", f"{origin.source_file}::{origin.source_class}"):
                     if source in edits:
                         group.union(oid, source)
+                        derived.add(oid)
         shards = []
         for members in group.groups():
             shard_edits = tuple(e for m in members for e in edits[m])
@@ -548,7 +553,8 @@ class _Planner:
                 continue
             kinds = {"copy" if self.by_id[m].copied_from else "generated" if self.by_id[m].generated_from else "" for m in members}
             kind = "override" if len(members) == 1 else ("copy-group" if "copy" in kinds else "modular")
-            shards.append(Shard(members[0], kind, tuple(members), shard_edits))
+            source = next((m for m in members if m not in derived), members[0])
+            shards.append(Shard(members[0], kind, tuple(members), shard_edits, source))
         return sorted(shards, key=lambda s: s.id)
 
 

@@ -185,7 +185,6 @@ def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
 def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0) -> BodyAnalysis:
     """Analyse a function node; ``positions`` maps its nodes to code ranges."""
     params = parameters(function)
-    names = [p.name for p in params]
     explicit = [p.name for p in params if p.kind == "positional" and p.name != "self"]
     var_kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
     ids_param = explicit[0] if explicit and explicit[0].endswith("input_ids") else "input_ids"

@@ -33,6 +33,7 @@ from codemod.classify import Action, Category, Finding
 from codemod.cli import app
 from codemod.fetch import fetch_release, release_checkout
 from codemod.scan import ScanResult, scan
+from codemod.verify.runner import module_of
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -195,10 +196,6 @@ def modeling_findings(m: Migrated) -> list[Finding]:
     return [f for f in pristine_scan(m).findings if MODELING.match(f.override.file)]
 
 
-def module_name(rel: str) -> str:
-    return rel.removeprefix("src/").removesuffix(".py").replace("/", ".")
-
-
 _IMPORT_SCRIPT = """
 import dis, importlib, inspect, json, sys, builtins
 import transformers
@@ -309,7 +306,7 @@ def test_4_45_2_every_kept_override_is_marked(m4452: Migrated) -> None:
 
 
 def test_4_45_2_every_touched_module_imports(m4452: Migrated) -> None:
-    modules = [module_name(rel) for rel in m4452.changed]
+    modules = [module_of(rel) for rel in m4452.changed]
     migrated = import_modules(m4452, m4452.root, modules)
     pristine = import_modules(m4452, m4452.pristine, modules)
     new_failures = {k: v for k, v in migrated["failed"].items() if pristine["failed"].get(k) != v}

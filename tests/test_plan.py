@@ -9,7 +9,6 @@ origins, when the test is not about those arguments).
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import textwrap
 from pathlib import Path
 

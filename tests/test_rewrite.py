@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import textwrap
 import warnings
-from pathlib import Path
 
 import hypothesmith
 import pytest

@@ -450,10 +450,6 @@ COMPOSITE_DEFAULTS: dict[str, Callable[[], dict]] = {
 
 # ------------------------------------------------------------------------------------------ config
 
-def _config_base() -> type:
-    return getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
