@@ -396,6 +396,12 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewri
     except cst.ParserSyntaxError as error:
         return FileRewrite(path, source, source, "utf-8", (), error=f"cannot parse: {error}")
     encoding = module.encoding
+    if _keep_tail(source, module.bytes) != source:
+        # libcst does not give back every file byte for byte (a form feed in an indentation, for
+        # one; the end of the file is put back below): a rewrite through it would change lines it
+        # never meant to edit
+        return FileRewrite(path, source, source, encoding, (),
+                           error="libcst does not reproduce this file byte for byte; left untouched")
     by_class: dict[str, list[Edit]] = {}
     for edit in edits:
         by_class.setdefault(edit.class_name, []).append(edit)

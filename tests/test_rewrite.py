@@ -646,6 +646,23 @@ NOOPS = [
 ]
 
 
+def test_a_file_libcst_cannot_reproduce_is_left_untouched() -> None:
+    """A form feed in an indentation does not survive libcst's round trip (found by the property
+    test below): deleting the method above it would silently change the line below."""
+    before = src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                pass
+
+
+        \x0c    pass
+    ''')
+    result = rewrite(before, edit(EditKind.DELETE))
+    assert result.error is not None and "byte for byte" in result.error
+    assert result.new == result.old == before.encode()
+    assert not result.changed
+
+
 @pytest.mark.parametrize(("before", "edits"), NOOPS)
 def test_noop(before: str, edits: list[Edit]) -> None:
     result = rewrite(before, *edits)
