@@ -8,6 +8,8 @@ them in code order. ``rules.guards`` holds the ``if`` tests the engine understan
 from __future__ import annotations
 
 from rules import (
+    cache_key_always,
+    cache_position_from_cache,
     default_attention_mask,
     remote_code_cache_position,
     modular_removal,
@@ -40,7 +42,9 @@ ALL: tuple[Rule, ...] = tuple(
         (
             module.RULE
             for module in (
-                            default_attention_mask,
+                cache_key_always,
+                cache_position_from_cache,
+                default_attention_mask,
                 remote_code_cache_position,
                 modular_removal,
                 move_to_device,

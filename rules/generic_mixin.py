@@ -40,7 +40,16 @@ METHOD_SOURCE = '''\
         different needs override it.
         """
         # 1. Models with Cache classes take `cache_position`; for the others, derive it from the legacy cache when
-        #    the caller gives none (generate always does).
+        #    the caller gives none (generate always does). Where no `cache_position` can be trusted, the cache says
+        #    what is new, as the legacy overrides counted it (the last token when the ids are no longer than the
+        #    cache): a composite asking its decoder without one, or generate() told not to cache (its positions then
+        #    span every token) for a model whose forward caches anyway, reading `config.use_cache`.
+        if past_key_values is not None and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+            past_length = (
+                past_key_values.get_seq_length() if isinstance(past_key_values, Cache) else past_key_values[0][0].shape[2]
+            )
+            past_length = min(past_length, input_ids.shape[1] - 1)
+            cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
         model_inputs = {}
         if self._supports_cache_class:
             model_inputs["cache_position"] = cache_position
@@ -51,6 +60,10 @@ METHOD_SOURCE = '''\
         # 2. With a cache, keep only the tokens it has not seen.
         #    Exception 1: with `inputs_embeds`, `input_ids` may be missing entries.
         #    Exception 2: some generation methods slice `input_ids` themselves (the "else" is a no-op).
+        #    A forward that takes a cache gets the key even without one: 4.45's composite models read
+        #    `decoder_inputs["past_key_values"]` from their decoder's prepared inputs.
+        if "past_key_values" in inspect.signature(self.forward).parameters:
+            model_inputs["past_key_values"] = past_key_values
         if past_key_values is not None:
             model_inputs["past_key_values"] = past_key_values
             if inputs_embeds is not None:  # Exception 1

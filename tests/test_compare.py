@@ -21,8 +21,10 @@ def ok(name="greedy", sequences=((5, 6, 7),), scores=(((0.1, 0.2),),), calls=Non
     }
 
 
-def side(*scenarios, status="ok"):
-    return {"status": status, "scenarios": list(scenarios), "seconds": 1.0}
+def side(*scenarios, status="ok", caches=False):
+    """One side's result document; ``caches``: whether the class can cache at all (then an
+    identical verdict needs a compared run that used a cache and one that did not)."""
+    return {"status": status, "scenarios": list(scenarios), "seconds": 1.0, "caches": caches}
 
 
 @pytest.mark.parametrize(
@@ -192,3 +194,87 @@ def test_set_none_is_only_for_keys_no_scenario_passed_a_value_for() -> None:
                       side({**crash, "name": "greedy-no-cache"}, {**crash, "name": "greedy"}))
     assert verdict.verdict == "crashed"
     assert verdict.repair() == Repair(set_none=("head_mask",))
+
+
+def cached(**fields):
+    return {**ok(**fields), "cache_used": True}
+
+
+def uncached(**fields):
+    return {**ok(**fields), "cache_used": False}
+
+
+def test_a_class_that_caches_needs_a_cached_and_an_uncached_run_to_be_identical() -> None:
+    """A decoder head built with is_decoder=False never caches: all its scenarios agree whatever the
+    override does with a cache. Agreement without the cached path (or without the uncached one) is
+    no proof, and the verdict says which path is untested."""
+    both = compare("a::A", side(cached(), uncached(name="greedy-no-cache"), caches=True),
+                   side(ok(), ok(name="greedy-no-cache"), caches=True))
+    assert both.verdict == "identical", both.detail
+    never = compare("a::A", side(uncached(), uncached(name="greedy-no-cache"), caches=True),
+                    side(ok(), ok(name="greedy-no-cache"), caches=True))
+    assert never.verdict == "unverified" and "read from a cache" in never.detail
+    always = compare("a::A", side(cached(), caches=True), side(ok(), caches=True))
+    assert always.verdict == "unverified" and "without a cache" in always.detail
+    # a class whose forward takes no cache at all needs neither
+    assert compare("a::A", side(uncached()), side(ok())).verdict == "identical"
+
+
+def test_only_runs_compared_as_the_same_count_as_evidence_of_a_path() -> None:
+    broken = {"name": "greedy", "status": "error", "error": "ValueError: x", "calls": [], "cache_used": True}
+    verdict = compare("a::A", side(broken, uncached(name="greedy-no-cache"), caches=True),
+                      side(broken, ok(name="greedy-no-cache"), caches=True))
+    assert verdict.verdict == "unverified"
+
+
+def test_an_extension_must_generate_what_greedy_decoding_generates() -> None:
+    """The old override ignored inputs_embeds (generate() refused them); the mixin honours them. Kept
+    only if generating from the embeddings gives the ids' tokens; else it differs, and keeping the
+    old signature (the empty repair) restores the refusal."""
+    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    greedy = ok(sequences=((1, 2, 3, 4, 5),))
+    consistent = ok(name="inputs-embeds", sequences=((4, 5),))  # only the new tokens come back
+    verdict = compare("a::A", side(greedy, rejected), side(greedy, consistent))
+    assert verdict.verdict == "identical" and verdict.extended == ("inputs-embeds",)
+    inconsistent = ok(name="inputs-embeds", sequences=((4, 9),))
+    verdict = compare("a::A", side(greedy, rejected), side(greedy, inconsistent))
+    assert verdict.verdict == "differs" and "greedy" in verdict.detail
+    assert verdict.repair() == Repair()
+
+
+def test_an_extension_midway_that_generates_other_tokens_cannot_be_repaired() -> None:
+    midway = {"name": "assisted", "status": "error", "error": "IndexError: x", "calls": [{"input_ids": tensor([5])}]}
+    greedy = ok(sequences=((1, 2, 3, 4),))
+    verdict = compare("a::A", side(greedy, midway), side(greedy, ok(name="assisted", sequences=((1, 2, 3, 7),))))
+    assert verdict.verdict == "differs"
+    assert verdict.repair() is None
+
+
+def test_variants_are_named_and_reported() -> None:
+    variant = {**ok(name="is_decoder=False/greedy"), "variant": "is_decoder=False"}
+    old = {**side(ok(), variant), "variants": [{"name": "as-used", "settings": {"is_decoder": True}, "why": "w"},
+                                               {"name": "is_decoder=False", "settings": {"is_decoder": False}, "why": "v"}]}
+    verdict = compare("a::A", old, side(ok(), ok(name="is_decoder=False/greedy")))
+    assert [v["name"] for v in verdict.variants] == ["as-used", "is_decoder=False"]
+    assert verdict.scenarios[1].variant == "is_decoder=False"
+    # an extension in a variant is held against that variant's greedy run
+    rejected = {"name": "eager/inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    verdict = compare("a::A", side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), rejected),
+                      side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), ok(name="eager/inputs-embeds", sequences=((2, 3),))))
+    assert verdict.verdict == "differs" and verdict.first_difference.scenario == "eager/inputs-embeds"
+
+
+def test_a_composite_difference_is_named_after_the_decoder_calls() -> None:
+    same_decoder = [{"input_ids": tensor([5])}]
+    old = {**ok(calls=same_decoder), "outer_calls": [{"decoder_input_ids": tensor([5])}]}
+    new = {**ok(calls=same_decoder), "outer_calls": [{"decoder_input_ids": tensor([6])}]}
+    outcome = compare_scenario(old, new)
+    assert outcome.status == "differs" and outcome.difference.scenario == "greedy (composite)"
+
+
+def test_a_mask_of_ones_is_the_same_as_no_mask_but_a_padding_mask_is_not() -> None:
+    ones, padded = tensor([1, 1, 1]), tensor([0, 1, 1])
+    assert compare_scenario(ok(calls=[{"attention_mask": ones}]), ok(calls=[{"attention_mask": None}])).status == "same"
+    assert compare_scenario(ok(calls=[{"attention_mask": padded}]), ok(calls=[{}])).status == "differs"
+    # only masks: ids of ones are ids
+    assert compare_scenario(ok(calls=[{"input_ids": ones}]), ok(calls=[{}])).status == "differs"

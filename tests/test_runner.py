@@ -34,7 +34,7 @@ class FakeWorker:
             raise OSError("the worker's pipe closed")
         if payload["class"].startswith("Dies"):
             return {"status": "worker-error", "error": f"the worker exited (-11): Segmentation fault; see {self.log}"}
-        return {"status": "ok", "scenarios": [SAME], "notes": []}
+        return {"status": "ok", "scenarios": [SAME], "notes": [], "caches": False}
 
 
 @pytest.fixture()

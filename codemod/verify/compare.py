@@ -50,6 +50,11 @@ class ScenarioOutcome:
     difference: Difference | None = None
     #: how a reduction would prepare what the old code did, when the difference allows one
     repair: Repair | None = None
+    #: what generate() was given (tensors by shape, flags by value), as the old side ran it
+    inputs: dict = dataclasses.field(default_factory=dict, compare=False)
+    #: whether a later step of the old code's run read from a cache (None: not known)
+    cache_used: bool | None = None
+    variant: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +66,8 @@ class ClassVerdict:
     seconds: float = 0.0
     #: how the tiny model was made: from the checkout's model tester, or by shrinking the config class
     model: str = ""
+    #: the configurations the class ran in (the primary "as-used" one first): name, settings, why
+    variants: tuple[dict, ...] = ()
 
     @property
     def compared(self) -> tuple[str, ...]:
@@ -140,12 +147,24 @@ def same_call(a: dict, b: dict) -> bool:
     return _call_difference(a, b) is None
 
 
+def _all_ones_mask(key: str, summary) -> bool:
+    """An integer attention mask of ones: attend to every token, which is what a model does without one."""
+    if not key.endswith("attention_mask") or not isinstance(summary, dict) or "tensor" not in summary:
+        return False
+    values = summary.get("values")
+    return "int" in summary["dtype"] and values is not None and all(v == 1 for v in values)
+
+
 def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     """(key, old, new) of the first difference between two prepared dicts; a key set to None is
-    the same as a key left out (the model's forward sees None either way)."""
+    the same as a key left out (the model's forward sees None either way), and a 2D mask of ones
+    the same as none (an override that built ``ones`` for a missing mask did what every forward
+    does without one; the outputs are compared besides)."""
     keys = sorted({k for k, v in old.items() if v is not None} | {k for k, v in new.items() if v is not None})
     for key in keys:
         a, b = old.get(key), new.get(key)
+        if (a is None and _all_ones_mask(key, b)) or (b is None and _all_ones_mask(key, a)):
+            continue
         if not same_summary(a, b):
             return key, _short(a), _short(b)
     return None
@@ -240,15 +259,26 @@ def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
 
 
 def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
+    outcome = _compare_scenario(old, new)
+    return dataclasses.replace(outcome, inputs=dict(old.get("inputs") or {}), cache_used=old.get("cache_used"),
+                               variant=old.get("variant", ""))
+
+
+def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     name = old["name"]
     if old["status"] == "skipped":
         return ScenarioOutcome(name, "skipped", old.get("reason", ""))
     if new.get("status") == "skipped":
         return ScenarioOutcome(name, "crashed", f"new code skips it: {new.get('reason', '')}")
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
-    # the assistant runs first and is the same class: its difference, if any, is the cause
+    # the assistant runs first and is the same class: its difference, if any, is the cause; a
+    # composite's own calls (the decoder's are the ones under test) come after the decoder's
     assistant = first_call_difference(f"{name} (assistant)", old.get("assistant_calls", []), new.get("assistant_calls", []))
-    calls = assistant or first_call_difference(name, old_calls, new_calls)
+    calls = (
+        assistant
+        or first_call_difference(name, old_calls, new_calls)
+        or first_call_difference(f"{name} (composite)", old.get("outer_calls", []), new.get("outer_calls", []))
+    )
     old_failed, new_failed = old["status"] == "error", new["status"] == "error"
     if old_failed and new_failed and _error_kind(old["error"]) == _error_kind(new["error"]):
         return ScenarioOutcome(name, "same-error", old["error"][:300])
@@ -308,6 +338,7 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": "error", "error": "missing"})
         outcomes.append(compare_scenario(scenario, other))
+    outcomes = _consistent_extensions(outcomes, new_by_name)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
     if "crashed" in statuses:
@@ -326,7 +357,68 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
         detail = "no scenario ran on either side"
     else:
         detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
-    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old))
+    if verdict == "identical":
+        missing = missing_evidence(outcomes, caches=bool(old.get("caches", True)))
+        if missing:
+            verdict, detail = "unverified", missing
+    variants = tuple({k: v.get(k) for k in ("name", "settings", "why")} for v in old.get("variants") or ())
+    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants)
+
+
+def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> str:
+    """Why scenarios that all agree still prove too little, or "" when they prove enough: a class that
+    can cache needs one compared run that read from a cache and one that ran without, or a
+    difference in either path would go unseen (a decoder head never used as a decoder)."""
+    same = [o for o in outcomes if o.status == "same"]
+    if not caches:
+        return ""
+    if not any(o.cache_used for o in same):
+        return "no scenario that ran on both sides read from a cache: the cached path is untested"
+    if not any(o.cache_used is False for o in same):
+        return "no scenario that ran on both sides ran without a cache: the uncached path is untested"
+    return ""
+
+
+#: scenarios whose tokens must be greedy's (same prompt, greedy decoding): a path the new code opens
+#: where the old one failed is only kept when it generates what the ids do
+REFERENCE = {"inputs-embeds": "greedy", "assisted": "greedy", "static-cache": "greedy"}
+
+
+def _variant_and_scenario(name: str) -> tuple[str, str]:
+    variant, _, scenario = name.rpartition("/")
+    return (variant + "/" if variant else ""), scenario
+
+
+def _new_tokens(sequences: Sequence[Sequence[int]], count: int) -> list[list[int]]:
+    return [list(row)[-count:] for row in sequences]
+
+
+def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[str, dict]) -> list[ScenarioOutcome]:
+    """An extension (the old code failed, the new one generates) is evidence of nothing unless what it
+    generates is right: the new code must generate the same tokens there as in its greedy run. If
+    not, it differs; where the old code refused up front (generate() checked the override's
+    signature), keeping that signature restores the refusal (the empty repair)."""
+    out = []
+    for o in outcomes:
+        prefix, scenario = _variant_and_scenario(o.name)
+        reference = new_by_name.get(prefix + REFERENCE.get(scenario, ""))
+        mine = new_by_name.get(o.name)
+        if o.status != "extended" or reference is None or mine is None or reference.get("status") != "ok":
+            out.append(o)
+            continue
+        # the new tokens only: generating from inputs_embeds returns no prompt ids
+        count = min((len(row) for row in (*mine["sequences"], *reference["sequences"])), default=0)
+        wanted, got = _new_tokens(reference["sequences"], count), _new_tokens(mine["sequences"], count)
+        if len(wanted) == len(got) and wanted == got:
+            out.append(o)
+            continue
+        rejected_up_front = "before preparing anything" in o.detail
+        difference = Difference(o.name, "sequences", None, None, f"greedy: {wanted[:1]}", f"{got[:1]}")
+        out.append(dataclasses.replace(
+            o, status="differs", difference=difference, repair=Repair() if rejected_up_front else None,
+            detail=f"{o.detail}, but not what greedy decoding generates: {difference}",
+        ))
+    return out
 
 
 def built_from(side: dict) -> str:

@@ -29,6 +29,7 @@ VERIFY_DIR = Path(__file__).resolve().parent
 DEFAULT_SCENARIOS = (
     "greedy", "greedy-no-cache", "left-padded-batch", "sampling", "beam-search", "assisted",
     "inputs-embeds", "static-cache", "encoder-outputs", "multimodal", "contrastive",
+    "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids", "long",
 )
 
 
@@ -237,7 +238,7 @@ def verify_targets(
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
                     verdict = ClassVerdict(target.override_id, "unverified",
                                            detail=f"the verification harness failed: {type(error).__name__}: {error}")
-                for heavy in ("main", "assistant", "inputs"):  # weights and tensors are large; results stay
+                for heavy in ("variants", "inputs"):  # weights and tensors are large; results stay
                     shutil.rmtree(model_dir / heavy, ignore_errors=True)
                 with lock:
                     verdicts[position] = verdict

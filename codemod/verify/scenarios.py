@@ -20,12 +20,19 @@ import torch
 import tiny
 
 MAX_NEW_TOKENS = 6
+#: new tokens of the long scenario: enough to cross a length-dependent branch of a tiny config
+#: (a sliding window, a rope scaling switch) that the short ones stay below
+LONG_NEW_TOKENS = 24
 #: tensors up to this many elements are recorded in full (tiny models stay far below it)
 FULL_VALUES = 4096
 
 
 #: stands for the assistant model in saved inputs (each side loads its own copy of the same weights)
 ASSISTANT = "<assistant>"
+#: saved-input keys that are not generate() kwargs: config attributes set for the scenario's run
+#: (on the model's config and generation config, put back afterwards), and the new-token count
+CONFIG = "__config__"
+NEW_TOKENS = "__new_tokens__"
 
 
 class Skip(Exception):
@@ -175,6 +182,54 @@ def contrastive(model, assistant, seed):
     return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
 
 
+def _takes_cache_flag(model) -> None:
+    if not _accepts(model, "use_cache"):
+        raise Skip("forward takes no use_cache")
+
+
+def config_no_cache(model, assistant, seed):
+    """A config that says ``use_cache=False`` (generate() follows it): an override that did not pass
+    ``use_cache`` let the forward read the config, the mixin passes generate()'s flag."""
+    _takes_cache_flag(model)
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, CONFIG: {"use_cache": False}}
+
+
+def config_no_cache_generate_cache(model, assistant, seed):
+    """The reverse: the config says no cache, the caller asks ``generate(use_cache=True)``."""
+    _takes_cache_flag(model)
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "use_cache": True,
+            CONFIG: {"use_cache": False}}
+
+
+def no_attention_mask(model, assistant, seed):
+    """The ids alone: generate() builds the mask, an override may default one of its own."""
+    inputs = tiny.generation_inputs(model, seed=seed)
+    if "input_ids" not in inputs or "attention_mask" not in inputs:
+        raise Skip("the main input is not input_ids with a mask")
+    inputs.pop("attention_mask")
+    return {**inputs, "do_sample": False}
+
+
+def token_type_ids(model, assistant, seed):
+    """An extra kwarg the caller passes (segment ids, both types where the model has two), in a
+    left-padded batch: overrides slice it, drop it, or forget it on later steps."""
+    if not _accepts(model, "token_type_ids"):
+        raise Skip("forward takes no token_type_ids")
+    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
+    if "input_ids" not in inputs:
+        raise Skip("the main input is not input_ids")
+    types = int(getattr(tiny._text_config(model.config), "type_vocab_size", 1) or 1)
+    ids = inputs["input_ids"]
+    segments = torch.zeros_like(ids)
+    if types >= 2:
+        segments[:, ids.shape[1] // 2 :] = 1
+    return {**inputs, "token_type_ids": segments, "do_sample": False}
+
+
+def long_generation(model, assistant, seed):
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
+
+
 #: name -> builder of generate() kwargs; the order is the report's
 SCENARIOS: dict[str, Callable] = {
     "greedy": greedy,
@@ -188,7 +243,16 @@ SCENARIOS: dict[str, Callable] = {
     "encoder-outputs": encoder_outputs,
     "multimodal": multimodal,
     "contrastive": contrastive,
+    "config-no-cache": config_no_cache,
+    "config-no-cache-generate-cache": config_no_cache_generate_cache,
+    "no-attention-mask": no_attention_mask,
+    "token-type-ids": token_type_ids,
+    "long": long_generation,
 }
+
+#: the keys a model's cache goes by in prepared inputs: a scenario whose later steps pass one with a
+#: value exercised a cache
+CACHE_KEYS = ("past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states", "state")
 
 
 def _to(value, device: str):
@@ -234,8 +298,63 @@ def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: 
     return saved
 
 
-def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_path: str, build: bool) -> dict:
-    """Run one scenario; the result is JSON-able."""
+def holds_cache(call: dict) -> bool:
+    """Whether a recorded call passed a cache that holds something: a legacy tuple, or a Cache whose
+    length is not 0 (generate() hands an empty one to the first step)."""
+    for key in CACHE_KEYS:
+        value = call.get(key)
+        if value is None:
+            continue
+        if isinstance(value, dict) and "cache" in value and value.get("length") == 0:
+            continue
+        return True
+    return False
+
+
+def describe(kwargs: dict) -> dict:
+    """What a scenario's generate() call was given, for the report: tensors by shape, flags by value."""
+    out: dict = {}
+    for key, value in kwargs.items():
+        if torch.is_tensor(value):
+            out[key] = list(value.shape)
+        elif key == "assistant_model":
+            out[key] = "tiny assistant (same class, other weights)" if value is not None else None
+        elif isinstance(value, (bool, int, float, str)) or value is None:
+            out[key] = value
+        elif isinstance(value, dict) and key == CONFIG:
+            out["config"] = dict(value)
+        elif hasattr(value, "keys"):  # encoder outputs
+            out[key] = type(value).__name__
+    return out
+
+
+class _Settings:
+    """Config (and generation config) attributes set for one run and put back afterwards: the same
+    model serves every scenario."""
+
+    def __init__(self, model, settings: dict) -> None:
+        self.targets = [model.config, model.generation_config]
+        self.settings = settings
+        self.saved: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> None:
+        for target in self.targets:
+            for key, value in self.settings.items():
+                self.saved.append((target, key, getattr(target, key, None)))
+                setattr(target, key, value)
+
+    def __exit__(self, *exc: object) -> None:
+        for target, key, value in reversed(self.saved):
+            setattr(target, key, value)
+
+
+def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_path: str, build: bool,
+                 recorded=None) -> dict:
+    """Run one scenario; the result is JSON-able.
+
+    ``recorded`` is the module whose ``prepare_inputs_for_generation`` is under test, when it is not
+    ``model`` itself (the decoder inside a composite): its calls are the ones compared and repaired,
+    the composite's are recorded besides (``outer_calls``)."""
     try:
         kwargs = prepare_inputs(name, model, assistant, seed=seed, path=inputs_path, build=build)
     except Skip as reason:
@@ -245,6 +364,8 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
     except Exception as error:  # noqa: BLE001 - e.g. the saved inputs cannot be read
         return _failure(name, error)
     kwargs = _to(dict(kwargs), device)
+    settings = kwargs.pop(CONFIG, {})
+    new_tokens = int(kwargs.pop(NEW_TOKENS, MAX_NEW_TOKENS))
     assistant_calls: list[dict] = []
     received: list[dict] = []
     if kwargs.get("assistant_model") == ASSISTANT:
@@ -253,27 +374,34 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
         assistant.generation_config.num_assistant_tokens_schedule = "constant"
         # the assistant is the same class: its prepared inputs change with the migration too
         assistant_calls = record_calls(assistant)
-    calls = record_calls(model, received)
+    target = recorded if recorded is not None else model
+    calls = record_calls(target, received)
+    outer_calls = record_calls(model) if target is not model else []
+    given = {**describe(kwargs), **({"config": settings} if settings else {}), "max_new_tokens": new_tokens}
     try:
         torch.manual_seed(seed)
-        with torch.no_grad():
-            out = model.generate(**kwargs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS,
+        with torch.no_grad(), _Settings(model, settings):
+            out = model.generate(**kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
                                  **_output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
-        return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received}
+        return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received,
+                "outer_calls": outer_calls, "inputs": given, "cache_used": any(holds_cache(call) for call in calls)}
     finally:
-        del model.prepare_inputs_for_generation  # back to the class's method
-        if "prepare_inputs_for_generation" in vars(assistant):
-            del assistant.prepare_inputs_for_generation
+        for module in (model, target, assistant):
+            if "prepare_inputs_for_generation" in vars(module):
+                del module.prepare_inputs_for_generation  # back to the class's method
     sequences, scores = outputs(out)
     return {
         "name": name,
         "status": "ok",
+        "cache_used": any(holds_cache(call) for call in calls),
         "sequences": sequences,
         "scores": scores,
         "calls": calls,
         "assistant_calls": assistant_calls,
         "received": received,
+        "outer_calls": outer_calls,
+        "inputs": given,
     }
 
 

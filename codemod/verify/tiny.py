@@ -803,9 +803,17 @@ def tiny_config(model_class: type, *, seed: int = 0, size: dict | None = None) -
     return _build_config(config_class, dict(size or SIZES[0]), [])
 
 
-def tiny_model(model_class: type, *, seed: int = 0) -> tuple[Any, list[str]]:
+def tiny_model(
+    model_class: type,
+    *,
+    seed: int = 0,
+    settings: dict | None = None,
+    primary: Callable[[type, Any], dict] | None = None,
+) -> tuple[Any, list[str]]:
     """``model_class`` built from a tiny config under ``torch.manual_seed(seed)``, in eval mode, and notes.
 
+    ``settings`` are config attributes set before the model is built (how the class is used, e.g.
+    ``is_decoder=True``); when None, ``primary(model_class, config)`` says which, if given.
     Tries each of :data:`SIZES` in turn; raises :class:`TinyModelError` with a one-line reason when
     none builds.
     """
@@ -822,6 +830,10 @@ def tiny_model(model_class: type, *, seed: int = 0) -> tuple[Any, list[str]]:
         except Exception as error:
             errors.append(f"config: {_one_line(error)}")
             continue
+        chosen = settings if settings is not None else (primary(model_class, config) if primary else {})
+        for key, value in chosen.items():
+            setattr(config, key, value)
+            notes.append(f"{key}: {value!r} (how {model_class.__name__} is used)")
         try:
             seed_everything(seed)
             with _quiet():

@@ -31,21 +31,31 @@ import torch  # noqa: E402
 import scenarios  # noqa: E402
 import testers  # noqa: E402
 import tiny  # noqa: E402
+import usage  # noqa: E402
 
 
-def _load(model_class, path: str, device: str):
-    model = model_class.from_pretrained(path)
+def _load(model_class, path: str, device: str, variant: usage.Variant):
+    if variant.composite == "encoder-decoder":
+        from transformers import EncoderDecoderModel
+
+        model = EncoderDecoderModel.from_pretrained(path)
+    else:
+        model = model_class.from_pretrained(path, **variant.load)
     model.eval()
     return model.to(device)
 
 
-def _from_tester(model_class, seed: int):
+def _from_tester(model_class, seed: int, settings: dict | None = None):
     """The model built from the checkout's own tester config (None when there is none or it fails)."""
     found = testers.tester_config(model_class, os.getcwd())
     if found is None:
         return None
     config, where = found
     tiny.portable(config)
+    if settings is None:
+        settings = usage.primary_settings(model_class, config)
+    usage.apply_settings(config, settings)
+    notes = [where, *(f"{key}: {value!r} (how {model_class.__name__} is used)" for key, value in settings.items())]
     try:
         tiny.seed_everything(seed)
         model = model_class(config)
@@ -55,19 +65,53 @@ def _from_tester(model_class, seed: int):
         print(f"testers: {where} does not build {model_class.__name__}: {type(error).__name__}: {error}"[:500],
               file=sys.stderr)
         return None
-    return model, [where]
+    return model, notes, settings
 
 
-def _build(model_class, model_dir: str, seed: int) -> list[str]:
+def _built(model_class, seed: int, settings: dict | None):
+    """(model, notes, settings): from the checkout's tester when it has one, else a generic shrink;
+    with ``settings`` (None: the class's primary settings) set on the config before it is built."""
+    found = _from_tester(model_class, seed, settings)
+    if found is not None:
+        return found
+    chosen: dict = {}
+
+    def primary(cls, config) -> dict:
+        chosen.update(usage.primary_settings(cls, config))
+        return chosen
+
+    model, notes = tiny.tiny_model(model_class, seed=seed, settings=settings, primary=primary)
+    return model, notes, settings if settings is not None else chosen
+
+
+def _variant_dir(model_dir: str, index: int) -> str:
+    return os.path.join(model_dir, "variants", str(index))
+
+
+def _build(model_class, model_dir: str, seed: int) -> tuple[list[str], list[usage.Variant]]:
+    """Build and save every variant's model and assistant; the variants, primary first."""
     notes: list[str] = []
-    for name, offset in (("main", 0), ("assistant", 1)):
-        built = _from_tester(model_class, seed + offset) or tiny.tiny_model(model_class, seed=seed + offset)
-        model, built_notes = built
-        tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
-        model.save_pretrained(os.path.join(model_dir, name), safe_serialization=False)
-        if name == "main":
-            notes.extend(built_notes)
-    return notes
+    main, built_notes, primary = _built(model_class, seed, None)
+    chosen = usage.variants(model_class, main.config, primary)
+    for index, variant in enumerate(chosen):
+        for name, offset in (("main", 0), ("assistant", 1)):
+            if index == 0 and name == "main":
+                model = main
+            else:
+                model, _, _ = _built(model_class, seed + offset, variant.settings)
+            if variant.composite == "encoder-decoder":
+                model = usage.encoder_decoder(model, seed + offset)
+            tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
+            model.save_pretrained(os.path.join(_variant_dir(model_dir, index), name), safe_serialization=False)
+    notes.extend(built_notes)
+    with open(os.path.join(model_dir, "variants.json"), "w", encoding="utf-8") as handle:
+        json.dump([v.to_json() for v in chosen], handle)
+    return notes, chosen
+
+
+def _saved_variants(model_dir: str) -> list[usage.Variant]:
+    with open(os.path.join(model_dir, "variants.json"), encoding="utf-8") as handle:
+        return [usage.Variant.from_json(v) for v in json.load(handle)]
 
 
 def handle(request: dict) -> dict:
@@ -81,11 +125,13 @@ def handle(request: dict) -> dict:
         return result
     device = request.get("device", "cpu")
     seed = int(request.get("seed", 0))
+    model_dir = request["model_dir"]
+    build = request["mode"] == "build"
     try:
-        if request["mode"] == "build":
-            result["notes"] = _build(model_class, request["model_dir"], seed)
-        model = _load(model_class, os.path.join(request["model_dir"], "main"), device)
-        assistant = _load(model_class, os.path.join(request["model_dir"], "assistant"), device)
+        if build:
+            result["notes"], chosen = _build(model_class, model_dir, seed)
+        else:
+            chosen = _saved_variants(model_dir)
     except tiny.TinyModelError as error:
         result.update(status="unbuildable", error=str(error))
         return result
@@ -93,15 +139,49 @@ def handle(request: dict) -> dict:
         result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
         return result
     result["status"] = "ok"
-    inputs_dir = os.path.join(request["model_dir"], "inputs")
+    result["variants"] = [v.to_json() for v in chosen]
+    result["caches"] = _caches(model_class)
+    inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
-    result["scenarios"] = [
-        scenarios.run_scenario(name, model, assistant, seed=seed, device=device,
-                               inputs_path=os.path.join(inputs_dir, f"{name}.pt"), build=request["mode"] == "build")
-        for name in request["scenarios"]
-    ]
+    result["scenarios"] = []
+    for index, variant in enumerate(chosen):
+        path = _variant_dir(model_dir, index)
+        try:
+            model = _load(model_class, os.path.join(path, "main"), device, variant)
+            assistant = _load(model_class, os.path.join(path, "assistant"), device, variant)
+        except Exception as error:  # noqa: BLE001
+            if variant.primary:
+                result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
+                return result
+            message = f"{type(error).__name__}: {error}"[:2000]
+            result["scenarios"] += [{"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
+                                    for n in request["scenarios"] if variant.scenarios is None or n in variant.scenarios]
+            continue
+        recorded = model.decoder if variant.composite == "encoder-decoder" else None
+        for name in request["scenarios"]:
+            if variant.scenarios is not None and name not in variant.scenarios:
+                continue
+            outcome = scenarios.run_scenario(
+                name, model, assistant, seed=seed, device=device, build=build, recorded=recorded,
+                inputs_path=os.path.join(inputs_dir, f"{index}-{name}.pt"),
+            )
+            outcome["name"] = variant.scenario_name(name)
+            outcome["variant"] = variant.name
+            result["scenarios"].append(outcome)
+        del model, assistant
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def _caches(model_class) -> bool:
+    """Whether the class can cache at all: its forward takes a cache (or the flag that turns one on)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model_class.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return any(name in parameters for name in (*scenarios.CACHE_KEYS, "use_cache"))
 
 
 def _resident_mb() -> int:

@@ -1,0 +1,174 @@
+"""How each model class is really used: the config settings that put a tiny model on the paths users
+take, and the variants of them worth verifying as well.
+
+A tiny model built from config defaults can switch off exactly the code a migration changes: a
+BERT-style ``*ForCausalLM`` defaults to ``is_decoder=False`` and then never uses a cache, so every
+cache scenario passes whatever its ``prepare_inputs_for_generation`` does. Here each class gets the
+settings its own code asks for (the class warns without ``is_decoder=True``), and then, as
+variants, the other valid settings of the switches that change generation paths:
+
+- ``is_decoder=False`` for those decoder heads (they still generate, without a cache);
+- the eager attention implementation for classes that default to SDPA (the masks differ);
+- the class as the decoder of an ``EncoderDecoderModel`` (cross-attention on), whose own
+  ``prepare_inputs_for_generation`` calls the decoder's: a change to the decoder's reaches it.
+
+Runs in the verification environment (stdlib, torch, transformers), like :mod:`tiny`; the old side
+decides the variants and writes them into the manifest, the new side replays them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from typing import Any
+
+#: class names of language-model heads that may be the decoder half of an encoder family
+DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder)$")
+
+#: scenarios each variant runs (the primary model runs every scenario)
+IS_DECODER_FALSE_SCENARIOS = ("greedy", "left-padded-batch", "sampling", "assisted")
+EAGER_SCENARIOS = ("left-padded-batch", "static-cache", "assisted")
+ENCODER_DECODER_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "beam-search", "sampling")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One way of configuring the class: its settings, the scenarios it runs, how it is built."""
+
+    name: str  # "as-used" for the primary model, else what differs ("is_decoder=False")
+    settings: dict[str, Any]  # config attributes set before the model is built
+    scenarios: tuple[str, ...] | None = None  # None: every scenario
+    #: "encoder-decoder": built as the decoder of an EncoderDecoderModel (with a tiny BERT encoder)
+    composite: str | None = None
+    #: from_pretrained() keyword arguments (an attention implementation is decided at load time)
+    load: dict[str, Any] = dataclasses.field(default_factory=dict)
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Variant:
+        scenarios = data.get("scenarios")
+        return cls(data["name"], dict(data.get("settings") or {}), tuple(scenarios) if scenarios is not None else None,
+                   data.get("composite"), dict(data.get("load") or {}), data.get("why", ""))
+
+    @property
+    def primary(self) -> bool:
+        return self.name == PRIMARY
+
+    def scenario_name(self, scenario: str) -> str:
+        """How a scenario of this variant is named in the report: ``is_decoder=False/greedy``."""
+        return scenario if self.primary else f"{self.name}/{scenario}"
+
+
+PRIMARY = "as-used"
+
+
+def _source(obj: Any) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _forward_takes(model_class: type, name: str) -> bool:
+    try:
+        return name in inspect.signature(model_class.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def is_decoder_head(model_class: type, config: Any) -> bool:
+    """A language-model head of an encoder family that its code runs as a decoder only with
+    ``is_decoder=True`` (it warns otherwise): the setting a user sets to generate with it."""
+    if getattr(config, "is_encoder_decoder", False) or not DECODER_HEAD.search(model_class.__name__):
+        return False
+    if not hasattr(config, "is_decoder"):
+        return False
+    module = inspect.getmodule(model_class)
+    return "is_decoder" in _source(model_class) or "config.is_decoder" in _source(module)
+
+
+def primary_settings(model_class: type, config: Any) -> dict[str, Any]:
+    """The settings the class is used with: a decoder head is a decoder, and the cache is on."""
+    settings: dict[str, Any] = {}
+    if is_decoder_head(model_class, config) and config.is_decoder is False:
+        settings["is_decoder"] = True
+    if getattr(config, "use_cache", None) is False:
+        settings["use_cache"] = True
+    return settings
+
+
+def _sdpa_by_default(model_class: type, config: Any) -> bool:
+    implementation = getattr(config, "_attn_implementation", None)
+    return bool(getattr(model_class, "_supports_sdpa", False)) and implementation in (None, "sdpa")
+
+
+def _can_decode_for_an_encoder(model_class: type, config: Any) -> bool:
+    """Whether the class can be the decoder of an ``EncoderDecoderModel``: a decoder head whose
+    forward attends to encoder states (BERT-style, with ``add_cross_attention``)."""
+    return (
+        is_decoder_head(model_class, config)
+        and hasattr(config, "add_cross_attention")
+        and _forward_takes(model_class, "encoder_hidden_states")
+    )
+
+
+def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Variant]:
+    """The primary variant first (``config`` was built with the ``primary`` settings), then the other
+    valid settings of the switches that matter."""
+    out = [Variant(PRIMARY, primary, why=_why(primary))]
+    if primary.get("is_decoder"):  # the config defaults to a plain model: both ways are valid
+        out.append(Variant("is_decoder=False", {**primary, "is_decoder": False}, IS_DECODER_FALSE_SCENARIOS,
+                           why="the class also runs as a plain (cache-less) model"))
+    if _sdpa_by_default(model_class, config):
+        out.append(Variant("eager", primary, EAGER_SCENARIOS, load={"attn_implementation": "eager"},
+                           why="the default attention is SDPA; eager builds its masks differently"))
+    if _can_decode_for_an_encoder(model_class, config):
+        out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
+                           ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
+                           why="the decoder of an EncoderDecoderModel, whose override calls this one"))
+    return out
+
+
+def _why(settings: dict[str, Any]) -> str:
+    if not settings:
+        return "the config's own settings"
+    reasons = []
+    if settings.get("is_decoder"):
+        reasons.append("is_decoder=True: the class runs as a decoder (and caches) only so")
+    if settings.get("use_cache"):
+        reasons.append("use_cache=True")
+    return "; ".join(reasons)
+
+
+def apply_settings(config: Any, settings: dict[str, Any]) -> Any:
+    """``config`` with ``settings`` set (on the text config of a composite too, where it has one)."""
+    for key, value in settings.items():
+        setattr(config, key, value)
+    return config
+
+
+# ------------------------------------------------------------------------------------------ composite
+
+
+def encoder_decoder(decoder: Any, seed: int) -> Any:
+    """An ``EncoderDecoderModel`` with a tiny BERT encoder and ``decoder`` (cross-attention on)."""
+    import torch
+    from transformers import BertConfig, BertModel, EncoderDecoderModel
+
+    # the composite projects the encoder states when their width differs (enc_to_dec_proj)
+    encoder_config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=37, max_position_embeddings=64, pad_token_id=0)
+    torch.manual_seed(seed + 100)
+    encoder = BertModel(encoder_config)
+    model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
+    text = decoder.config
+    start = next((v for v in (getattr(text, "bos_token_id", None), getattr(text, "pad_token_id", None), 0)
+                  if isinstance(v, int) and not isinstance(v, bool)), 0)
+    model.config.decoder_start_token_id = start
+    pad = getattr(text, "pad_token_id", None)
+    model.config.pad_token_id = pad if pad is not None else 0
+    return model.eval()

@@ -1,0 +1,28 @@
+"""PI198 cache-key-always: pass the cache under its key even when there is none yet (None on the first step).
+
+Plumbing: a forward sees ``past_key_values=None`` either way. It matters to a caller that reads the
+key from the prepared dict: 4.45's composite models (``EncoderDecoderModel`` and kin) take
+``decoder_inputs["past_key_values"]`` from their decoder's prepared inputs, so the hoisted
+implementation keeps the key for models whose forward takes a cache.
+
+Example::
+
+    if "past_key_values" in inspect.signature(self.forward).parameters:
+        model_inputs["past_key_values"] = past_key_values
+"""
+
+from rules.base import Kind, TemplateRule, Value, claim
+
+RULE = TemplateRule(
+    __doc__,
+    Kind.PLUMBING,
+    {
+        "when the forward takes it": """
+            if "past_key_values" in inspect.signature(self.forward).parameters:
+                model_inputs["past_key_values"] = past_key_values
+        """,
+    },
+    lambda captures, ctx, variant: claim(
+        detail=variant, outputs={"past_key_values": Value("param", "past_key_values")}
+    ),
+)
