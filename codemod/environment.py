@@ -101,12 +101,14 @@ def ensure_environment(
     python: Path | None = None,
     tools: bool = False,
     tests: bool = False,
+    extra: tuple[str, ...] = (),
     progress: Callable[[str], None] | None = None,
 ) -> Environment:
-    """An environment for ``checkout``: ``python`` as given, or a cached venv made from its pins."""
+    """An environment for ``checkout``: ``python`` as given, or a cached venv made from its pins
+    (and ``extra`` requirements: what a tree's model code imports besides transformers)."""
     if python is not None:
         return Environment(Path(python), ())
-    requirements = requirements_for(checkout, device, tools=tools, tests=tests)
+    requirements = requirements_for(checkout, device, tools=tools, tests=tests) + list(extra)
     root = cache_dir("envs") / _key(requirements)
     marker = root / ".complete"
     interpreter = root / "bin" / "python"

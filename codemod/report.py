@@ -307,8 +307,12 @@ def verdict_record(verdict) -> dict[str, Any]:
         "verdict": verdict.verdict,
         "detail": verdict.detail,
         "model": verdict.model,
+        "variants": [dict(v) for v in verdict.variants],
         "scenarios": [
             {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {}),
+             **({"variant": s.variant} if s.variant else {}),
+             **({"inputs": s.inputs} if s.inputs else {}),
+             **({"cache_used": s.cache_used} if s.cache_used is not None else {}),
              **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status != "same" else {})}
             for s in verdict.scenarios
         ],
@@ -372,9 +376,12 @@ def verify_markdown(report) -> str:
            f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "
            f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
            "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()), "",
-           "| class | file | verdict | scenarios | first difference |", "|---|---|---|---|---|"]
+           "| class | file | verdict | variants | scenarios compared (with a cache) | first difference |",
+           "|---|---|---|---|---|---|"]
     for v in report.verdicts:
         first = str(v.first_difference) if v.first_difference and v.verdict != "identical" else v.detail
+        variants = ", ".join(str(variant.get("name")) for variant in v.variants) or "—"
+        cached = sum(1 for s in v.scenarios if s.status == "same" and s.cache_used)
         out.append(f"| `{v.override_id.split('::')[-1]}` | `{v.override_id.split('::')[0]}` | {v.verdict} | "
-                   f"{', '.join(v.compared) or '—'} | {_md_escape(first or '')} |")
+                   f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |")
     return "\n".join(out) + "\n"

@@ -3,14 +3,14 @@
 The generic implementation hoisted into a stub mixin (≤ 4.45) meets callers that give no
 ``cache_position`` (a composite asking its decoder) and ``generate(use_cache=False)`` for a model
 whose forward caches anyway (it reads ``config.use_cache``): generate()'s positions then span every
-token. There the cache's length says what is new, counted as the legacy overrides did, keeping the
-last token when the ids are no longer than the cache.
+token. Both happen to models with legacy tuple caches (those with Cache classes heed ``use_cache``):
+there the cache's length says what is new, counted as the legacy overrides did, keeping the last
+token when the ids are no longer than the cache.
 
 Example::
 
-    if past_key_values is not None and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
-        past_length = past_key_values.get_seq_length() if isinstance(past_key_values, Cache) else past_key_values[0][0].shape[2]
-        past_length = min(past_length, input_ids.shape[1] - 1)
+    if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+        past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
@@ -20,10 +20,9 @@ RULE = TemplateRule(
     __doc__,
     Kind.STANDARD,
     {
-        "legacy tuple or Cache, the last token kept": """
-            if past_key_values is not None and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
-                past_length = past_key_values.get_seq_length() if isinstance(past_key_values, Cache) else past_key_values[0][0].shape[2]
-                past_length = min(past_length, input_ids.shape[1] - 1)
+        "legacy tuple cache, the last token kept": """
+            if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+                past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
                 cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
         """,
     },

@@ -43,12 +43,10 @@ METHOD_SOURCE = '''\
         #    the caller gives none (generate always does). Where no `cache_position` can be trusted, the cache says
         #    what is new, as the legacy overrides counted it (the last token when the ids are no longer than the
         #    cache): a composite asking its decoder without one, or generate() told not to cache (its positions then
-        #    span every token) for a model whose forward caches anyway, reading `config.use_cache`.
-        if past_key_values is not None and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
-            past_length = (
-                past_key_values.get_seq_length() if isinstance(past_key_values, Cache) else past_key_values[0][0].shape[2]
-            )
-            past_length = min(past_length, input_ids.shape[1] - 1)
+        #    span every token) for a model whose forward caches anyway, reading `config.use_cache`. Both are models
+        #    with legacy tuple caches: the models with Cache classes heed `use_cache`.
+        if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+            past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
             cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
         model_inputs = {}
         if self._supports_cache_class:

@@ -278,3 +278,27 @@ def test_a_mask_of_ones_is_the_same_as_no_mask_but_a_padding_mask_is_not() -> No
     assert compare_scenario(ok(calls=[{"attention_mask": padded}]), ok(calls=[{}])).status == "differs"
     # only masks: ids of ones are ids
     assert compare_scenario(ok(calls=[{"input_ids": ones}]), ok(calls=[{}])).status == "differs"
+
+
+def test_across_two_releases_the_outputs_decide_and_the_inputs_are_noted() -> None:
+    """generate() of another release prepares other keys itself (cache_position, say): the old code
+    under its release and the new code under the target agree when they generate the same."""
+    old = ok(calls=[{"input_ids": tensor([5])}])
+    new = ok(calls=[{"input_ids": tensor([5]), "cache_position": tensor([0])}])
+    assert compare_scenario(old, new).status == "differs"
+    across = compare_scenario(old, new, same_inputs=False)
+    assert across.status == "same" and "cache_position" in across.detail and across.repair is None
+    assert compare_scenario(old, ok(sequences=((5, 6, 9),)), same_inputs=False).status == "differs"
+
+
+def test_a_run_told_not_to_cache_is_the_uncached_path_even_with_a_cache_object() -> None:
+    """Jamba's override creates its hybrid cache even under use_cache=False: the run still took the
+    uncached path, which the flag it was given says."""
+    told = {**cached(name="greedy-no-cache"), "inputs": {"use_cache": False}}
+    verdict = compare("a::A", side(cached(), told, caches=True), side(ok(), ok(name="greedy-no-cache"), caches=True))
+    assert verdict.verdict == "identical", verdict.detail
+    by_config = {**cached(name="config-no-cache"), "inputs": {"config": {"use_cache": False}}}
+    assert compare("a::A", side(cached(), by_config, caches=True),
+                   side(ok(), ok(name="config-no-cache"), caches=True)).verdict == "identical"
+    overridden = {**cached(name="x"), "inputs": {"use_cache": True, "config": {"use_cache": False}}}
+    assert compare("a::A", side(cached(), overridden, caches=True), side(ok(), ok(name="x"), caches=True)).verdict == "unverified"

@@ -884,11 +884,12 @@ POSITIVE = [
     # PI163 cache-position-from-cache ----------------------------------------------------------------
     case(
         """
-        if past_key_values is not None and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
-            past_length = (
-                past_key_values.get_seq_length() if isinstance(past_key_values, Cache) else past_key_values[0][0].shape[2]
-            )
-            past_length = min(past_length, input_ids.shape[1] - 1)
+        if (
+            isinstance(past_key_values, tuple)
+            and inputs_embeds is None
+            and (cache_position is None or kwargs.get("use_cache") is False)
+        ):
+            past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
             cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
         """,
         "cache-position-from-cache", "the last token kept", id="PI163-formatted-over-lines",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codemod.verify import runner
-from codemod.verify.runner import Target, verify_targets
+from codemod.verify.runner import Side, Target, verify_targets
 
 SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "calls": []}
 
@@ -20,7 +20,7 @@ SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "
 class FakeWorker:
     """Answers "ok" with one identical scenario; a class named Broken* makes the request raise."""
 
-    def __init__(self, python, source_root, device, log, memory_mb=0) -> None:
+    def __init__(self, side, device, log, memory_mb=0) -> None:
         self.log = log
 
     def start(self) -> None:
@@ -42,6 +42,10 @@ def fake_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "Worker", FakeWorker)
 
 
+def side(root: Path) -> Side:
+    return Side.checkout(Path("python"), root)
+
+
 def _targets(*names: str) -> list[Target]:
     return [Target(f"m.py::{n}", "transformers.models.m.modeling_m", n, "m") for n in names]
 
@@ -49,8 +53,8 @@ def _targets(*names: str) -> list[Target]:
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(fake_workers, tmp_path: Path,
                                                                              jobs: int) -> None:
-    verdicts = verify_targets(_targets("AForCausalLM", "BrokenForCausalLM", "CForCausalLM"), old_root=tmp_path,
-                              new_root=tmp_path, python=Path("python"), jobs=jobs, work_dir=tmp_path)
+    verdicts = verify_targets(_targets("AForCausalLM", "BrokenForCausalLM", "CForCausalLM"), old=side(tmp_path),
+                              new=side(tmp_path), jobs=jobs, work_dir=tmp_path)
     assert [(v.override_id, v.verdict) for v in verdicts] == [
         ("m.py::AForCausalLM", "identical"), ("m.py::BrokenForCausalLM", "unverified"), ("m.py::CForCausalLM", "identical"),
     ]
@@ -59,19 +63,18 @@ def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(fak
 
 def test_the_scratch_directory_goes_unless_logs_are_kept(fake_workers, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    verify_targets(_targets("AForCausalLM"), old_root=tmp_path, new_root=tmp_path, python=Path("python"),
+    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path),
                    work_dir=tmp_path)
     assert not list(tmp_path.glob("codemod-verify-*"))
     monkeypatch.setenv("CODEMOD_KEEP_LOGS", "1")
-    verify_targets(_targets("AForCausalLM"), old_root=tmp_path, new_root=tmp_path, python=Path("python"),
+    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path),
                    work_dir=tmp_path)
     (kept,) = tmp_path.glob("codemod-verify-*")
     assert sorted(p.name for p in kept.iterdir()) == ["new-0.log", "old-0.log"]  # the models are gone either way
 
 
 def test_logs_a_verdict_points_at_are_kept(fake_workers, tmp_path: Path) -> None:
-    (verdict,) = verify_targets(_targets("DiesForCausalLM"), old_root=tmp_path, new_root=tmp_path,
-                                python=Path("python"), work_dir=tmp_path)
+    (verdict,) = verify_targets(_targets("DiesForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
     assert verdict.verdict == "unverified" and "Segmentation fault" in verdict.detail
     log = Path(verdict.detail.rsplit("see ", 1)[1])
     assert log.read_text() == "started\n"
@@ -95,7 +98,7 @@ def test_a_worker_holding_more_than_half_its_ceiling_is_replaced(tmp_path: Path,
     interpreter = tmp_path / "python"
     interpreter.write_text(STAND_IN.format(python=sys.executable, resident=resident))
     interpreter.chmod(0o755)
-    worker = runner.Worker(interpreter, tmp_path, "cpu", tmp_path / "w.log", memory_mb=1000)
+    worker = runner.Worker(Side.checkout(interpreter, tmp_path), "cpu", tmp_path / "w.log", memory_mb=1000)
     worker.start()
     try:
         first = worker.request({"result": str(tmp_path / "1.json")}, timeout=30)

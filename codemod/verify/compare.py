@@ -258,8 +258,19 @@ def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
     return main or helper
 
 
-def compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
-    outcome = _compare_scenario(old, new)
+def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> ScenarioOutcome:
+    """One scenario's outcome. Without ``same_inputs`` (two releases) the prepared inputs are not
+    held against each other: a difference there is noted on a scenario whose outputs agree."""
+    if same_inputs:
+        outcome = _compare_scenario(old, new)
+    else:
+        blind = {"calls": [], "assistant_calls": [], "outer_calls": [], "received": []}
+        outcome = _compare_scenario({**old, **blind}, {**new, **blind})
+        if outcome.status == "same":
+            noted = _compare_scenario(old, new)
+            if noted.difference is not None:
+                outcome = dataclasses.replace(outcome, detail=f"outputs agree; the prepared inputs differ: {noted.difference}")
+        outcome = dataclasses.replace(outcome, repair=None)
     return dataclasses.replace(outcome, inputs=dict(old.get("inputs") or {}), cache_used=old.get("cache_used"),
                                variant=old.get("variant", ""))
 
@@ -325,7 +336,7 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dic
     ]
 
 
-def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
+def compare(override_id: str, old: dict, new: dict, *, same_inputs: bool = True) -> ClassVerdict:
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if old.get("status") != "ok":
         return ClassVerdict(override_id, "unverified", detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
@@ -337,7 +348,7 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
     outcomes = []
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": "error", "error": "missing"})
-        outcomes.append(compare_scenario(scenario, other))
+        outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs))
     outcomes = _consistent_extensions(outcomes, new_by_name)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
@@ -361,7 +372,8 @@ def compare(override_id: str, old: dict, new: dict) -> ClassVerdict:
         missing = missing_evidence(outcomes, caches=bool(old.get("caches", True)))
         if missing:
             verdict, detail = "unverified", missing
-    variants = tuple({k: v.get(k) for k in ("name", "settings", "why")} for v in old.get("variants") or ())
+    variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
+                     for v in old.get("variants") or ())
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants)
 
 
@@ -374,9 +386,16 @@ def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> st
         return ""
     if not any(o.cache_used for o in same):
         return "no scenario that ran on both sides read from a cache: the cached path is untested"
-    if not any(o.cache_used is False for o in same):
+    if not any(o.cache_used is False or asks_no_cache(o.inputs) for o in same):
         return "no scenario that ran on both sides ran without a cache: the uncached path is untested"
     return ""
+
+
+def asks_no_cache(inputs: dict) -> bool:
+    """Whether a scenario's generate() call was told not to cache (by its flag, or by the config it
+    ran with): the uncached path, even where an override hands the model a cache object anyway."""
+    flag = inputs.get("use_cache")
+    return flag is False or (flag is None and (inputs.get("config") or {}).get("use_cache") is False)
 
 
 #: scenarios whose tokens must be greedy's (same prompt, greedy decoding): a path the new code opens

@@ -29,7 +29,8 @@ VERIFY_DIR = Path(__file__).resolve().parent
 DEFAULT_SCENARIOS = (
     "greedy", "greedy-no-cache", "left-padded-batch", "sampling", "beam-search", "assisted",
     "inputs-embeds", "static-cache", "encoder-outputs", "multimodal", "contrastive",
-    "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids", "long",
+    "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
+    "encoder-hidden-states", "long",
 )
 
 
@@ -45,6 +46,22 @@ class Target:
 
 class VerificationError(Exception):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """Where one side's code runs: the interpreter, what goes on ``PYTHONPATH`` (the code under test
+    and the transformers it runs on), and the working directory (a checkout's root, where its
+    ``tests`` package and model testers are found)."""
+
+    python: Path
+    paths: tuple[Path, ...]
+    cwd: Path
+
+    @classmethod
+    def checkout(cls, python: Path, root: Path) -> Side:
+        """A transformers checkout: its own ``src`` is the code under test and the transformers."""
+        return cls(python, (root / "src",), root)
 
 
 # --------------------------------------------------------------------------------------------- git
@@ -88,8 +105,8 @@ class Worker:
     it is replaced by a fresh process, so a long run stays inside ``memory_mb``.
     """
 
-    def __init__(self, python: Path, source_root: Path, device: str, log: Path, memory_mb: int = 0) -> None:
-        self.python, self.source_root, self.device, self.log_path = python, source_root, device, log
+    def __init__(self, side: Side, device: str, log: Path, memory_mb: int = 0) -> None:
+        self.side, self.device, self.log_path = side, device, log
         self.memory_mb = memory_mb
         self.process: subprocess.Popen | None = None
         self.counter = 0
@@ -98,7 +115,7 @@ class Worker:
     def start(self) -> None:
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(self.source_root / "src"), str(VERIFY_DIR)]),
+            "PYTHONPATH": os.pathsep.join([*(str(p) for p in self.side.paths), str(VERIFY_DIR)]),
             "CODEMOD_TORCH_THREADS": "1",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
@@ -108,9 +125,9 @@ class Worker:
         }
         self.log = self.log_path.open("a", encoding="utf-8")
         self.process = subprocess.Popen(
-            [str(self.python), str(VERIFY_DIR / "worker.py")],
+            [str(self.side.python), str(VERIFY_DIR / "worker.py")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
-            cwd=str(self.source_root),
+            cwd=str(self.side.cwd),
         )
 
     def stop(self) -> None:
@@ -186,9 +203,8 @@ Progress = Callable[[str, ClassVerdict | None, int, int], None]
 def verify_targets(
     targets: Sequence[Target],
     *,
-    old_root: Path,
-    new_root: Path,
-    python: Path,
+    old: Side,
+    new: Side,
     device: str = "cpu",
     jobs: int = 1,
     scenarios: Sequence[str] = DEFAULT_SCENARIOS,
@@ -196,8 +212,10 @@ def verify_targets(
     seed: int = 0,
     progress: Progress | None = None,
     work_dir: Path | None = None,
+    same_inputs: bool = True,
 ) -> list[ClassVerdict]:
-    """Verify every target; verdicts come back in the targets' order."""
+    """Verify every target; verdicts come back in the targets' order. ``same_inputs``: the prepared
+    inputs must match too (not across two releases, where generate() itself prepares others)."""
     if not targets:
         return []
     scratch = Path(tempfile.mkdtemp(prefix="codemod-verify-", dir=work_dir))
@@ -211,10 +229,10 @@ def verify_targets(
     def pair(number: int) -> None:
         nonlocal done_count
         memory_mb = worker_memory_mb(device, jobs)
-        old = Worker(python, old_root, device, scratch / f"old-{number}.log", memory_mb)
-        new = Worker(python, new_root, device, scratch / f"new-{number}.log", memory_mb)
-        old.start()
-        new.start()
+        old_worker = Worker(old, device, scratch / f"old-{number}.log", memory_mb)
+        new_worker = Worker(new, device, scratch / f"new-{number}.log", memory_mb)
+        old_worker.start()
+        new_worker.start()
         try:
             while True:
                 try:
@@ -228,13 +246,14 @@ def verify_targets(
                     model_dir.mkdir(parents=True)
                     request = {"module": target.module, "class": target.class_name, "model_dir": str(model_dir),
                                "scenarios": list(scenarios), "seed": seed}
-                    old_result = old.request({**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout)
+                    old_result = old_worker.request({**request, "mode": "build", "result": str(model_dir / "old.json")},
+                                                    timeout)
                     if old_result.get("status") == "ok":
-                        new_result = new.request({**request, "mode": "load", "result": str(model_dir / "new.json")},
-                                                 timeout)
+                        new_result = new_worker.request({**request, "mode": "load", "result": str(model_dir / "new.json")},
+                                                        timeout)
                     else:
                         new_result = {"status": "not-run"}
-                    verdict = compare(target.override_id, old_result, new_result)
+                    verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
                     verdict = ClassVerdict(target.override_id, "unverified",
                                            detail=f"the verification harness failed: {type(error).__name__}: {error}")
@@ -246,8 +265,8 @@ def verify_targets(
                     if progress:
                         progress(target.class_name, verdict, done_count, len(targets))
         finally:
-            old.stop()
-            new.stop()
+            old_worker.stop()
+            new_worker.stop()
 
     threads = [threading.Thread(target=pair, args=(n,), daemon=True) for n in range(max(1, min(jobs, len(targets))))]
     for thread in threads:

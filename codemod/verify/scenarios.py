@@ -226,6 +226,23 @@ def token_type_ids(model, assistant, seed):
     return {**inputs, "token_type_ids": segments, "do_sample": False}
 
 
+def encoder_hidden_states(model, assistant, seed):
+    """A decoder with cross-attention, given encoder states by the caller (as a custom
+    encoder-decoder pipeline does): the states must reach every step's forward, or none."""
+    if not getattr(model.config, "add_cross_attention", False) or not _accepts(model, "encoder_hidden_states"):
+        raise Skip("no cross-attention")
+    inputs = tiny.generation_inputs(model, seed=seed)
+    if "input_ids" not in inputs:
+        raise Skip("the main input is not input_ids")
+    batch = inputs["input_ids"].shape[0]
+    width = getattr(model.config, "cross_attention_hidden_size", None) or model.config.hidden_size
+    generator = torch.Generator().manual_seed(seed + 2)
+    extra = {"encoder_hidden_states": torch.randn((batch, 5, width), generator=generator)}
+    if _accepts(model, "encoder_attention_mask"):
+        extra["encoder_attention_mask"] = torch.ones((batch, 5), dtype=torch.long)
+    return {**inputs, **extra, "do_sample": False}
+
+
 def long_generation(model, assistant, seed):
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
@@ -247,6 +264,7 @@ SCENARIOS: dict[str, Callable] = {
     "config-no-cache-generate-cache": config_no_cache_generate_cache,
     "no-attention-mask": no_attention_mask,
     "token-type-ids": token_type_ids,
+    "encoder-hidden-states": encoder_hidden_states,
     "long": long_generation,
 }
 

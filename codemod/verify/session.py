@@ -20,8 +20,18 @@ from codemod.plan import Plan
 from codemod.scan import ScanResult
 from codemod.sources import FileKind
 from codemod.verify.compare import ClassVerdict
+from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
-from codemod.verify.runner import DEFAULT_SCENARIOS, Progress, Target, VerificationError, module_of, verify_targets, worktree
+from codemod.verify.runner import (
+    DEFAULT_SCENARIOS,
+    Progress,
+    Side,
+    Target,
+    VerificationError,
+    module_of,
+    verify_targets,
+    worktree,
+)
 
 METHOD = "prepare_inputs_for_generation"
 
@@ -56,7 +66,7 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
         if action is Action.KEEP:
             continue
         o = by_id[override_id]
-        module = module_of(o.file)
+        module = importable_module(result.index.checkout, o.file)
         if o.kind is FileKind.MODULAR:
             not_run.append((override_id, "a modular source: the class generated from it is verified"))
         elif o.kind is FileKind.GENERATION:
@@ -66,6 +76,13 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
         else:
             targets.append(Target(override_id, module, o.class_name, o.model or ""))
     return targets, not_run
+
+
+def importable_module(checkout: Checkout, path: str) -> str | None:
+    """The dotted module a verification worker imports ``path`` (relative to the checkout) as."""
+    if is_tree(checkout):
+        return tree_module(checkout.root, path).module
+    return module_of(path)
 
 
 def _method_source(text: str, class_name: str) -> str | None:
@@ -92,8 +109,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
         new = new_path.read_text(encoding="utf-8") if new_path.is_file() else ""
         if old is None or _method_source(old, o.override.class_name) == _method_source(new, o.override.class_name):
             continue
-        module = module_of(o.override.file)
-        if o.override.kind is not FileKind.MODELING or module is None:
+        module = importable_module(checkout, o.override.file)
+        if o.override.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
             not_run.append((o.override.id, f"{o.override.kind.value} file: verified through the generated model classes"))
             continue
         targets.append(Target(o.override.id, module, o.override.class_name, o.override.model or ""))
@@ -132,13 +149,26 @@ def verify_change(
     not_run: Sequence[tuple[str, str]] = (),
     own_tests: bool = True,
     own_tests_timeout: float = 900.0,
+    target: str | None = None,
+    from_release: str | None = None,
+    requirements: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``targets``: ``base`` (a revision of the checkout's git repo) against ``new_root``
     (default: the working tree). When the checkout has ``tests/models/<m>/``, that model's own
     generate tests run before and after too; a regression fails every changed class of the model
-    (a test failure cannot be traced to one class)."""
+    (a test failure cannot be traced to one class).
+
+    Model code outside transformers (a tree or a file) runs on releases: the new code on ``target``
+    (default :data:`DEFAULT_TREE_TARGET`), the old code on ``from_release`` (default: the same), in
+    environments with ``requirements`` besides each release's own pins. Across two releases the
+    generated tokens and scores must match; the prepared inputs are reported, not required to
+    match (``generate()`` itself prepares other keys in another release)."""
     if checkout.git is None:
         raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
+    if is_tree(checkout):
+        return _verify_tree(checkout, targets, base=base, new_root=new_root, device=device, jobs=jobs, python=python,
+                            scenarios=scenarios, timeout=timeout, progress=progress, say=say, not_run=not_run,
+                            target=target or DEFAULT_TREE_TARGET, from_release=from_release, requirements=requirements)
     started = time.perf_counter()
     tested = (
         models_with_tests(checkout.tests_dir, [t.model for t in targets])
@@ -150,7 +180,7 @@ def verify_change(
     new_tree = new_root or checkout.root
     with worktree(checkout.root, base) as old_root:
         verdicts = verify_targets(
-            targets, old_root=old_root, new_root=new_tree, python=environment.python,
+            targets, old=Side.checkout(environment.python, old_root), new=Side.checkout(environment.python, new_tree),
             device=device, jobs=jobs, scenarios=scenarios, timeout=timeout, progress=progress,
         )
         own = verify_own_tests(environment.python, old_root, new_tree, tested, jobs=jobs,
@@ -164,3 +194,52 @@ def verify_change(
     ]
     return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, str(environment.python),
                         time.perf_counter() - started, base, tuple(own))
+
+
+#: the release model code outside transformers is verified on when none is chosen: the first with a
+#: generic ``prepare_inputs_for_generation`` (the built-in implementation trees are judged against)
+DEFAULT_TREE_TARGET = "4.46.3"
+
+
+def _verify_tree(
+    checkout: Checkout,
+    targets: Sequence[Target],
+    *,
+    base: str,
+    new_root: Path | None,
+    device: str,
+    jobs: int,
+    python: Path | None,
+    scenarios: Sequence[str],
+    timeout: float,
+    progress: Progress | None,
+    say: Callable[[str], None] | None,
+    not_run: Sequence[tuple[str, str]],
+    target: str,
+    from_release: str | None,
+    requirements: Sequence[str],
+) -> VerifyReport:
+    started = time.perf_counter()
+    old_release = from_release or target
+    new_env, new_src = release_environment(target, device, python=python, requirements=requirements, progress=say)
+    old_env, old_src = (
+        (new_env, new_src) if old_release == target
+        else release_environment(old_release, device, python=python, requirements=requirements, progress=say)
+    )
+    modules = [tree_module(checkout.root, t.override_id.split("::")[0]) for t in targets]
+    prefix = git_prefix(checkout.root)
+    new_tree = new_root or checkout.root
+    with worktree(checkout.root, base) as old_repo, \
+            tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side, \
+            tree_side(new_env.python, new_src, new_tree, modules) as new_side:
+        verdicts = verify_targets(targets, old=old_side, new=new_side, device=device, jobs=jobs, scenarios=scenarios,
+                                  timeout=timeout, progress=progress, same_inputs=old_release == target)
+    where = f"{old_release} -> {target}" if old_release != target else target
+    return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, f"{new_env.python} (transformers {where})",
+                        time.perf_counter() - started, base)
+
+
+def git_prefix(root: Path) -> str:
+    """``root`` relative to the top of its git work tree ("" at the top)."""
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-prefix"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""

@@ -68,6 +68,8 @@ SIZES: tuple[dict[str, int], ...] = (
 MIN_POSITIONS, MAX_POSITIONS = 64, 512
 #: the smallest vocabulary: room for random ids that avoid every special token
 MIN_VOCAB = 99
+#: a sliding attention window the long scenario's prompt and new tokens outgrow
+SLIDING_WINDOW = 16
 
 #: attribute names of each kind of size (exact names; a sub-config is shrunk with the same table)
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -552,6 +554,12 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
             if _is_int(out.get("head_dim")):
                 new_half = out["head_dim"] // 2
             out[key] = _shrink_rope(rope, old_half, new_half)
+    # attention windows shorter than a long scenario's sequence, so that what changes past the window
+    # (masks, cache slicing) runs too
+    for key in ("sliding_window",):
+        value = d.get(key)
+        if _is_int(value) and value > SLIDING_WINDOW:
+            out[key] = SLIDING_WINDOW
     # images: small, with patches dividing them
     image, patch = out.get("image_size"), out.get("patch_size")
     if _is_int(image) and image > size["image"]:

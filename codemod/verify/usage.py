@@ -9,7 +9,8 @@ variants, the other valid settings of the switches that change generation paths:
 
 - ``is_decoder=False`` for those decoder heads (they still generate, without a cache);
 - the eager attention implementation for classes that default to SDPA (the masks differ);
-- the class as the decoder of an ``EncoderDecoderModel`` (cross-attention on), whose own
+- cross-attention on: alone, given encoder states by the caller (an override that returned a closed
+  dict dropped them), and as the decoder of an ``EncoderDecoderModel``, whose own
   ``prepare_inputs_for_generation`` calls the decoder's: a change to the decoder's reaches it.
 
 Runs in the verification environment (stdlib, torch, transformers), like :mod:`tiny`; the old side
@@ -30,6 +31,7 @@ DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder)$
 IS_DECODER_FALSE_SCENARIOS = ("greedy", "left-padded-batch", "sampling", "assisted")
 EAGER_SCENARIOS = ("left-padded-batch", "static-cache", "assisted")
 ENCODER_DECODER_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "beam-search", "sampling")
+CROSS_ATTENTION_SCENARIOS = ("greedy", "encoder-hidden-states", "greedy-no-cache")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Variant:
     #: from_pretrained() keyword arguments (an attention implementation is decided at load time)
     load: dict[str, Any] = dataclasses.field(default_factory=dict)
     why: str = ""
+    #: why the variant could not be built (its scenarios then run on neither side)
+    error: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -52,7 +56,7 @@ class Variant:
     def from_json(cls, data: dict[str, Any]) -> Variant:
         scenarios = data.get("scenarios")
         return cls(data["name"], dict(data.get("settings") or {}), tuple(scenarios) if scenarios is not None else None,
-                   data.get("composite"), dict(data.get("load") or {}), data.get("why", ""))
+                   data.get("composite"), dict(data.get("load") or {}), data.get("why", ""), data.get("error", ""))
 
     @property
     def primary(self) -> bool:
@@ -91,11 +95,19 @@ def is_decoder_head(model_class: type, config: Any) -> bool:
     return "is_decoder" in _source(model_class) or "config.is_decoder" in _source(module)
 
 
+#: what else a model type's decoder needs to decode with a cache, and why
+DECODER_SETTINGS: dict[str, dict[str, Any]] = {
+    # Mega's moving average runs both ways by default, and a two-way average cannot be cached
+    "mega": {"bidirectional": False},
+}
+
+
 def primary_settings(model_class: type, config: Any) -> dict[str, Any]:
     """The settings the class is used with: a decoder head is a decoder, and the cache is on."""
     settings: dict[str, Any] = {}
     if is_decoder_head(model_class, config) and config.is_decoder is False:
         settings["is_decoder"] = True
+        settings.update(DECODER_SETTINGS.get(str(getattr(config, "model_type", "")), {}))
     if getattr(config, "use_cache", None) is False:
         settings["use_cache"] = True
     return settings
@@ -116,6 +128,17 @@ def _can_decode_for_an_encoder(model_class: type, config: Any) -> bool:
     )
 
 
+def _registered(config: Any) -> bool:
+    """Whether ``AutoConfig`` knows the config's model type: an ``EncoderDecoderModel`` rebuilds its
+    decoder's config through it (a decoder sub-config such as ``blip_text_model`` is unknown)."""
+    try:
+        from transformers import CONFIG_MAPPING
+
+        return str(getattr(config, "model_type", "")) in CONFIG_MAPPING
+    except Exception:  # noqa: BLE001 - no mapping to ask: do not build the composite
+        return False
+
+
 def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Variant]:
     """The primary variant first (``config`` was built with the ``primary`` settings), then the other
     valid settings of the switches that matter."""
@@ -127,6 +150,10 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
         out.append(Variant("eager", primary, EAGER_SCENARIOS, load={"attn_implementation": "eager"},
                            why="the default attention is SDPA; eager builds its masks differently"))
     if _can_decode_for_an_encoder(model_class, config):
+        cross = {**primary, "is_decoder": True, "add_cross_attention": True}
+        out.append(Variant("cross-attention", cross, CROSS_ATTENTION_SCENARIOS,
+                           why="a decoder attending to encoder states the caller passes to generate()"))
+    if _can_decode_for_an_encoder(model_class, config) and _registered(config):
         out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
                            ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
                            why="the decoder of an EncoderDecoderModel, whose override calls this one"))

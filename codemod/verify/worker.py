@@ -14,6 +14,7 @@ are the same byte for byte whatever the new code does.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import json
@@ -94,15 +95,20 @@ def _build(model_class, model_dir: str, seed: int) -> tuple[list[str], list[usag
     main, built_notes, primary = _built(model_class, seed, None)
     chosen = usage.variants(model_class, main.config, primary)
     for index, variant in enumerate(chosen):
-        for name, offset in (("main", 0), ("assistant", 1)):
-            if index == 0 and name == "main":
-                model = main
-            else:
-                model, _, _ = _built(model_class, seed + offset, variant.settings)
-            if variant.composite == "encoder-decoder":
-                model = usage.encoder_decoder(model, seed + offset)
-            tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
-            model.save_pretrained(os.path.join(_variant_dir(model_dir, index), name), safe_serialization=False)
+        try:
+            for name, offset in (("main", 0), ("assistant", 1)):
+                if index == 0 and name == "main":
+                    model = main
+                else:
+                    model, _, _ = _built(model_class, seed + offset, variant.settings)
+                if variant.composite == "encoder-decoder":
+                    model = usage.encoder_decoder(model, seed + offset)
+                tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
+                model.save_pretrained(os.path.join(_variant_dir(model_dir, index), name), safe_serialization=False)
+        except Exception as error:  # noqa: BLE001 - the primary model must build; another variant may not
+            if variant.primary:
+                raise
+            chosen[index] = dataclasses.replace(variant, error=f"{type(error).__name__}: {error}"[:300])
     notes.extend(built_notes)
     with open(os.path.join(model_dir, "variants.json"), "w", encoding="utf-8") as handle:
         json.dump([v.to_json() for v in chosen], handle)
@@ -145,6 +151,8 @@ def handle(request: dict) -> dict:
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
     for index, variant in enumerate(chosen):
+        if variant.error:
+            continue  # reported with the variants; nothing of it runs on either side
         path = _variant_dir(model_dir, index)
         try:
             model = _load(model_class, os.path.join(path, "main"), device, variant)

@@ -1,0 +1,125 @@
+"""How classes are used (``codemod/verify/usage.py``): the settings and variants a tiny model gets.
+
+Runs in the 4.45.2 verification environment, like ``tests/test_tiny.py``: one script decides the
+variants of a set of real classes, builds the composite, and prints what it found.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
+
+USAGE = Path(__file__).resolve().parent.parent / "codemod" / "verify" / "usage.py"
+
+SCRIPT = textwrap.dedent(
+    r'''
+    import importlib, json, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    torch.set_num_threads(1)
+    import tiny, usage
+
+    CLASSES = {
+        "RobertaForCausalLM": "transformers.models.roberta.modeling_roberta",
+        "BertLMHeadModel": "transformers.models.bert.modeling_bert",
+        "BertForMaskedLM": "transformers.models.bert.modeling_bert",
+        "GPT2LMHeadModel": "transformers.models.gpt2.modeling_gpt2",
+        "LlamaForCausalLM": "transformers.models.llama.modeling_llama",
+        "BartForConditionalGeneration": "transformers.models.bart.modeling_bart",
+        "BertGenerationDecoder": "transformers.models.bert_generation.modeling_bert_generation",
+    }
+    out = {}
+    for name, module in CLASSES.items():
+        cls = getattr(importlib.import_module(module), name)
+        chosen = {}
+        def primary(c, config):
+            chosen.update(usage.primary_settings(c, config))
+            return chosen
+        model, notes = tiny.tiny_model(cls, seed=0, primary=primary)
+        variants = usage.variants(cls, model.config, dict(chosen))
+        out[name] = {"primary": chosen, "is_decoder": model.config.is_decoder,
+                     "variants": [v.name for v in variants],
+                     "scenarios": {v.name: list(v.scenarios) if v.scenarios else None for v in variants}}
+
+    # the composite: a decoder head with cross-attention inside an EncoderDecoderModel generates
+    cls = getattr(importlib.import_module(CLASSES["RobertaForCausalLM"]), "RobertaForCausalLM")
+    decoder, _ = tiny.tiny_model(cls, seed=0, settings={"is_decoder": True, "add_cross_attention": True})
+    composite = usage.encoder_decoder(decoder, seed=0)
+    inputs = tiny.generation_inputs(composite, seed=0)
+    seen = []
+    original = composite.decoder.prepare_inputs_for_generation
+    def record(*args, **kwargs):
+        prepared = original(*args, **kwargs)
+        seen.append(sorted(k for k, v in prepared.items() if v is not None))
+        return prepared
+    composite.decoder.prepare_inputs_for_generation = record
+    with torch.no_grad():
+        tokens = composite.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    out["composite"] = {"shape": list(tokens.shape), "decoder_calls": len(seen), "cached": "past_key_values" in seen[-1]}
+    print("RESULT " + json.dumps(out))
+    '''
+)
+
+
+def test_usage_imports_only_stdlib_torch_and_transformers() -> None:
+    tree = ast.parse(USAGE.read_text(encoding="utf-8"))
+    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    roots |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    assert roots <= set(sys.stdlib_module_names) | {"torch", "transformers"}, roots
+
+
+@pytest.fixture(scope="module")
+def usage_results(verify_env, tmp_path_factory) -> dict:  # noqa: F811 - the shared fixture
+    return _run(verify_env, SCRIPT, tmp_path_factory.mktemp("usage"))
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["RobertaForCausalLM", "BertLMHeadModel", "BertGenerationDecoder"])
+def test_a_decoder_head_of_an_encoder_family_is_built_as_a_decoder_with_its_other_uses_as_variants(usage_results,
+                                                                                                   name) -> None:
+    """Built from defaults these heads are plain encoders that never cache: a user generating with
+    them sets is_decoder=True, and may also run them without it or under an encoder."""
+    found = usage_results[name]
+    assert found["primary"] == {"is_decoder": True} and found["is_decoder"] is True
+    assert found["variants"][0] == "as-used"
+    assert {"is_decoder=False", "cross-attention", "encoder-decoder"} <= set(found["variants"])
+    assert "greedy-no-cache" in found["scenarios"]["encoder-decoder"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("BertForMaskedLM", "a masked LM generates as an encoder"),
+        ("GPT2LMHeadModel", "a decoder-only model ignores is_decoder"),
+        ("LlamaForCausalLM", "a decoder-only model ignores is_decoder"),
+        ("BartForConditionalGeneration", "an encoder-decoder's decoder is inside it"),
+    ],
+)
+def test_classes_that_are_used_as_their_defaults_say_are_left_as_they_are(usage_results, name, why) -> None:
+    found = usage_results[name]
+    assert "is_decoder" not in found["primary"], why
+    assert not {"is_decoder=False", "cross-attention", "encoder-decoder"} & set(found["variants"]), why
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_sdpa_models_also_run_eagerly(usage_results) -> None:
+    assert "eager" in usage_results["LlamaForCausalLM"]["variants"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_the_composite_generates_through_the_decoders_method_with_a_cache(usage_results) -> None:
+    composite = usage_results["composite"]
+    assert composite["shape"] == [1, 1 + 4]  # the decoder start token, then the new ones
+    assert composite["decoder_calls"] == 4 and composite["cached"]
