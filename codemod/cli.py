@@ -222,6 +222,20 @@ FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or m
 OwnTestsOpt = Annotated[
     bool, typer.Option("--own-tests/--no-own-tests", help="Also run the checkout's tests/models/<m> generate tests.")
 ]
+TargetRunOpt = Annotated[
+    Optional[str],
+    typer.Option("--target", metavar="VERSION",
+                 help="Model code outside transformers: the release the new code runs on (default: 4.46.3)."),
+]
+FromOpt = Annotated[
+    Optional[str],
+    typer.Option("--from", metavar="VERSION",
+                 help="Model code outside transformers: the release the old code was written for (default: the same)."),
+]
+RequirementOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--requirement", "-r", help="A package the model code needs besides transformers (repeatable)."),
+]
 
 
 class _VerifyProgress:
@@ -282,6 +296,15 @@ def _emit_verify(report, fmt: str, output: Path | None) -> None:
         sys.stdout.write(text)
 
 
+def _check_releases(checkout, target: str | None, from_release: str | None) -> None:
+    """A transformers checkout runs on itself: releases to run on are for model code outside it."""
+    from codemod.verify.sides import is_tree
+
+    if (target or from_release) and not is_tree(checkout):
+        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
+                        "(--target and --from are for model code outside transformers)")
+
+
 @app.command()
 def verify(
     path: PathArg = None,
@@ -296,6 +319,9 @@ def verify(
     fmt: FormatOpt = "table",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
     own_tests: OwnTestsOpt = True,
+    target: TargetRunOpt = None,
+    from_release: FromOpt = None,
+    requirement: RequirementOpt = None,
 ) -> None:
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
@@ -309,6 +335,7 @@ def verify(
     checkout = _resolve_path(path, release)
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
+    _check_releases(checkout, target, from_release)
     try:
         with worktree(checkout.root, base) as old_root:
             base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
@@ -318,7 +345,8 @@ def verify(
         with _VerifyProgress() as progress:
             report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
                                    progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run,
-                                   own_tests=own_tests)
+                                   own_tests=own_tests, target=target, from_release=from_release,
+                                   requirements=_split(requirement))
     except (VerificationError, ValueError) as error:
         raise ToolError(str(error)) from error
     _emit_verify(report, fmt, output)

@@ -443,6 +443,7 @@ def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[st
 def built_from(side: dict) -> str:
     """What the building side said about its tiny model: the tester it used, or a generic shrink."""
     notes = side.get("notes") or []
-    if notes and str(notes[0]).startswith("config from "):
-        return str(notes[0])
+    found = next((str(note) for note in notes if str(note).startswith("config from ")), None)
+    if found is not None:
+        return found
     return "config class defaults, shrunk" if side.get("status") == "ok" else ""

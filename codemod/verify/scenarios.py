@@ -386,24 +386,24 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
     new_tokens = int(kwargs.pop(NEW_TOKENS, MAX_NEW_TOKENS))
     assistant_calls: list[dict] = []
     received: list[dict] = []
-    if kwargs.get("assistant_model") == ASSISTANT:
-        kwargs["assistant_model"] = assistant
-        assistant.generation_config.num_assistant_tokens = 3  # several candidate tokens per step
-        assistant.generation_config.num_assistant_tokens_schedule = "constant"
-        # the assistant is the same class: its prepared inputs change with the migration too
-        assistant_calls = record_calls(assistant)
     target = recorded if recorded is not None else model
     calls = record_calls(target, received)
     outer_calls = record_calls(model) if target is not model else []
-    given = {**describe(kwargs), **({"config": settings} if settings else {}), "max_new_tokens": new_tokens}
     try:
+        if kwargs.get("assistant_model") == ASSISTANT:
+            kwargs["assistant_model"] = assistant
+            assistant.generation_config.num_assistant_tokens = 3  # several candidate tokens per step
+            assistant.generation_config.num_assistant_tokens_schedule = "constant"
+            # the assistant is the same class: its prepared inputs change with the migration too
+            assistant_calls = record_calls(assistant)
+        given = {**describe(kwargs), **({"config": settings} if settings else {}), "max_new_tokens": new_tokens}
         torch.manual_seed(seed)
         with torch.no_grad(), _Settings(model, settings):
             out = model.generate(**kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
                                  **_output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
         return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received,
-                "outer_calls": outer_calls, "inputs": given, "cache_used": any(holds_cache(call) for call in calls)}
+                "outer_calls": outer_calls, "inputs": describe(kwargs), "cache_used": any(holds_cache(call) for call in calls)}
     finally:
         for module in (model, target, assistant):
             if "prepare_inputs_for_generation" in vars(module):

@@ -772,8 +772,14 @@ def portable(config: Any) -> Any:
     return config
 
 
-def _build_config(config_class: type, size: dict, notes: list[str]) -> Any:
-    default = _default_config(config_class)
+def _build_config(config_class: type, size: dict, notes: list[str], base: dict | None = None) -> Any:
+    """A tiny config: ``base`` (a repository's ``config.json``) or the class's defaults, shrunk."""
+    if base is not None:
+        with _quiet():
+            default = config_class.from_dict(dict(base))
+        notes.append("config from the repository's config.json, shrunk")
+    else:
+        default = _default_config(config_class)
     before = default.to_dict()
     vocab = max([MIN_VOCAB, *(i + 1 for i in special_token_ids(before))])
     after = _shrink(before, size, vocab, notes, "")
@@ -817,11 +823,13 @@ def tiny_model(
     seed: int = 0,
     settings: dict | None = None,
     primary: Callable[[type, Any], dict] | None = None,
+    base: dict | None = None,
 ) -> tuple[Any, list[str]]:
     """``model_class`` built from a tiny config under ``torch.manual_seed(seed)``, in eval mode, and notes.
 
     ``settings`` are config attributes set before the model is built (how the class is used, e.g.
-    ``is_decoder=True``); when None, ``primary(model_class, config)`` says which, if given.
+    ``is_decoder=True``); when None, ``primary(model_class, config)`` says which, if given. ``base``
+    replaces the config class's defaults (a remote-code repository's ``config.json``).
     Tries each of :data:`SIZES` in turn; raises :class:`TinyModelError` with a one-line reason when
     none builds.
     """
@@ -832,7 +840,7 @@ def tiny_model(
     for index, size in enumerate(SIZES):
         notes: list[str] = []
         try:
-            config = _build_config(config_class, dict(size), notes)
+            config = _build_config(config_class, dict(size), notes, base)
         except TinyModelError:
             raise
         except Exception as error:

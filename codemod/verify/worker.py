@@ -81,8 +81,43 @@ def _built(model_class, seed: int, settings: dict | None):
         chosen.update(usage.primary_settings(cls, config))
         return chosen
 
-    model, notes = tiny.tiny_model(model_class, seed=seed, settings=settings, primary=primary)
+    model, notes = tiny.tiny_model(model_class, seed=seed, settings=settings, primary=primary,
+                                   base=repository_config(model_class))
     return model, notes, settings if settings is not None else chosen
+
+
+def repository_config(model_class) -> dict | None:
+    """The ``config.json`` beside a remote-code model's file, when it is this class's config (a
+    repository ships the sizes and options its model runs with; shrunk, they make the tiny model)."""
+    import inspect
+
+    if model_class.__module__.startswith("transformers."):
+        return None
+    try:
+        folder = os.path.dirname(inspect.getfile(model_class))
+    except (TypeError, OSError):
+        return None
+    path = os.path.join(folder, "config.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    config_class = getattr(model_class, "config_class", None)
+    wanted = getattr(config_class, "model_type", None)
+    return data if isinstance(data, dict) and wanted and data.get("model_type") == wanted else None
+
+
+def _as_loaded(model_class):
+    """The class as transformers' auto classes load remote code: from 4.45 on they add
+    ``GenerationMixin`` to a class that defines its own ``prepare_inputs_for_generation`` (or
+    ``generate``) without inheriting it, and from 4.52 ``PreTrainedModel`` no longer brings it."""
+    if model_class.__module__.startswith("transformers."):
+        return model_class
+    try:
+        from transformers.models.auto.auto_factory import add_generation_mixin_to_remote_model
+    except ImportError:  # before 4.45: PreTrainedModel is a GenerationMixin
+        return model_class
+    return add_generation_mixin_to_remote_model(model_class)
 
 
 def _variant_dir(model_dir: str, index: int) -> str:
@@ -125,7 +160,7 @@ def handle(request: dict) -> dict:
     result: dict = {"class": request["class"], "module": request["module"], "mode": request["mode"]}
     try:
         module = importlib.import_module(request["module"])
-        model_class = getattr(module, request["class"])
+        model_class = _as_loaded(getattr(module, request["class"]))
     except Exception as error:  # noqa: BLE001 - reported as the side's failure
         result.update(status="import-error", error=f"{type(error).__name__}: {error}")
         return result

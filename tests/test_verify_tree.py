@@ -1,0 +1,107 @@
+"""Verification of model code outside transformers: a remote-code repository that really runs.
+
+``fixtures/remote_verify`` is a Hub-style repository (``config.json``, ``configuration_tinylm.py``,
+``modeling_tinylm.py``, imported relatively) whose model carries the legacy override remote code
+ships. It is copied into a git repository, changed as a migration changes it, and verified on
+releases fetched from PyPI: the same release on both sides, and the old code on the release it was
+written for against the new code on the target (``--from``). The release environments are made
+once per machine (``network``, ``slow``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codemod.cli import app
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "remote_verify"
+MODELING = "modeling_tinylm.py"
+OVERRIDE = re.compile(r"\n    def prepare_inputs_for_generation\(.*?\n        return model_inputs\n", re.DOTALL)
+
+
+def _repository(tmp_path: Path) -> Path:
+    root = tmp_path / "tinylm"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    return root
+
+
+def _change(root: Path, body: str | None, *, mixin_base: bool = True) -> None:
+    """Replace the override with ``body`` (None: delete it); give the class GenerationMixin, which
+    4.45 - 4.51 only grant a class without it while it defines the method itself."""
+    path = root / MODELING
+    text = path.read_text()
+    text = OVERRIDE.sub("\n" + body if body else "", text, count=1)
+    if mixin_base:
+        text = text.replace("from transformers import PreTrainedModel", "from transformers import GenerationMixin, PreTrainedModel")
+        text = text.replace("class TinyLMForCausalLM(TinyLMPreTrainedModel):",
+                            "class TinyLMForCausalLM(TinyLMPreTrainedModel, GenerationMixin):")
+    path.write_text(text)
+
+
+def _verify(root: Path, tmp_path: Path, *args: str) -> dict:
+    report = tmp_path / "verify.json"
+    done = CliRunner().invoke(app, ["verify", str(root), "--format", "json", "-o", str(report), *args])
+    assert done.exit_code in (0, 1), done.output
+    document = json.loads(report.read_text())
+    (verdict,) = document["verdicts"]
+    return verdict
+
+
+#: an override that forgets to slice the ids by the cache: the second step feeds every token again
+UNSLICED = '''    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+        return {"input_ids": input_ids, "position_ids": position_ids, "past_key_values": past_key_values,
+                "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask}
+'''
+
+
+def test_deleting_the_override_of_a_remote_code_model_is_identical_on_the_target(tmp_path: Path) -> None:
+    root = _repository(tmp_path)
+    _change(root, None)
+    verdict = _verify(root, tmp_path, "--target", "4.46.3")
+    assert verdict["verdict"] == "identical", verdict["detail"]
+    assert verdict["model"] == "config from the repository's config.json, shrunk"
+    assert len(verdict["compared"]) >= 8
+    ran = {s["name"]: s for s in verdict["scenarios"]}
+    assert ran["greedy"]["cache_used"] is True and ran["greedy-no-cache"]["inputs"]["use_cache"] is False
+
+
+def test_the_old_code_on_its_release_against_the_new_code_on_the_target(tmp_path: Path) -> None:
+    """What a remote-code owner needs: the same tokens on the target release as on the old one."""
+    root = _repository(tmp_path)
+    _change(root, None)
+    verdict = _verify(root, tmp_path, "--from", "4.45.2", "--target", "4.46.3")
+    assert verdict["verdict"] == "identical", verdict["detail"]
+    assert len(verdict["compared"]) >= 8
+
+
+def test_an_override_that_does_not_slice_is_caught_on_a_tree(tmp_path: Path) -> None:
+    root = _repository(tmp_path)
+    _change(root, UNSLICED, mixin_base=False)
+    verdict = _verify(root, tmp_path, "--target", "4.46.3")
+    assert verdict["verdict"] in ("differs", "crashed")
+    assert verdict["first_difference"]["step"] == 1
+
+
+def test_a_deletion_that_loses_generate_is_caught(tmp_path: Path) -> None:
+    """In 4.46 a class that does not inherit GenerationMixin can generate only while it defines the
+    method: deleting it alone takes generate() away, and verification says so."""
+    root = _repository(tmp_path)
+    _change(root, None, mixin_base=False)
+    verdict = _verify(root, tmp_path, "--target", "4.46.3")
+    assert verdict["verdict"] == "crashed"
+    assert verdict["detail"]
