@@ -204,10 +204,12 @@ def handle(request: dict) -> dict:
         for name in request["scenarios"]:
             if variant.scenarios is not None and name not in variant.scenarios:
                 continue
+            began = time.perf_counter()
             outcome = scenarios.run_scenario(
                 name, model, assistant, seed=seed, device=device, build=build, recorded=recorded,
                 inputs_path=os.path.join(inputs_dir, f"{index}-{name}.pt"),
             )
+            outcome["seconds"] = round(time.perf_counter() - began, 3)
             outcome["name"] = variant.scenario_name(name)
             outcome["variant"] = variant.name
             result["scenarios"].append(outcome)
