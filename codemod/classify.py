@@ -215,7 +215,7 @@ class _Judge:
 
     def outputs(self) -> None:
         a = self.a
-        if a.delegates_to is not None and a.delegates_to != "super":
+        if a.delegation is Delegation.SUBMODEL:
             self.add("difference", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
                                    "would prepare them with this model's own config and forward")
         values = a.output_values()
