@@ -202,6 +202,10 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
         failing = {r.path: r.error for r in rewrites if r.error}
         failing.update(_new_flakes(rewrites, jobs))
         problems = {shard: f"{path}: {error}" for path, error in failing.items() for shard in _shards_of(plan, {path})}
+        if plan.hoist is not None and plan.hoist.file in failing:
+            # no change stands without the implementation it hands the work to
+            why = f"{plan.hoist.file}: {failing[plan.hoist.file]}"
+            problems = {s.id: why for s in plan.shards}
         if not problems:
             problems = _broken_copies(result, plan, rewrites)
         if not problems:
