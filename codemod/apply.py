@@ -182,7 +182,7 @@ def mixin_reach(profile) -> soundness.Reach:
     if analysis is None:
         return soundness.Reach(True, frozenset())
     sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions and o.value.split(":")[0] in ("param", "first-step")}
-    return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded))
+    return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
 def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:

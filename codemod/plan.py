@@ -482,6 +482,7 @@ class _Planner:
             or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
             or (soundness.forward_refusal(o, soundness.forwarded_keys(o, reach, reduction.keywords, extras))
                 if reach is not None else None)
+            or (soundness.interference(o, kept, reach) if reach is not None else None)
         )
 
     def generated(self) -> None:

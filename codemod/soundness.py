@@ -41,6 +41,8 @@ class Reach:
     sets: frozenset[str]
     #: keys it never passes (``labels``)
     never: frozenset[str] = frozenset()
+    #: the inputs it reads itself (its parameters, the keys it prepares): what a kept statement must leave alone
+    reads: frozenset[str] = frozenset()
 
 
 def reach_of(override: Override, mixin: Reach) -> Reach:
@@ -49,8 +51,14 @@ def reach_of(override: Override, mixin: Reach) -> Reach:
     if fallback is not None and fallback.kind is FallbackKind.PARENT and fallback.analysis is not None:
         analysis = fallback.analysis
         return Reach(analysis.forwards_kwargs, frozenset(analysis.output_values()) - IDS_KEYS,
-                     frozenset(analysis.dropped))
+                     frozenset(analysis.dropped), inputs_read(analysis))
     return mixin
+
+
+def inputs_read(analysis) -> frozenset[str]:
+    """What an implementation reads of its inputs: its named parameters and the keys it prepares."""
+    params = {p.name for p in analysis.params if p.kind in ("positional", "keyword-only")} - {"self"}
+    return frozenset(params | set(analysis.output_values()))
 
 
 def _encoder_decoder(override: Override) -> bool:
@@ -141,6 +149,22 @@ def dead_statements(override: Override, kept: Iterable[int], body: str) -> str |
             return (f"the statement at line {statement.line}, kept in front of super(), assigns "
                     f"{', '.join(dead)}, which nothing reads any more")
         read_after |= set(statement.reads)
+    return None
+
+
+def interference(override: Override, kept: Iterable[int], reach: Reach) -> str | None:
+    """Outside a checkout nothing runs old and new code side by side: a statement kept in front of
+    ``super()`` may only prepare what the fallback does not read itself (Habana's ``token_idx`` slicing of
+    ``input_ids`` followed by the mixin's own slicing is neither the old code nor the mixin)."""
+    if override.in_library:
+        return None
+    statements = {t.index: t for t in override.analysis.top_level}
+    for index in kept:
+        statement = statements.get(index)
+        touched = sorted(set(statement.writes) & reach.reads) if statement is not None else []
+        if touched:
+            return (f"the statement at line {statement.line}, kept in front of super(), changes "  # type: ignore[union-attr]
+                    f"{', '.join(touched)}, which the fallback prepares itself: how the two combine is not verified")
     return None
 
 

@@ -93,6 +93,9 @@ CASES = [
     pytest.param("MaskedForMaskedLM", None, Action.KEEP, FallbackKind.MIXIN,
                  "refused: MaskedForMaskedLM.forward takes neither use_cache nor **kwargs", [EditKind.MARK],
                  id="masked-lm-closed-dict-forward-without-use-cache"),
+    pytest.param("StaticShapeForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
+                 "refused: the statement at line 17, kept in front of super(), changes input_ids, which the fallback "
+                 "prepares itself", [EditKind.MARK], id="kept-statement-slicing-what-the-mixin-slices"),
     pytest.param("ImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "kept as is in front of super(): pixel_values = None",
                  [EditKind.REDUCE, EditKind.MARK], id="body-resets-a-parameter"),
 ]
@@ -120,7 +123,7 @@ def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: P
 
 #: files the built-in run changes, and what it changes in each (asserted below)
 CHANGED = ["adapters.py", "modeling_base.py", "modeling_images.py", "modeling_legacy.py", "modeling_masked.py",
-           "modeling_past.py", "modeling_vl.py"]
+           "modeling_past.py", "modeling_static.py", "modeling_vl.py"]
 #: files left as they are, and why
 NOOP = {
     "wrappers.py": "no base defines the method: deleting or reducing would break every class; kept, and "
@@ -185,7 +188,7 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
     assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
-    assert document["summary"]["by_fallback"] == {"mixin": 6, "parent-override": 3, "none": 4, "unknown": 0}
+    assert document["summary"]["by_fallback"] == {"mixin": 7, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
         "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,
