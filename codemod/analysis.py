@@ -7,9 +7,22 @@ importing libcst and the rules.
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 
 #: the value of an ``OutputKey`` that records the removal of the key
 DROPPED = "dropped"
+
+
+class Delegation(str, Enum):
+    """Whose ``prepare_inputs_for_generation`` a body takes its result from."""
+
+    #: ``super().prepare_inputs_for_generation`` (or ``GenerationMixin.prepare_inputs_for_generation(self, …)``)
+    SUPER = "super"
+    #: a sub-model's method, ``self.language_model.prepare_inputs_for_generation``
+    SUBMODEL = "sub-model"
+    #: a bound method stored on the instance (peft's ``self.base_model_prepare_inputs_for_generation``):
+    #: what it is bound to is only known at run time
+    STORED_METHOD = "stored-method"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +95,8 @@ class BodyAnalysis:
     withheld: tuple[str, ...] = ()
     #: the body's statements, top level only, in order (inert ones left out)
     top_level: tuple[TopLevel, ...] = ()
+    #: what ``delegates_to`` is
+    delegation: Delegation | None = None
 
     @property
     def behaviours(self) -> frozenset[str]:

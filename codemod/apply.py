@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from codemod import copies, modular
+from codemod import copies, modular, soundness
 from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.index import Override
@@ -171,7 +171,18 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -
         inherited=_inherited(result, (f.override for f in result.findings)),
         repairs=repairs,
         override_enables_generation=result.profile.override_enables_generation,
+        mixin_reach=mixin_reach(result.profile),
     )
+
+
+def mixin_reach(profile) -> soundness.Reach:
+    """What the mixin itself passes to ``forward``: the keys its body always sets (``inputs_embeds`` for
+    decoder-only models, ``cache_position`` where it passes the parameter on); every model kwarg besides."""
+    analysis = profile.analysis
+    if analysis is None:
+        return soundness.Reach(True, frozenset())
+    sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions and o.value.split(":")[0] in ("param", "first-step")}
+    return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
 def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
@@ -189,7 +200,12 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
     for _ in range(_MAX_ROUNDS):
         rewrites = _rewrite_all(checkout, plan, jobs)
         failing = {r.path: r.error for r in rewrites if r.error}
+        failing.update(_new_flakes(rewrites, jobs))
         problems = {shard: f"{path}: {error}" for path, error in failing.items() for shard in _shards_of(plan, {path})}
+        if plan.hoist is not None and plan.hoist.file in failing:
+            # no change stands without the implementation it hands the work to
+            why = f"{plan.hoist.file}: {failing[plan.hoist.file]}"
+            problems = {s.id: why for s in plan.shards}
         if not problems:
             problems = _broken_copies(result, plan, rewrites)
         if not problems:
@@ -206,6 +222,23 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
         }
     )
     return Changes(plan, tuple(r for r in rewrites if r.changed or r.error), tuple(dropped), tuple(mirrored))
+
+
+def _flakes_job(rewrite: FileRewrite) -> tuple[str, list[str]]:
+    return rewrite.path, soundness.new_problems(rewrite.old_text(), rewrite.new_text(), rewrite.path)
+
+
+def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, str]:
+    """Files whose rewrite adds pyflakes problems (an undefined name, a dead store, an unused import):
+    path -> what. A rewrite may remove problems, never add one."""
+    changed = [r for r in rewrites if r.changed]
+    workers = min(jobs or os.cpu_count() or 1, len(changed))
+    if workers <= 1 or len(changed) < 8:
+        found = map(_flakes_job, changed)
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            found = list(pool.map(_flakes_job, changed, chunksize=4))
+    return {path: "the rewrite would add " + "; ".join(problems)[:200] for path, problems in found if problems}
 
 
 def _checkout_era(result: ScanResult):

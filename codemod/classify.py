@@ -19,8 +19,10 @@ import dataclasses
 from collections.abc import Iterable
 from enum import Enum
 
+from codemod.analysis import Delegation
+from codemod.fallback import FallbackKind
 from codemod.index import Index, Override
-from codemod.mixin import Era, MixinProfile
+from codemod.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
@@ -45,7 +47,8 @@ class Action(str, Enum):
 
 @dataclasses.dataclass(frozen=True)
 class Reason:
-    """One piece of evidence. ``kind``: behaviour, extra, difference, bespoke, unrecognised, evidence, note."""
+    """One piece of evidence. ``kind``: behaviour, extra, difference, bespoke, unrecognised, evidence, note,
+    fallback (what a deletion or super() reaches, when that is not simply the mixin)."""
 
     kind: str
     text: str
@@ -101,6 +104,14 @@ class _Judge:
         self.reasons: list[Reason] = []
         self.extras: list[Extra] = []
         self.bespoke = False
+        self.fallback = override.fallback
+        #: a deletion or super() reaches nothing known: whatever the body does, the override stays
+        self.unreachable = self.fallback is not None and self.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
+        #: what the fallback returns: every keyword argument forwarded (the mixin), or a closed dict of these keys
+        fallback_analysis = profile.analysis
+        self.closed_fallback: frozenset[str] | None = None
+        if fallback_analysis is not None and not fallback_analysis.forwards_kwargs:
+            self.closed_fallback = frozenset(fallback_analysis.output_values())
 
     def add(self, kind: str, text: str, line: int | None = None, rule: str | None = None) -> None:
         self.reasons.append(Reason(kind, text, line, rule))
@@ -124,8 +135,9 @@ class _Judge:
         if self.profile.override_enables_generation and self.o.inherits_generation_mixin is False:
             self.add("note", "does not inherit GenerationMixin: in this release the override is what makes "
                              "can_generate() true; a deletion adds GenerationMixin to the class's bases")
+        self.reach()
         self.behaviours()
-        swap = self.a.delegates_to is not None and self.a.delegates_to.startswith("self.")
+        swap = self.delegation()
         for u in self.a.unrecognised:
             text = u.code.splitlines()[0] + (" …" if "\n" in u.code else "")
             if swap:
@@ -140,6 +152,42 @@ class _Judge:
         if self.o.overwritten:
             self.add("evidence", f"marked '# Overwritten -- {self.o.overwritten}'")
         return self.verdict()
+
+    def reach(self) -> None:
+        """What a deletion or super() reaches, as the index resolved it (see ``codemod.fallback``)."""
+        fallback = self.fallback
+        if fallback is None:
+            return
+        if fallback.kind is FallbackKind.NONE:
+            self.add("fallback", f"kept: a deletion would leave {self.o.class_name} without the method and super() "
+                                 f"would raise AttributeError: {fallback.detail}")
+        elif fallback.kind is FallbackKind.UNKNOWN:
+            self.add("fallback", f"kept: what a deletion or super() would reach is not known: {fallback.detail}")
+        elif fallback.kind is FallbackKind.PARENT:
+            self.add("fallback", f"judged against {fallback.detail}, which a deletion or super() reaches before the mixin")
+        elif fallback.adds_mixin_base:
+            self.add("fallback", f"reaches {fallback.detail}; a deletion or super() adds GenerationMixin to the bases")
+
+    def delegation(self) -> bool:
+        """Whether a delegation to another object's method becomes ``super()`` (a reduction that swaps it).
+
+        Only a sub-model of the release being migrated is known to be prepared like the class itself (its
+        own override goes the same way, and verification compares them); a stored bound method, or a
+        sub-model of code outside transformers, may be prepared in any way."""
+        a = self.a
+        if a.delegation is Delegation.STORED_METHOD:
+            self.add("bespoke", f"takes its inputs from {a.delegates_to}(...), a method stored on the instance "
+                                "and bound to another object at run time: super() would not prepare them the same way")
+            return False
+        if a.delegation is not Delegation.SUBMODEL:
+            return False
+        if self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN:
+            return False  # the fallback's reason says why it stays
+        if not self.o.in_library:
+            self.add("bespoke", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
+                                "code outside the release: super() is not known to prepare them the same way")
+            return False
+        return True
 
     def behaviours(self) -> None:
         import rules
@@ -167,7 +215,7 @@ class _Judge:
 
     def outputs(self) -> None:
         a = self.a
-        if a.delegates_to is not None and a.delegates_to != "super":
+        if a.delegation is Delegation.SUBMODEL:
             self.add("difference", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
                                    "would prepare them with this model's own config and forward")
         values = a.output_values()
@@ -180,6 +228,12 @@ class _Judge:
                     continue
             if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin != "none":
                 self.add("bespoke", f"passes its cache as {key!r}, a key the mixin does not use", line)
+                continue
+            if key == "past_key_values" and origin == "param" and name in CACHE_NAMES and name != key:
+                # generate() fills past_key_values, not this name: setting the key from it after super()
+                # would replace the cache the mixin just prepared
+                self.add("bespoke", f"passes past_key_values from its parameter {name!r}, which generate() does not "
+                                    "fill; set after super(), it would replace the cache the mixin prepared", line)
                 continue
             if key == name == "past_key_values" and origin in ("param", "later-step"):
                 continue  # the cache, passed (when there is one) as the mixin passes it
@@ -195,7 +249,10 @@ class _Judge:
                     if default not in (None, "None") and key not in GENERATE_PROVIDES:
                         self.extra(key, "default", default, line, f"{key} is {default} when not given; the mixin "
                                                                    "passes nothing then")
-                    continue  # passed through: the mixin forwards every keyword argument
+                    elif self.closed_fallback is not None and key not in self.closed_fallback:
+                        self.extra(key, "passthrough", key, line, f"{key} is passed on; the dict "
+                                                                  f"{self._fallback_name} returns drops it")
+                    continue  # passed through: the fallback forwards every keyword argument
                 self.extra(key, "adjusted", name, line, f"{key} is given the value of {name}")
                 continue
             if origin == "behaviour":
@@ -273,6 +330,9 @@ class _Judge:
             self.add("difference", "the mixin also passes cache_position (the model supports Cache classes)")
         if not a.forwards_kwargs and "forward-kwargs" in self.mixin:
             self.add("difference", "returns a closed dict: other model kwargs are dropped, the mixin forwards them")
+        if self.fallback is not None and self.fallback.kind is FallbackKind.PARENT and self.closed_fallback is not None:
+            for key in sorted(self.closed_fallback - set(values) - IDS_KEYS - {"inputs_embeds"}):
+                self.add("difference", f"{self._fallback_name} also passes {key}; this override does not")
         if "inputs-embeds-first-step" in self.mixin and "inputs-embeds-first-step" not in behaviours:
             if "inputs_embeds" in forward and not self._is_encoder_decoder():
                 self.add("difference", "ignores inputs_embeds; the mixin feeds them on the first step")
@@ -282,6 +342,11 @@ class _Judge:
             and self.o.attribute("_supports_static_cache") == "True"
         ):
             self.add("difference", "with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
+
+    @property
+    def _fallback_name(self) -> str:
+        fallback = self.fallback
+        return fallback.class_name if fallback is not None and fallback.kind is FallbackKind.PARENT else "the mixin"
 
     def _is_encoder_decoder(self) -> bool:
         return "decoder_input_ids" in self.a.output_values() or self.a.params[1:2] and self.a.params[1].name == "decoder_input_ids"
@@ -333,6 +398,8 @@ class _Judge:
         if action is Action.DELETE and self.o.overwritten:
             action = Action.KEEP
             self.add("note", "kept: maintainers marked it overwritten; verify before removing it")
+        if self.unreachable:
+            action = Action.KEEP  # the fallback reason says why
         return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))
 
 
@@ -345,14 +412,30 @@ def _names_in(expression: str) -> set[str]:
         return set()
 
 
+def judged_against(override: Override, profile: MixinProfile) -> MixinProfile:
+    """The profile an override is classified against: its parent's own override when that is what a
+    deletion or super() reaches (``fallback`` parent-override), else the mixin's."""
+    fallback = override.fallback
+    if fallback is None or fallback.kind is not FallbackKind.PARENT or fallback.analysis is None:
+        return profile
+    parent = profile_from_analysis(fallback.analysis, fallback.location or fallback.class_name or "parent")
+    return dataclasses.replace(parent, override_enables_generation=profile.override_enables_generation,
+                               target=profile.target, pretrained_model_generative=profile.pretrained_model_generative)
+
+
 def classify_override(override: Override, profile: MixinProfile) -> Finding:
-    return _Judge(override, profile, profile.behaviour_facets()).judge()
+    against = judged_against(override, profile)
+    return _Judge(override, against, against.behaviour_facets()).judge()
 
 
 def classify(index: Index, profile: MixinProfile, only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Finding]:
     behaviours = profile.behaviour_facets()
     chosen = select(index.overrides, only, skip)
-    return [_Judge(o, profile, behaviours).judge() for o in chosen]
+    out = []
+    for o in chosen:
+        against = judged_against(o, profile)
+        out.append(_Judge(o, against, behaviours if against is profile else against.behaviour_facets()).judge())
+    return out
 
 
 def select(overrides: Iterable[Override], only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Override]:

@@ -53,6 +53,16 @@ ReleaseOpt = Annotated[str, typer.Option("--release", help="Release to fetch whe
 OnlyOpt = Annotated[Optional[list[str]], typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
 SkipOpt = Annotated[Optional[list[str]], typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
 JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
+TargetOpt = Annotated[
+    Optional[str],
+    typer.Option("--target", help="For a tree or file: judge it against this transformers release (fetched from PyPI "
+                                  "and cached). Default: the built-in generic implementation."),
+]
+MixinOpt = Annotated[
+    Optional[Path],
+    typer.Option("--mixin", help="For a tree or file: judge it against this transformers checkout or installed "
+                                 "package instead of a --target release."),
+]
 
 
 @contextmanager
@@ -97,13 +107,35 @@ def _resolve_path(path: Path | None, release: str, writable: bool = False):
         raise ToolError(f"no such file or directory: {error}") from error
 
 
+def _target(checkout, target: str | None, mixin: Path | None):
+    """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
+    from codemod.checkout import CheckoutKind
+    from codemod.target import TargetError, from_path, from_release
+
+    if target is None and mixin is None:
+        return None
+    if target is not None and mixin is not None:
+        raise ToolError("give --target or --mixin, not both")
+    if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
+        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
+                        "--target and --mixin are for trees and files of model code")
+    try:
+        if target is not None:
+            return from_release(target, progress=lambda message: stderr.print(message, style="dim"))
+        return from_path(mixin)  # type: ignore[arg-type]
+    except TargetError as error:
+        raise ToolError(str(error)) from error
+
+
 def run_scan(
-    path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool, writable: bool = False
+    path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool, writable: bool = False,
+    target: str | None = None, mixin: Path | None = None,
 ):
     """checkout → index → classify; shared by every command that starts with a scan."""
     from codemod.scan import scan as scan_checkout
 
     checkout = _resolve_path(path, release, writable)
+    judged_against = _target(checkout, target, mixin)
     with _progress(True) as progress:
         task = None
 
@@ -115,7 +147,7 @@ def run_scan(
                 task = progress.add_task("parsing model files", total=total)
             progress.update(task, completed=done)
 
-        result = scan_checkout(checkout, use_cache=cache, jobs=jobs, progress=report)
+        result = scan_checkout(checkout, use_cache=cache, jobs=jobs, progress=report, target=judged_against)
     return result.select(only, skip)
 
 
@@ -130,14 +162,17 @@ def scan(
     jobs: JobsOpt = None,
     cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every reason in the table.")] = False,
+    target: TargetOpt = None,
+    mixin: MixinOpt = None,
 ) -> None:
-    """Find every prepare_inputs_for_generation override and classify it against this checkout's mixin."""
+    """Find every prepare_inputs_for_generation override and classify it against what a deletion would reach:
+    this checkout's mixin, or for a tree or file the --target / --mixin release (default: the built-in one)."""
     from codemod.report import render
 
     if fmt not in ("table", "json", "markdown"):
         raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
     started = time.perf_counter()
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache)
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     if output is not None and fmt == "table":
         with output.open("w", encoding="utf-8") as handle:
             render(result, fmt, Console(file=handle, width=160), verbose)
@@ -196,13 +231,15 @@ def diff(
     skip: SkipOpt = None,
     jobs: JobsOpt = None,
     cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    target: TargetOpt = None,
+    mixin: MixinOpt = None,
 ) -> None:
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
 
     from codemod.apply import compute_changes, unified_diff
 
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache)
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     changes = compute_changes(result, jobs)
     text = unified_diff(changes)
     if stdout.is_terminal:
@@ -372,11 +409,15 @@ def apply(
         Optional[Path], typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
     ] = None,
     own_tests: OwnTestsOpt = True,
+    target: TargetOpt = None,
+    mixin: MixinOpt = None,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
     from codemod.apply import compute_changes, write
 
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True)
+    if verify and (target is not None or mixin is not None):
+        raise ToolError("--verify does not take --target or --mixin yet: verification runs a checkout against itself")
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
     checkout = result.index.checkout
     if checkout.git is not None and checkout.git.dirty and not allow_dirty:
         raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")

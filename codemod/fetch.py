@@ -31,6 +31,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,6 +47,7 @@ Progress = Callable[[str], None]
 
 #: PEP 440 characters only: the version becomes part of a path and of a pip requirement
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
+PACKAGE = "transformers"
 _PYPI_JSON = "https://pypi.org/pypi/transformers/{version}/json"
 _PIP_TIMEOUT_S = 1800
 _HTTP_TIMEOUT_S = 60
@@ -111,6 +113,59 @@ def fetch_release(version: str, dest: Path | None = None, *, progress: Progress 
     _require_free(target)
     source = _ensure_cached(version, cached, say)
     return _copy_checkout(source, target, say)
+
+
+def fetch_package(version: str, *, progress: Progress | None = None) -> Path:
+    """The ``transformers`` package directory of release ``version``, for resolving names in it.
+
+    A wheel is enough (and quick): only its ``transformers/`` Python files are unpacked, once per
+    machine, into ``cache_dir("packages")``, under the same lock and atomic rename as a release.
+    Treat it as read-only.
+    """
+    _check_version(version)
+    say = progress or _quiet
+    path = cache_dir("packages") / f"transformers-{version}"
+    package = path / PACKAGE
+    if (package / "__init__.py").is_file():
+        return package
+    with _locked(path.with_name(path.name + ".lock")):
+        if (package / "__init__.py").is_file():  # another process unpacked it while we waited
+            return package
+        _remove_stale_builds(path)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        try:
+            say(f"downloading the transformers {version} wheel")
+            download = scratch / "download"
+            download.mkdir()
+            _pip_download(version, download, "--only-binary")
+            wheels = sorted(download.glob("*.whl"))
+            if len(wheels) != 1:
+                raise FetchError(f"expected one wheel of transformers {version}, pip saved {len(wheels)}")
+            tree = scratch / "tree"
+            _extract_package(wheels[0], tree)
+            os.replace(tree, path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return package
+
+
+def _extract_package(wheel: Path, into: Path) -> None:
+    """Unpack the ``transformers/`` Python files of ``wheel`` below ``into`` (names checked first)."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            members = [n for n in archive.namelist() if n.startswith(f"{PACKAGE}/") and n.endswith(".py")]
+            for name in members:
+                pure = PurePosixPath(name)
+                if pure.is_absolute() or ".." in pure.parts:
+                    raise FetchError(f"{wheel.name}: refusing unsafe member {name!r}")
+            if f"{PACKAGE}/__init__.py" not in members:
+                raise FetchError(f"{wheel.name} is not a transformers wheel: no {PACKAGE}/__init__.py")
+            for name in members:
+                target = into.joinpath(*PurePosixPath(name).parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(name))
+    except (zipfile.BadZipFile, OSError) as error:
+        raise FetchError(f"{wheel.name} is not a readable wheel: {error}") from None
 
 
 def _quiet(message: str) -> None:
@@ -275,9 +330,16 @@ def _download_sdist(version: str, into: Path) -> Path:
 
 def _download_with_pip(version: str, into: Path) -> Path:
     """``pip download`` the sdist: pip knows this machine's indexes, proxies and certificates."""
+    _pip_download(version, into, "--no-binary")
+    return _single_sdist(version, into)
+
+
+def _pip_download(version: str, into: Path, binary: str) -> None:
+    """``pip download`` transformers ``version`` into ``into``: ``--no-binary`` for the sdist,
+    ``--only-binary`` for a wheel."""
     command = [
         sys.executable, "-m", "pip", "download",
-        "--no-deps", "--no-binary", ":all:", "--no-input", "--disable-pip-version-check",
+        "--no-deps", binary, ":all:", "--no-input", "--disable-pip-version-check",
         "--progress-bar", "off",
         "-d", str(into), f"transformers=={version}",
     ]  # fmt: skip
@@ -291,7 +353,6 @@ def _download_with_pip(version: str, into: Path) -> Path:
         ) from None
     if result.returncode != 0:
         raise _pip_failure(version, result.stdout + "\n" + result.stderr)
-    return _single_sdist(version, into)
 
 
 def _pip_failure(version: str, output: str) -> FetchError:

@@ -25,7 +25,9 @@ from codemod import copies, modular
 from codemod.analysis import BodyAnalysis
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind
+from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
+from codemod.target import Target, for_checkout
 
 _OVERWRITTEN = "# Overwritten --"
 
@@ -69,6 +71,8 @@ class FileFacts:
     overrides: tuple[OverrideFacts, ...]
     functions: tuple[str, ...]  # module-level function names
     error: str | None = None  # why the file could not be parsed
+    #: top-level classes and imports, for resolving bases (``codemod.fallback``)
+    symbols: ModuleSymbols | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,9 +111,13 @@ class Override:
     overwritten: str | None
     deprecated: bool
     ignore_copy: tuple[int, ...] = ()
-    #: GenerationMixin among the class's bases, through bases defined in the same file (None: unknown,
-    #: the chain leaves the file before reaching PreTrainedModel)
+    #: GenerationMixin among the class's bases, PreTrainedModel's own bases left out (None: unknown, a
+    #: base cannot be resolved)
     inherits_generation_mixin: bool | None = None
+    #: what a deletion of the override, or its super() call, reaches (``codemod.fallback``)
+    fallback: Fallback | None = None
+    #: the override is code of the transformers package being migrated (a checkout or an installed package)
+    in_library: bool = False
 
     @property
     def lines(self) -> int:
@@ -157,16 +165,6 @@ def _end_line(node: ast.AST) -> int:
 
 def _start_line(node: ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) -> int:
     return min([d.lineno for d in node.decorator_list] + [node.lineno])
-
-
-def _params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
-    a = function.args
-    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
-    if a.vararg:
-        names.append("*" + a.vararg.arg)
-    if a.kwarg:
-        names.append("**" + a.kwarg.arg)
-    return tuple(n for n in names if n != "self")
 
 
 def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
@@ -238,7 +236,7 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 end_line=_end_line(node),
                 bases=tuple(ast.unparse(b) for b in node.bases),
                 methods=tuple(methods),
-                forward_params=_params(forward) if forward else None,
+                forward_params=modular.function_params(forward) if forward else None,
                 attributes=_attributes(node),
                 marker=copies.marker_above(plain, _start_line(node)),
             )
@@ -264,14 +262,16 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 ignored_in_class_copy=_ignored_above(plain, start),
             )
         )
-    return FileFacts(path, kind, sha, generated, tuple(classes), tuple(overrides), functions)
+    return FileFacts(path, kind, sha, generated, tuple(classes), tuple(overrides), functions,
+                     symbols=module_symbols(tree))
 
 
 # --------------------------------------------------------------------------------------------- cache
 
 
 #: the modules whose code decides what a scan finds; a change to any of them invalidates the caches
-_RESULT_MODULES = ("analysis", "classify", "copies", "index", "mixin", "modular", "recognise", "scan", "sources")
+_RESULT_MODULES = ("analysis", "classify", "copies", "fallback", "index", "mixin", "modular", "recognise", "scan", "sources",
+                   "target")
 
 
 @lru_cache(maxsize=1)
@@ -340,6 +340,14 @@ class Reader:
     """
 
     texts: dict[Path, str] = dataclasses.field(default_factory=dict)
+    #: files looked for and not found (a base class's module): a scan depends on their absence too
+    absent: set[Path] = dataclasses.field(default_factory=set)
+
+    def exists(self, path: Path) -> bool:
+        if path.is_file():
+            return True
+        self.absent.add(path.resolve())
+        return False
 
     def __call__(self, path: Path) -> str:
         # Discovery hands over absolute paths below the (resolved) root: resolving each of the
@@ -400,8 +408,10 @@ def build_index(
     jobs: int | None = None,
     progress: Progress | None = None,
     discovery: Discovery | None = None,
+    target: Target | None = None,
 ) -> Index:
-    """Index ``checkout``. ``jobs`` caps the process pool (1: no pool); ``progress(stage, done, total)``."""
+    """Index ``checkout``. ``jobs`` caps the process pool (1: no pool); ``progress(stage, done, total)``;
+    ``target``: the release the names of the classes' bases resolve in (default: ``for_checkout``)."""
     cache = cache if cache is not None else FactsCache.default()
     found = discovery if discovery is not None else discover(checkout)
     read, errors = found.read, list(found.errors)
@@ -422,7 +432,8 @@ def build_index(
         if progress:
             progress("parse", done, len(missing))
 
-    return _assemble(checkout, [facts[rel] for _, rel, _, _ in candidates], errors, files_read, read)
+    target = target if target is not None else for_checkout(checkout)
+    return _assemble(checkout, [facts[rel] for _, rel, _, _ in candidates], errors, files_read, read, target, cache)
 
 
 def _compute(jobs_in: list[tuple[str, str, FileKind]], jobs: int | None) -> Iterable[FileFacts]:
@@ -460,9 +471,38 @@ def _inherits_generation_mixin(chain: list[ClassFacts], classes: dict[str, Class
     return False if outside <= {"PreTrainedModel", "Module", "nn.Module", "object"} else None
 
 
+def _method_analyser(checkout: Checkout, all_facts: list[FileFacts], read: Reader, cache: FactsCache):
+    """(file, class) -> the class's own method, analysed: from the index's facts, else (a parent in the
+    target release, or in a file of the tree that is not a candidate) from the file's facts, cached."""
+    by_path = {checkout.root / f.path: f for f in all_facts}
+
+    def analyse(path: Path, class_name: str) -> BodyAnalysis | None:
+        facts = by_path.get(path)
+        if facts is None:
+            try:
+                text = read(path)
+            except (OSError, UnicodeDecodeError):
+                return None
+            key = _cache_key(path.as_posix(), text)
+            facts = cache.get(key)
+            if facts is None:
+                facts = file_facts(path.as_posix(), text, file_kind(path, text))
+                cache.put(key, facts)
+            by_path[path] = facts
+        return next((o.analysis for o in facts.overrides if o.class_name == class_name), None)
+
+    return analyse
+
+
 def _assemble(
-    checkout: Checkout, all_facts: list[FileFacts], errors: list[FileError], files_read: int, read: Reader
+    checkout: Checkout, all_facts: list[FileFacts], errors: list[FileError], files_read: int, read: Reader,
+    target: Target | None = None, cache: FactsCache | None = None,
 ) -> Index:
+    target = target if target is not None else for_checkout(checkout)
+    known = {checkout.root / f.path: f.symbols for f in all_facts if f.symbols is not None}
+    resolver = Resolver(checkout, target, read, _method_analyser(checkout, all_facts, read, cache or FactsCache(None)),
+                        known, exists=read.exists)
+    in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
     overrides: list[Override] = []
     skipped: list[SkippedFile] = []
     pending_links: list[tuple[int, str, copies.CopyMarker, int, int]] = []
@@ -485,6 +525,13 @@ def _assemble(
             for cls in reversed(chain):
                 attributes.update(cls.attributes)
             inherits = _inherits_generation_mixin(chain, classes)
+            view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
+            if view is not None:
+                if not in_library:
+                    # outside the library, forward is often in another file of the tree or in the target
+                    # release; a checkout keeps the same-file lookup its findings (and goldens) were made with
+                    forward = forward if forward is not None else view.forward_params
+                inherits = view.inherits_mixin_directly
             override_id = f"{facts.path}::{found.class_name}"
             origin = None
             if facts.generated_from is not None:
@@ -511,6 +558,8 @@ def _assemble(
                     deprecated="/models/deprecated/" in f"/{facts.path}",
                     ignore_copy=found.ignore_copy,
                     inherits_generation_mixin=inherits,
+                    fallback=view.fallback if view is not None else None,
+                    in_library=in_library,
                 )
             )
             if found.marker is not None:

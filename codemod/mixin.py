@@ -19,9 +19,11 @@ from pathlib import Path
 
 from codemod.analysis import BodyAnalysis, Unrecognised
 from codemod.checkout import Checkout
-from codemod.sources import METHOD
+from codemod.sources import METHOD, MIXIN_CLASS
+from codemod.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 
-MIXIN_CLASS = "GenerationMixin"
+__all__ = ["MIXIN_CLASS", "Era", "MixinProfile", "built_in_profile", "hoisted_profile", "profile_from_analysis",
+           "profile_from_source", "read_profile"]
 
 
 class Era(str, Enum):
@@ -48,9 +50,13 @@ class MixinProfile:
     analysis: BodyAnalysis | None = None
     #: behaviours ``generate()`` takes care of outside this method (name, facets)
     generate_behaviours: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
-    #: the release decides ``can_generate()`` by whether the class overrides this method (4.45 – 4.49,
+    #: the release decides ``can_generate()`` by whether the class overrides this method (4.45 – 4.51,
     #: for classes that do not inherit GenerationMixin): deleting such an override disables generate()
     override_enables_generation: bool = False
+    #: the release the scan is judged against (None: built only from source text, in tests)
+    target: Target | None = None
+    #: the target's PreTrainedModel is a GenerationMixin (until 4.51), or not (from 4.52); None: no release
+    pretrained_model_generative: bool | None = None
 
     def behaviour_facets(self) -> dict[str, list[dict[str, str]]]:
         """Behaviour name -> the facets of each occurrence, in the method or in generate()."""
@@ -115,6 +121,23 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     wrapper = MetadataWrapper(cst.parse_module(snippet))
     function = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
     analysis = analyse_function(function, wrapper.resolve(PositionProvider), line_offset=start - 1)
+    outside = _generate_behaviours(tree) if "position-ids-from-mask" not in analysis.behaviours else ()
+    return profile_from_analysis(
+        analysis, located, hoisted=hoisted, generate_behaviours=outside,
+        first_step_only=_string_tuple(text + "\n" + helpers_text, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"),
+    )
+
+
+def profile_from_analysis(
+    analysis: BodyAnalysis,
+    source: str,
+    *,
+    hoisted: bool = False,
+    generate_behaviours: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
+    first_step_only: tuple[str, ...] = (),
+) -> MixinProfile:
+    """The profile of an implementation already analysed: the mixin's, or a parent class's own override
+    that a child's deletion or ``super()`` would reach (classification is relative to that)."""
     behaviours = analysis.behaviours
     if "slice-by-next-sequence-length" in behaviours:
         era = Era.NEXT_SEQUENCE_LENGTH
@@ -123,15 +146,14 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     else:
         era = Era.UNKNOWN
     never = tuple(sorted(set(analysis.dropped) | _never_forwarded(analysis)))
-    outside = _generate_behaviours(tree) if "position-ids-from-mask" not in behaviours else ()
     return MixinProfile(
-        source=located,
+        source=source,
         era=era,
         hoisted=hoisted,
-        behaviours=behaviours | {name for name, _ in outside},
-        generate_behaviours=outside,
+        behaviours=behaviours | {name for name, _ in generate_behaviours},
+        generate_behaviours=generate_behaviours,
         details=tuple((r.behaviour, r.detail) for r in analysis.recognised),
-        first_step_only_inputs=_string_tuple(text + "\n" + helpers_text, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"),
+        first_step_only_inputs=first_step_only,
         never_forwarded=never,
         unrecognised=analysis.unrecognised,
         analysis=analysis,
@@ -174,32 +196,46 @@ def hoisted_profile() -> MixinProfile:
     return profile
 
 
-def read_profile(checkout: Checkout) -> MixinProfile:
-    """The profile classification is relative to, for this checkout.
+def built_in_profile() -> MixinProfile:
+    """The generic implementation this tool ships, as what a tree without a target is judged against:
+    nothing is installed anywhere (``hoisted`` is false)."""
+    profile = hoisted_profile()
+    return dataclasses.replace(profile, source=f"{profile.source} (built-in, 4.46 – 5.2 style)", hoisted=False,
+                               target=Target(TargetOrigin.BUILT_IN))
 
-    A checkout without a mixin (a directory of remote code, a single file) is compared with the
-    generic implementation this tool ships, and the report says so.
+
+def read_profile(checkout: Checkout, target: Target | None = None) -> MixinProfile:
+    """The profile classification is relative to, for this checkout and target (default: ``for_checkout``).
+
+    A checkout judged against itself whose mixin is a stub is compared with the generic implementation
+    ``apply`` installs (``hoisted``). A tree or file is judged against its target's mixin as it is (a
+    stub there implements nothing: nothing is installed into a release), or, without a target, against
+    the generic implementation this tool ships, and the report says so.
     """
-    path: Path | None = checkout.mixin_file
+    target = target if target is not None else for_checkout(checkout)
+    path: Path | None = target.mixin_file
     if path is None:
-        return hoisted_profile()
+        return built_in_profile()
     text = path.read_text(encoding="utf-8")
-    profile = profile_from_source(text, checkout.relative(path))
-    if profile.era is Era.STUB:
+    shown = checkout.relative(path) if target.origin is TargetOrigin.CHECKOUT else \
+        f"transformers/{path.resolve().relative_to(target.package_dir.resolve()).as_posix()}"  # type: ignore[union-attr]
+    profile = profile_from_source(text, shown)
+    if profile.era is Era.STUB and target.origin is TargetOrigin.CHECKOUT:
         hoisted = hoisted_profile()
         profile = dataclasses.replace(hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)")
-    return dataclasses.replace(profile, override_enables_generation=_override_enables_generation(checkout))
+    return dataclasses.replace(profile, override_enables_generation=_override_enables_generation(target.package_dir),
+                               target=target, pretrained_model_generative=pretrained_model_generative(target))
 
 
 #: the text of the check in ``PreTrainedModel.can_generate`` that makes an override enable generate()
 _CAN_GENERATE_BY_OVERRIDE = '"GenerationMixin" not in str(cls.prepare_inputs_for_generation)'
 
 
-def _override_enables_generation(checkout: Checkout) -> bool:
-    if checkout.package_dir is None:
+def _override_enables_generation(package_dir: Path | None) -> bool:
+    if package_dir is None:
         return False
     try:
-        text = (checkout.package_dir / "modeling_utils.py").read_text(encoding="utf-8")
+        text = (package_dir / "modeling_utils.py").read_text(encoding="utf-8")
     except OSError:
         return False
     return _CAN_GENERATE_BY_OVERRIDE in text

@@ -95,7 +95,7 @@ class ModularPair:
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_text(text: str) -> ast.Module | None:
+def parse_text(text: str) -> ast.Module | None:
     """Parse once per distinct text: a chain visits the same parent files (llama, mistral) often."""
     try:
         return ast.parse(text)
@@ -103,14 +103,14 @@ def _parse_text(text: str) -> ast.Module | None:
         return None
 
 
-def _parse(path: Path, read: Reader) -> ast.Module | None:
+def parse_file(path: Path, read: Reader) -> ast.Module | None:
     try:
-        return _parse_text(read(path))
+        return parse_text(read(path))
     except OSError:
         return None
 
 
-def _top_level(tree: ast.Module) -> Iterable[ast.stmt]:
+def top_level(tree: ast.Module) -> Iterable[ast.stmt]:
     """Module statements, including those under top-level ``if``/``try`` (``if TYPE_CHECKING:``, guarded imports)."""
     pending = list(tree.body)
     while pending:
@@ -124,16 +124,27 @@ def _top_level(tree: ast.Module) -> Iterable[ast.stmt]:
                 pending.extend(handler.body)
 
 
-def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    return {node.name: node for node in _top_level(tree) if isinstance(node, ast.ClassDef)}
+def top_level_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {node.name: node for node in top_level(tree) if isinstance(node, ast.ClassDef)}
 
 
-def _methods(node: ast.ClassDef, method: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+def methods_named(node: ast.ClassDef, method: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [
         item
         for item in node.body
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method
     ]
+
+
+def function_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """A function's parameter names, ``*args`` and ``**kwargs`` with their stars, ``self`` left out."""
+    a = function.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if a.vararg:
+        names.append("*" + a.vararg.arg)
+    if a.kwarg:
+        names.append("**" + a.kwarg.arg)
+    return tuple(n for n in names if n != "self")
 
 
 def _is_removal(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -149,14 +160,14 @@ def _is_removal(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return bool(_REMOVAL_ERROR.fullmatch(name))
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = dotted_name(node.value)
         return f"{inner}.{node.attr}" if inner else None
     if isinstance(node, ast.Subscript):  # Generic[...] and friends
-        return _dotted(node.value)
+        return dotted_name(node.value)
     return None
 
 
@@ -258,10 +269,10 @@ class _Frame:
     node: ast.ClassDef
 
 
-def _imports(tree: ast.Module) -> dict[str, tuple[int, str, str]]:
+def from_imports(tree: ast.Module) -> dict[str, tuple[int, str, str]]:
     """Local name -> (relative level, module, imported name) for every ``from … import …``."""
     found: dict[str, tuple[int, str, str]] = {}
-    for node in _top_level(tree):
+    for node in top_level(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 found[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
@@ -281,10 +292,10 @@ def _module_file(checkout: Checkout, importer: Path, level: int, module: str) ->
 
 
 def _class_in(path: Path, name: str, read: Reader) -> _Frame | None:
-    tree = _parse(path, read)
+    tree = parse_file(path, read)
     if tree is None:
         return None
-    node = _classes(tree).get(name)
+    node = top_level_classes(tree).get(name)
     return _Frame(path, tree, node) if node is not None else None
 
 
@@ -293,10 +304,10 @@ def _resolve_base(checkout: Checkout, frame: _Frame, base: str, read: Reader) ->
     it is generated from when its file is generated. Empty when the base cannot be found."""
     head, _, rest = base.partition(".")
     if not rest:
-        local = _classes(frame.tree).get(base)
+        local = top_level_classes(frame.tree).get(base)
         if local is not None and local is not frame.node:
             return [_Frame(frame.path, frame.tree, local)]
-    imported = _imports(frame.tree).get(head)
+    imported = from_imports(frame.tree).get(head)
     if imported is None or rest:
         return []
     level, module, name = imported
@@ -338,14 +349,14 @@ def _find(
     """Depth-first through the bases in order (the MRO for the single-inheritance chains modular uses)."""
     path = (*path, frame.node.name)
     walk.visited.append(frame.node.name)
-    defs = _methods(frame.node, method)
+    defs = methods_named(frame.node, method)
     if defs:
         return _Found(frame, defs[-1], path)  # the last ``def`` wins, as in Python
     if depth >= MAX_DEPTH:
         walk.too_deep = True
         return None
     for base_node in frame.node.bases:
-        base = _dotted(base_node)
+        base = dotted_name(base_node)
         if base is None:
             continue
         if base in STOP_BASES or base.rpartition(".")[2] in STOP_BASES:
@@ -378,7 +389,7 @@ def _parent_definition(checkout: Checkout, found: _Found, method: str, read: Rea
     """The definition ``super().method`` names in the modular view: the first base's chain holding a
     real (not a removal stub) definition."""
     for base_node in found.frame.node.bases:
-        base = _dotted(base_node)
+        base = dotted_name(base_node)
         if base is None or base in STOP_BASES or base.rpartition(".")[2] in STOP_BASES:
             continue
         for candidate in _resolve_base(checkout, found.frame, base, read):
@@ -418,10 +429,10 @@ def method_origin(
     if modular_path is None:
         return _unknown(None, None, f"no modular file: {how}")
     modular = _relative(checkout, modular_path)
-    tree = _parse(modular_path, read)
+    tree = parse_file(modular_path, read)
     if tree is None:
         return _unknown(modular, None, f"{modular} cannot be read or parsed")
-    node = _classes(tree).get(class_name)
+    node = top_level_classes(tree).get(class_name)
     if node is None:
         return _unknown(
             modular, None, f"{modular} does not define {class_name} (a class the converter copies in as a dependency, or another name)"
@@ -474,7 +485,7 @@ def _safe_read(path: Path, read: Reader) -> str | None:
 def _defines_modeling_class(tree: ast.Module) -> bool:
     """Whether the converter would write a ``modeling_*`` file: it sends every class whose name has
     no config/tokenizer/processor suffix there."""
-    return any(not name.endswith(_NON_MODELING_SUFFIXES) for name in _classes(tree))
+    return any(not name.endswith(_NON_MODELING_SUFFIXES) for name in top_level_classes(tree))
 
 
 def _names_modular(checkout: Checkout, generated: Path, modular: Path, read: Reader) -> bool:
@@ -511,7 +522,7 @@ def modular_pairs(checkout: Checkout, files: Iterable[Path], read: Reader) -> li
             pairs.append(ModularPair(_relative(checkout, modular), _relative(checkout, path), True))
         expected = modular.parent / f"modeling_{suffix}.py"
         if not generated and not expected.exists():
-            tree = _parse(modular, read)
+            tree = parse_file(modular, read)
             if tree is not None and _defines_modeling_class(tree):
                 pairs.append(ModularPair(_relative(checkout, modular), _relative(checkout, expected), False))
     return pairs
@@ -520,13 +531,13 @@ def modular_pairs(checkout: Checkout, files: Iterable[Path], read: Reader) -> li
 def modular_overrides(modular_text: str, method: str) -> list[tuple[str, int, int]]:
     """(class, ``def`` line, end line) of every class in a modular file that defines ``method``,
     raise stubs included (``method_origin`` tells them apart)."""
-    tree = _parse_text(modular_text)
+    tree = parse_text(modular_text)
     if tree is None:
         return []
     found: list[tuple[str, int, int]] = []
-    for node in _top_level(tree):
+    for node in top_level(tree):
         if isinstance(node, ast.ClassDef):
-            defs = _methods(node, method)
+            defs = methods_named(node, method)
             if defs:
                 func = defs[-1]
                 found.append((node.name, func.lineno, func.end_lineno or func.lineno))
@@ -540,13 +551,13 @@ def inherited_origin(checkout: Checkout, modular_file: Path, class_name: str, me
     the *parent model's* override in, instead of letting the class fall back to the mixin. ``None``
     when no parent in the chain defines the method (deleting it is then safe).
     """
-    tree = _parse(modular_file, read)
-    node = _classes(tree).get(class_name) if tree is not None else None
+    tree = parse_file(modular_file, read)
+    node = top_level_classes(tree).get(class_name) if tree is not None else None
     if tree is None or node is None:
         return None
     frame = _Frame(modular_file, tree, node)
     for base_node in node.bases:
-        base = _dotted(base_node)
+        base = dotted_name(base_node)
         if base is None or base in STOP_BASES or base.rpartition(".")[2] in STOP_BASES:
             continue
         for candidate in _resolve_base(checkout, frame, base, read):

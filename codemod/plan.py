@@ -23,7 +23,9 @@ import json
 from collections.abc import Iterable, Sequence
 from enum import Enum
 
+from codemod import soundness
 from codemod.classify import Action, Category, Extra, Finding
+from codemod.fallback import FallbackKind
 from codemod.index import Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
@@ -208,8 +210,11 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     if "**kwargs" not in kinds or "*args" in kinds or override.forward_params is None:
         return ()
     ids = next((p.name for p in params if p.kind == "positional"), None)
-    kept_reads = {n for t in override.analysis.top_level if t.index in _kept_statements(extras) for n in t.reads}
-    needed = _names(body) | kept_reads | {"inputs_embeds", ids} | {e.source for e in extras}
+    kept = [t for t in override.analysis.top_level if t.index in _kept_statements(extras)]
+    # what the kept statements read, and what they assign (a parameter they reset must reach super()
+    # as they left it, not as the caller gave it through **kwargs)
+    kept_names = {n for t in kept for n in (*t.reads, *t.writes)}
+    needed = _names(body) | kept_names | {"inputs_embeds", ids} | {e.source for e in extras}
     forward = set(override.forward_params)
     keep = tuple(
         p.name for p in params
@@ -224,6 +229,9 @@ class Reduction:
 
     body: str
     keep_params: tuple[str, ...] = ()
+    #: the keywords the super() call passes, and whether it spreads **kwargs
+    keywords: tuple[str, ...] = ()
+    spreads_kwargs: bool = False
 
 
 def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = True) -> Reduction | None:
@@ -249,7 +257,8 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = _call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    return Reduction("\n".join([*call, *statements, "return model_inputs"]) + "\n", keep_params)
+    return Reduction("\n".join([*call, *statements, "return model_inputs"]) + "\n", keep_params, tuple(standard),
+                     bool(kwargs))
 
 
 #: the line length transformers formats to (ruff, ``line-length = 119``), and a method body's indent
@@ -306,8 +315,7 @@ def _keep_reason(finding: Finding) -> str:
             else:
                 # "<behaviour> (<detail>): <what the mixin lacks>" -> what the mixin lacks
                 text = reason.text.split("): ", 1)[-1] if reason.rule else reason.text
-            text = text.rstrip(".")
-            return text if len(text) <= 90 else text[:87].rstrip() + "..."
+            return _short(text)
     return "kept: see the transformers-codemod report"
 
 
@@ -323,6 +331,28 @@ class _Decision:
     reason: str = ""
     keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
     keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
+    extras: tuple[Extra, ...] = ()  # what a REDUCE re-creates after super()
+
+
+def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
+    """The extras that re-create what verification found the mixin prepares differently."""
+    return (
+        *(Extra(key, "drop") for key in repair.remove),
+        # a None the old code passed and the new code leaves out; a value the caller gives still goes through
+        *(Extra(key, "default", "None") for key in repair.set_none),
+        *(Extra(key, "passthrough", key) for key in repair.passthrough),
+    )
+
+
+def _unreachable(o: Override) -> bool:
+    """No base defines the method, or what does is not known: nothing may take the override's place."""
+    return o.fallback is not None and o.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
+
+
+def _short(text: str) -> str:
+    """A reason short enough for a ``# Overwritten --`` line."""
+    text = text.rstrip(".")
+    return text if len(text) <= 90 else text[:87].rstrip() + "..."
 
 
 class _Planner:
@@ -330,9 +360,12 @@ class _Planner:
         self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
         repairs: dict[str, Repair] | None = None,
         override_enables_generation: bool = False,
+        mixin_reach: soundness.Reach | None = None,
     ) -> None:
         self.repairs = repairs or {}
         self.override_enables_generation = override_enables_generation
+        #: what the mixin passes to forward; None: no forward check (a plan made without a profile)
+        self.mixin_reach = mixin_reach
         self.index = index
         self.by_id = index.by_id()
         self.findings = {f.override.id: f for f in findings}
@@ -357,19 +390,14 @@ class _Planner:
                     and set(repair.keep) | set(repair.passthrough) <= params):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
-                extras = (
-                    *f.extras,
-                    *(Extra(key, "drop") for key in repair.remove),
-                    # a None the old code passed and the new code leaves out; a value the caller gives still goes through
-                    *(Extra(key, "default", "None") for key in repair.set_none),
-                    *(Extra(key, "passthrough", key) for key in repair.passthrough),
-                )
+                extras = (*f.extras, *_repair_extras(repair))
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:
                     summary = _extras_summary(extras)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super() after verification: {summary}",
-                                                    keep=_kept_statements(extras), keep_params=reduction.keep_params)
+                                                    keep=_kept_statements(extras), keep_params=reduction.keep_params,
+                                                    extras=extras)
                     continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
@@ -388,12 +416,74 @@ class _Planner:
                     summary = _extras_summary(f.extras, f)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
-                                                    keep_params=reduction.keep_params)
+                                                    keep_params=reduction.keep_params, extras=f.extras)
             else:
                 mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
-                if f.category is Category.GENERIC:
-                    mark = ""  # kept as it is (a converter's removal stub, a maintainer's override): nothing to add
+                if f.category is Category.GENERIC or _unreachable(f.override):
+                    # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
+                    # (no base defines the method): nothing to add
+                    mark = ""
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
+        for oid, decision in list(self.decisions.items()):
+            decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
+            why = self.refusal(self.findings[oid], decision)
+            if why is not None:
+                self.decisions[oid] = _Decision(Action.KEEP, None, mark=_short(why))
+                self.held.append((oid, f"refused: {why}"))
+
+    def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
+        """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
+        as the old closed dict never passed them (verification checks the result; it made the same repair).
+        Outside one, nothing runs the model to check it: the refusal below keeps the override instead."""
+        o = f.override
+        if not o.in_library or self.mixin_reach is None or decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
+            return decision
+        reach = soundness.reach_of(o, self.mixin_reach)
+        extras = decision.extras
+        reduction = reduce_override(o, extras) if decision.edit is EditKind.REDUCE else None
+        missing: tuple[str, ...] = ()
+        for _ in range(3):  # a reduction hands super() its parameters, which may add keys to drop
+            keywords = reduction.keywords if reduction is not None else ()
+            more = tuple(k for k in soundness.not_taken(o, soundness.forwarded_keys(o, reach, keywords, extras))
+                         if k not in missing)
+            if not more:
+                break
+            missing += more
+            extras = (*extras, *(Extra(key, "drop") for key in more))
+            reduction = reduce_override(o, extras)
+            if reduction is None:
+                return decision  # the refusal says why
+        if not missing or reduction is None:
+            return decision
+        summary = _extras_summary(extras, f)
+        return _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
+                         reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take "
+                                f"{', '.join(missing)})", keep=_kept_statements(extras),
+                         keep_params=reduction.keep_params, extras=extras)
+
+    def refusal(self, f: Finding, decision: _Decision) -> str | None:
+        """Why a change would leave code that cannot run (``codemod.soundness``), or None."""
+        o = f.override
+        if decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
+            return None
+        if _unreachable(o):  # classify keeps these; a repair must not bring them back
+            return f"nothing takes the method's place: {o.fallback.detail}"  # type: ignore[union-attr]
+        reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None else None
+        if decision.edit is EditKind.DELETE:
+            return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
+        extras = decision.extras
+        reduction = reduce_override(o, extras)
+        if reduction is None:
+            return None
+        kept = _kept_statements(extras)
+        return (
+            soundness.ids_refusal(o)
+            or soundness.dead_statements(o, kept, reduction.body)
+            or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
+            or (soundness.forward_refusal(o, soundness.forwarded_keys(o, reach, reduction.keywords, extras))
+                if reach is not None else None)
+            or (soundness.interference(o, kept, reach) if reach is not None else None)
+        )
 
     def generated(self) -> None:
         """A generated override changes only as the code it is generated from changes."""
@@ -524,7 +614,12 @@ class _Planner:
                                 decision.keep_params))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
-                                "can_generate() looks for GenerationMixin among the bases once the override is gone"))
+                                "can_generate() looks for GenerationMixin among the bases once the override is gone",
+                                _mixin_import(o)))
+            elif decision.edit in (EditKind.DELETE, EditKind.REDUCE) and o.fallback is not None and o.fallback.adds_mixin_base:
+                own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
+                                "PreTrainedModel is not a GenerationMixin in the target release: without the override "
+                                "(or for super()) the class needs it among its bases", _mixin_import(o)))
             if marks.get(oid):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
@@ -556,6 +651,16 @@ class _Planner:
             source = next((m for m in members if m not in derived), members[0])
             shards.append(Shard(members[0], kind, tuple(members), shard_edits, source))
         return sorted(shards, key=lambda s: s.id)
+
+
+def _mixin_import(o: Override) -> str:
+    """The import of GenerationMixin for the file of ``o``: relative inside the transformers package,
+    from ``transformers`` anywhere else (remote code, third-party packages)."""
+    parts = o.file.split("/")
+    if o.in_library and "transformers" in parts:
+        dots = "." * (len(parts) - parts.index("transformers") - 1)
+        return f"from {dots}generation import {MIXIN_CLASS}"
+    return f"from transformers import {MIXIN_CLASS}"
 
 
 def _same_reduction(mine: _Decision, theirs: _Decision, link) -> bool:
@@ -599,6 +704,7 @@ def make_plan(
     inherited: dict[str, str | None] | None = None,
     repairs: dict[str, Repair] | None = None,
     override_enables_generation: bool = False,
+    mixin_reach: soundness.Reach | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -606,9 +712,11 @@ def make_plan(
     were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
     ``repairs`` maps an override to the fixes verification found its reduction needs (keys the mixin
     adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
-    reduction.
+    reduction. ``mixin_reach``: what the mixin passes to ``forward`` (``soundness.Reach``), for the check that
+    every key a change makes reach ``forward`` is one it takes.
     """
-    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation)
+    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
+                       mixin_reach)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

@@ -53,6 +53,7 @@ class _Walker:
         self.dropped: list[str] = []
         self.forwards_kwargs = False
         self.delegates_to: str | None = None
+        self.delegation = None
         self.withheld: list[str] = []
         self.top_level: list[TopLevel] = []
 
@@ -130,6 +131,7 @@ class _Walker:
             # a new dict replaces the old one, with whatever it forwarded or came from
             self.forwards_kwargs = False
             self.delegates_to = None
+            self.delegation = None
         for key, value in match.outputs.items():
             self.outputs.append(
                 OutputKey(key, str(value), line, guards, match.via_kwargs, match.output_code.get(key, ""), conditions)
@@ -141,6 +143,7 @@ class _Walker:
             self.forwards_kwargs = True
         if match.delegates_to is not None:
             self.delegates_to = match.delegates_to
+            self.delegation = match.delegation
         self.withheld.extend(match.withholds)
         symbols = dict(self.ctx.symbols)
         symbols.update(match.defines)
@@ -216,6 +219,7 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
         dropped=tuple(walker.dropped),
         forwards_kwargs=walker.forwards_kwargs,
         delegates_to=walker.delegates_to,
+        delegation=walker.delegation,
         withheld=tuple(walker.withheld),
         top_level=tuple(dataclasses.replace(t, line=shift(t.line)) for t in walker.top_level),
     )

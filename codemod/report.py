@@ -17,6 +17,7 @@ from rich.text import Text
 
 from codemod import __version__
 from codemod.classify import Action, Category, Finding
+from codemod.fallback import Fallback, FallbackKind
 from codemod.scan import ScanResult
 
 SCHEMA_VERSION = 1
@@ -72,6 +73,23 @@ def finding_record(f: Finding) -> dict[str, Any]:
         "copy_group": o.copy_group,
         "generated_from": generated,
         "overwritten": o.overwritten,
+        "fallback": fallback_record(o.fallback),
+    }
+
+
+def fallback_record(fallback: Fallback | None) -> dict[str, Any] | None:
+    """What a deletion or super() reaches (``codemod.fallback``), as the README's schema says."""
+    if fallback is None:
+        return None
+    return {
+        "kind": fallback.kind.value,
+        "class": fallback.class_name,
+        "file": fallback.file,
+        "line": fallback.line,
+        "release": fallback.release,
+        "override": fallback.override_id,
+        "adds_mixin_base": fallback.adds_mixin_base,
+        "detail": fallback.detail,
     }
 
 
@@ -91,6 +109,8 @@ def summary(result: ScanResult) -> dict[str, Any]:
         "lines": sum(f.override.lines for f in findings),
         "by_category": by_category,
         "by_action": {a.value: sum(1 for f in findings if f.action is a) for a in Action},
+        "by_fallback": {k.value: sum(1 for f in findings if f.override.fallback and f.override.fallback.kind is k)
+                        for k in FallbackKind},
         "by_file_kind": dict(sorted(kinds.items())),
         "deprecated": sum(1 for f in findings if f.override.deprecated),
         "from_modular": sum(1 for f in findings if f.override.generated_from is not None),
@@ -121,6 +141,9 @@ def scan_document(result: ScanResult) -> dict[str, Any]:
             "source": p.source,
             "era": p.era.value,
             "hoisted": p.hoisted,
+            "judged_against": p.target.origin.value if p.target else None,
+            "release": p.target.release if p.target else None,
+            "pretrained_model_generative": p.pretrained_model_generative,
             "behaviours": sorted(p.behaviours),
             "first_step_only_inputs": list(p.first_step_only_inputs),
             "unrecognised": [{"line": u.line, "code": u.code} for u in p.unrecognised],
@@ -140,7 +163,7 @@ def to_json(result: ScanResult) -> str:
 # --------------------------------------------------------------------------------------------- text
 
 
-_REASON_ORDER = {"unrecognised": 0, "bespoke": 1, "extra": 2, "difference": 3, "evidence": 4, "note": 5, "behaviour": 6}
+_REASON_ORDER = {"fallback": -1, "unrecognised": 0, "bespoke": 1, "extra": 2, "difference": 3, "evidence": 4, "note": 5, "behaviour": 6}
 
 
 def _ordered_reasons(f: Finding):
@@ -181,7 +204,10 @@ def header_lines(result: ScanResult) -> list[str]:
     s = summary(result)
     where = f"{c.kind.value} {c.root}" + (f" (transformers {c.version})" if c.version else "")
     mixin = f"mixin: {p.source} — {p.era.value}" + (" (hoisted by apply)" if p.hoisted else "")
-    lines = [where, mixin]
+    lines = [where]
+    if p.target is not None:
+        lines.append(f"judged against {p.target.describe()}")
+    lines.append(mixin)
     lines.append(
         f"{s['overrides']} overrides ({s['lines']} lines) in {s['candidate_files']} of {s['files_read']} files; "
         f"{s['from_modular']} from modular sources, {s['deprecated']} deprecated; {s['copy_groups']} copy groups"

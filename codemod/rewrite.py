@@ -207,22 +207,27 @@ def _add_mixin_base(cls: cst.ClassDef) -> cst.ClassDef:
     return cls.with_changes(bases=[*bases, new], lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
-def _import_mixin(module: cst.Module, path: str) -> cst.Module:
-    """``from ...generation import GenerationMixin`` after the last top-level ``from .`` import, unless
-    the module already binds the name."""
+def _import_mixin(module: cst.Module, path: str, statement_code: str = "") -> cst.Module:
+    """The import of GenerationMixin the plan gives (``from ...generation import GenerationMixin`` in the
+    package, ``from transformers import GenerationMixin`` outside it), after the last top-level import of
+    its kind, unless the module already binds the name."""
     if MIXIN_CLASS in _imported_names(module):
         return module
-    parts = path.split("/")
-    if "transformers" not in parts:
-        raise RewriteError(f"{path}: cannot import GenerationMixin relatively outside the transformers package")
-    dots = "." * (len(parts) - parts.index("transformers") - 1)
-    statement = cst.parse_statement(f"from {dots}generation import {MIXIN_CLASS}{module.default_newline}",
-                                    config=module.config_for_parsing)
+    if not statement_code:
+        parts = path.split("/")
+        if "transformers" not in parts:
+            raise RewriteError(f"{path}: cannot import GenerationMixin relatively outside the transformers package")
+        statement_code = f"from {'.' * (len(parts) - parts.index('transformers') - 1)}generation import {MIXIN_CLASS}"
+    statement = cst.parse_statement(f"{statement_code}{module.default_newline}", config=module.config_for_parsing)
     body = list(module.body)
     imports = [i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine([m.Import() | m.ImportFrom()]))]
-    relative = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))]
-    if relative or imports:
-        position = (relative or imports)[-1] + 1
+    if statement_code.startswith("from ."):
+        alike = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))]
+    else:
+        alike = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(
+            module=m.Name("transformers") | m.Attribute(value=m.Name("transformers")))]))]
+    if alike or imports:
+        position = (alike or imports)[-1] + 1
     else:  # after the module docstring, if any
         position = 1 if body and m.matches(body[0], m.SimpleStatementLine([m.Expr(m.SimpleString())])) else 0
     body.insert(position, statement)
@@ -417,8 +422,9 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewri
         if missing:
             raise RewriteError(f"no top-level class {', '.join(sorted(missing))}")
         new_module = module.with_changes(body=body)
-        if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
-            new_module = _import_mixin(new_module, path)
+        mixin_bases = [e for e in edits if e.kind is EditKind.ADD_MIXIN_BASE]
+        if mixin_bases:
+            new_module = _import_mixin(new_module, path, mixin_bases[0].text)
         candidates = _names_used(_removed_code(module, edits))
         unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
         if unused:

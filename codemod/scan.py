@@ -20,6 +20,7 @@ from codemod.checkout import Checkout
 from codemod.classify import Finding, classify, select
 from codemod.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.mixin import MixinProfile, read_profile
+from codemod.target import Target, for_checkout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,10 +45,11 @@ def _digest(texts: Iterable[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def _key(found: Discovery) -> str:
+def _key(found: Discovery, target: Target) -> str:
     checkout = found.checkout
     texts = ((str(p), t) for p, t in found.read.texts.items())
-    return _digest([("tool", tool_fingerprint()), ("root", str(checkout.root)), ("kind", checkout.kind.value), *texts])
+    return _digest([("tool", tool_fingerprint()), ("root", str(checkout.root)), ("kind", checkout.kind.value),
+                    ("target", target.key), *texts])
 
 
 def _read_or_none(path: Path) -> str | None:
@@ -55,6 +57,10 @@ def _read_or_none(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+#: the digest recorded for a file the scan looked for and did not find
+_ABSENT = "absent"
 
 
 class ResultCache:
@@ -77,7 +83,10 @@ class ResultCache:
             return None
         for path, digest in extras.items():
             text = _read_or_none(Path(path))
-            if text is None or _digest([("", text)]) != digest:
+            if digest == _ABSENT:
+                if text is not None:
+                    return None
+            elif text is None or _digest([("", text)]) != digest:
                 return None
         return result
 
@@ -97,11 +106,14 @@ def scan(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    target: Target | None = None,
 ) -> ScanResult:
-    """Index and classify every override of ``checkout`` (all of them: ``ScanResult.select`` filters)."""
+    """Index and classify every override of ``checkout`` (all of them: ``ScanResult.select`` filters),
+    judged against ``target`` (default: the checkout itself, or the built-in mixin for a tree)."""
+    target = target if target is not None else for_checkout(checkout)
     found = discover(checkout)
     results = ResultCache.default() if use_cache else ResultCache(None)
-    key = _key(found)
+    key = _key(found, target)
     cached = results.get(key)
     if cached is not None:
         # the files are the same, but the git state (dirty or not) is today's
@@ -109,15 +121,17 @@ def scan(
     discovered = set(found.read.texts)
     index = build_index(
         checkout, cache=FactsCache.default() if use_cache else FactsCache(None), jobs=jobs, progress=progress,
-        discovery=found,
+        discovery=found, target=target,
     )
-    profile = read_profile(checkout)
+    profile = read_profile(checkout, target)
     result = ScanResult(index, profile, tuple(classify(index, profile)))
     # Files read after discovery (copy targets, modular parents outside the tree, the mixin) are
     # checked on the next load; files read in discovery are part of the key already.
     extras = {str(p): _digest([("", t)]) for p, t in found.read.texts.items() if p not in discovered}
-    if checkout.mixin_file is not None:
-        mixin = checkout.mixin_file.resolve()
+    # a module a base class was looked for in and not found: the result holds while it stays absent
+    extras.update({str(p): _ABSENT for p in found.read.absent})
+    if target.mixin_file is not None:
+        mixin = target.mixin_file.resolve()
         text = _read_or_none(mixin)
         if text is not None:
             extras[str(mixin)] = _digest([("", text)])

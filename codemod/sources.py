@@ -12,6 +12,8 @@ from codemod.checkout import Checkout, CheckoutKind
 
 #: the method this tool is about
 METHOD = "prepare_inputs_for_generation"
+#: the class that holds the generic implementation
+MIXIN_CLASS = "GenerationMixin"
 #: the text every candidate file contains; files without it are never parsed
 NEEDLE = METHOD
 

@@ -114,6 +114,8 @@ class Match:
     forwards_kwargs: bool = False
     #: the output comes from another implementation (``super()``, a sub-model)
     delegates_to: str | None = None
+    #: which kind of implementation ``delegates_to`` is (a ``codemod.analysis.Delegation``)
+    delegation: object = None
     #: the claimed statements return from the function
     returns: bool = False
     #: parameters that a delegated call (``super()``, a sub-model) is not given

@@ -2,7 +2,9 @@
 
 ``super().prepare_inputs_for_generation(...)`` is the mixin's generic version (an override that
 only adds or adjusts keys after it is already reduced); ``self.language_model.prepare_inputs_for_generation``
-is the text model's own, which the composite model's mixin replaces only where the two agree.
+is the text model's own, which the composite model's mixin replaces only where the two agree;
+``self.base_model_prepare_inputs_for_generation(*args, **kwargs)`` is a bound method stored on the
+instance (peft keeps the wrapped model's that way), whose target only the running code knows.
 Parameters the call is not given are withheld from the result unless added back.
 
 Example::
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from codemod.analysis import Delegation
 from rules._pattern import node_code
 from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
 from rules.values import value_of
@@ -42,21 +45,26 @@ class Delegate(Rule):
             call = small.value
         else:
             return None
-        if not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
+        if m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"), attr=m.Name(m.MatchIfTrue(_stored_method))))):
+            target, delegation = node_code(call.func), Delegation.STORED_METHOD  # type: ignore[union-attr]
+            args = list(call.args)  # type: ignore[union-attr]
+        elif not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
             return None
-        owner = call.func.value  # type: ignore[union-attr]
-        args = list(call.args)  # type: ignore[union-attr]
-        if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
-            target = "super"
-        elif m.matches(owner, m.Name("GenerationMixin")) and args and m.matches(args[0].value, m.Name("self")):
-            # The mixin's own method, skipping any parent's override (modular files do this so that
-            # the converter does not inline the parent's version).
-            target = "super"
-            args = args[1:]
-        elif m.matches(owner, m.Attribute(value=m.Name("self"))):
-            target = node_code(owner)
         else:
-            return None
+            owner = call.func.value  # type: ignore[union-attr]
+            args = list(call.args)  # type: ignore[union-attr]
+            delegation = Delegation.SUPER
+            if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
+                target = "super"
+            elif m.matches(owner, m.Name("GenerationMixin")) and args and m.matches(args[0].value, m.Name("self")):
+                # The mixin's own method, skipping any parent's override (modular files do this so that
+                # the converter does not inline the parent's version).
+                target = "super"
+                args = args[1:]
+            elif m.matches(owner, m.Attribute(value=m.Name("self"))):
+                target, delegation = node_code(owner), Delegation.SUBMODEL
+            else:
+                return None
 
         passed: set[str] = set()
         adjusted: dict[str, Value] = {}
@@ -86,7 +94,13 @@ class Delegate(Rule):
         if withheld:
             details.append("not given " + ", ".join(withheld))
         return Match(1, self.name, "; ".join(details), outputs=adjusted, resets_outputs=True,
-                     forwards_kwargs=spreads_kwargs, delegates_to=target, returns=returns, withholds=withheld)
+                     forwards_kwargs=spreads_kwargs, delegates_to=target, returns=returns, withholds=withheld,
+                     delegation=delegation)
+
+
+def _stored_method(name: str) -> bool:
+    """``base_model_prepare_inputs_for_generation``: an attribute named after the method, not the method."""
+    return name != _METHOD and _METHOD in name
 
 
 RULE = Delegate()

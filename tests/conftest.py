@@ -47,3 +47,36 @@ def mini_checkout(tmp_path: Path, codemod_cache: Path) -> Path:
 def remote_code(tmp_path: Path, codemod_cache: Path) -> Path:
     """A private copy of ``fixtures/remote_code``, scanned with a private cache dir."""
     return copy_fixture(REMOTE_CODE, tmp_path / "remote_code")
+FOREIGN = FIXTURES / "foreign"
+
+
+@pytest.fixture
+def foreign(tmp_path: Path, codemod_cache: Path) -> Path:
+    """A private copy of ``fixtures/foreign`` (a tree of third-party model code), as ``<tmp>/foreign``."""
+    return copy_fixture(FOREIGN, tmp_path / "foreign")
+
+
+def make_target_package(dest: Path, version: str, *, pretrained_generative: bool) -> Path:
+    """A stand-in ``transformers`` package to judge trees against (``--mixin``): this tool's own generic
+    implementation as its mixin, and a ``PreTrainedModel`` that is a GenerationMixin (as until 4.51) or not
+    (as from 4.52). Returns the package directory."""
+    from rules.generic_mixin import MODULE_SOURCE
+
+    package = dest / "transformers"
+    files = {
+        "__init__.py": f'__version__ = "{version}"\n',
+        "models/__init__.py": "",
+        "generation/__init__.py": "from .utils import GenerationMixin\n",
+        "generation/utils.py": "import inspect\n\nimport torch\n\n\n" + MODULE_SOURCE,
+        "utils/__init__.py": "class PushToHubMixin:\n    def push_to_hub(self, repo_id):\n        raise NotImplementedError\n",
+        "modeling_utils.py": (
+            "from torch import nn\n\nfrom .generation import GenerationMixin\nfrom .utils import PushToHubMixin\n\n\n"
+            f"class PreTrainedModel(nn.Module, {'GenerationMixin, ' if pretrained_generative else ''}PushToHubMixin):\n"
+            "    base_model_prefix = ''\n"
+        ),
+    }
+    for rel, text in files.items():
+        path = package / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return package

@@ -26,6 +26,7 @@ from codemod.scan import scan
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 
 from .conftest import MINI_CHECKOUT, REPO, copy_fixture
+from .flakes import assert_no_new_flakes
 
 runner = CliRunner()
 
@@ -211,6 +212,8 @@ def test_apply_writes_and_every_touched_file_compiles(repo: Path) -> None:
     head = repo.parent / "head"
     git(repo, "worktree", "add", "-q", str(head), "HEAD")
     assert tree_diff(head, repo, CHANGED) == patch
+    # and nothing it wrote has a pyflakes problem the original did not have
+    assert_no_new_flakes(head, repo, CHANGED)
 
 
 def test_apply_results(repo: Path) -> None:

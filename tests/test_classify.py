@@ -69,6 +69,7 @@ def override(
         generated_from=None,
         overwritten=overwritten,
         deprecated=False,
+        in_library=True,  # a path below src/transformers: code of the release being migrated
     )
 
 

@@ -359,7 +359,10 @@ def test_single_remote_code_file(remote_code: Path) -> None:
     assert document["checkout"]["kind"] == "file"
     assert document["checkout"]["root"] == str(remote_code.resolve())
     assert document["checkout"]["version"] is None
-    assert document["mixin"]["hoisted"] is True
+    # nothing is installed into a file's tree: it is judged against the generic implementation the tool ships
+    assert document["mixin"]["hoisted"] is False
+    assert (document["mixin"]["judged_against"], document["mixin"]["release"]) == ("built-in", None)
+    assert document["mixin"]["source"].startswith("rules/generic_mixin.py")
     [finding] = document["findings"]
     assert (finding["file"], finding["class"], finding["model"]) == ("modeling_custom.py", "CustomForCausalLM", "custom")
     assert finding["file_kind"] == "modeling"

@@ -351,7 +351,7 @@ from ...modeling_utils import PreTrainedModel
 
 
 class NewtForCausalLM(PreTrainedModel, GenerationMixin):
-    def forward(self, input_ids=None, past_key_values=None, attention_mask=None):
+    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
         return input_ids
 
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
@@ -369,7 +369,7 @@ from ...modeling_utils import PreTrainedModel
 
 
 class ToadForCausalLM(PreTrainedModel, GenerationMixin):
-    def forward(self, input_ids=None, past_key_values=None, attention_mask=None):
+    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
         return input_ids
 
     # Copied from transformers.models.newt.modeling_newt.NewtForCausalLM.prepare_inputs_for_generation with Newt->Toad
@@ -802,7 +802,7 @@ PARROT_BESPOKE = '''
 
 
     class ParrotForCausalLM(PreTrainedModel, GenerationMixin):
-        def forward(self, input_ids=None, past_key_values=None, attention_mask=None):
+        def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
             return input_ids
 
         def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
@@ -818,7 +818,7 @@ PARROT_GENERIC = '''
 
 
     class ParrotForCausalLM(PreTrainedModel, GenerationMixin):
-        def forward(self, input_ids=None, past_key_values=None, attention_mask=None):
+        def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
             return input_ids
 
         def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
@@ -849,7 +849,7 @@ FINCH_GENERATED = GEN_HEADER + textwrap.dedent('''
 
 
     class FinchForCausalLM(PreTrainedModel, GenerationMixin):
-        def forward(self, input_ids=None, past_key_values=None, attention_mask=None):
+        def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
             return input_ids
 ''') + textwrap.indent(textwrap.dedent(FINCH_METHOD), "    ")
 

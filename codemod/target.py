@@ -1,0 +1,108 @@
+"""The release a scan is judged against: which ``transformers`` the names of a class's bases mean.
+
+A transformers checkout (or installed package) is judged against itself. Any other tree or file of
+model code is judged against a release chosen with ``--target VERSION`` (its wheel fetched from
+PyPI and cached) or ``--mixin PATH`` (a checkout or an installed package); without either, against
+the generic implementation this tool ships (``rules/generic_mixin.py``), and then a base imported
+from ``transformers`` other than ``GenerationMixin`` and ``PreTrainedModel`` cannot be resolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from enum import Enum
+from pathlib import Path
+
+from codemod.checkout import Checkout, CheckoutKind, resolve
+from codemod.sources import MIXIN_CLASS
+
+PRETRAINED_CLASS = "PreTrainedModel"
+
+
+class TargetOrigin(str, Enum):
+    #: the scanned checkout or package itself
+    CHECKOUT = "checkout"
+    #: ``--target VERSION``: a release fetched from PyPI
+    RELEASE = "release"
+    #: ``--mixin PATH``: a checkout or an installed package given by path
+    PATH = "path"
+    #: no release: the generic implementation this tool ships
+    BUILT_IN = "built-in"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    origin: TargetOrigin
+    #: the ``transformers`` package directory the names resolve in (None: built-in)
+    package_dir: Path | None = None
+    #: its ``__version__`` (None: built-in, or a package that does not say)
+    release: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What identifies the target in a cache key."""
+        return f"{self.origin.value}:{self.release}:{self.package_dir}"
+
+    @property
+    def mixin_file(self) -> Path | None:
+        if self.package_dir is None:
+            return None
+        path = self.package_dir / "generation" / "utils.py"
+        return path if path.is_file() else None
+
+    def describe(self) -> str:
+        if self.origin is TargetOrigin.BUILT_IN:
+            return "the built-in generic implementation (rules/generic_mixin.py, 4.46 – 5.2 style)"
+        name = f"transformers {self.release}" if self.release else f"transformers at {self.package_dir}"
+        return {TargetOrigin.CHECKOUT: f"this checkout ({name})", TargetOrigin.RELEASE: f"{name} (--target)",
+                TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})"}[self.origin]
+
+
+class TargetError(Exception):
+    """A target that cannot be used; the message says why."""
+
+
+def for_checkout(checkout: Checkout) -> Target:
+    """The default: a checkout or package is its own target; anything else the built-in mixin."""
+    if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE) and checkout.package_dir is not None:
+        return Target(TargetOrigin.CHECKOUT, checkout.package_dir, checkout.version)
+    return Target(TargetOrigin.BUILT_IN)
+
+
+def from_release(version: str, progress=None) -> Target:
+    """``--target VERSION``: the release's package, fetched once (a wheel) and cached."""
+    from codemod.fetch import FetchError, fetch_package
+
+    try:
+        package = fetch_package(version, progress=progress)
+    except FetchError as error:
+        raise TargetError(str(error)) from error
+    return Target(TargetOrigin.RELEASE, package, version)
+
+
+def from_path(path: Path) -> Target:
+    """``--mixin PATH``: a transformers checkout or an installed ``transformers`` package directory."""
+    try:
+        found = resolve(path, with_git=False)
+    except FileNotFoundError as error:
+        raise TargetError(f"--mixin: no such directory: {path}") from error
+    if found.package_dir is None:
+        raise TargetError(f"--mixin: {path} is neither a transformers checkout nor a transformers package directory")
+    return Target(TargetOrigin.PATH, found.package_dir, found.version)
+
+
+def pretrained_model_generative(target: Target) -> bool | None:
+    """Whether the target's ``PreTrainedModel`` is a ``GenerationMixin`` (until 4.51; not from 4.52 on),
+    read from its ``modeling_utils.py``; None when there is no package to read (built-in) or no class."""
+    if target.package_dir is None:
+        return None
+    try:
+        tree = ast.parse((target.package_dir / "modeling_utils.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == PRETRAINED_CLASS:
+            names = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+            return MIXIN_CLASS in names
+    return None
