@@ -11,7 +11,7 @@ Example::
         model_inputs["past_key_values"] = past_key_values
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Kind, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -22,7 +22,7 @@ RULE = TemplateRule(
                 model_inputs["past_key_values"] = past_key_values
         """,
     },
-    lambda captures, ctx, variant: claim(
-        detail=variant, outputs={"past_key_values": Value("param", "past_key_values")}
-    ),
+    # no output of its own: only a forward that takes the cache gets the key, and None is what it
+    # sees without one; the cache itself is output where the ids are sliced by it
+    lambda captures, ctx, variant: claim(detail=variant),
 )
