@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -411,14 +412,27 @@ def apply(
     own_tests: OwnTestsOpt = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
+    from_release: FromOpt = None,
+    requirement: RequirementOpt = None,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
     from codemod.apply import compute_changes, write
 
-    if verify and (target is not None or mixin is not None):
-        raise ToolError("--verify does not take --target or --mixin yet: verification runs a checkout against itself")
+    if verify and mixin is not None:
+        raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
+    if from_release is not None and not verify:
+        raise ToolError("--from says which release the old code runs on: it needs --verify")
+    if verify and path is not None and target is None:
+        from codemod.checkout import resolve
+        from codemod.verify.session import DEFAULT_TREE_TARGET
+        from codemod.verify.sides import is_tree
+
+        with contextlib.suppress(FileNotFoundError):
+            if is_tree(resolve(path, with_git=False)):
+                target = DEFAULT_TREE_TARGET  # classified against the release it is verified on
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
     checkout = result.index.checkout
+    _check_releases(checkout, target, from_release)
     if checkout.git is not None and checkout.git.dirty and not allow_dirty:
         raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")
     if not verify:
@@ -438,7 +452,8 @@ def apply(
             run = run_migration_on(
                 checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
                 keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
-                own_tests=own_tests,
+                own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
+                requirements=_split(requirement),
             )
     except VerificationError as error:
         raise ToolError(str(error)) from error

@@ -82,8 +82,15 @@ def run_migration_on(
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
     own_tests: bool = True,
+    scanned: ScanResult | None = None,
+    target_release: str | None = None,
+    from_release: str | None = None,
+    requirements: Sequence[str] = (),
 ) -> MigrationRun:
-    result = scan(checkout).select(only, skip)
+    """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
+    target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
+    outside transformers, the releases the new and the old code run on (see ``verify_change``)."""
+    result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
     first = compute_changes(result, jobs)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
 
@@ -92,7 +99,8 @@ def run_migration_on(
         if which is not None:
             targets = [t for t in targets if t.override_id in which]
         return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                             progress=progress, say=say, not_run=not_run, own_tests=own_tests)
+                             progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
+                             from_release=from_release, requirements=requirements)
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""

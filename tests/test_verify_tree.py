@@ -105,3 +105,19 @@ def test_a_deletion_that_loses_generate_is_caught(tmp_path: Path) -> None:
     verdict = _verify(root, tmp_path, "--target", "4.46.3")
     assert verdict["verdict"] == "crashed"
     assert verdict["detail"]
+
+
+def test_apply_verify_migrates_a_remote_code_repository_onto_the_target(tmp_path: Path) -> None:
+    """The whole job on a tree: judged against the release it will run on (4.46.3 by default), the
+    override deleted with GenerationMixin added (4.46 grants generate() to a class that does not
+    inherit it only while it defines the method), verified there and kept."""
+    root = _repository(tmp_path)
+    report = tmp_path / "apply.json"
+    done = CliRunner().invoke(app, ["apply", str(root), "--verify", "--from", "4.45.2", "--report", str(report)])
+    assert done.exit_code == 0, done.output
+    (verdict,) = json.loads(report.read_text())["verdicts"]
+    assert verdict["verdict"] == "identical", verdict["detail"]
+    text = (root / MODELING).read_text()
+    assert "def prepare_inputs_for_generation" not in text
+    assert "class TinyLMForCausalLM(TinyLMPreTrainedModel, GenerationMixin):" in text
+    compile(text, MODELING, "exec")
