@@ -49,7 +49,10 @@ def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
     for verdict in report.verdicts:
         if verdict.verdict == "identical" or (verdict.verdict == "unverified" and keep_unverified):
             continue
-        out[verdict.override_id] = f"{verdict.verdict}: {verdict.detail}"
+        why = f"{verdict.verdict}: {verdict.detail}"
+        if verdict.inherits_from:
+            why = f"{verdict.override_id.rsplit('::', 1)[1]}, which inherits it: {why}"
+        out.setdefault(verdict.changed_override, why)
     return out
 
 
@@ -142,6 +145,8 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
     by_id = result.index.by_id()
     out: dict[str, Repair] = {}
     for verdict in report.verdicts:
+        if verdict.inherits_from:
+            continue  # repaired through the override it inherits, when that one differs itself
         repair = verdict.repair()  # None unless only whole keys differ
         if repair is None:
             continue

@@ -333,6 +333,7 @@ def verdict_record(verdict) -> dict[str, Any]:
         "verdict": verdict.verdict,
         "detail": verdict.detail,
         "model": verdict.model,
+        **({"inherits_from": verdict.inherits_from} if verdict.inherits_from else {}),
         "variants": [dict(v) for v in verdict.variants],
         "scenarios": [
             {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {}),

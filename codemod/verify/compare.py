@@ -68,6 +68,14 @@ class ClassVerdict:
     model: str = ""
     #: the configurations the class ran in (the primary "as-used" one first): name, settings, why
     variants: tuple[dict, ...] = ()
+    #: a class run because it inherits a changed override: that override's id (its change is what
+    #: a failure here reverts)
+    inherits_from: str = ""
+
+    @property
+    def changed_override(self) -> str:
+        """The override whose change this verdict judges."""
+        return self.inherits_from or self.override_id
 
     @property
     def compared(self) -> tuple[str, ...]:

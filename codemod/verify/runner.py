@@ -42,6 +42,8 @@ class Target:
     module: str  # dotted module to import it from
     class_name: str
     model: str
+    #: for a class that inherits a changed override (``index.Inheritor``): that override's id
+    inherits_from: str = ""
 
 
 class VerificationError(Exception):
@@ -254,6 +256,7 @@ def verify_targets(
                     else:
                         new_result = {"status": "not-run"}
                     verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs)
+                    verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
                     verdict = ClassVerdict(target.override_id, "unverified",
                                            detail=f"the verification harness failed: {type(error).__name__}: {error}")

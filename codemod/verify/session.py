@@ -18,7 +18,8 @@ from codemod.classify import Action
 from codemod.environment import ensure_environment
 from codemod.plan import Plan
 from codemod.scan import ScanResult
-from codemod.sources import FileKind
+from codemod.index import inheritors
+from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
@@ -75,7 +76,19 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
             not_run.append((override_id, "not in a transformers package"))
         else:
             targets.append(Target(override_id, module, o.class_name, o.model or ""))
-    return targets, not_run
+    return targets + inheriting_targets(result, [t.override_id for t in targets]), not_run
+
+
+def inheriting_targets(result: ScanResult, changed: Sequence[str]) -> list[Target]:
+    """The classes that take a changed override from a base (see ``index.inheritors``), run too."""
+    checkout = result.index.checkout
+    out = []
+    for found in inheritors(result.index, changed):
+        module = importable_module(checkout, found.file)
+        if module is not None:
+            out.append(Target(f"{found.file}::{found.class_name}", module, found.class_name,
+                              model_name(checkout, checkout.root / found.file) or "", found.inherits_from))
+    return out
 
 
 def importable_module(checkout: Checkout, path: str) -> str | None:
@@ -114,7 +127,7 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             not_run.append((o.override.id, f"{o.override.kind.value} file: verified through the generated model classes"))
             continue
         targets.append(Target(o.override.id, module, o.override.class_name, o.override.model or ""))
-    return targets, not_run
+    return targets + inheriting_targets(result, [t.override_id for t in targets]), not_run
 
 
 def _git_show(root: Path, revision: str, path: str) -> str | None:

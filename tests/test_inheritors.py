@@ -1,0 +1,81 @@
+"""Classes that take a changed override from a base are verified too (``codemod.index.inheritors``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codemod.checkout import resolve
+from codemod.scan import scan
+from codemod.verify.session import inheriting_targets
+
+BASE = '''from transformers import PreTrainedModel
+
+
+class BaseLM(PreTrainedModel):
+    def prepare_inputs_for_generation(self, input_ids, **kwargs):
+        return {"input_ids": input_ids, **kwargs}
+'''
+
+#: a file that never mentions the method: its classes inherit it all the same
+CHILDREN = '''from .modeling_base import BaseLM
+
+
+class ChildLM(BaseLM):
+    pass
+
+
+class GrandChildLM(
+    ChildLM,
+):
+    pass
+
+
+class Unrelated:
+    pass
+'''
+
+OWN = '''from .modeling_base import BaseLM
+
+
+class ShadowLM(BaseLM):
+    def prepare_inputs_for_generation(self, input_ids, **kwargs):
+        return {"input_ids": input_ids}
+
+
+class ExtendsLM(BaseLM):
+    def prepare_inputs_for_generation(self, input_ids, **kwargs):
+        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
+        model_inputs["pixel_values"] = kwargs.get("pixel_values")
+        return model_inputs
+'''
+
+
+def test_subclasses_of_a_changed_override_are_targets_with_its_id(tmp_path: Path, codemod_cache: Path) -> None:
+    for name, text in {"modeling_base.py": BASE, "modeling_children.py": CHILDREN, "modeling_own.py": OWN}.items():
+        (tmp_path / name).write_text(text)
+    result = scan(resolve(tmp_path))
+    found = {t.class_name: t for t in inheriting_targets(result, ["modeling_base.py::BaseLM"])}
+    # through a file that never mentions the method, through a chain, and through super()
+    assert set(found) == {"ChildLM", "GrandChildLM", "ExtendsLM"}
+    assert all(t.inherits_from == "modeling_base.py::BaseLM" for t in found.values())
+    assert found["GrandChildLM"].override_id == "modeling_children.py::GrandChildLM"
+    assert found["ChildLM"].module.endswith("modeling_children")
+    # ShadowLM's own method never reaches the base's: unaffected
+    assert inheriting_targets(result, []) == []
+
+
+def test_a_failing_inheritor_fails_the_override_it_inherits() -> None:
+    """The inheritor's class is not an override of the plan: its failure reverts the one it takes."""
+    from codemod.migrate import failing
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    verdicts = (
+        ClassVerdict("modeling_base.py::BaseLM", "identical"),
+        ClassVerdict("modeling_children.py::ChildLM", "crashed", detail="greedy: TypeError",
+                     inherits_from="modeling_base.py::BaseLM"),
+    )
+    report = VerifyReport(verdicts, (), (), "cpu", "python", 1.0, "HEAD")
+    assert failing(report, keep_unverified=False) == {
+        "modeling_base.py::BaseLM": "ChildLM, which inherits it: crashed: greedy: TypeError"
+    }
