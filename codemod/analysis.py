@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 from enum import Enum
 
+from codemod.contracts import Value, ValueOrigin
+
 #: the value of an ``OutputKey`` that records the removal of the key
-DROPPED = "dropped"
+DROPPED = Value(ValueOrigin.DROPPED)
 
 
 class Delegation(str, Enum):
@@ -58,7 +60,7 @@ class OutputKey:
     """One assignment of a key of the returned dict."""
 
     key: str
-    value: str  # a rules.base.Value, as "origin:name"
+    value: Value
     line: int
     guards: tuple[str, ...] = ()
     via_kwargs: bool = False  # set in **kwargs before a delegated call
@@ -102,20 +104,20 @@ class BodyAnalysis:
     def behaviours(self) -> frozenset[str]:
         return frozenset(r.behaviour for r in self.recognised)
 
-    def output_values(self) -> dict[str, str]:
+    def output_values(self) -> dict[str, Value]:
         """The final value of each output key, merging assignments on different steps.
 
         A key set to a parameter on the first step and to ``None`` on later ones (in either
-        order) is ``first-step:NAME``; otherwise the last assignment wins.
+        order) is that first-step value; otherwise the last assignment wins.
         """
-        merged: dict[str, str] = {}
+        merged: dict[str, Value] = {}
         for out in self.outputs:
-            if out.value == DROPPED:
+            if out.value.origin is ValueOrigin.DROPPED:
                 merged.pop(out.key, None)
                 continue
             previous = merged.get(out.key)
-            if previous is not None and {previous.split(":")[0], out.value.split(":")[0]} == {"first-step", "none"}:
-                merged[out.key] = previous if previous.startswith("first-step") else out.value
+            if previous is not None and {previous.origin, out.value.origin} == {ValueOrigin.FIRST_STEP, ValueOrigin.NONE}:
+                merged[out.key] = previous if previous.origin is ValueOrigin.FIRST_STEP else out.value
             else:
                 merged[out.key] = out.value
         return merged

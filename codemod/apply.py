@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod import copies, modular, soundness
+from codemod.contracts import ValueOrigin
 from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.index import Override
@@ -181,7 +182,7 @@ def mixin_reach(profile) -> soundness.Reach:
     analysis = profile.analysis
     if analysis is None:
         return soundness.Reach(True, frozenset())
-    sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions and o.value.split(":")[0] in ("param", "first-step")}
+    sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)}
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 

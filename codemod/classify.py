@@ -21,6 +21,7 @@ from enum import Enum
 
 from codemod.analysis import Delegation
 from codemod.fallback import FallbackKind
+from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin
 from codemod.index import Index, Override
 from codemod.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
@@ -50,10 +51,16 @@ class Reason:
     """One piece of evidence. ``kind``: behaviour, extra, difference, bespoke, unrecognised, evidence, note,
     fallback (what a deletion or super() reaches, when that is not simply the mixin)."""
 
-    kind: str
+    kind: ReasonKind
     text: str
     line: int | None = None
     rule: str | None = None  # the recogniser's code, for behaviours
+    #: what a ``# Overwritten --`` mark quotes of it: what the fallback lacks (a bespoke behaviour with
+    #: a detail), or the statement a reduction keeps as it is (a "kept as is" note)
+    subject: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ReasonKind(self.kind))
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line else ""
@@ -76,8 +83,11 @@ class Extra:
     """
 
     key: str
-    how: str
+    how: ExtraHow
     source: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "how", ExtraHow(self.how))  # a name outside the vocabulary fails here
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +100,7 @@ class Finding:
 
     @property
     def differences(self) -> tuple[Reason, ...]:
-        return tuple(r for r in self.reasons if r.kind == "difference")
+        return tuple(r for r in self.reasons if r.kind is ReasonKind.DIFFERENCE)
 
 
 class _Judge:
@@ -113,27 +123,28 @@ class _Judge:
         if fallback_analysis is not None and not fallback_analysis.forwards_kwargs:
             self.closed_fallback = frozenset(fallback_analysis.output_values())
 
-    def add(self, kind: str, text: str, line: int | None = None, rule: str | None = None) -> None:
-        self.reasons.append(Reason(kind, text, line, rule))
-        if kind in ("bespoke", "unrecognised"):
+    def add(self, kind: ReasonKind, text: str, line: int | None = None, rule: str | None = None,
+            subject: str | None = None) -> None:
+        self.reasons.append(Reason(kind, text, line, rule, subject))
+        if kind.keeps:
             self.bespoke = True
 
-    def extra(self, key: str, how: str, source: str, line: int | None, text: str) -> None:
+    def extra(self, key: str, how: ExtraHow, source: str, line: int | None, text: str) -> None:
         self.extras.append(Extra(key, how, source))
-        self.add("extra", text, line)
+        self.add(ReasonKind.EXTRA, text, line)
 
     # ---------------------------------------------------------------------------------------------
 
     def judge(self) -> Finding:
         if self.o.kind is FileKind.MODULAR and self.a.behaviours == {"raises"}:
             # Not an override: the modular class removes the one it would inherit.
-            self.add("note", "removes the inherited override: the generated class uses the mixin; deleting this "
+            self.add(ReasonKind.NOTE, "removes the inherited override: the generated class uses the mixin; deleting this "
                              "stub would make the converter copy the parent's override back in")
             return Finding(self.o, Category.GENERIC, Action.KEEP, tuple(self.reasons))
         if not self.profile.implements and not self.profile.behaviours:
-            self.add("bespoke", "the mixin implements nothing to compare with")
+            self.add(ReasonKind.BESPOKE, "the mixin implements nothing to compare with")
         if self.profile.override_enables_generation and self.o.inherits_generation_mixin is False:
-            self.add("note", "does not inherit GenerationMixin: in this release the override is what makes "
+            self.add(ReasonKind.NOTE, "does not inherit GenerationMixin: in this release the override is what makes "
                              "can_generate() true; a deletion adds GenerationMixin to the class's bases")
         self.reach()
         self.behaviours()
@@ -142,15 +153,15 @@ class _Judge:
             text = u.code.splitlines()[0] + (" …" if "\n" in u.code else "")
             if swap:
                 # a reduction asks super() instead of the sub-model and keeps these statements as they are
-                self.add("note", f"kept as is: {text}", u.line)
+                self.add(ReasonKind.NOTE, f"kept as is: {text}", u.line, subject=text)
             else:
-                self.add("unrecognised", text, u.line)
+                self.add(ReasonKind.UNRECOGNISED, text, u.line)
         if swap:
-            self.extras.append(Extra("", "swap-delegate", self.a.delegates_to or ""))
+            self.extras.append(Extra("", ExtraHow.SWAP_DELEGATE, self.a.delegates_to or ""))
         self.outputs()
         self.omissions()
         if self.o.overwritten:
-            self.add("evidence", f"marked '# Overwritten -- {self.o.overwritten}'")
+            self.add(ReasonKind.EVIDENCE, f"marked '# Overwritten -- {self.o.overwritten}'")
         return self.verdict()
 
     def reach(self) -> None:
@@ -159,14 +170,14 @@ class _Judge:
         if fallback is None:
             return
         if fallback.kind is FallbackKind.NONE:
-            self.add("fallback", f"kept: a deletion would leave {self.o.class_name} without the method and super() "
+            self.add(ReasonKind.FALLBACK, f"kept: a deletion would leave {self.o.class_name} without the method and super() "
                                  f"would raise AttributeError: {fallback.detail}")
         elif fallback.kind is FallbackKind.UNKNOWN:
-            self.add("fallback", f"kept: what a deletion or super() would reach is not known: {fallback.detail}")
+            self.add(ReasonKind.FALLBACK, f"kept: what a deletion or super() would reach is not known: {fallback.detail}")
         elif fallback.kind is FallbackKind.PARENT:
-            self.add("fallback", f"judged against {fallback.detail}, which a deletion or super() reaches before the mixin")
+            self.add(ReasonKind.FALLBACK, f"judged against {fallback.detail}, which a deletion or super() reaches before the mixin")
         elif fallback.adds_mixin_base:
-            self.add("fallback", f"reaches {fallback.detail}; a deletion or super() adds GenerationMixin to the bases")
+            self.add(ReasonKind.FALLBACK, f"reaches {fallback.detail}; a deletion or super() adds GenerationMixin to the bases")
 
     def delegation(self) -> bool:
         """Whether a delegation to another object's method becomes ``super()`` (a reduction that swaps it).
@@ -176,7 +187,7 @@ class _Judge:
         sub-model of code outside transformers, may be prepared in any way."""
         a = self.a
         if a.delegation is Delegation.STORED_METHOD:
-            self.add("bespoke", f"takes its inputs from {a.delegates_to}(...), a method stored on the instance "
+            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to}(...), a method stored on the instance "
                                 "and bound to another object at run time: super() would not prepare them the same way")
             return False
         if a.delegation is not Delegation.SUBMODEL:
@@ -184,7 +195,7 @@ class _Judge:
         if self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN:
             return False  # the fallback's reason says why it stays
         if not self.o.in_library:
-            self.add("bespoke", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
+            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
                                 "code outside the release: super() is not known to prepare them the same way")
             return False
         return True
@@ -200,99 +211,101 @@ class _Judge:
             text = f"{r.behaviour}" + (f" ({r.detail})" if r.detail else "")
             coverage = rule.coverage(dict(r.facets), self.mixin)
             if rule.kind is Kind.BESPOKE and not coverage.covered:
-                self.add("bespoke", f"{text}: {rule.summary}", r.line, r.code)
+                self.add(ReasonKind.BESPOKE, f"{text}: {rule.summary}", r.line, r.code,
+                         subject=rule.summary if r.detail else None)
                 continue
             if not coverage.covered:
                 if r.behaviour == "slice-with-ids":
                     name = r.facet("names") or r.detail
-                    self.extra(name, "sliced", name, r.line, f"{name} is cut to the new tokens like the ids")
+                    self.extra(name, ExtraHow.SLICED, name, r.line, f"{name} is cut to the new tokens like the ids")
                     continue
-                self.add("bespoke", f"{text}: {coverage.missing}", r.line, r.code)
+                self.add(ReasonKind.BESPOKE, f"{text}: {coverage.missing}", r.line, r.code,
+                         subject=coverage.missing if r.detail else None)
                 continue
-            self.add("behaviour", text, r.line, r.code)
+            self.add(ReasonKind.BEHAVIOUR, text, r.line, r.code)
             for difference in coverage.differences:
-                self.add("difference", difference, r.line)
+                self.add(ReasonKind.DIFFERENCE, difference, r.line)
 
     def outputs(self) -> None:
         a = self.a
         if a.delegation is Delegation.SUBMODEL:
-            self.add("difference", f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
+            self.add(ReasonKind.DIFFERENCE, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
                                    "would prepare them with this model's own config and forward")
         values = a.output_values()
         line_of = {o.key: o.line for o in a.outputs}
         for key, value in values.items():
-            origin, _, name = value.partition(":")
+            origin, name = value.origin, value.name
             line = line_of.get(key)
             if key in IDS_KEYS:
-                if origin == "ids" or (origin == "none" and key == "input_ids"):
+                if origin is ValueOrigin.IDS or (origin is ValueOrigin.NONE and key == "input_ids"):
                     continue
-            if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin != "none":
-                self.add("bespoke", f"passes its cache as {key!r}, a key the mixin does not use", line)
+            if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin is not ValueOrigin.NONE:
+                self.add(ReasonKind.BESPOKE, f"passes its cache as {key!r}, a key the mixin does not use", line)
                 continue
-            if key == "past_key_values" and origin == "param" and name in CACHE_NAMES and name != key:
+            if key == "past_key_values" and origin is ValueOrigin.PARAM and name in CACHE_NAMES and name != key:
                 # generate() fills past_key_values, not this name: setting the key from it after super()
                 # would replace the cache the mixin just prepared
-                self.add("bespoke", f"passes past_key_values from its parameter {name!r}, which generate() does not "
+                self.add(ReasonKind.BESPOKE, f"passes past_key_values from its parameter {name!r}, which generate() does not "
                                     "fill; set after super(), it would replace the cache the mixin prepared", line)
                 continue
-            if key == name == "past_key_values" and origin in ("param", "later-step"):
+            if key == name == "past_key_values" and origin in (ValueOrigin.PARAM, ValueOrigin.LATER_STEP):
                 continue  # the cache, passed (when there is one) as the mixin passes it
-            if origin == "param-default":
+            if origin is ValueOrigin.PARAM_DEFAULT:
                 given, _, default = name.partition("=")
                 if given == key:
-                    self.extra(key, "default", default, line, f"{key} is {default} when not given; the mixin passes "
+                    self.extra(key, ExtraHow.DEFAULT, default, line, f"{key} is {default} when not given; the mixin passes "
                                                                "nothing then")
                     continue
-            if origin == "param":
+            if origin is ValueOrigin.PARAM:
                 if name == key:
                     default = next((p.default for p in a.params if p.name == key), None)
                     if default not in (None, "None") and key not in GENERATE_PROVIDES:
-                        self.extra(key, "default", default, line, f"{key} is {default} when not given; the mixin "
+                        self.extra(key, ExtraHow.DEFAULT, default, line, f"{key} is {default} when not given; the mixin "
                                                                    "passes nothing then")
                     elif self.closed_fallback is not None and key not in self.closed_fallback:
-                        self.extra(key, "passthrough", key, line, f"{key} is passed on; the dict "
+                        self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} is passed on; the dict "
                                                                   f"{self._fallback_name} returns drops it")
                     continue  # passed through: the fallback forwards every keyword argument
-                self.extra(key, "adjusted", name, line, f"{key} is given the value of {name}")
+                self.extra(key, ExtraHow.ADJUSTED, name, line, f"{key} is given the value of {name}")
                 continue
-            if origin == "behaviour":
+            if origin is ValueOrigin.BEHAVIOUR:
                 if name.startswith("slice-with-ids:") and name.split(":", 1)[1] != key:
-                    self.add("bespoke", f"{key} comes from the sliced {name.split(':', 1)[1]}", line)
+                    self.add(ReasonKind.BESPOKE, f"{key} comes from the sliced {name.split(':', 1)[1]}", line)
                 continue  # judged with its behaviour
-            if origin == "first-step":
+            if origin is ValueOrigin.FIRST_STEP:
                 if key in self.profile.first_step_only_inputs or (key == "inputs_embeds" and name == "inputs_embeds"):
                     continue
-                self.extra(key, "first-step", name, line, f"{key} only on the first step")
+                self.extra(key, ExtraHow.FIRST_STEP, name, line, f"{key} only on the first step")
                 continue
-            if origin == "later-step":
-                self.extra(key, "later-step", name, line, f"{key} only after the first step")
+            if origin is ValueOrigin.LATER_STEP:
+                self.extra(key, ExtraHow.LATER_STEP, name, line, f"{key} only after the first step")
                 continue
-            if origin == "none":
+            if origin is ValueOrigin.NONE:
                 if key == "inputs_embeds" or (key == "input_ids" and "decoder_input_ids" in values):
                     continue
                 if name == "later-step":
                     if key in self.profile.first_step_only_inputs:
                         continue  # the mixin drops it after the first step too
-                    self.extra(key, "later-step-none", "", line, f"{key} is set to None after the first step")
+                    self.extra(key, ExtraHow.LATER_STEP_NONE, "", line, f"{key} is set to None after the first step")
                     continue
-                self.extra(key, "none", name, line, f"{key} is set to None" + (f" on the {name}" if name else ""))
+                self.extra(key, ExtraHow.NONE, name, line, f"{key} is set to None" + (f" on the {name}" if name else ""))
                 continue
-            if origin == "const":
-                self.extra(key, "constant", name, line, f"{key} is always {name}")
+            if origin is ValueOrigin.CONST:
+                self.extra(key, ExtraHow.CONSTANT, name, line, f"{key} is always {name}")
                 continue
-            if origin == "ids":
-                self.add("bespoke", f"passes the ids as {key!r}", line)
+            if origin is ValueOrigin.IDS:
+                self.add(ReasonKind.BESPOKE, f"passes the ids as {key!r}", line)
                 continue
             if name.isidentifier():
-                self.add("bespoke", f"passes {key} as computed by statements not recognised", line)
+                self.add(ReasonKind.BESPOKE, f"passes {key} as computed by statements not recognised", line)
             else:
-                self.add("bespoke", f"computes {key} as `{name}`", line)
+                self.add(ReasonKind.BESPOKE, f"computes {key} as `{name}`", line)
         for key in dict.fromkeys(a.dropped):
             if key not in values:
-                self.extra(key, "drop", "", None, f"removes {key}")
+                self.extra(key, ExtraHow.DROP, "", None, f"removes {key}")
         for name in a.withheld:
             if name not in values and name not in self.profile.never_forwarded:
-                self.extra(name, "drop", "", None, f"does not pass {name} on to {a.delegates_to or 'the call it delegates to'}")
+                self.extra(name, ExtraHow.DROP, "", None, f"does not pass {name} on to {a.delegates_to or 'the call it delegates to'}")
 
     def omissions(self) -> None:
         """What the mixin would add or change that this override does not do."""
@@ -305,20 +318,20 @@ class _Judge:
         # position_ids: the mixin builds them when forward accepts them
         if "position-ids-from-mask" in self.mixin and "position_ids" not in values and "position-ids-from-mask" not in behaviours:
             if self.o.forward_params is None:
-                self.add("difference", "may receive position_ids from the mixin (forward not found in this file)")
+                self.add(ReasonKind.DIFFERENCE, "may receive position_ids from the mixin (forward not found in this file)")
             elif "position_ids" in forward:
-                self.add("difference", "forward accepts position_ids: the mixin builds them from the attention mask, "
+                self.add(ReasonKind.DIFFERENCE, "forward accepts position_ids: the mixin builds them from the attention mask, "
                                        "this override never passes them")
         # the ids: sliced by the mixin
         slicing = {"slice-by-cache-position", "slice-by-past-length", "slice-to-last-token",
                    "slice-by-next-sequence-length", "state-space-cache"}
-        if not behaviours & slicing and any(values.get(k, "").startswith("ids") for k in IDS_KEYS):
+        if not behaviours & slicing and any(k in values and values[k].origin is ValueOrigin.IDS for k in IDS_KEYS):
             uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
             if uses_cache:
-                self.add("difference", "passes the ids unsliced although it passes a cache; the mixin slices them "
+                self.add(ReasonKind.DIFFERENCE, "passes the ids unsliced although it passes a cache; the mixin slices them "
                                        "to the uncached tokens")
             elif self.profile.era is Era.NEXT_SEQUENCE_LENGTH:
-                self.add("difference", "passes every id on every step; the 5.x mixin keeps the last "
+                self.add(ReasonKind.DIFFERENCE, "passes every id on every step; the 5.x mixin keeps the last "
                                        "next_sequence_length ids")
         # cache_position: forwarded by the 4.46 mixin for models with Cache classes
         if (
@@ -327,21 +340,21 @@ class _Judge:
             and self.o.attribute("_supports_cache_class") == "True"
             and (self.o.forward_params is None or "cache_position" in forward)
         ):
-            self.add("difference", "the mixin also passes cache_position (the model supports Cache classes)")
+            self.add(ReasonKind.DIFFERENCE, "the mixin also passes cache_position (the model supports Cache classes)")
         if not a.forwards_kwargs and "forward-kwargs" in self.mixin:
-            self.add("difference", "returns a closed dict: other model kwargs are dropped, the mixin forwards them")
+            self.add(ReasonKind.DIFFERENCE, "returns a closed dict: other model kwargs are dropped, the mixin forwards them")
         if self.fallback is not None and self.fallback.kind is FallbackKind.PARENT and self.closed_fallback is not None:
             for key in sorted(self.closed_fallback - set(values) - IDS_KEYS - {"inputs_embeds"}):
-                self.add("difference", f"{self._fallback_name} also passes {key}; this override does not")
+                self.add(ReasonKind.DIFFERENCE, f"{self._fallback_name} also passes {key}; this override does not")
         if "inputs-embeds-first-step" in self.mixin and "inputs-embeds-first-step" not in behaviours:
             if "inputs_embeds" in forward and not self._is_encoder_decoder():
-                self.add("difference", "ignores inputs_embeds; the mixin feeds them on the first step")
+                self.add(ReasonKind.DIFFERENCE, "ignores inputs_embeds; the mixin feeds them on the first step")
         if (
             "static-cache-mask" in self.mixin
             and "static-cache-mask" not in behaviours
             and self.o.attribute("_supports_static_cache") == "True"
         ):
-            self.add("difference", "with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
+            self.add(ReasonKind.DIFFERENCE, "with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
 
     @property
     def _fallback_name(self) -> str:
@@ -359,7 +372,7 @@ class _Judge:
         generic: the statements stay, the rest becomes ``super().prepare_inputs_for_generation(...)``
         called with whatever they left in the parameters. Empty when the shape does not allow it."""
         a = self.a
-        if a.delegates_to is not None or any(r.kind == "bespoke" for r in self.reasons):
+        if a.delegates_to is not None or any(r.kind is ReasonKind.BESPOKE for r in self.reasons):
             return ()
         statements = list(a.top_level)
         kept = [t for t in statements if not t.recognised]
@@ -381,23 +394,24 @@ class _Judge:
         kept = self.kept_prefix() if self.bespoke else ()
         if kept:
             for reason in self.reasons:
-                if reason.kind == "unrecognised":
-                    self.reasons[self.reasons.index(reason)] = Reason("note", f"kept as is in front of super(): {reason.text}",
-                                                                      reason.line)
+                if reason.kind is ReasonKind.UNRECOGNISED:
+                    self.reasons[self.reasons.index(reason)] = Reason(
+                        ReasonKind.NOTE, f"kept as is in front of super(): {reason.text}", reason.line, subject=reason.text
+                    )
             self.bespoke = False
-            self.extras.append(Extra("", "keep-statements", ",".join(map(str, kept))))
+            self.extras.append(Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, kept))))
         if self.bespoke:
             category, action = Category.BESPOKE, Action.KEEP
         elif self.extras:
             category = Category.KWARGS_FORWARDING
             action = Action.KEEP if a.delegates_to == "super" else Action.REDUCE
             if a.delegates_to == "super":
-                self.add("note", "already reduced: it calls super().prepare_inputs_for_generation")
+                self.add(ReasonKind.NOTE, "already reduced: it calls super().prepare_inputs_for_generation")
         else:
             category, action = Category.GENERIC, Action.DELETE
         if action is Action.DELETE and self.o.overwritten:
             action = Action.KEEP
-            self.add("note", "kept: maintainers marked it overwritten; verify before removing it")
+            self.add(ReasonKind.NOTE, "kept: maintainers marked it overwritten; verify before removing it")
         if self.unreachable:
             action = Action.KEEP  # the fallback reason says why
         return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))

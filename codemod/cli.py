@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codemod import __version__
+from codemod.contracts import Verdict
 
 DEFAULT_RELEASE = "4.45.2"
 
@@ -388,7 +389,7 @@ def verify(
     except (VerificationError, ValueError) as error:
         raise ToolError(str(error)) from error
     _emit_verify(report, fmt, output)
-    raise typer.Exit(0 if all(v.verdict == "identical" for v in report.verdicts) else 1)
+    raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
 
 @app.command()

@@ -16,6 +16,7 @@ from pathlib import Path
 from codemod.apply import Changes, compute_changes, initial_plan, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
+from codemod.contracts import Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.plan import Plan, Repair
 from codemod.scan import ScanResult, scan
@@ -47,7 +48,7 @@ def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
     """Override id -> reason, for every verdict that does not let the change stay."""
     out = {}
     for verdict in report.verdicts:
-        if verdict.verdict == "identical" or (verdict.verdict == "unverified" and keep_unverified):
+        if verdict.verdict is Verdict.IDENTICAL or (verdict.verdict is Verdict.UNVERIFIED and keep_unverified):
             continue
         why = f"{verdict.verdict}: {verdict.detail}"
         if verdict.inherits_from:
@@ -209,7 +210,7 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
                 category=finding.category.value,
                 action=action.value,
                 lines_removed=o.lines if action is Action.DELETE else 0,
-                verdict=chosen.verdict if chosen else "unverified",
+                verdict=chosen.verdict if chosen else Verdict.UNVERIFIED,
                 scenarios=chosen.compared if chosen else (),
                 detail=chosen.detail if chosen else dict(report.not_run).get(override_id, ""),
             )

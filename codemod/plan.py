@@ -25,6 +25,7 @@ from enum import Enum
 
 from codemod import soundness
 from codemod.classify import Action, Category, Extra, Finding
+from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin
 from codemod.fallback import FallbackKind
 from codemod.index import Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
@@ -153,24 +154,24 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
     outputs = override.analysis.outputs
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
-        if extra.how == "drop":
+        if extra.how is ExtraHow.DROP:
             lines.append(f"model_inputs.pop({key}, None)")
             continue
-        if extra.how == "set-none":
+        if extra.how is ExtraHow.SET_NONE:
             lines.append(f"model_inputs[{key}] = None")
             continue
-        if extra.how == "passthrough":
+        if extra.how is ExtraHow.PASSTHROUGH:
             lines.append(f"model_inputs[{key}] = {extra.source}")
             continue
-        if extra.how == "keep-statements":
+        if extra.how is ExtraHow.KEEP_STATEMENTS:
             continue  # the statements themselves stay, in front of super() (see Edit.keep)
-        if extra.how == "default":
+        if extra.how is ExtraHow.DEFAULT:
             if extra.key not in named:  # a named parameter reaches super() with its default already
                 lines.append(f"model_inputs.setdefault({key}, {extra.source})")
             continue
-        if extra.how == "sliced":
+        if extra.how is ExtraHow.SLICED:
             return None  # the slicing statement would have to move with it; keep the override
-        writes = [o for o in outputs if o.key == extra.key and o.value != "dropped"]
+        writes = [o for o in outputs if o.key == extra.key and o.value.origin is not ValueOrigin.DROPPED]
         # an unconditional write makes the ones before it dead code
         last_plain = max((i for i, o in enumerate(writes) if not o.conditions), default=0)
         writes = writes[last_plain:]
@@ -249,8 +250,8 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if keep_params:
         named = [p for p in named if p in keep_params]
     # parameters only the extras consume; everything else goes to super() as before
-    extra_sources = {e.source for e in extras if e.how in ("first-step", "later-step")} | {
-        e.key for e in extras if e.how in ("first-step", "later-step")
+    extra_sources = {e.source for e in extras if e.how in (ExtraHow.FIRST_STEP, ExtraHow.LATER_STEP)} | {
+        e.key for e in extras if e.how in (ExtraHow.FIRST_STEP, ExtraHow.LATER_STEP)
     }
     standard = [p for p in named if p not in extra_sources]
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
@@ -278,43 +279,42 @@ def _call_lines(function: str, arguments: Sequence[str]) -> list[str]:
 
 
 def _kept_statements(extras: Sequence[Extra]) -> tuple[int, ...]:
-    return tuple(int(i) for e in extras if e.how == "keep-statements" for i in e.source.split(",") if i)
+    return tuple(int(i) for e in extras if e.how is ExtraHow.KEEP_STATEMENTS for i in e.source.split(",") if i)
 
 
 def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> str:
     phrases = {
-        "first-step": "{key} only on the first step",
-        "later-step": "{key} only after the first step",
-        "later-step-none": "no {key} after the first step",
-        "constant": "{key} = {source}",
-        "none": "{key} = None",
-        "drop": "drops {key}",
-        "set-none": "{key} = None",
-        "passthrough": "{key} as the caller gives it",
-        "default": "{key} = {source} by default",
-        "swap-delegate": "super() instead of {source}",
-        "keep-statements": "its own input handling first",
-        "adjusted": "{key} from {source}",
-        "sliced": "{key} sliced with the ids",
+        ExtraHow.FIRST_STEP: "{key} only on the first step",
+        ExtraHow.LATER_STEP: "{key} only after the first step",
+        ExtraHow.LATER_STEP_NONE: "no {key} after the first step",
+        ExtraHow.CONSTANT: "{key} = {source}",
+        ExtraHow.NONE: "{key} = None",
+        ExtraHow.DROP: "drops {key}",
+        ExtraHow.SET_NONE: "{key} = None",
+        ExtraHow.PASSTHROUGH: "{key} as the caller gives it",
+        ExtraHow.DEFAULT: "{key} = {source} by default",
+        ExtraHow.SWAP_DELEGATE: "super() instead of {source}",
+        ExtraHow.KEEP_STATEMENTS: "its own input handling first",
+        ExtraHow.ADJUSTED: "{key} from {source}",
+        ExtraHow.SLICED: "{key} sliced with the ids",
     }
     parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras]
-    if finding is not None and any(e.how == "keep-statements" for e in extras):
-        first = next((r.text.split(": ", 1)[1] for r in finding.reasons if r.text.startswith("kept as is")), "")
-        parts = [p if p != phrases["keep-statements"] else f"{p} ({first.rstrip(' …')[:60]})" for p in parts]
+    if finding is not None and any(e.how is ExtraHow.KEEP_STATEMENTS for e in extras):
+        first = next((r.subject for r in finding.reasons if r.kind is ReasonKind.NOTE and r.subject), "")
+        parts = [p if p != phrases[ExtraHow.KEEP_STATEMENTS] else f"{p} ({first.rstrip(' …')[:60]})" for p in parts]
     return "; ".join(dict.fromkeys(parts))
 
 
 def _keep_reason(finding: Finding) -> str:
     """A one-line ``# Overwritten --`` reason: what the override does that the mixin does not."""
-    for kind in ("bespoke", "unrecognised"):
+    for kind in (ReasonKind.BESPOKE, ReasonKind.UNRECOGNISED):
         for reason in finding.reasons:
-            if reason.kind != kind:
+            if reason.kind is not kind:
                 continue
-            if kind == "unrecognised":
+            if kind is ReasonKind.UNRECOGNISED:
                 text = f"model-specific input preparation ({reason.text.rstrip(' …')})"
             else:
-                # "<behaviour> (<detail>): <what the mixin lacks>" -> what the mixin lacks
-                text = reason.text.split("): ", 1)[-1] if reason.rule else reason.text
+                text = reason.subject if reason.rule and reason.subject is not None else reason.text
             return _short(text)
     return "kept: see the transformers-codemod report"
 
@@ -337,10 +337,10 @@ class _Decision:
 def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
     """The extras that re-create what verification found the mixin prepares differently."""
     return (
-        *(Extra(key, "drop") for key in repair.remove),
+        *(Extra(key, ExtraHow.DROP) for key in repair.remove),
         # a None the old code passed and the new code leaves out; a value the caller gives still goes through
-        *(Extra(key, "default", "None") for key in repair.set_none),
-        *(Extra(key, "passthrough", key) for key in repair.passthrough),
+        *(Extra(key, ExtraHow.DEFAULT, "None") for key in repair.set_none),
+        *(Extra(key, ExtraHow.PASSTHROUGH, key) for key in repair.passthrough),
     )
 
 
@@ -401,8 +401,8 @@ class _Planner:
                     continue
             if f.action is Action.DELETE:
                 self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
-            elif f.action is Action.REDUCE and any(e.how == "swap-delegate" for e in f.extras):
-                delegate = next(e.source for e in f.extras if e.how == "swap-delegate")
+            elif f.action is Action.REDUCE and any(e.how is ExtraHow.SWAP_DELEGATE for e in f.extras):
+                delegate = next(e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE)
                 self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, mark=f"asks super() instead of "
                                                 f"{delegate}; keeps its own input handling",
                                                 reason=f"reduced: super() instead of {delegate}")
@@ -449,7 +449,7 @@ class _Planner:
             if not more:
                 break
             missing += more
-            extras = (*extras, *(Extra(key, "drop") for key in more))
+            extras = (*extras, *(Extra(key, ExtraHow.DROP) for key in more))
             reduction = reduce_override(o, extras)
             if reduction is None:
                 return decision  # the refusal says why

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from codemod import __version__
+from codemod.contracts import Verdict
 from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, redact
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 
@@ -86,7 +87,7 @@ def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tu
     """
     reasons: dict[str, str] = {}
     for model in models:
-        bad = next((c for c in changed_classes(model) if c.verdict != "identical"), None)
+        bad = next((c for c in changed_classes(model) if c.verdict != Verdict.IDENTICAL), None)
         if bad is not None:
             detail = f" ({bad.detail})" if bad.detail else ""
             reasons[model.model] = f"{bad.class_name} was not verified identical: {bad.verdict}{detail}"

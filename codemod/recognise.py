@@ -134,7 +134,7 @@ class _Walker:
             self.delegation = None
         for key, value in match.outputs.items():
             self.outputs.append(
-                OutputKey(key, str(value), line, guards, match.via_kwargs, match.output_code.get(key, ""), conditions)
+                OutputKey(key, value, line, guards, match.via_kwargs, match.output_code.get(key, ""), conditions)
             )
         self.dropped.extend(match.drops)
         # In order with the assignments: a key removed and then added back is there in the end.

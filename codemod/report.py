@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
+from codemod.contracts import ScenarioStatus, Verdict
 from codemod.classify import Action, Category, Finding
 from codemod.fallback import Fallback, FallbackKind
 from codemod.scan import ScanResult
@@ -66,7 +67,8 @@ def finding_record(f: Finding) -> dict[str, Any]:
         "deprecated": o.deprecated,
         "category": f.category.value,
         "action": f.action.value,
-        "reasons": [{k: v for k, v in dataclasses.asdict(r).items() if v is not None} for r in f.reasons],
+        # the subject is what a mark quotes, already in the text
+        "reasons": [{k: v for k, v in dataclasses.asdict(r).items() if v is not None and k != "subject"} for r in f.reasons],
         "extras": [dataclasses.asdict(e) for e in f.extras],
         "behaviours": sorted(o.analysis.behaviours),
         "copied_from": copied,
@@ -340,7 +342,7 @@ def verdict_record(verdict) -> dict[str, Any]:
              **({"variant": s.variant} if s.variant else {}),
              **({"inputs": s.inputs} if s.inputs else {}),
              **({"cache_used": s.cache_used} if s.cache_used is not None else {}),
-             **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status != "same" else {})}
+             **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status is not ScenarioStatus.SAME else {})}
             for s in verdict.scenarios
         ],
         "compared": list(verdict.compared),
@@ -360,14 +362,14 @@ def verify_document(report) -> dict[str, Any]:
         "python": report.python,
         "seconds": round(report.seconds, 1),
         "classes_per_minute": round(report.classes_per_minute, 2),
-        "summary": {k: counts.get(k, 0) for k in ("identical", "differs", "crashed", "unverified")},
+        "summary": {str(k): counts.get(k, 0) for k in Verdict},
         "verdicts": [verdict_record(v) for v in report.verdicts],
         "not_run": [{"override": o, "why": why} for o, why in report.not_run],
         "own_tests": [v.to_json() for v in report.own_tests],
     }
 
 
-_VERDICT_STYLE = {"identical": "green", "differs": "red", "crashed": "red", "unverified": "yellow"}
+_VERDICT_STYLE = {Verdict.IDENTICAL: "green", Verdict.DIFFERS: "red", Verdict.CRASHED: "red", Verdict.UNVERIFIED: "yellow"}
 
 
 def render_verify_table(report, console: Console) -> None:
@@ -388,7 +390,7 @@ def render_verify_table(report, console: Console) -> None:
         where = Text(v.override_id.split("::")[-1])
         where.append(f"\n{_short_path(v.override_id.split('::')[0])}", style="dim")
         ran = f"{len(v.compared)}/{len(v.scenarios)}"
-        why = str(v.first_difference) if v.first_difference and v.verdict != "identical" else v.detail
+        why = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         table.add_row(where, Text(v.verdict, style=_VERDICT_STYLE.get(v.verdict, "")), ran, Text(why or ""))
     console.print(table)
     for override, why in report.not_run:
@@ -406,9 +408,9 @@ def verify_markdown(report) -> str:
            "| class | file | verdict | variants | scenarios compared (with a cache) | first difference |",
            "|---|---|---|---|---|---|"]
     for v in report.verdicts:
-        first = str(v.first_difference) if v.first_difference and v.verdict != "identical" else v.detail
+        first = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         variants = ", ".join(str(variant.get("name")) for variant in v.variants) or "—"
-        cached = sum(1 for s in v.scenarios if s.status == "same" and s.cache_used)
+        cached = sum(1 for s in v.scenarios if s.status is ScenarioStatus.SAME and s.cache_used)
         out.append(f"| `{v.override_id.split('::')[-1]}` | `{v.override_id.split('::')[0]}` | {v.verdict} | "
                    f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |")
     return "\n".join(out) + "\n"

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from codemod.classify import IDS_KEYS, Extra
+from codemod.contracts import ExtraHow
 from codemod.fallback import FallbackKind
 from codemod.index import Override
 
@@ -77,9 +78,9 @@ def forwarded_keys(override: Override, reach: Reach, keywords: Iterable[str] = (
     if reach.forwards_kwargs:
         keys |= GENERATE_ALWAYS | set(keywords)
     for extra in extras:
-        if extra.key and extra.how not in ("drop", "keep-statements", "swap-delegate"):
+        if extra.key and extra.how not in (ExtraHow.DROP, ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE):
             keys.add(extra.key)
-    dropped = {e.key for e in extras if e.how == "drop"}
+    dropped = {e.key for e in extras if e.how is ExtraHow.DROP}
     # what the old override passed already reached forward: only the keys it did not pass are new
     old = override.analysis
     passed = set(old.output_values())

@@ -20,6 +20,7 @@ from enum import Enum
 
 import libcst as cst
 
+from codemod.contracts import Value, ValueOrigin
 from rules._pattern import Captures, Template
 
 
@@ -32,28 +33,6 @@ class Kind(str, Enum):
     PLUMBING = "plumbing"
     #: model-specific: the override must stay
     BESPOKE = "bespoke"
-
-
-@dataclasses.dataclass(frozen=True)
-class Value:
-    """Where a value in the output dict (or a local variable) comes from.
-
-    ``origin`` is one of:
-      - ``ids``: the input ids (``detail`` says how they were sliced, if at all)
-      - ``param``: a parameter or a key read from ``**kwargs``, unchanged (``name``)
-      - ``param-default``: a key read from ``**kwargs`` with a default (``name`` is ``key=default``)
-      - ``behaviour``: a value computed by a recognised behaviour (``name`` is the behaviour)
-      - ``none`` / ``const``: a literal (``name`` is its code)
-      - ``first-step``: the parameter ``name`` on the first step, ``None`` afterwards
-      - ``later-step``: the parameter ``name`` only after the first step
-      - ``expr``: anything else (``name`` is its code); the engine cannot vouch for it
-    """
-
-    origin: str
-    name: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.origin}:{self.name}" if self.name else self.origin
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ import libcst.matchers as m
 
 from codemod.analysis import Delegation
 from rules._pattern import node_code
+from codemod.contracts import ValueOrigin
 from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
 from rules.values import value_of
 
@@ -81,7 +82,7 @@ class Delegate(Rule):
                 passed.add(arg.value.value)
             if arg.keyword is not None:
                 passed.add(arg.keyword.value)
-                if value != ctx.value_of(arg.keyword.value) and not (value.origin == "ids"):
+                if value != ctx.value_of(arg.keyword.value) and not (value.origin is ValueOrigin.IDS):
                     adjusted[arg.keyword.value] = value
         withheld = tuple(
             p for p in ctx.params

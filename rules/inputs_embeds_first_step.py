@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import Template
+from codemod.contracts import ValueOrigin
 from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
@@ -146,9 +147,9 @@ class InputsEmbedsFirstStep(Rule):
         if first.get("inputs_embeds") != Value("param", "inputs_embeds"):
             return None
         ids = later.get(ctx.ids_param) or later.get("input_ids")
-        if ids is None or ids.origin != "ids":
+        if ids is None or ids.origin is not ValueOrigin.IDS:
             return None
-        if first.get("input_ids", Value("none")).origin != "none" or later.get("inputs_embeds", Value("none")).origin != "none":
+        if first.get("input_ids", Value("none")).origin is not ValueOrigin.NONE or later.get("inputs_embeds", Value("none")).origin is not ValueOrigin.NONE:
             return None
         extra = (set(first) | set(later)) - {"input_ids", "inputs_embeds", ctx.ids_param}
         if extra:

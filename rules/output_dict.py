@@ -21,6 +21,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import node_code
+from codemod.contracts import ValueOrigin
 from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
 from rules.values import step_value, string_key, value_of
 
@@ -46,7 +47,7 @@ def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], dict[st
 
 def _key(node: cst.BaseExpression, ctx: Context) -> str | None:
     """A string key, or a variable holding one (``attention_mask_key``, see rules.key_variable)."""
-    if isinstance(node, cst.Name) and ctx.value_of(node.value).origin == "key":
+    if isinstance(node, cst.Name) and ctx.value_of(node.value).origin is ValueOrigin.KEY:
         return ctx.value_of(node.value).name
     return string_key(node)
 

@@ -6,6 +6,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import node_code
+from codemod.contracts import ValueOrigin
 from rules.base import Context, Value
 from rules.guards import guard_of
 
@@ -54,7 +55,7 @@ def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
     if m.matches(node, _CONTIGUOUS):
         assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
         inner = value_of(node.func.value, ctx)
-        if inner.origin == "ids":
+        if inner.origin is ValueOrigin.IDS:
             return Value("ids", f"{inner.name}, contiguous")
         return inner
     if isinstance(node, cst.IfExp):
@@ -62,12 +63,12 @@ def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
         if guards is not None and m.matches(node.orelse, m.Name("None")):
             value = value_of(node.body, ctx)
             step = _step(guards[0])
-            if step and value.origin == "param":
+            if step and value.origin is ValueOrigin.PARAM:
                 return Value(step, value.name)
         if guards is not None and m.matches(node.body, m.Name("None")):
             value = value_of(node.orelse, ctx)
             step = _step(guards[1])
-            if step and value.origin == "param":
+            if step and value.origin is ValueOrigin.PARAM:
                 return Value(step, value.name)
     return Value("expr", node_code(node))
 
@@ -83,8 +84,8 @@ def _step(guard: str) -> str | None:
 def step_value(value: Value, ctx: Context) -> Value:
     """A parameter assigned under a step guard holds only on that step."""
     step = ctx.step or (_step(ctx.guards[-1]) if ctx.guards else None)
-    if step and value.origin == "param":
+    if step and value.origin is ValueOrigin.PARAM:
         return Value(step, value.name)
-    if step and value.origin == "none":
+    if step and value.origin is ValueOrigin.NONE:
         return Value("none", step)  # None on that step only
     return value

@@ -21,6 +21,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from codemod.contracts import ScenarioStatus, Verdict
 from codemod.plan import Repair
 
 RTOL = 1e-4
@@ -45,7 +46,7 @@ class Difference:
 @dataclasses.dataclass(frozen=True)
 class ScenarioOutcome:
     name: str
-    status: str  # "same", "same-error", "skipped", "extended", "differs", "crashed"
+    status: ScenarioStatus
     detail: str = ""
     difference: Difference | None = None
     #: how a reduction would prepare what the old code did, when the difference allows one
@@ -56,11 +57,14 @@ class ScenarioOutcome:
     cache_used: bool | None = None
     variant: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ScenarioStatus(self.status))
+
 
 @dataclasses.dataclass(frozen=True)
 class ClassVerdict:
     override_id: str
-    verdict: str  # "identical", "differs", "crashed", "unverified"
+    verdict: Verdict
     scenarios: tuple[ScenarioOutcome, ...] = ()
     detail: str = ""
     seconds: float = 0.0
@@ -72,6 +76,9 @@ class ClassVerdict:
     #: a failure here reverts)
     inherits_from: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
+
     @property
     def changed_override(self) -> str:
         """The override whose change this verdict judges."""
@@ -80,21 +87,22 @@ class ClassVerdict:
     @property
     def compared(self) -> tuple[str, ...]:
         """The scenarios that ran on both sides and were compared."""
-        return tuple(s.name for s in self.scenarios if s.status in ("same", "differs"))
+        return tuple(s.name for s in self.scenarios if s.status.compared)
 
     @property
     def first_difference(self) -> Difference | None:
-        return next((s.difference for s in self.scenarios if s.difference is not None and s.status != "same"), None)
+        return next((s.difference for s in self.scenarios if s.difference is not None and s.status is not ScenarioStatus.SAME), None)
 
     @property
     def extended(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.scenarios if s.status == "extended")
+        return tuple(s.name for s in self.scenarios if s.status is ScenarioStatus.EXTENDED)
 
     def repair(self) -> Repair | None:
         """A reduction that would make every differing scenario prepare what the old code prepared;
         None when some difference is of another kind."""
-        differing = [s for s in self.scenarios if s.status in ("differs", "crashed")]
-        if self.verdict not in ("differs", "crashed") or not differing or any(s.repair is None for s in differing):
+        failed = (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
+        differing = [s for s in self.scenarios if s.status in failed]
+        if self.verdict not in (Verdict.DIFFERS, Verdict.CRASHED) or not differing or any(s.repair is None for s in differing):
             return None
         combined = Repair()
         for s in differing:
@@ -276,7 +284,7 @@ def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> Scena
     else:
         blind = {"calls": [], "assistant_calls": [], "outer_calls": [], "received": []}
         outcome = _compare_scenario({**old, **blind}, {**new, **blind})
-        if outcome.status == "same":
+        if outcome.status is ScenarioStatus.SAME:
             noted = _compare_scenario(old, new)
             if noted.difference is not None:
                 outcome = dataclasses.replace(outcome, detail=f"outputs agree; the prepared inputs differ: {noted.difference}")
@@ -288,9 +296,9 @@ def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> Scena
 def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     name = old["name"]
     if old["status"] == "skipped":
-        return ScenarioOutcome(name, "skipped", old.get("reason", ""))
+        return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
     if new.get("status") == "skipped":
-        return ScenarioOutcome(name, "crashed", f"new code skips it: {new.get('reason', '')}")
+        return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"new code skips it: {new.get('reason', '')}")
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
     # the assistant runs first and is the same class: its difference, if any, is the cause; a
     # composite's own calls (the decoder's are the ones under test) come after the decoder's
@@ -302,28 +310,28 @@ def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     )
     old_failed, new_failed = old["status"] == "error", new["status"] == "error"
     if old_failed and new_failed and _error_kind(old["error"]) == _error_kind(new["error"]):
-        return ScenarioOutcome(name, "same-error", old["error"][:300])
+        return ScenarioOutcome(name, ScenarioStatus.SAME_ERROR, old["error"][:300])
     if old_failed and not new_failed:
         # Nothing that worked before works differently: the old code failed here, the new generates.
         when = "before preparing anything" if not old_calls else f"after {len(old_calls)} steps"
-        return ScenarioOutcome(name, "extended", f"the old code failed {when} ({_error_kind(old['error'])[:160]}); "
+        return ScenarioOutcome(name, ScenarioStatus.EXTENDED, f"the old code failed {when} ({_error_kind(old['error'])[:160]}); "
                                                  "the new code generates", calls)
     if old_failed and not old_calls:
         rejected = f"the old code rejects it before preparing anything ({_error_kind(old['error'])[:160]})"
         # generate() rejected it by the override's signature, which a reduction keeps
-        return ScenarioOutcome(name, "crashed", f"{rejected}; the new code crashes: {new['error'][:200]}",
+        return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"{rejected}; the new code crashes: {new['error'][:200]}",
                                Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
     if new_failed:
         detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
         difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
-        return ScenarioOutcome(name, "crashed", detail, difference, _scenario_repair(old, new, crashed=True))
+        return ScenarioOutcome(name, ScenarioStatus.CRASHED, detail, difference, _scenario_repair(old, new, crashed=True))
     repair = _scenario_repair(old, new, crashed=False)
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
-        return ScenarioOutcome(name, "differs", str(calls or outputs), calls or outputs, repair)
+        return ScenarioOutcome(name, ScenarioStatus.DIFFERS, str(calls or outputs), calls or outputs, repair)
     if calls is not None:
-        return ScenarioOutcome(name, "differs", f"same outputs, but the prepared inputs differ: {calls}", calls, repair)
-    return ScenarioOutcome(name, "same")
+        return ScenarioOutcome(name, ScenarioStatus.DIFFERS, f"same outputs, but the prepared inputs differ: {calls}", calls, repair)
+    return ScenarioOutcome(name, ScenarioStatus.SAME)
 
 
 def _error_kind(error: str) -> str:
@@ -349,10 +357,10 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dic
 def compare(override_id: str, old: dict, new: dict, *, same_inputs: bool = True) -> ClassVerdict:
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if old.get("status") != "ok":
-        return ClassVerdict(override_id, "unverified", detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
+        return ClassVerdict(override_id, Verdict.UNVERIFIED, detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
                             seconds=seconds)
     if new.get("status") != "ok":
-        return ClassVerdict(override_id, "crashed", detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
+        return ClassVerdict(override_id, Verdict.CRASHED, detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
                             seconds=seconds)
     new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
     outcomes = []
@@ -362,26 +370,26 @@ def compare(override_id: str, old: dict, new: dict, *, same_inputs: bool = True)
     outcomes = _consistent_extensions(outcomes, new_by_name)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
-    if "crashed" in statuses:
-        verdict = "crashed"
-    elif "differs" in statuses:
-        verdict = "differs"
-    elif "same" in statuses:
-        verdict = "identical"
+    if ScenarioStatus.CRASHED in statuses:
+        verdict = Verdict.CRASHED
+    elif ScenarioStatus.DIFFERS in statuses:
+        verdict = Verdict.DIFFERS
+    elif ScenarioStatus.SAME in statuses:
+        verdict = Verdict.IDENTICAL
     else:
-        verdict = "unverified"
-    first = next((o for o in outcomes if o.status in ("crashed", "differs")), None)
-    extended = [o.name for o in outcomes if o.status == "extended"]
+        verdict = Verdict.UNVERIFIED
+    first = next((o for o in outcomes if o.status in (ScenarioStatus.CRASHED, ScenarioStatus.DIFFERS)), None)
+    extended = [o.name for o in outcomes if o.status is ScenarioStatus.EXTENDED]
     if first:
         detail = f"{first.name}: {first.detail}"
-    elif verdict == "unverified":
+    elif verdict is Verdict.UNVERIFIED:
         detail = "no scenario ran on either side"
     else:
         detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
-    if verdict == "identical":
+    if verdict is Verdict.IDENTICAL:
         missing = missing_evidence(outcomes, caches=bool(old.get("caches", True)))
         if missing:
-            verdict, detail = "unverified", missing
+            verdict, detail = Verdict.UNVERIFIED, missing
     variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
                      for v in old.get("variants") or ())
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants)
@@ -391,7 +399,7 @@ def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> st
     """Why scenarios that all agree still prove too little, or "" when they prove enough: a class that
     can cache needs one compared run that read from a cache and one that ran without, or a
     difference in either path would go unseen (a decoder head never used as a decoder)."""
-    same = [o for o in outcomes if o.status == "same"]
+    same = [o for o in outcomes if o.status is ScenarioStatus.SAME]
     if not caches:
         return ""
     if not any(o.cache_used for o in same):
@@ -432,7 +440,7 @@ def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[st
         prefix, scenario = _variant_and_scenario(o.name)
         reference = new_by_name.get(prefix + REFERENCE.get(scenario, ""))
         mine = new_by_name.get(o.name)
-        if o.status != "extended" or reference is None or mine is None or reference.get("status") != "ok":
+        if o.status is not ScenarioStatus.EXTENDED or reference is None or mine is None or reference.get("status") != "ok":
             out.append(o)
             continue
         # the new tokens only: generating from inputs_embeds returns no prompt ids
@@ -444,7 +452,7 @@ def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[st
         rejected_up_front = "before preparing anything" in o.detail
         difference = Difference(o.name, "sequences", None, None, f"greedy: {wanted[:1]}", f"{got[:1]}")
         out.append(dataclasses.replace(
-            o, status="differs", difference=difference, repair=Repair() if rejected_up_front else None,
+            o, status=ScenarioStatus.DIFFERS, difference=difference, repair=Repair() if rejected_up_front else None,
             detail=f"{o.detail}, but not what greedy decoding generates: {difference}",
         ))
     return out

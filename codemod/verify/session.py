@@ -15,6 +15,7 @@ from pathlib import Path
 
 from codemod.checkout import Checkout
 from codemod.classify import Action
+from codemod.contracts import Verdict
 from codemod.environment import ensure_environment
 from codemod.plan import Plan
 from codemod.scan import ScanResult
@@ -200,9 +201,9 @@ def verify_change(
                                timeout=own_tests_timeout, progress=say) if tested else []
     failed = failing_models(own)
     verdicts = [
-        dataclasses.replace(v, verdict="crashed" if "could not run" in failed[t.model] else "differs",
+        dataclasses.replace(v, verdict=Verdict.CRASHED if "could not run" in failed[t.model] else Verdict.DIFFERS,
                             detail=f"{v.detail}; {failed[t.model]}".strip("; "))
-        if t.model in failed and v.verdict == "identical" else v
+        if t.model in failed and v.verdict is Verdict.IDENTICAL else v
         for t, v in zip(targets, verdicts)
     ]
     return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, str(environment.python),

@@ -1,0 +1,140 @@
+"""The vocabulary the stages pass each other: closed sets of names, and the id of an override.
+
+At the bottom of the pipeline: every stage may import this module, it imports none of them. Each
+set is a ``Vocabulary``, a ``str`` enum that compares, hashes and serialises as its value (the JSON
+documents and the golden files stay as they are) and prints as it too, so a misspelt name is an
+``AttributeError`` where it is written, not a silent mismatch where it is compared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+
+
+class Vocabulary(str, Enum):
+    """A name of a closed set: equal to, and printed as, its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class ReasonKind(Vocabulary):
+    """What a piece of a finding's evidence says."""
+
+    BEHAVIOUR = "behaviour"  # a recognised behaviour the fallback has too
+    EXTRA = "extra"  # a model-specific key a reduction keeps
+    DIFFERENCE = "difference"  # how the override is only nearly what the fallback does
+    BESPOKE = "bespoke"  # something the fallback does not do: the override stays
+    UNRECOGNISED = "unrecognised"  # a statement no rule understands: the override stays
+    EVIDENCE = "evidence"  # what maintainers said (an ``# Overwritten --`` comment)
+    NOTE = "note"  # context that decides nothing
+    FALLBACK = "fallback"  # what a deletion or super() reaches
+
+    @property
+    def keeps(self) -> bool:
+        """Whether a reason of this kind alone keeps the override as it is."""
+        return self in (ReasonKind.BESPOKE, ReasonKind.UNRECOGNISED)
+
+
+class ExtraHow(Vocabulary):
+    """How a reduced override re-creates a model-specific key after ``super()`` (``classify.Extra``)."""
+
+    FIRST_STEP = "first-step"  # the input ``source`` on the first step only
+    LATER_STEP = "later-step"  # only after the first step
+    LATER_STEP_NONE = "later-step-none"  # set to None after the first step
+    CONSTANT = "constant"  # always ``source`` (its code)
+    NONE = "none"  # set to None
+    DROP = "drop"  # removed
+    ADJUSTED = "adjusted"  # given the value of another input
+    SLICED = "sliced"  # cut to the new tokens like the ids
+    DEFAULT = "default"  # ``source`` when the caller passes nothing
+    PASSTHROUGH = "passthrough"  # the parameter as the caller gave it (verification's repair)
+    SET_NONE = "set-none"  # None, which the forward requires (verification's repair)
+    KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
+    SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
+
+
+class Verdict(Vocabulary):
+    """What verification concluded about one class."""
+
+    IDENTICAL = "identical"
+    DIFFERS = "differs"
+    CRASHED = "crashed"
+    UNVERIFIED = "unverified"
+
+
+class ScenarioStatus(Vocabulary):
+    """How one scenario compared on the two sides."""
+
+    SAME = "same"  # prepared and generated the same
+    SAME_ERROR = "same-error"  # failed alike on both sides: no evidence
+    SKIPPED = "skipped"  # does not apply to the model
+    EXTENDED = "extended"  # only the old code failed: the new code generates
+    DIFFERS = "differs"
+    CRASHED = "crashed"  # failed on the new side only, or differently
+
+    @property
+    def compared(self) -> bool:
+        """Whether both sides ran it to the end, so that it was compared."""
+        return self in (ScenarioStatus.SAME, ScenarioStatus.DIFFERS)
+
+
+class OverrideId(str):
+    """``path::Class``: an override (or a class) of the checkout, by file and class name.
+
+    A ``str`` (dictionary keys, JSON and reports use it as it is) that knows its parts; made with
+    :meth:`of` and read back with :meth:`parse` instead of f-strings and ``split("::")``."""
+
+    SEPARATOR = "::"
+
+    @classmethod
+    def of(cls, file: str, class_name: str) -> OverrideId:
+        return cls(f"{file}{cls.SEPARATOR}{class_name}")
+
+    @classmethod
+    def parse(cls, text: str) -> OverrideId:
+        if cls.SEPARATOR not in text or not text.rpartition(cls.SEPARATOR)[2]:
+            raise ValueError(f"not an override id (path::Class): {text!r}")
+        return cls(text)
+
+    @property
+    def file(self) -> str:
+        return self.rpartition(self.SEPARATOR)[0]
+
+    @property
+    def class_name(self) -> str:
+        return self.rpartition(self.SEPARATOR)[2]
+
+
+class ValueOrigin(Vocabulary):
+    """Where a value in the prepared dict (or a local name) comes from, as the recognisers see it."""
+
+    IDS = "ids"  # the input ids (the name says how they were sliced, if at all)
+    PARAM = "param"  # a parameter or a key read from ``**kwargs``, unchanged (the name)
+    PARAM_DEFAULT = "param-default"  # a key read from ``**kwargs`` with a default (name: ``key=default``)
+    BEHAVIOUR = "behaviour"  # computed by a recognised behaviour (name: the behaviour)
+    NONE = "none"  # None (name: the step it is None on, if only one)
+    CONST = "const"  # a literal (name: its code)
+    FIRST_STEP = "first-step"  # the parameter named on the first step, None afterwards
+    LATER_STEP = "later-step"  # the parameter named only after the first step
+    KEY = "key"  # a key name picked by model type (``decoder_...`` for encoder-decoders)
+    EXPR = "expr"  # anything else (name: its code): the engine cannot vouch for it
+    DROPPED = "dropped"  # the key is removed from the prepared dict here
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """Where a value comes from: an origin, and what it names (a parameter, a behaviour, code)."""
+
+    origin: ValueOrigin
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "origin", ValueOrigin(self.origin))
+
+    def __str__(self) -> str:
+        return f"{self.origin}:{self.name}" if self.name else str(self.origin)
