@@ -25,7 +25,7 @@ import pytest
 import rules
 from codemod.analysis import BodyAnalysis
 from codemod.recognise import analyse_statements
-from rules.base import Coverage, Kind, parse_docstring
+from rules.base import Coverage, Kind, RuleModuleError, discover, parse_docstring
 
 #: the parameters of the override the loose statements are analysed in
 PARAMS = (
@@ -47,15 +47,6 @@ PARAMS = (
 
 def analyse(source: str, params: tuple[str, ...] = PARAMS, var_kwargs: str = "kwargs") -> BodyAnalysis:
     return analyse_statements(textwrap.dedent(source), params=params, var_kwargs=var_kwargs)
-
-
-def rule_modules() -> list[object]:
-    found = []
-    for info in pkgutil.iter_modules(rules.__path__):
-        module = importlib.import_module(f"rules.{info.name}")
-        if hasattr(module, "RULE"):
-            found.append(module)
-    return found
 
 
 # ------------------------------------------------------------------------------------------ docstrings
@@ -83,12 +74,90 @@ def test_all_is_in_code_order_and_indexed() -> None:
     assert rules.BY_NAME == {r.name: r for r in rules.ALL}
 
 
-@pytest.mark.parametrize("module", rule_modules(), ids=lambda m: m.__name__)
-def test_every_rule_module_is_registered(module) -> None:
-    """A rule module left out of ``rules/__init__.py`` would silently recognise nothing."""
-    code, name, _, example = parse_docstring(module.__doc__)
+# ------------------------------------------------------------------------------------------- discovery
+
+
+def _modules() -> list[str]:
+    return sorted(info.name for info in pkgutil.iter_modules(rules.__path__) if not info.name.startswith("_"))
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_every_module_is_a_rule_or_a_helper(name: str) -> None:
+    """Rules are discovered: every module but the helpers is one, with its docstring's code, name and example."""
+    module = importlib.import_module(f"rules.{name}")
+    if name in rules.HELPERS:
+        assert not hasattr(module, "RULE")
+        return
+    code, rule_name, _, example = parse_docstring(module.__doc__)
     assert module.RULE in rules.ALL
-    assert (module.RULE.code, module.RULE.name, module.RULE.example) == (code, name, example)
+    assert (module.RULE.code, module.RULE.name, module.RULE.example) == (code, rule_name, example)
+    assert module.RULE.module == module.__name__
+    assert module.RULE.cases == getattr(module, "CASES", ())
+
+
+def test_discovery_finds_every_rule_module() -> None:
+    assert sorted(r.module for r in rules.ALL) == [f"rules.{name}" for name in _modules() if name not in rules.HELPERS]
+
+
+GOOD_RULE = '''"""PI901 fake-thing: do a fake thing.
+
+Example::
+
+    x = 1
+"""
+
+from rules.base import Kind, TemplateRule, claim
+
+RULE = TemplateRule(__doc__, Kind.PLUMBING, {"x": "x = 1"}, lambda captures, ctx, variant: claim())
+'''
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param('"""PI902 fake: no rule.\n\nExample::\n\n    x = 1\n"""\n', "needs a RULE", id="no-rule"),
+        pytest.param('"""PI902 fake: a string.\n\nExample::\n\n    x = 1\n"""\nRULE = "fake"\n', "needs a RULE", id="not-a-rule"),
+        pytest.param(GOOD_RULE.replace("PI901 fake-thing", "Fake thing"), "must start with", id="no-header"),
+        pytest.param(GOOD_RULE.replace("Example::", "For example:"), "Example::", id="no-example"),
+        pytest.param(GOOD_RULE.replace("TemplateRule(__doc__,", "TemplateRule(__doc__.replace('PI901', 'PI903'),"),
+                     "RULE is PI903 fake-thing, the docstring says PI901", id="docstring-and-rule-disagree"),
+        pytest.param(GOOD_RULE.replace("fake-thing", "other-thing"), "repeats the code or the name", id="code-taken"),
+        pytest.param(GOOD_RULE.replace("PI901", "PI904"), "repeats the code or the name", id="name-taken"),
+        pytest.param(GOOD_RULE + "CASES = ({'source': 'x = 1'},)\n", "only Case and NoOp", id="cases-not-cases"),
+        pytest.param(
+            GOOD_RULE + "from rules.base import Case\nCASES = (Case('a', 'x = 1', detail=''),) * 2\n",
+            "case ids repeat", id="case-ids-repeat",
+        ),
+        pytest.param(GOOD_RULE + "ERAS = ('4.46: does it',)\n", "only EraNote", id="eras-not-notes"),
+    ],
+)
+def test_a_malformed_rule_module_fails_discovery_loudly(tmp_path, monkeypatch, source: str, message: str) -> None:
+    """A module of a rules package that is not a well-formed rule stops the import, naming itself."""
+    package = f"fakerules_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "a_good.py").write_text(GOOD_RULE)
+    (tmp_path / package / "b_bad.py").write_text(source)
+    (tmp_path / package / "helper.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RuleModuleError, match=rf"^{package}\.b_bad: .*{re.escape(message)}"):
+        discover(package, [str(tmp_path / package)], helpers={"helper"})
+
+
+def test_discovery_skips_helpers_and_private_modules_and_sorts_by_code(tmp_path, monkeypatch) -> None:
+    package = f"fakerules_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "a_late.py").write_text(GOOD_RULE.replace("PI901", "PI909"))
+    (tmp_path / package / "b_early.py").write_text(GOOD_RULE.replace("PI901 fake-thing", "PI900 early-thing"))
+    (tmp_path / package / "_private.py").write_text("X = 1\n")
+    (tmp_path / package / "helper.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = discover(package, [str(tmp_path / package)], helpers={"helper"})
+    assert [(r.code, r.name, r.module) for r in found] == [
+        ("PI900", "early-thing", f"{package}.b_early"), ("PI909", "fake-thing", f"{package}.a_late")
+    ]
+    assert found[0].description == "" and found[0].cases == () and found[0].eras == ()
 
 
 @pytest.mark.parametrize("rule", rules.ALL, ids=lambda r: f"{r.code}-{r.name}")
