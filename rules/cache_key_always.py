@@ -11,7 +11,7 @@ Example::
         model_inputs["past_key_values"] = past_key_values
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -25,6 +25,13 @@ RULE = TemplateRule(
     # no output of its own: only a forward that takes the cache gets the key, and None is what it
     # sees without one; the cache itself is output where the ids are sliced by it
     lambda captures, ctx, variant: claim(detail=variant),
+)
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation keeps the key for models whose `forward` takes a cache (4.45's composites read it)",
+    ),
 )
 
 CASES = (

@@ -14,7 +14,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -31,6 +31,10 @@ RULE = TemplateRule(
     ),
     # an override slicing by the cache's own length does what this does, and more
     covered_by=("slice-by-past-length",),
+)
+
+ERAS = (
+    EraNote("≤ 4.45", "only the hoisted implementation does this, for legacy tuple caches; no release's mixin does"),
 )
 
 CASES = (

@@ -9,7 +9,7 @@ Example::
         attention_mask = input_ids.new_ones(input_ids.shape)
 """
 
-from rules.base import Case, Coverage, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 
 def _check(captures, ctx, variant):
@@ -40,6 +40,14 @@ RULE = DefaultAttentionMask(
         """,
     },
     _check,
+)
+
+ERAS = (
+    EraNote(
+        "all",
+        "no mixin does this; `generate()` builds a mask for decoder-only models, which masks padding tokens "
+        "where this one does not",
+    ),
 )
 
 CASES = (

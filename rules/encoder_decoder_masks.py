@@ -9,7 +9,7 @@ Example::
     attention_mask = kwargs.pop("decoder_attention_mask", None) if self.config.is_encoder_decoder else attention_mask
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -25,6 +25,10 @@ RULE = TemplateRule(
         detail=variant,
         defines={"encoder_attention_mask" if "encoder" in variant else "attention_mask": Value("param", "attention_mask")},
     ),
+)
+
+ERAS = (
+    EraNote("4.50 +", "the mixins keep the encoder's and the decoder's masks apart"),
 )
 
 CASES = (

@@ -22,7 +22,7 @@ Example::
         )
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k")
 
@@ -47,6 +47,10 @@ RULE = TemplateRule(
     lambda captures, ctx, variant: claim(
         detail=variant, outputs={key: Value("behaviour", "flash-attention-seq-lens") for key in _KEYS}
     ),
+)
+
+ERAS = (
+    EraNote("4.54", "the only mixin that derives them, with a flash-attention backend"),
 )
 
 CASES = (

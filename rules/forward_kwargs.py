@@ -7,7 +7,7 @@ Example::
             model_inputs[key] = value
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 
 def _check(captures, ctx, variant):
@@ -50,6 +50,14 @@ RULE = TemplateRule(
         """,
     },
     _check,
+)
+
+ERAS = (
+    EraNote("4.46 – 5.2", "every keyword argument not yet set is forwarded, `labels` dropped afterwards"),
+    EraNote(
+        "5.3 +",
+        "never `labels` or `next_sequence_length`; 5.23 also drops multimodal inputs after the first iteration",
+    ),
 )
 
 CASES = (

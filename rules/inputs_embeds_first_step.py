@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
 
@@ -169,6 +169,16 @@ class InputsEmbedsFirstStep(Rule):
 
 
 RULE = InputsEmbedsFirstStep()
+
+ERAS = (
+    EraNote("≤ 4.45", "the hoisted implementation feeds them on the first step only, to decoder-only models"),
+    EraNote("4.46 – 4.48", "fed when `cache_position[0] == 0`"),
+    EraNote("4.49 – 4.57", "fed whenever `cache_position` covers all of them (the first step of each new prompt)"),
+    EraNote(
+        "5.x",
+        "fed on the `is_first_iteration` the decoding loop passes (5.3 +: the last `next_sequence_length` of them)",
+    ),
+)
 
 CASES = (
     Case(

@@ -9,7 +9,7 @@ Example::
         model_inputs = move_to_device(model_inputs, self.device)
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -30,6 +30,10 @@ RULE = TemplateRule(
         """,
     },
     lambda captures, ctx, variant: claim(detail=variant),
+)
+
+ERAS = (
+    EraNote("5.x", "moved when the inputs are on another device: tensor by tensor (5.15), then with `move_to_device`"),
 )
 
 CASES = (

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -146,6 +146,20 @@ class PositionIdsFromMask(Rule):
 
 
 RULE = PositionIdsFromMask()
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation builds them from the mask when `forward` accepts them, and slices them "
+        "with `token_type_ids` to the new tokens",
+    ),
+    EraNote(
+        "4.46 – 5.2",
+        "built in the method when `forward` accepts them and none are passed, sliced to the new tokens (5.2 "
+        "pads with 0)",
+    ),
+    EraNote("5.3 +", "built once, in `generate()` (`_prepare_position_ids_for_generation`, padding 0)"),
+)
 
 CASES = (
     Case(

@@ -9,7 +9,7 @@ Example::
         model_inputs["cache_position"] = cache_position
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -26,6 +26,10 @@ RULE = TemplateRule(
     lambda captures, ctx, variant: claim(
         detail=variant, outputs={"cache_position": Value("behaviour", "remote-code-cache-position")}
     ),
+)
+
+ERAS = (
+    EraNote("5.3 +", "the mixin creates `cache_position` for remote code whose `forward` still takes it"),
 )
 
 CASES = (

@@ -16,7 +16,7 @@ Example::
             input_ids = input_ids[:, cache_position]
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _SLICE = """
     $ids = $ids[:, -cache_position.shape[0] :]
@@ -61,6 +61,24 @@ RULE = TemplateRule(
     },
     _check,
     covered_by=("slice-by-cache-position", "slice-by-next-sequence-length"),
+)
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the mixin only raises; the implementation `apply` hoists into it slices by `cache_position`, with "
+        "the `inputs_embeds` exception",
+    ),
+    EraNote(
+        "4.46 – 4.50",
+        "slices in the method, with the `inputs_embeds` exception; 4.49 – 4.50 also slice the embeddings when "
+        "the ids are empty",
+    ),
+    EraNote(
+        "4.51 – 5.2",
+        "slices in `_cache_dependant_input_preparation` (5.0 – 5.2 also when a cache is only about to be used)",
+    ),
+    EraNote("5.3 +", "no `cache_position`: the ids are sliced by `next_sequence_length` (PI104)"),
 )
 
 CASES = (

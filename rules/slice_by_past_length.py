@@ -21,7 +21,7 @@ Example::
 """
 
 from rules._pattern import Template
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 from rules.guards import PAST_NAMES
 
 _KNOWN_LENGTHS = {
@@ -65,6 +65,14 @@ RULE = TemplateRule(
     _check,
     # Under generate, cache_position is arange(past length, sequence length): the same tokens.
     covered_by=("slice-by-cache-position", "slice-by-next-sequence-length"),
+)
+
+ERAS = (
+    EraNote(
+        "4.46 +",
+        "no mixin reads the past length, but under `generate` slicing by `cache_position` (or "
+        "`next_sequence_length`) keeps the same tokens",
+    ),
 )
 
 CASES = (

@@ -10,7 +10,7 @@ Example::
         input_ids = input_ids[:, -1:]
 """
 
-from rules.base import Case, Coverage, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
@@ -40,6 +40,14 @@ RULE = SliceToLastToken(
         "[:, -1].unsqueeze(-1)": "$ids = $ids[:, -1].unsqueeze(-1)",
     },
     _check,
+)
+
+ERAS = (
+    EraNote(
+        "4.46 +",
+        "the mixins keep every new token: the same while one token is generated per step, not under assisted "
+        "decoding, which feeds several",
+    ),
 )
 
 CASES = (

@@ -14,7 +14,7 @@ Example::
 
 import libcst as cst
 
-from rules.base import Case, Coverage, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -143,6 +143,17 @@ for token_type_key in ("token_type_ids", "mm_token_type_ids", "moe_mm_token_type
         ),
     },
     _check,
+)
+
+ERAS = (
+    EraNote("≤ 4.45", "the hoisted implementation cuts `position_ids` and `token_type_ids` to the new tokens"),
+    EraNote("4.46", "cut to the ids' length"),
+    EraNote(
+        "4.47 – 5.2",
+        "cut to the length of what is fed (the embeddings on their step); from 5.0 also when a cache is only "
+        "about to be used",
+    ),
+    EraNote("5.3 +", "moved out of `**kwargs` first, then cut where longer than the new tokens"),
 )
 
 CASES = (

@@ -25,7 +25,7 @@ Example::
             cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -51,6 +51,10 @@ RULE = TemplateRule(
             "cache_position": Value("behaviour", "state-space-cache"),
         },
     ),
+)
+
+ERAS = (
+    EraNote("4.x", "no mixin knows `cache_params`: such an override stays"),
 )
 
 CASES = (

@@ -35,7 +35,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import Template, node_code
-from rules.base import Case, Context, Coverage, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
@@ -173,6 +173,20 @@ def _helper_name(value: cst.BaseExpression) -> str | None:
 
 
 RULE = StaticCacheMask()
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation builds the 4D mask for a `StaticCache` with the helper the model's module "
+        "defines (or the base model's method)",
+    ),
+    EraNote("4.46 – 4.51", "a 4D mask for a `StaticCache`, from the base model's helper"),
+    EraNote(
+        "4.52 – 5.2",
+        "for any compileable `Cache`: the base model's (or its decoder's) helper, else `create_masks_for_generate`",
+    ),
+    EraNote("5.3 +", "for compileable caches, with `create_masks_for_generate` (a model may override it)"),
+)
 
 CASES = (
     Case(

@@ -17,7 +17,7 @@ Example::
         )
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -33,6 +33,10 @@ RULE = TemplateRule(
         """
     },
     lambda captures, ctx, variant: claim(detail=variant, defines={"attention_mask": Value("behaviour", "static-cache-pad-mask")}),
+)
+
+ERAS = (
+    EraNote("all", "no mixin pads the 2D mask: such an override stays"),
 )
 
 CASES = (

@@ -13,7 +13,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -32,6 +32,16 @@ RULE = TemplateRule(
         outputs={"cache_position": Value("behaviour", "synthesise-cache-position")},
         defines={"cache_position": Value("behaviour", "synthesise-cache-position")},
     ),
+)
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation forwards `cache_position` to models with Cache classes and derives it "
+        "from the legacy cache for the others",
+    ),
+    EraNote("4.46 – 4.53", "the mixin's first step"),
+    EraNote("4.54 +", "`cache_position` is always passed on"),
 )
 
 CASES = (

@@ -272,6 +272,14 @@ def test_every_rule_has_a_positive_case(rule) -> None:
     assert rule.positives, f"{rule.module} has no Case in its CASES"
 
 
+@pytest.mark.parametrize("rule", [r for r in rules.ALL if r.eras], ids=lambda r: f"{r.code}-{r.name}")
+def test_era_notes(rule) -> None:
+    """What the mixins do about a rule, where it says: releases, then what they do, in a phrase each."""
+    for note in rule.eras:
+        assert note.releases.strip() and note.does.strip() and not note.does.endswith(".")
+    assert len({note.releases for note in rule.eras}) == len(rule.eras)
+
+
 @pytest.mark.parametrize(("rule", "case"), _cases(Case))
 def test_positive_case(rule, case: Case) -> None:
     """The rule claims the behaviour once, with exactly the detail and facets the case expects."""
