@@ -100,6 +100,7 @@ def test_every_module_is_a_rule_or_a_helper(name: str) -> None:
 
 def test_discovery_finds_every_rule_module() -> None:
     assert sorted(r.module for r in rules.ALL) == [f"rules.{name}" for name in _modules() if name not in rules.HELPERS]
+    assert rules.HELPERS <= set(_modules())
 
 
 GOOD_RULE = '''"""PI901 fake-thing: do a fake thing.
