@@ -37,10 +37,7 @@ ERAS = (
 CASES = (
     Case(
         "when-the-forward-takes-it",
-        """
-        if "past_key_values" in inspect.signature(self.forward).parameters:
-            model_inputs["past_key_values"] = past_key_values
-        """,
+        RULE.example,
         detail="when the forward takes it",
     ),
     NoOp(

@@ -53,10 +53,7 @@ ERAS = (
 CASES = (
     Case(
         "ones-like-the-ids",
-        """
-        if attention_mask is None:
-            attention_mask = input_ids.new_ones(input_ids.shape)
-        """,
+        RULE.example,
         detail="ones like the ids",
     ),
     Case(

@@ -55,9 +55,7 @@ RULE = DropKey()
 CASES = (
     Case(
         "pop",
-        """
-        model_inputs.pop("labels", None)
-        """,
+        RULE.example,
         detail="labels",
     ),
     Case(

@@ -183,12 +183,7 @@ ERAS = (
 CASES = (
     Case(
         "cache-position",
-        """
-        if inputs_embeds is not None and cache_position[0] == 0:
-            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
-        else:
-            model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
-        """,
+        RULE.example,
         detail="first step by cache_position; ids made contiguous",
         facets={"first_step": "cache_position"},
     ),

@@ -63,9 +63,7 @@ RULE = ReadKwarg()
 CASES = (
     Case(
         "get",
-        """
-        token_type_ids = kwargs.get("token_type_ids", None)
-        """,
+        RULE.example,
         detail="token_type_ids (read)",
     ),
     Case(

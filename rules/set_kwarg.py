@@ -39,9 +39,7 @@ RULE = SetKwarg()
 CASES = (
     Case(
         "from-the-config",
-        """
-        kwargs["logits_to_keep"] = self.config.num_logits_to_keep
-        """,
+        RULE.example,
         detail="logits_to_keep",
     ),
     NoOp(

@@ -84,13 +84,7 @@ ERAS = (
 CASES = (
     Case(
         "with-exception",
-        """
-        if past_key_values is not None:
-            if inputs_embeds is not None:  # Exception 1
-                input_ids = input_ids[:, -cache_position.shape[0] :]
-            elif input_ids.shape[1] != cache_position.shape[0]:  # Default case
-                input_ids = input_ids[:, cache_position]
-        """,
+        RULE.example,
         detail="with the inputs_embeds exception",
     ),
     Case(

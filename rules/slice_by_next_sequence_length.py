@@ -34,9 +34,7 @@ ERAS = (
 CASES = (
     Case(
         "conditional-expression",
-        """
-        input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
-        """,
+        RULE.example,
         detail="conditional expression",
     ),
     Case(

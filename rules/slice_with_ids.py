@@ -159,11 +159,7 @@ ERAS = (
 CASES = (
     Case(
         "token-type-ids",
-        """
-        if past_key_values:
-            if token_type_ids is not None:
-                token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
-        """,
+        RULE.example,
         detail="token_type_ids",
         facets={"names": "token_type_ids"},
     ),
