@@ -1,7 +1,7 @@
 # Two entry points that do all set-up on a fresh machine (Python 3.10+, git):
 #   make run    -- the main job: migrate a fresh copy of a pristine release (RELEASE=4.45.2) and verify it
 #   make test   -- run the test suite (downloads and caches the real releases the integration tests use)
-# and: make scan (classify only), make goldens, make bench
+# and: make scan (classify only), make goldens, make rules-doc (docs/rules.md from rules/), make bench
 PYTHON ?= python3
 VENV ?= .venv
 RELEASE ?= 4.45.2
@@ -9,7 +9,7 @@ JOBS ?= 2
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run scan test goldens bench clean
+.PHONY: run scan test goldens rules-doc bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test: $(STAMP)
 
 goldens: $(STAMP)
 	$(BIN)/python -m tests.goldens
+
+rules-doc: $(STAMP)
+	$(BIN)/python -m rules.doc
 
 bench: $(STAMP)
 	$(BIN)/python bench/scan.py

@@ -512,6 +512,32 @@ def pr(
         raise typer.Exit(2) from None
 
 
+@app.command()
+def explain(
+    code: Annotated[
+        Optional[str],
+        typer.Argument(help="A rule's code (PI111) or name (position-ids-from-mask). Without it: every rule.",
+                       show_default=False),
+    ] = None,
+) -> None:
+    """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases. Without CODE, list the rules."""
+    from rules import doc
+
+    if code is None:
+        text = doc.listing()
+    elif (rule := doc.find(code)) is not None:
+        text = doc.explain(rule)
+    else:
+        stderr.print(f"error: {doc.unknown(code)}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if stdout.is_terminal:
+        from rich.markdown import Markdown
+
+        stdout.print(Markdown(text))
+    else:
+        typer.echo(text, nl=False)
+
+
 def _version_callback(value: bool) -> None:
     if value:
         stdout.print(f"transformers-codemod {__version__}")

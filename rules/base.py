@@ -6,17 +6,24 @@ behaviour they implement. The engine (``codemod.recognise``) walks the body, des
 blocks whose test is a known guard (``rules.guards``), and reports every statement that no rule
 claims. Rules never see the whole file and never import torch: they are pure functions of syntax.
 
-Every rule module has a docstring whose first line is ``CODE name: summary`` and which contains an
-``Example::`` block that the rule recognises (the tests check this), and a ``RULE`` object.
+Every rule module has a docstring whose first line is ``CODE name: summary``, then what the rule
+recognises and why it matters (its description), and an ``Example::`` block that the rule
+recognises; a ``RULE`` object; its ``CASES``: the positive examples (``Case``) and the near misses
+that are not the behaviour, each with why (``NoOp``), from which ``tests/test_rules.py`` generates
+its tests; and, where the rule says, ``ERAS``: what the mixins of which releases do about it
+(``EraNote``). ``discover`` finds the rule modules of a package (``rules.ALL``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
+from types import ModuleType
 
 import libcst as cst
 
@@ -119,11 +126,69 @@ class Coverage:
 MixinBehaviours = Mapping[str, Sequence[Mapping[str, str]]]
 
 
+def _source(text: str) -> str:
+    """Statements as written in a case: dedented, from the first line to the last, one newline at the end."""
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A positive example: statements of an override's body that are the rule's behaviour.
+
+    The tests analyse ``source`` as loose statements of an override (its parameters are those of
+    ``tests/test_rules.PARAMS``) and check that the rule claims ``behaviour`` (default: the rule's
+    name) once, reporting exactly ``detail`` and ``facets``. Every behaviour recognised in ``source``
+    is that one, the further ones the same claim implements (``implies``, claimed by the rule too)
+    or ones other rules recognise (``others``); the statements left unrecognised are exactly
+    ``unrecognised`` (normalised code; none unless given), and ``lines`` are the claim's first and
+    last line, where given.
+    """
+
+    id: str
+    source: str
+    detail: str
+    facets: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    behaviour: str = ""
+    implies: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+    unrecognised: tuple[str, ...] = ()
+    lines: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", _source(self.source))
+
+
+@dataclasses.dataclass(frozen=True)
+class NoOp:
+    """A near miss: statements that are not the rule's behaviour, and ``why`` not.
+
+    The tests check that the rule claims nothing in ``source`` and that the statement whose
+    normalised code contains ``unrecognised`` is listed as unrecognised (nothing is skipped silently).
+    """
+
+    id: str
+    source: str
+    why: str
+    unrecognised: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", _source(self.source))
+
+
+@dataclasses.dataclass(frozen=True)
+class EraNote:
+    """What the mixins of some releases do about a rule's behaviour (``releases``: e.g. ``4.46 – 5.2``)."""
+
+    releases: str
+    does: str
+
+
 class Rule:
     """Base class: subclasses set ``code``, ``name``, ``kind`` and implement ``match``.
 
     ``covered_by`` names the mixin behaviours that do the same as this one; ``coverage`` may be
     overridden where facets matter (e.g. a static-cache mask only for ``StaticCache``).
+    ``description``, ``cases``, ``eras`` and ``module`` come from the rule's module (``discover``).
     """
 
     code: str
@@ -132,6 +197,18 @@ class Rule:
     summary: str
     example: str
     covered_by: tuple[str, ...] = ()
+    description: str = ""
+    cases: tuple[Case | NoOp, ...] = ()
+    eras: tuple[EraNote, ...] = ()
+    module: str = ""
+
+    @property
+    def positives(self) -> tuple[Case, ...]:
+        return tuple(case for case in self.cases if isinstance(case, Case))
+
+    @property
+    def noops(self) -> tuple[NoOp, ...]:
+        return tuple(case for case in self.cases if isinstance(case, NoOp))
 
     def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
         raise NotImplementedError
@@ -150,17 +227,25 @@ class Rule:
 _HEADER = re.compile(r"^(?P<code>[A-Z]{2}\d{3}) (?P<name>[a-z0-9-]+): (?P<summary>.+)$")
 
 
+class DocstringError(ValueError):
+    """A rule module's docstring lacks the ``CODE name: summary`` header or the ``Example::`` block."""
+
+
+class RuleModuleError(Exception):
+    """A module of a rules package is not a well-formed rule (raised at import, naming the module)."""
+
+
 def parse_docstring(doc: str | None) -> tuple[str, str, str, str]:
     """``(code, name, summary, example)`` from a rule module's docstring."""
     if not doc:
-        raise ValueError("rule modules need a docstring")
+        raise DocstringError("rule modules need a docstring")
     lines = doc.strip().splitlines()
     header = _HEADER.match(lines[0].strip())
     if not header:
-        raise ValueError(f"rule docstring must start with 'CODE name: summary', got {lines[0]!r}")
+        raise DocstringError(f"rule docstring must start with 'CODE name: summary', got {lines[0]!r}")
     text = doc.split("Example::", 1)
     if len(text) != 2:
-        raise ValueError(f"{header['code']}: rule docstring needs an 'Example::' block")
+        raise DocstringError(f"{header['code']}: rule docstring needs an 'Example::' block")
     example_lines = []
     for line in text[1].splitlines()[1:]:
         if line.strip() and not line.startswith("    "):
@@ -168,6 +253,65 @@ def parse_docstring(doc: str | None) -> tuple[str, str, str, str]:
         example_lines.append(line)
     example = textwrap.dedent("\n".join(example_lines)).strip()
     return header["code"], header["name"], header["summary"], example
+
+
+def parse_description(doc: str) -> str:
+    """The prose of a rule module's docstring between its header line and its ``Example::`` block."""
+    return textwrap.dedent(doc.strip().partition("\n")[2]).split("Example::", 1)[0].strip()
+
+
+def discover(package: str, path: Iterable[str], helpers: Collection[str] = ()) -> tuple[Rule, ...]:
+    """The rules of ``package`` (found on ``path``), in code order.
+
+    Every module but the private ones (``_name``) and ``helpers`` is a rule module: importing it must
+    give a ``RULE`` whose code, name and example are its docstring's, and ``CASES`` (``Case`` and
+    ``NoOp``, ids unique) and ``ERAS`` (``EraNote``) where it has them; the rule is given its
+    description, cases, era notes and module name. Anything else raises ``RuleModuleError`` naming
+    the module, so that a rule cannot be silently left out.
+    """
+    found: dict[str, Rule] = {}
+    names: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(list(path)), key=lambda info: info.name):
+        if info.name.startswith("_") or info.name in helpers:
+            continue
+        qualified = f"{package}.{info.name}"
+        try:
+            module = importlib.import_module(qualified)
+        except DocstringError as error:
+            raise RuleModuleError(f"{qualified}: {error}") from error
+        rule = _rule_of(module)
+        if rule.code in found or rule.name in names:
+            taken = found[rule.code].module if rule.code in found else names[rule.name]
+            raise RuleModuleError(f"{qualified}: {rule.code} {rule.name} repeats the code or the name of {taken}")
+        found[rule.code] = rule
+        names[rule.name] = qualified
+    return tuple(found[code] for code in sorted(found))
+
+
+def _rule_of(module: ModuleType) -> Rule:
+    name = module.__name__
+    rule = getattr(module, "RULE", None)
+    if not isinstance(rule, Rule):
+        raise RuleModuleError(f"{name}: a rule module needs a RULE (a rules.base.Rule), or it recognises nothing")
+    try:
+        code, rule_name, _, example = parse_docstring(module.__doc__)
+    except DocstringError as error:
+        raise RuleModuleError(f"{name}: {error}") from error
+    if (rule.code, rule.name, rule.example) != (code, rule_name, example):
+        raise RuleModuleError(f"{name}: RULE is {rule.code} {rule.name}, the docstring says {code} {rule_name}")
+    cases = tuple(getattr(module, "CASES", ()))
+    eras = tuple(getattr(module, "ERAS", ()))
+    if not all(isinstance(case, (Case, NoOp)) for case in cases):
+        raise RuleModuleError(f"{name}: CASES holds only Case and NoOp objects")
+    if not all(isinstance(note, EraNote) for note in eras):
+        raise RuleModuleError(f"{name}: ERAS holds only EraNote objects")
+    ids = [case.id for case in cases]
+    if len(set(ids)) != len(ids):
+        raise RuleModuleError(f"{name}: case ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+    assert module.__doc__ is not None  # parse_docstring has read it
+    rule.description = parse_description(module.__doc__)
+    rule.cases, rule.eras, rule.module = cases, eras, name
+    return rule
 
 
 Check = Callable[[Captures, Context, str], "Match | None"]

@@ -14,7 +14,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -31,4 +31,44 @@ RULE = TemplateRule(
     ),
     # an override slicing by the cache's own length does what this does, and more
     covered_by=("slice-by-past-length",),
+)
+
+ERAS = (
+    EraNote("≤ 4.45", "only the hoisted implementation does this, for legacy tuple caches; no release's mixin does"),
+)
+
+CASES = (
+    Case(
+        "formatted-over-lines",
+        """
+        if (
+            isinstance(past_key_values, tuple)
+            and inputs_embeds is None
+            and (cache_position is None or kwargs.get("use_cache") is False)
+        ):
+            past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
+            cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+        """,
+        detail="legacy tuple cache, the last token kept",
+    ),
+    NoOp(
+        "any-cache",
+        """
+        if inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+            past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
+            cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+        """,
+        why="not only for legacy tuple caches: a Cache object cannot be indexed like one",
+        unrecognised="if inputs_embeds is None and",
+    ),
+    NoOp(
+        "no-token-kept",
+        """
+        if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+            past_length = past_key_values[0][0].shape[2]
+            cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+        """,
+        why="without the min() no token is left when the ids are no longer than the cache",
+        unrecognised="past_length = past_key_values[0][0].shape[2]",
+    ),
 )

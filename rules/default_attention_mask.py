@@ -9,7 +9,7 @@ Example::
         attention_mask = input_ids.new_ones(input_ids.shape)
 """
 
-from rules.base import Coverage, Kind, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 
 def _check(captures, ctx, variant):
@@ -40,4 +40,48 @@ RULE = DefaultAttentionMask(
         """,
     },
     _check,
+)
+
+ERAS = (
+    EraNote(
+        "all",
+        "no mixin does this; `generate()` builds a mask for decoder-only models, which masks padding tokens "
+        "where this one does not",
+    ),
+)
+
+CASES = (
+    Case(
+        "ones-like-the-ids",
+        RULE.example,
+        detail="ones like the ids",
+    ),
+    Case(
+        "input-shape",
+        """
+        input_shape = input_ids.shape
+        # a decoder of an encoder-decoder model gets its mask made here
+        if attention_mask is None:
+            attention_mask = input_ids.new_ones(input_shape)
+        """,
+        detail="ones like the ids (via input_shape)",
+    ),
+    NoOp(
+        "zeros",
+        """
+        if attention_mask is None:
+            attention_mask = input_ids.new_zeros(input_ids.shape)
+        """,
+        why="zeros attend to nothing",
+        unrecognised="new_zeros",
+    ),
+    NoOp(
+        "like-embeddings",
+        """
+        if attention_mask is None:
+            attention_mask = inputs_embeds.new_ones(inputs_embeds.shape)
+        """,
+        why="shaped like the embeddings (three dimensions), not the ids",
+        unrecognised="inputs_embeds.new_ones",
+    ),
 )

@@ -18,9 +18,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.analysis import Delegation
-from rules._pattern import node_code
 from codemod.contracts import ValueOrigin
-from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
+from rules._pattern import node_code
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.values import value_of
 
 _METHOD = "prepare_inputs_for_generation"
@@ -105,3 +105,61 @@ def _stored_method(name: str) -> bool:
 
 
 RULE = Delegate()
+
+CASES = (
+    Case(
+        "super",
+        """
+        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
+        """,
+        detail="from super; not given past_key_values, attention_mask, inputs_embeds, cache_position, position_ids, use_cache, token_type_ids, pixel_values, image_sizes, is_first_iteration, next_sequence_length, cache_params",
+    ),
+    Case(
+        "return-super",
+        """
+        return super().prepare_inputs_for_generation(*args, **kwargs)
+        """,
+        detail="from super",
+    ),
+    Case(
+        "sub-model",
+        """
+        model_inputs = self.language_model.prepare_inputs_for_generation(
+            input_ids,
+            past_key_values=past_key_values,
+            **kwargs,
+        )
+        """,
+        detail="from self.language_model; not given attention_mask, inputs_embeds, cache_position, position_ids, use_cache, token_type_ids, pixel_values, image_sizes, is_first_iteration, next_sequence_length, cache_params",
+    ),
+    Case(
+        "mixin-directly",
+        """
+        model_inputs = GenerationMixin.prepare_inputs_for_generation(self, input_ids, **kwargs)
+        """,
+        detail="from super; not given past_key_values, attention_mask, inputs_embeds, cache_position, position_ids, use_cache, token_type_ids, pixel_values, image_sizes, is_first_iteration, next_sequence_length, cache_params",
+    ),
+    Case(
+        "adjusted",
+        """
+        model_inputs = super().prepare_inputs_for_generation(input_ids, attention_mask=None, **kwargs)
+        """,
+        detail="from super; adjusts attention_mask=none; not given past_key_values, inputs_embeds, cache_position, position_ids, use_cache, token_type_ids, pixel_values, image_sizes, is_first_iteration, next_sequence_length, cache_params",
+    ),
+    NoOp(
+        "foreign-object",
+        """
+        model_inputs = helper.prepare_inputs_for_generation(input_ids, **kwargs)
+        """,
+        why="another object's method is not a delegation to this model's mixin or sub-model",
+        unrecognised="helper.prepare_inputs_for_generation",
+    ),
+    NoOp(
+        "not-the-output",
+        """
+        other = super().prepare_inputs_for_generation(input_ids, **kwargs)
+        """,
+        why="the delegated result is not the output dict (another variable)",
+        unrecognised="other = super()",
+    ),
+)

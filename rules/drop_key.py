@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
-from rules.base import Context, Kind, Match, Rule, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, parse_docstring
 from rules.values import string_key
 
 
@@ -51,3 +51,41 @@ def _subscript_key(node: cst.Subscript) -> str | None:
 
 
 RULE = DropKey()
+
+CASES = (
+    Case(
+        "pop",
+        RULE.example,
+        detail="labels",
+    ),
+    Case(
+        "pop-assigned",
+        """
+        _ = model_inputs.pop('labels')
+        """,
+        detail="labels",
+    ),
+    Case(
+        "del",
+        """
+        del model_inputs["token_type_ids"]
+        """,
+        detail="token_type_ids",
+    ),
+    NoOp(
+        "variable-key",
+        """
+        model_inputs.pop(name, None)
+        """,
+        why="a key the rule cannot read (a variable)",
+        unrecognised="model_inputs.pop(name, None)",
+    ),
+    NoOp(
+        "other-dict",
+        """
+        extra.pop("labels", None)
+        """,
+        why="a dict the rule does not know (not the output dict)",
+        unrecognised="extra.pop",
+    ),
+)

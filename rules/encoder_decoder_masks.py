@@ -9,7 +9,7 @@ Example::
     attention_mask = kwargs.pop("decoder_attention_mask", None) if self.config.is_encoder_decoder else attention_mask
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -24,5 +24,38 @@ RULE = TemplateRule(
     lambda captures, ctx, variant: claim(
         detail=variant,
         defines={"encoder_attention_mask" if "encoder" in variant else "attention_mask": Value("param", "attention_mask")},
+    ),
+)
+
+ERAS = (
+    EraNote("4.50 +", "the mixins keep the encoder's and the decoder's masks apart"),
+)
+
+CASES = (
+    Case(
+        "the-encoders-mask",
+        """
+        encoder_attention_mask = attention_mask if self.config.is_encoder_decoder else None
+        """,
+        detail="the encoder's mask kept aside",
+    ),
+    Case(
+        "the-decoders-mask",
+        """
+        attention_mask = (
+            kwargs.pop('decoder_attention_mask', None)
+            if self.config.is_encoder_decoder
+            else attention_mask
+        )
+        """,
+        detail="the decoder's mask from kwargs",
+    ),
+    NoOp(
+        "another-config-flag",
+        """
+        encoder_attention_mask = attention_mask if self.config.is_decoder else None
+        """,
+        why="is_decoder is not is_encoder_decoder: a decoder-only model's mask would be set aside",
+        unrecognised="self.config.is_decoder",
     ),
 )

@@ -22,7 +22,7 @@ Example::
         )
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k")
 
@@ -46,5 +46,49 @@ RULE = TemplateRule(
     },
     lambda captures, ctx, variant: claim(
         detail=variant, outputs={key: Value("behaviour", "flash-attention-seq-lens") for key in _KEYS}
+    ),
+)
+
+ERAS = (
+    EraNote("4.54", "the only mixin that derives them, with a flash-attention backend"),
+)
+
+CASES = (
+    Case(
+        "other-arithmetic",
+        """
+        if "flash" in self.config._attn_implementation and self._supports_attention_backend:
+            tensor_kws = dict(dtype=torch.int32, device=self.device)
+            pos = model_inputs["position_ids"][:, -1]
+            cu_seq_lens_k = torch.cat([torch.zeros(1, **tensor_kws), pos.cumsum(0).add(1)], 0)
+            max_length_k = int(pos.max()) + 1
+            bs, seq_len = input_ids.size()
+            q_len = torch.ones(bs, **tensor_kws) if seq_len == 1 else pos.to(torch.int32).add(1)
+            cu_seq_lens_q = torch.cat([torch.zeros(1, **tensor_kws), q_len.cumsum(0)], 0)
+            max_length_q = int(q_len.max())
+            model_inputs.update(
+                cu_seq_lens_q=cu_seq_lens_q, cu_seq_lens_k=cu_seq_lens_k, max_length_q=max_length_q, max_length_k=max_length_k
+            )
+        """,
+        detail="from the last position of each row",
+    ),
+    NoOp(
+        "not-only-for-flash-attention",
+        """
+        if self._supports_attention_backend:
+            tensor_kws = {"dtype": torch.int32, "device": self.device}
+            pos = model_inputs["position_ids"][:, -1]
+            cu_seq_lens_k = torch.cat([torch.zeros(1, **tensor_kws), pos.cumsum(0).add(1)], 0)
+            max_length_k = int(pos.max()) + 1
+            bs, seq_len = input_ids.size()
+            q_len = torch.ones(bs, **tensor_kws) if seq_len == 1 else pos.to(torch.int32).add(1)
+            cu_seq_lens_q = torch.cat([torch.zeros(1, **tensor_kws), q_len.cumsum(0)], 0)
+            max_length_q = int(q_len.max())
+            model_inputs.update(
+                cu_seq_lens_q=cu_seq_lens_q, cu_seq_lens_k=cu_seq_lens_k, max_length_q=max_length_q, max_length_k=max_length_k
+            )
+        """,
+        why="not only under flash attention: every attention backend would get the varlen keys",
+        unrecognised="if self._supports_attention_backend:",
     ),
 )

@@ -7,7 +7,7 @@ Example::
             model_inputs[key] = value
 """
 
-from rules.base import Kind, TemplateRule, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 
 def _check(captures, ctx, variant):
@@ -50,4 +50,56 @@ RULE = TemplateRule(
         """,
     },
     _check,
+)
+
+ERAS = (
+    EraNote("4.46 – 5.2", "every keyword argument not yet set is forwarded, `labels` dropped afterwards"),
+    EraNote(
+        "5.3 +",
+        "never `labels` or `next_sequence_length`; 5.23 also drops multimodal inputs after the first iteration",
+    ),
+)
+
+CASES = (
+    Case(
+        "keys-not-yet-set",
+        """
+        # everything else goes to the model
+        for key, value in kwargs.items():
+            if key not in model_inputs:
+                model_inputs[key] = value  # as given
+        """,
+        detail="keys not yet set",
+    ),
+    Case(
+        "except-some-keys",
+        """
+        kwargs_to_avoid_forwarding = ("labels", "next_sequence_length")
+        for key, value in kwargs.items():
+            if key not in model_inputs and key not in kwargs_to_avoid_forwarding:
+                model_inputs[key] = value
+        """,
+        detail="except labels, next_sequence_length",
+        facets={"never": "labels,next_sequence_length"},
+    ),
+    NoOp(
+        "other-dict",
+        """
+        for key, value in extra.items():
+            if key not in model_inputs:
+                model_inputs[key] = value
+        """,
+        why="forwarding from a dict that is not **kwargs",
+        unrecognised="for key, value in extra.items():",
+    ),
+    NoOp(
+        "not-the-output",
+        """
+        for key, value in kwargs.items():
+            if key not in inputs:
+                inputs[key] = value
+        """,
+        why="into a dict that is not returned",
+        unrecognised="for key, value in kwargs.items():",
+    ),
 )

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from rules._pattern import Template
 from codemod.contracts import ValueOrigin
-from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules._pattern import Template
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
 
@@ -170,3 +170,186 @@ class InputsEmbedsFirstStep(Rule):
 
 
 RULE = InputsEmbedsFirstStep()
+
+ERAS = (
+    EraNote("≤ 4.45", "the hoisted implementation feeds them on the first step only, to decoder-only models"),
+    EraNote("4.46 – 4.48", "fed when `cache_position[0] == 0`"),
+    EraNote("4.49 – 4.57", "fed whenever `cache_position` covers all of them (the first step of each new prompt)"),
+    EraNote(
+        "5.x",
+        "fed on the `is_first_iteration` the decoding loop passes (5.3 +: the last `next_sequence_length` of them)",
+    ),
+)
+
+CASES = (
+    Case(
+        "cache-position",
+        RULE.example,
+        detail="first step by cache_position; ids made contiguous",
+        facets={"first_step": "cache_position"},
+    ),
+    Case(
+        "absent-cache",
+        """
+        if inputs_embeds is not None and past_key_values is None:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+        """,
+        detail="first step by an absent cache",
+        facets={"first_step": "no cache"},
+    ),
+    Case(
+        "absent-old-past",
+        """
+        if inputs_embeds is not None and past is None:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids.contiguous()}
+        """,
+        detail="first step by an absent cache; ids made contiguous",
+        facets={"first_step": "no cache"},
+    ),
+    Case(
+        "absent-state-space-cache",
+        """
+        if inputs_embeds is not None and cache_params is None:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids.contiguous()}
+        """,
+        detail="first step by an absent cache; ids made contiguous",
+        facets={"first_step": "no cache"},
+    ),
+    Case(
+        "is-first-iteration",
+        """
+        if inputs_embeds is not None and is_first_iteration:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+        """,
+        detail="first step by is_first_iteration",
+        facets={"first_step": "is_first_iteration"},
+    ),
+    Case(
+        "len-cache-position",
+        """
+        if inputs_embeds is not None and len(cache_position) == inputs_embeds.shape[1]:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+        """,
+        detail="first step by len(cache_position)",
+        facets={"first_step": "len(cache_position)"},
+    ),
+    Case(
+        "reformatted",
+        """
+        # embeddings only on the first step
+        if (inputs_embeds is not None) and cache_position[0] == 0:
+            model_inputs = {'inputs_embeds': inputs_embeds, 'input_ids': None,}
+        else:
+            # the clone keeps strides stable
+            model_inputs = {
+                'input_ids': input_ids.clone(memory_format=torch.contiguous_format),
+                'inputs_embeds': None,
+            }
+        """,
+        detail="first step by cache_position; ids made contiguous",
+        facets={"first_step": "cache_position"},
+    ),
+    Case(
+        "mixin-form",
+        """
+        input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
+        if not self.config.is_encoder_decoder:
+            if inputs_embeds is not None and cache_position[0] == 0:
+                model_inputs[input_ids_key] = None
+                model_inputs["inputs_embeds"] = inputs_embeds
+            else:
+                model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+                model_inputs["inputs_embeds"] = None
+        else:
+            model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
+        """,
+        detail="first step by cache_position; decoder_input_ids for encoder-decoder models",
+        facets={"first_step": "cache_position"},
+        implies=("encoder-decoder-ids-key", ),
+    ),
+    NoOp(
+        "extra-key",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None, "pixel_values": pixel_values}
+        else:
+            model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+        """,
+        why="an extra key on the first step is model-specific",
+        unrecognised="if inputs_embeds is not None and cache_position[0] == 0:",
+    ),
+    NoOp(
+        "no-else",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        """,
+        why="no else branch: what is fed later is unknown",
+        unrecognised="if inputs_embeds is not None",
+    ),
+    NoOp(
+        "scaled-embeddings",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds * self.scale, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": input_ids, "inputs_embeds": None}
+        """,
+        why="the embeddings are changed",
+        unrecognised="inputs_embeds * self.scale",
+    ),
+    NoOp(
+        "embeddings-later-too",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": input_ids, "inputs_embeds": inputs_embeds}
+        """,
+        why="later steps still get the embeddings",
+        unrecognised="if inputs_embeds is not None",
+    ),
+    NoOp(
+        "not-the-ids",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": attention_mask, "inputs_embeds": None}
+        """,
+        why="later steps feed something that is not the ids",
+        unrecognised="if inputs_embeds is not None",
+    ),
+    NoOp(
+        "not-the-output",
+        """
+        if inputs_embeds is not None and cache_position[0] == 0:
+            inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            inputs = {"input_ids": input_ids}
+        """,
+        why="a dict the function does not return",
+        unrecognised="if inputs_embeds is not None",
+    ),
+    NoOp(
+        "not-a-cache-test",
+        """
+        if inputs_embeds is not None and attention_mask is None:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+        """,
+        why="a test of something else than the cache (the mask) does not tell the first step",
+        unrecognised="if inputs_embeds is not None and attention_mask is None:",
+    ),
+)

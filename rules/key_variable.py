@@ -7,7 +7,7 @@ Example::
     attention_mask_key = "decoder_attention_mask" if self.config.is_encoder_decoder else "attention_mask"
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
 
 
 def _check(captures, ctx, variant):
@@ -24,4 +24,22 @@ RULE = TemplateRule(
     Kind.PLUMBING,
     {"by config.is_encoder_decoder": "$name = $decoder if self.config.is_encoder_decoder else $plain"},
     _check,
+)
+
+CASES = (
+    Case(
+        "decoder-or-plain",
+        """
+        position_ids_key = "decoder_position_ids" if self.config.is_encoder_decoder else "position_ids"
+        """,
+        detail="position_ids_key: position_ids or decoder_position_ids",
+    ),
+    NoOp(
+        "mismatched",
+        """
+        mask_key = "decoder_mask" if self.config.is_encoder_decoder else "attention_mask"
+        """,
+        why="the two keys are not a decoder and a plain version of one name",
+        unrecognised="decoder_mask",
+    ),
 )

@@ -9,7 +9,7 @@ Example::
     raise AttributeError("Not needed for this model")
 """
 
-from rules.base import Kind, TemplateRule, claim
+from rules.base import Case, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -19,4 +19,22 @@ RULE = TemplateRule(
         "NotImplementedError": "raise NotImplementedError($_)",
     },
     lambda captures, ctx, variant: claim(detail=f"raises {variant}", returns=True),
+)
+
+CASES = (
+    Case(
+        "not-implemented",
+        """
+        raise NotImplementedError("use the text model")
+        """,
+        detail="raises NotImplementedError",
+    ),
+    NoOp(
+        "value-error",
+        """
+        raise ValueError("not supported")
+        """,
+        why="other exceptions are not the converter's removal marker",
+        unrecognised="raise ValueError",
+    ),
 )

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import node_code
 from codemod.contracts import ValueOrigin
-from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
+from rules._pattern import node_code
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.values import step_value, string_key, value_of
 
 
@@ -123,3 +123,72 @@ class OutputDict(Rule):
 
 
 RULE = OutputDict()
+
+CASES = (
+    Case(
+        "build",
+        """
+        model_inputs = {"input_ids": input_ids}
+        """,
+        detail="builds the dict",
+    ),
+    Case(
+        "update-dict",
+        """
+        model_inputs.update({"use_cache": use_cache, "attention_mask": attention_mask,})
+        """,
+        detail="updates the dict",
+    ),
+    Case(
+        "update-keywords",
+        """
+        model_inputs.update(use_cache=use_cache)
+        """,
+        detail="updates the dict",
+    ),
+    Case(
+        "set-key",
+        """
+        model_inputs['use_cache'] = use_cache
+        """,
+        detail="sets a key",
+    ),
+    Case(
+        "return-literal",
+        """
+        return {"input_ids": input_ids, **kwargs}
+        """,
+        detail="returns a dict literal",
+    ),
+    Case(
+        "return-name",
+        """
+        return model_inputs
+        """,
+        detail="returns the dict",
+    ),
+    NoOp(
+        "variable-key",
+        """
+        model_inputs = {name: input_ids}
+        """,
+        why="a key the rule cannot read (a variable)",
+        unrecognised="{name: input_ids}",
+    ),
+    NoOp(
+        "spread-other-dict",
+        """
+        model_inputs = {"input_ids": input_ids, **extra}
+        """,
+        why="a dict spread in that is not **kwargs: its keys are unknown",
+        unrecognised="**extra",
+    ),
+    NoOp(
+        "variable-subscript",
+        """
+        model_inputs[name] = input_ids
+        """,
+        why="a key the rule cannot read (a variable)",
+        unrecognised="model_inputs[name]",
+    ),
+)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -146,3 +146,206 @@ class PositionIdsFromMask(Rule):
 
 
 RULE = PositionIdsFromMask()
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation builds them from the mask when `forward` accepts them, and slices them "
+        "with `token_type_ids` to the new tokens",
+    ),
+    EraNote(
+        "4.46 – 5.2",
+        "built in the method when `forward` accepts them and none are passed, sliced to the new tokens (5.2 "
+        "pads with 0)",
+    ),
+    EraNote("5.3 +", "built once, in `generate()` (`_prepare_position_ids_for_generation`, padding 0)"),
+)
+
+CASES = (
+    Case(
+        "new-tokens",
+        """
+        if attention_mask is not None and position_ids is None:
+            # positions for batched generation
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        """,
+        detail="sliced to the new tokens",
+        facets={"padding": "1", "slice": "new tokens", "when": "always"},
+    ),
+    Case(
+        "last-token",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -1].unsqueeze(-1)
+        """,
+        detail="sliced to the last token",
+        facets={"padding": "1", "slice": "last token", "when": "always"},
+    ),
+    Case(
+        "clone",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values is not None:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+
+                # a stable stride for compiled graphs
+                position_ids = position_ids.clone(memory_format=torch.contiguous_format)
+        """,
+        detail="sliced to the new tokens, contiguous",
+        facets={"padding": "1", "slice": "new tokens", "when": "always"},
+    ),
+    Case(
+        "else-none",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        else:
+            position_ids = None
+        """,
+        detail="sliced to the new tokens; ignores position_ids passed without a mask",
+        facets={"padding": "1", "passed": "ignored without a mask", "slice": "new tokens", "when": "always"},
+    ),
+    Case(
+        "alibi",
+        """
+        if not self.transformer.use_alibi and attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        """,
+        detail="unless the model uses ALiBi; sliced to the new tokens",
+        facets={"padding": "1", "slice": "new tokens", "when": "alibi off"},
+    ),
+    Case(
+        "not-sliced",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+        """,
+        detail="not sliced",
+        facets={"padding": "1", "slice": "none", "when": "always"},
+    ),
+    Case(
+        "mixin-form",
+        """
+        if (
+            attention_mask is not None
+            and kwargs.get("position_ids") is None
+            and "position_ids" in set(inspect.signature(self.forward).parameters.keys())
+        ):
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            kwargs["position_ids"] = position_ids
+        """,
+        detail="only when forward accepts position_ids; sliced with the ids later",
+        facets={"padding": "1", "slice": "new tokens", "when": "forward accepts position_ids"},
+    ),
+    Case(
+        "mixin-form-key-variable-padding-0",
+        """
+        position_ids_key = "decoder_position_ids" if self.config.is_encoder_decoder else "position_ids"
+        if (
+            attention_mask is not None
+            and kwargs.get(position_ids_key) is None
+            and position_ids_key in set(inspect.signature(self.forward).parameters.keys())
+        ):
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 0)
+            kwargs[position_ids_key] = position_ids
+        """,
+        detail="only when forward accepts position_ids; sliced with the ids later; keyed by position_ids_key (decoder_position_ids for encoder-decoder models); padding set to 0",
+        facets={"padding": "0", "slice": "new tokens", "when": "forward accepts position_ids"},
+        others=("key-variable", ),
+    ),
+    Case(
+        "reformatted",
+        """
+        if (attention_mask is not None) and (position_ids is None):
+            position_ids = (attention_mask.long().cumsum(-1) - 1)
+            position_ids.masked_fill_(attention_mask == 0, 1)  # padding
+            if past_key_values:
+                position_ids = position_ids[ :, -input_ids.shape[1]: ]
+        """,
+        detail="sliced to the new tokens",
+        facets={"padding": "1", "slice": "new tokens", "when": "always"},
+    ),
+    NoOp(
+        "no-masked-fill",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        """,
+        why="without masked_fill_ the padded positions are negative",
+        unrecognised="if attention_mask is not None and position_ids is None:",
+    ),
+    NoOp(
+        "other-padding",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 0)
+        """,
+        why="a different padding value (0) in the models' form",
+        unrecognised="masked_fill_(attention_mask == 0, 0)",
+    ),
+    NoOp(
+        "extra-statement",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            position_ids = position_ids + self.config.position_offset
+        """,
+        why="something else happens in the block (an offset is added)",
+        unrecognised="position_offset",
+    ),
+    NoOp(
+        "slice-not-under-cache",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if use_cache:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        """,
+        why="sliced under a test that is not a cache guard",
+        unrecognised="if use_cache:",
+    ),
+    NoOp(
+        "other-else",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+        else:
+            position_ids = position_ids + 1
+        """,
+        why="the else branch does something else than dropping passed position_ids",
+        unrecognised="position_ids + 1",
+    ),
+    NoOp(
+        "other-test",
+        """
+        if position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+        """,
+        why="the test is not the usual one (no attention mask is checked for)",
+        unrecognised="attention_mask.long().cumsum(-1) - 1",
+    ),
+)

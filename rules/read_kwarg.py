@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import Template, node_code
-from rules.base import Context, Kind, Match, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
 from rules.values import kwargs_key, string_key
 
 _CONFIG_DEFAULT = Template.parse(
@@ -59,3 +59,62 @@ class ReadKwarg(Rule):
 
 
 RULE = ReadKwarg()
+
+CASES = (
+    Case(
+        "get",
+        RULE.example,
+        detail="token_type_ids (read)",
+    ),
+    Case(
+        "subscript",
+        """
+        token_type_ids = kwargs['token_type_ids']
+        """,
+        detail="token_type_ids (read)",
+    ),
+    Case(
+        "pop",
+        """
+        image_sizes = kwargs.pop("image_sizes", None)
+        """,
+        detail="image_sizes (popped)",
+    ),
+    Case(
+        "config-fallback",
+        """
+        output_attentions = kwargs.get("output_attentions")
+        if output_attentions is None:  # the forward's own default
+            output_attentions = getattr(self.config, "output_attentions", False)
+        """,
+        detail="output_attentions (read; the config's setting when not given)",
+    ),
+    NoOp(
+        "variable-key",
+        """
+        token_type_ids = kwargs.get(name)
+        """,
+        why="a key the rule cannot read (a variable)",
+        unrecognised="kwargs.get(name)",
+    ),
+    NoOp(
+        "other-dict",
+        """
+        token_type_ids = other.get("token_type_ids")
+        """,
+        why="a dict that is not **kwargs",
+        unrecognised="other.get",
+    ),
+    Case(
+        "another-setting-is-not-the-fallback",
+        """
+        output_attentions = kwargs.get("output_attentions")
+        if output_attentions is None:
+            output_attentions = getattr(self.config, "output_hidden_states", False)
+        """,
+        # falling back to a different config setting is not the forward's own default: the read stays one line
+        detail="output_attentions (read)",
+        unrecognised=("output_attentions = getattr(self.config, 'output_hidden_states', False)",),
+        lines=(1, 1),
+    ),
+)

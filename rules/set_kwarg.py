@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from rules._pattern import node_code
-from rules.base import Context, Kind, Match, Rule, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, parse_docstring
 from rules.values import kwargs_key, step_value, value_of
 
 
@@ -35,3 +35,19 @@ class SetKwarg(Rule):
 
 
 RULE = SetKwarg()
+
+CASES = (
+    Case(
+        "from-the-config",
+        RULE.example,
+        detail="logits_to_keep",
+    ),
+    NoOp(
+        "variable-key",
+        """
+        kwargs[name] = 1
+        """,
+        why="a key the rule cannot read (a variable)",
+        unrecognised="kwargs[name] = 1",
+    ),
+)

@@ -16,7 +16,7 @@ Example::
             input_ids = input_ids[:, cache_position]
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _SLICE = """
     $ids = $ids[:, -cache_position.shape[0] :]
@@ -61,4 +61,148 @@ RULE = TemplateRule(
     },
     _check,
     covered_by=("slice-by-cache-position", "slice-by-next-sequence-length"),
+)
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the mixin only raises; the implementation `apply` hoists into it slices by `cache_position`, with "
+        "the `inputs_embeds` exception",
+    ),
+    EraNote(
+        "4.46 – 4.50",
+        "slices in the method, with the `inputs_embeds` exception; 4.49 – 4.50 also slice the embeddings when "
+        "the ids are empty",
+    ),
+    EraNote(
+        "4.51 – 5.2",
+        "slices in `_cache_dependant_input_preparation` (5.0 – 5.2 also when a cache is only about to be used)",
+    ),
+    EraNote("5.3 +", "no `cache_position`: the ids are sliced by `next_sequence_length` (PI104)"),
+)
+
+CASES = (
+    Case(
+        "with-exception",
+        RULE.example,
+        detail="with the inputs_embeds exception",
+    ),
+    Case(
+        "synced-gpus",
+        """
+        if past_key_values is not None:
+            if inputs_embeds is not None or cache_position[-1] >= input_ids.shape[1]:  # Exception 1 and 3
+                input_ids = input_ids[:, -cache_position.shape[0] :]
+            elif input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        """,
+        detail="with the inputs_embeds and synced-GPUs exceptions",
+    ),
+    Case(
+        "synced-gpus-unless-compiling",
+        """
+        if past_key_values is not None:
+            if inputs_embeds is not None or (is_torchdynamo_compiling() or cache_position[-1] >= input_ids.shape[1]):
+                input_ids = input_ids[:, -cache_position.shape[0] :]
+            elif input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        """,
+        detail="with the inputs_embeds and synced-GPUs exceptions, unless compiling",
+    ),
+    Case(
+        "embeddings-only",
+        """
+        if past_key_values is not None:
+            # only embeddings, no ids at all
+            if inputs_embeds is not None and input_ids.shape[1] == 0:
+                inputs_embeds = inputs_embeds[:, -cache_position.shape[0] :]
+            elif inputs_embeds is not None or cache_position[-1] >= input_ids.shape[1]:
+                input_ids = input_ids[:, -cache_position.shape[0] :]
+            elif input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        """,
+        detail="embeddings sliced when there are no ids; inputs_embeds and synced-GPUs exceptions",
+    ),
+    Case(
+        "helper-method",
+        """
+        if past_key_values is not None:
+            inputs_embeds, input_ids = self._cache_dependant_input_preparation(input_ids, inputs_embeds, cache_position)
+        """,
+        detail="via _cache_dependant_input_preparation",
+    ),
+    Case(
+        "without-exception",
+        """
+        if past_key_values is not None:
+            if input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        """,
+        detail="without the inputs_embeds exception",
+    ),
+    Case(
+        "truthy-cache-guard",
+        """
+        if past_key_values:
+            if input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        """,
+        detail="without the inputs_embeds exception",
+    ),
+    Case(
+        "unguarded-says-so",
+        """
+        if input_ids.shape[1] != cache_position.shape[0]:
+            input_ids = input_ids[:, cache_position]
+        """,
+        detail="without the inputs_embeds exception; not under a cache guard",
+    ),
+    Case(
+        "reformatted",
+        """
+        if past_key_values is not None:
+            # with embeddings the ids may be short
+            if (inputs_embeds is not None):
+                input_ids = input_ids[ : , - cache_position.shape[0] : ]
+            elif (
+                input_ids.shape[1]
+                != cache_position.shape[0]
+            ):
+                input_ids = input_ids[:, cache_position,]
+        """,
+        detail="with the inputs_embeds exception",
+    ),
+    Case(
+        "decoder-input-ids",
+        """
+        if past_key_values is not None:
+            if inputs_embeds is not None:
+                decoder_input_ids = decoder_input_ids[:, -cache_position.shape[0] :]
+            elif decoder_input_ids.shape[1] != cache_position.shape[0]:
+                decoder_input_ids = decoder_input_ids[:, cache_position]
+        """,
+        detail="with the inputs_embeds exception",
+    ),
+    NoOp(
+        "another-variable",
+        """
+        if past_key_values is not None:
+            if inputs_embeds is not None:
+                attention_mask = attention_mask[:, -cache_position.shape[0] :]
+            elif attention_mask.shape[1] != cache_position.shape[0]:
+                attention_mask = attention_mask[:, cache_position]
+        """,
+        why="slicing another variable by cache_position is not slicing the ids",
+        unrecognised="attention_mask = attention_mask[:, -cache_position.shape[0]:]",
+    ),
+    NoOp(
+        "other-slice",
+        """
+        if past_key_values is not None:
+            if input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, -1:]
+        """,
+        why="the slice has to index with cache_position, not merely compare against it: this one keeps the last token",
+        unrecognised="if input_ids.shape[1] != cache_position.shape[0]",
+    ),
 )

@@ -8,7 +8,7 @@ Example::
     input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 
 def _check(captures, ctx, variant):
@@ -24,4 +24,36 @@ RULE = TemplateRule(
     {"conditional expression": "$ids = $ids[:, -next_sequence_length:] if next_sequence_length is not None else $ids"},
     _check,
     covered_by=("slice-by-next-sequence-length",),
+)
+
+ERAS = (
+    EraNote("4.46 – 5.2", "the ids are sliced by `cache_position` instead (PI101)"),
+    EraNote("5.3 +", "the mixin slices the ids by `next_sequence_length`, and on the first iteration the embeddings"),
+)
+
+CASES = (
+    Case(
+        "conditional-expression",
+        RULE.example,
+        detail="conditional expression",
+    ),
+    Case(
+        "wrapped",
+        """
+        input_ids = (
+            input_ids[:, -next_sequence_length :]
+            if next_sequence_length is not None
+            else input_ids
+        )
+        """,
+        detail="conditional expression",
+    ),
+    NoOp(
+        "other-length",
+        """
+        input_ids = input_ids[:, -new_tokens:] if new_tokens is not None else input_ids
+        """,
+        why="slicing by something else than next_sequence_length",
+        unrecognised="new_tokens",
+    ),
 )

@@ -21,7 +21,7 @@ Example::
 """
 
 from rules._pattern import Template
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 from rules.guards import PAST_NAMES
 
 _KNOWN_LENGTHS = {
@@ -65,4 +65,111 @@ RULE = TemplateRule(
     _check,
     # Under generate, cache_position is arange(past length, sequence length): the same tokens.
     covered_by=("slice-by-cache-position", "slice-by-next-sequence-length"),
+)
+
+ERAS = (
+    EraNote(
+        "4.46 +",
+        "no mixin reads the past length, but under `generate` slicing by `cache_position` (or "
+        "`next_sequence_length`) keeps the same tokens",
+    ),
+)
+
+CASES = (
+    Case(
+        "legacy-tuple",
+        """
+        if past_key_values:
+            past_length = past_key_values[0][0].shape[2]
+
+            # Some generation methods pass only the new token
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                # keep only the final id
+                remove_prefix_length = input_ids.shape[1] - 1
+
+            input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        detail="past length from the legacy tuple cache",
+    ),
+    Case(
+        "get-seq-length",
+        """
+        if past_key_values is not None:
+            past_length = past_key_values.get_seq_length()
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 1
+            input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        detail="past length from the Cache.get_seq_length()",
+    ),
+    Case(
+        "old-past-name",
+        """
+        if past is not None:
+            past_length = past[0][0].shape[2]
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 1
+            input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        detail="past length from the legacy tuple cache",
+    ),
+    Case(
+        "decoder-input-ids",
+        """
+        if past_key_values is not None:
+            past_length = past_key_values[0][0].shape[2]
+            if decoder_input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = decoder_input_ids.shape[1] - 1
+            decoder_input_ids = decoder_input_ids[:, remove_prefix_length:]
+        """,
+        detail="past length from the legacy tuple cache",
+    ),
+    Case(
+        "unguarded-says-so",
+        """
+        past_length = past_key_values[0][0].shape[2]
+        if input_ids.shape[1] > past_length:
+            remove_prefix_length = past_length
+        else:
+            remove_prefix_length = input_ids.shape[1] - 1
+        input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        detail="past length from the legacy tuple cache; not under a cache guard",
+    ),
+    NoOp(
+        "unknown-cache",
+        """
+        if past_key_values is not None:
+            past_length = my_cache.get_seq_length()
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 1
+            input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        why="the past length comes from a cache the rule cannot read the length of",
+        unrecognised="past_length = my_cache.get_seq_length()",
+    ),
+    NoOp(
+        "keeps-two",
+        """
+        if past_key_values is not None:
+            past_length = past_key_values[0][0].shape[2]
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 2
+            input_ids = input_ids[:, remove_prefix_length:]
+        """,
+        why="keeping two tokens when the ids are short is another behaviour",
+        unrecognised="input_ids.shape[1] - 2",
+    ),
 )

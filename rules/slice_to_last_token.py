@@ -10,7 +10,7 @@ Example::
         input_ids = input_ids[:, -1:]
 """
 
-from rules.base import Coverage, Kind, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
@@ -40,4 +40,110 @@ RULE = SliceToLastToken(
         "[:, -1].unsqueeze(-1)": "$ids = $ids[:, -1].unsqueeze(-1)",
     },
     _check,
+)
+
+ERAS = (
+    EraNote(
+        "4.46 +",
+        "the mixins keep every new token: the same while one token is generated per step, not under assisted "
+        "decoding, which feeds several",
+    ),
+)
+
+CASES = (
+    Case(
+        "slice",
+        """
+        if past_key_values:
+            input_ids = input_ids[:, -1:]
+        """,
+        detail="[:, -1:]",
+    ),
+    Case(
+        "unsqueeze",
+        """
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1].unsqueeze(-1)
+        """,
+        detail="[:, -1].unsqueeze(-1)",
+    ),
+    Case(
+        "old-past-name-reformatted",
+        """
+        if past is not None:
+            input_ids = input_ids[ :, -1 : ]  # only the last token
+        """,
+        detail="[:, -1:]",
+    ),
+    Case(
+        "in-else-of-no-cache",
+        """
+        if past_key_values is None:
+            pass
+        else:
+            input_ids = (input_ids[:, -1:])
+        """,
+        detail="[:, -1:]",
+    ),
+    Case(
+        "decoder-input-ids",
+        """
+        if past_key_values:
+            decoder_input_ids = decoder_input_ids[:, -1:]
+        """,
+        detail="[:, -1:]",
+    ),
+    NoOp(
+        "two-tokens",
+        """
+        if past_key_values:
+            input_ids = input_ids[:, -2:]
+        """,
+        why="two tokens are not the last token",
+        unrecognised="input_ids[:, -2:]",
+    ),
+    NoOp(
+        "unguarded",
+        """
+        input_ids = input_ids[:, -1:]
+        """,
+        why="without a cache guard the model would see one token on the first step too",
+        unrecognised="input_ids[:, -1:]",
+    ),
+    NoOp(
+        "no-cache-guard",
+        """
+        if past_key_values is None:
+            input_ids = input_ids[:, -1:]
+        """,
+        why="the guard says there is no cache: this slices on the first step",
+        unrecognised="input_ids[:, -1:]",
+    ),
+    NoOp(
+        "unknown-guard",
+        """
+        if use_cache:
+            input_ids = input_ids[:, -1:]
+        """,
+        why="an unknown test (use_cache) is not a cache guard",
+        unrecognised="if use_cache:",
+    ),
+    NoOp(
+        "another-variable",
+        """
+        if past_key_values:
+            attention_mask = attention_mask[:, -1:]
+        """,
+        why="the mask is not the ids",
+        unrecognised="attention_mask[:, -1:]",
+    ),
+    NoOp(
+        "first-token",
+        """
+        if past_key_values:
+            input_ids = input_ids[:, :1]
+        """,
+        why="the first token is not the last",
+        unrecognised="input_ids[:, :1]",
+    ),
 )

@@ -14,7 +14,7 @@ Example::
 
 import libcst as cst
 
-from rules.base import Coverage, Kind, TemplateRule, Value, claim
+from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -143,4 +143,88 @@ for token_type_key in ("token_type_ids", "mm_token_type_ids", "moe_mm_token_type
         ),
     },
     _check,
+)
+
+ERAS = (
+    EraNote("≤ 4.45", "the hoisted implementation cuts `position_ids` and `token_type_ids` to the new tokens"),
+    EraNote("4.46", "cut to the ids' length"),
+    EraNote(
+        "4.47 – 5.2",
+        "cut to the length of what is fed (the embeddings on their step); from 5.0 also when a cache is only "
+        "about to be used",
+    ),
+    EraNote("5.3 +", "moved out of `**kwargs` first, then cut where longer than the new tokens"),
+)
+
+CASES = (
+    Case(
+        "token-type-ids",
+        RULE.example,
+        detail="token_type_ids",
+        facets={"names": "token_type_ids"},
+    ),
+    Case(
+        "contiguous",
+        """
+        if past_key_values is not None:
+            if token_type_ids is not None:
+                token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
+                token_type_ids = token_type_ids.clone(memory_format=torch.contiguous_format)
+        """,
+        detail="token_type_ids",
+        facets={"names": "token_type_ids"},
+    ),
+    Case(
+        "any-name",
+        """
+        if past_key_values:
+            if mm_token_type_ids is not None:
+                mm_token_type_ids = mm_token_type_ids[:, -input_ids.shape[1]:]
+        """,
+        detail="mm_token_type_ids",
+        facets={"names": "mm_token_type_ids"},
+    ),
+    Case(
+        "mixin-loop",
+        """
+        for model_input_name in ["position_ids", "token_type_ids"]:
+            model_input = kwargs.get(model_input_name)
+            if model_input is not None:
+                if past_key_values:
+                    model_input = model_input[:, -input_ids.shape[1] :]
+                    model_input = model_input.clone(memory_format=torch.contiguous_format)
+                model_inputs[model_input_name] = model_input
+        """,
+        detail="position_ids, token_type_ids, when passed (to the ids' length)",
+        facets={"names": "position_ids,token_type_ids"},
+    ),
+    NoOp(
+        "unguarded",
+        """
+        if token_type_ids is not None:
+            token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
+        """,
+        why="without a cache guard the input is cut on the first step too",
+        unrecognised="token_type_ids[:, -input_ids.shape[1]:]",
+    ),
+    NoOp(
+        "other-length",
+        """
+        if past_key_values:
+            if token_type_ids is not None:
+                token_type_ids = token_type_ids[:, -attention_mask.shape[1] :]
+        """,
+        why="cut to the length of something that is not the ids",
+        unrecognised="attention_mask.shape[1]",
+    ),
+    NoOp(
+        "other-source",
+        """
+        if past_key_values:
+            if token_type_ids is not None:
+                token_type_ids = position_ids[:, -input_ids.shape[1] :]
+        """,
+        why="a different input is assigned",
+        unrecognised="token_type_ids = position_ids",
+    ),
 )

@@ -25,7 +25,7 @@ Example::
             cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -50,5 +50,44 @@ RULE = TemplateRule(
             "attention_mask": Value("behaviour", "state-space-cache"),
             "cache_position": Value("behaviour", "state-space-cache"),
         },
+    ),
+)
+
+ERAS = (
+    EraNote("4.x", "no mixin knows `cache_params`: such an override stays"),
+)
+
+CASES = (
+    Case(
+        "conv-kernel",
+        """
+        if use_cache:
+            # generate sets cache_position
+            if cache_position is None:
+                raise ValueError("`cache_position` is needed with `use_cache=True`")
+            if cache_position[0] > 0:
+                input_ids = input_ids[:, -1].unsqueeze(-1)
+
+                if attention_mask is not None:
+                    attention_mask = None
+            else:
+                # the whole convolution window on the first step
+                cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
+        """,
+        detail="last token after the first step; cache_position over the conv kernel",
+    ),
+    NoOp(
+        "no-check",
+        """
+        if use_cache:
+            if cache_position[0] > 0:
+                input_ids = input_ids[:, -1].unsqueeze(-1)
+                if attention_mask is not None:
+                    attention_mask = None
+            else:
+                cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
+        """,
+        why="without the check that generate passed cache_position",
+        unrecognised="if use_cache:",
     ),
 )

@@ -35,7 +35,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import Template, node_code
-from rules.base import Context, Coverage, Kind, Match, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
@@ -173,3 +173,192 @@ def _helper_name(value: cst.BaseExpression) -> str | None:
 
 
 RULE = StaticCacheMask()
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation builds the 4D mask for a `StaticCache` with the helper the model's module "
+        "defines (or the base model's method)",
+    ),
+    EraNote("4.46 – 4.51", "a 4D mask for a `StaticCache`, from the base model's helper"),
+    EraNote(
+        "4.52 – 5.2",
+        "for any compileable `Cache`: the base model's (or its decoder's) helper, else `create_masks_for_generate`",
+    ),
+    EraNote("5.3 +", "for compileable caches, with `create_masks_for_generate` (a model may override it)"),
+)
+
+CASES = (
+    Case(
+        "static-cache",
+        RULE.example,
+        detail="for StaticCache; via the module's helper",
+        facets={"cache": "StaticCache", "helper": "the module's helper"},
+    ),
+    Case(
+        "hybrid-cache-not-flash",
+        """
+        if (
+            isinstance(past_key_values, HybridCache)
+            and attention_mask.ndim == 2
+            and not self.config._attn_implementation == "flash_attention_2"
+        ):
+            batch_size, sequence_length = input_ids.shape
+            device = input_ids.device
+            dtype = self.lm_head.weight.dtype
+            min_dtype = torch.finfo(dtype).min
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(
+                attention_mask, sequence_length=sequence_length, target_length=past_key_values.get_max_length(),
+                dtype=dtype, device=device, min_dtype=min_dtype, cache_position=cache_position, batch_size=batch_size,
+            )
+        """,
+        detail="for HybridCache; via the module's helper; not with flash attention",
+        facets={"cache": "HybridCache", "helper": "the module's helper", "unless": "flash attention"},
+    ),
+    Case(
+        "base-model-method",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            device = input_ids.device
+            dtype = self.lm_head.weight.dtype
+            attention_mask = self.model._prepare_4d_causal_attention_mask_with_cache_position(
+                attention_mask,
+                sequence_length=sequence_length,
+                target_length=past_key_values.get_max_cache_shape(),
+                dtype=dtype,
+                device=device,
+                cache_position=cache_position,
+                batch_size=batch_size,
+            )
+        """,
+        detail="for StaticCache; via self.model._prepare_4d_causal_attention_mask_with_cache_position",
+        facets={"cache": "StaticCache", "helper": "self.model._prepare_4d_causal_attention_mask_with_cache_position"},
+    ),
+    Case(
+        "logging-allowed",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            logger.warning_once("building a 4D mask for the static cache")
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(
+                attention_mask, sequence_length=sequence_length, batch_size=batch_size
+            )
+        """,
+        detail="for StaticCache; via the module's helper",
+        facets={"cache": "StaticCache", "helper": "the module's helper"},
+    ),
+    Case(
+        "base-model-lookup",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            base_model = getattr(self, self.base_model_prefix, None)
+            causal_mask_creation_function = getattr(
+                base_model, "_prepare_4d_causal_attention_mask_with_cache_position", None
+            )
+            attention_mask = causal_mask_creation_function(attention_mask, cache_position=cache_position)
+        """,
+        detail="for StaticCache; via the base model's helper",
+        facets={"cache": "StaticCache", "helper": "the base model's helper"},
+    ),
+    Case(
+        "any-compileable-cache",
+        """
+        if (
+            isinstance(past_key_values, Cache)
+            and past_key_values.is_compileable
+            and (attention_mask is None or attention_mask.ndim == 2)
+        ):
+            causal_mask_creation_function = getattr(self, "create_masks_for_generate", create_masks_for_generate)
+            attention_mask = causal_mask_creation_function(
+                config=self.config, attention_mask=attention_mask, past_key_values=past_key_values
+            )
+            attention_mask = attention_mask.contiguous() if attention_mask is not None else None
+        """,
+        detail="for any compileable Cache; via create_masks_for_generate (a model may override it)",
+        facets={"cache": "any compileable Cache", "helper": "create_masks_for_generate (a model may override it)"},
+    ),
+    NoOp(
+        "print",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            print("static cache")
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+        """,
+        why="an unrelated statement in the static-cache block (a print)",
+        unrecognised="print('static cache')",
+    ),
+    NoOp(
+        "sets-an-output",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            model_inputs["static"] = True
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+        """,
+        why="an unrelated statement in the static-cache block: it sets an output key",
+        unrecognised="model_inputs['static'] = True",
+    ),
+    NoOp(
+        "changes-cache-position",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            cache_position = cache_position + 1
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+        """,
+        why="an unrelated statement in the static-cache block: it changes cache_position",
+        unrecognised="cache_position = cache_position + 1",
+    ),
+    NoOp(
+        "unknown-helper",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            attention_mask = build_my_own_mask(attention_mask, sequence_length)
+        """,
+        why="no known helper builds the mask",
+        unrecognised="build_my_own_mask",
+    ),
+    NoOp(
+        "no-mask-at-all",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+        """,
+        why="no mask is built at all",
+        unrecognised="isinstance(past_key_values, StaticCache)",
+    ),
+    NoOp(
+        "else",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+        else:
+            attention_mask = None
+        """,
+        why="an else branch is not part of the idiom",
+        unrecognised="attention_mask = None",
+    ),
+    NoOp(
+        "discarded-after-the-helper",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+            attention_mask = None
+        """,
+        why="the mask the helper built is thrown away",
+        unrecognised="attention_mask = None",
+    ),
+    NoOp(
+        "changed-before-the-helper",
+        """
+        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+            attention_mask = 1 - attention_mask
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(attention_mask)
+        """,
+        why="the 2D mask is changed before the helper sees it",
+        unrecognised="attention_mask = 1 - attention_mask",
+    ),
+)

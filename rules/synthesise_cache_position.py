@@ -13,7 +13,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Kind, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -31,5 +31,40 @@ RULE = TemplateRule(
         detail=variant,
         outputs={"cache_position": Value("behaviour", "synthesise-cache-position")},
         defines={"cache_position": Value("behaviour", "synthesise-cache-position")},
+    ),
+)
+
+ERAS = (
+    EraNote(
+        "≤ 4.45",
+        "the hoisted implementation forwards `cache_position` to models with Cache classes and derives it "
+        "from the legacy cache for the others",
+    ),
+    EraNote("4.46 – 4.53", "the mixin's first step"),
+    EraNote("4.54 +", "`cache_position` is always passed on"),
+)
+
+CASES = (
+    Case(
+        "forwarded-or-derived",
+        """
+        if self._supports_cache_class:
+            model_inputs["cache_position"] = cache_position
+        elif cache_position is None:
+            past_length = past_key_values[0][0].shape[2] if past_key_values is not None else 0
+            cache_position = torch.arange(
+                past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device
+            )
+        """,
+        detail="forwarded only for models with Cache classes",
+    ),
+    NoOp(
+        "half",
+        """
+        if self._supports_cache_class:
+            model_inputs["cache_position"] = cache_position
+        """,
+        why="only half of the mixin's block",
+        unrecognised="if self._supports_cache_class:",
     ),
 )

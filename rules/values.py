@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import node_code
 from codemod.contracts import ValueOrigin
+from rules._pattern import node_code
 from rules.base import Context, Value
 from rules.guards import guard_of
 
