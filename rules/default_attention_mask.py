@@ -1,7 +1,9 @@
 """PI151 default-attention-mask: when no mask is given, attend to every token (a mask of ones).
 
-No generic mixin does this; ``generate`` itself builds a mask for decoder-only models, which masks
-padding tokens where this one does not.
+No upstream mixin does this; ``generate`` itself builds a mask for decoder-only models, which masks
+padding tokens where this one does not. The implementation hoisted into a 4.45 stub mixin does it
+for decoder-only models: 4.45's composites ask their decoder without a mask, and some decoders'
+forwards (Electra's) build a default that does not count the cache.
 
 Example::
 
@@ -20,6 +22,8 @@ def _check(captures, ctx, variant):
 
 class DefaultAttentionMask(TemplateRule):
     def coverage(self, facets, mixin):
+        if self.name in mixin:  # the implementation hoisted into a 4.45 stub mixin makes the same mask
+            return Coverage(True)
         return Coverage(True, differences=(
             "attends to every token when no attention_mask is given; the mixin passes none "
             "(generate() builds one for decoder-only models, masking pad tokens)",))
@@ -37,6 +41,10 @@ RULE = DefaultAttentionMask(
             input_shape = $ids.shape
             if attention_mask is None:
                 attention_mask = $ids.new_ones(input_shape)
+        """,
+        "ones like the ids, decoder-only models": """
+            if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
+                attention_mask = $ids.new_ones($ids.shape)
         """,
     },
     _check,
@@ -65,6 +73,15 @@ CASES = (
             attention_mask = input_ids.new_ones(input_shape)
         """,
         detail="ones like the ids (via input_shape)",
+    ),
+    Case(
+        "decoder-only",
+        """
+        # the implementation hoisted into a 4.45 stub mixin: composites ask their decoder without a mask
+        if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
+            attention_mask = input_ids.new_ones(input_ids.shape)
+        """,
+        detail="ones like the ids, decoder-only models",
     ),
     NoOp(
         "zeros",

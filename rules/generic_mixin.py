@@ -45,6 +45,10 @@ METHOD_SOURCE = '''\
         #    cache): a composite asking its decoder without one, or generate() told not to cache (its positions then
         #    span every token) for a model whose forward caches anyway, reading `config.use_cache`. Both are models
         #    with legacy tuple caches: the models with Cache classes heed `use_cache`.
+        # A decoder asked without a mask (4.45's composites ask theirs so) gets one of ones over its ids, as the legacy
+        # decoders made it: some forwards (Electra's) build their own default without counting the cache.
+        if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
+            attention_mask = input_ids.new_ones(input_ids.shape)
         if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
             past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
             cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)

@@ -165,24 +165,13 @@ def same_call(a: dict, b: dict) -> bool:
     return _call_difference(a, b) is None
 
 
-def _all_ones_mask(key: str, summary) -> bool:
-    """An integer attention mask of ones: attend to every token, which is what a model does without one."""
-    if not key.endswith("attention_mask") or not isinstance(summary, dict) or "tensor" not in summary:
-        return False
-    values = summary.get("values")
-    return "int" in summary["dtype"] and values is not None and all(v == 1 for v in values)
-
-
 def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     """(key, old, new) of the first difference between two prepared dicts; a key set to None is
-    the same as a key left out (the model's forward sees None either way), and a 2D mask of ones
-    the same as none (an override that built ``ones`` for a missing mask did what every forward
-    does without one; the outputs are compared besides)."""
+    the same as a key left out (the model's forward sees None either way). A mask of ones is not the
+    same as none: Electra's forward builds its default without counting the cache."""
     keys = sorted({k for k, v in old.items() if v is not None} | {k for k, v in new.items() if v is not None})
     for key in keys:
         a, b = old.get(key), new.get(key)
-        if (a is None and _all_ones_mask(key, b)) or (b is None and _all_ones_mask(key, a)):
-            continue
         if not same_summary(a, b):
             return key, _short(a), _short(b)
     return None

@@ -30,7 +30,7 @@ DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder)$
 #: scenarios each variant runs (the primary model runs every scenario)
 IS_DECODER_FALSE_SCENARIOS = ("greedy", "left-padded-batch", "sampling", "assisted")
 EAGER_SCENARIOS = ("left-padded-batch", "static-cache", "assisted")
-ENCODER_DECODER_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "beam-search", "sampling")
+ENCODER_DECODER_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "beam-search", "sampling", "assisted")
 CROSS_ATTENTION_SCENARIOS = ("greedy", "encoder-hidden-states", "greedy-no-cache")
 
 
