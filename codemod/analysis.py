@@ -7,15 +7,14 @@ importing libcst and the rules.
 from __future__ import annotations
 
 import dataclasses
-from enum import Enum
 
-from codemod.contracts import Value, ValueOrigin
+from codemod.contracts import ParamKind, Value, ValueOrigin, Vocabulary
 
 #: the value of an ``OutputKey`` that records the removal of the key
 DROPPED = Value(ValueOrigin.DROPPED)
 
 
-class Delegation(str, Enum):
+class Delegation(Vocabulary):
     """Whose ``prepare_inputs_for_generation`` a body takes its result from."""
 
     #: ``super().prepare_inputs_for_generation`` (or ``GenerationMixin.prepare_inputs_for_generation(self, …)``)
@@ -30,8 +29,11 @@ class Delegation(str, Enum):
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # "positional", "keyword-only", "*args" or "**kwargs"
+    kind: ParamKind
     default: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ParamKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)

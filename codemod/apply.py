@@ -16,9 +16,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod import copies, modular, soundness
-from codemod.contracts import ValueOrigin
 from codemod.checkout import Checkout
 from codemod.classify import Action
+from codemod.contracts import CopyScope, CopyStatus, ValueOrigin
 from codemod.index import Override
 from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
@@ -116,11 +116,11 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
     broken: dict[str, str] = {}
     for o in result.index.overrides:
         link = o.copied_from
-        if link is None or link.check.status != "consistent" or link.check.target_file is None:
+        if link is None or link.check.status is not CopyStatus.CONSISTENT or link.check.target_file is None:
             continue
         if o.file not in changed and link.check.target_file not in changed:
             continue
-        if actions.get(o.id) is Action.DELETE and link.scope == "method":
+        if actions.get(o.id) is Action.DELETE and link.scope is CopyScope.METHOD:
             continue  # the marker went with the method
         lines = read(checkout.root / o.file).splitlines()
         span = _definition_span(lines, o, link.scope)
@@ -130,7 +130,7 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
         if marker is None:
             continue  # the plan dropped it
         check = copies.check_copy(checkout, marker, lines, span[0], span[1], read)
-        if check.status != "consistent":
+        if check.status is not CopyStatus.CONSISTENT:
             for member in (o.id, link.source_id):
                 if member in shard_of:
                     broken[shard_of[member]] = f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}"
@@ -147,7 +147,7 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == o.class_name:
-            if scope == "class":
+            if scope is CopyScope.CLASS:
                 target: ast.AST = node
             else:
                 target = next(

@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
-from enum import Enum
 from pathlib import Path
+
+from codemod.contracts import Vocabulary
 
 _VERSION = re.compile(r'^__version__\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
 
 
-class CheckoutKind(str, Enum):
+class CheckoutKind(Vocabulary):
     #: a source checkout (git clone or sdist): ``src/transformers`` below the root
     CHECKOUT = "checkout"
     #: a ``transformers`` package directory, e.g. in site-packages

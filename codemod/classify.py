@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from enum import Enum
 
 from codemod.analysis import Delegation
+from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin, Vocabulary
 from codemod.fallback import FallbackKind
-from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin
 from codemod.index import Index, Override
 from codemod.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
@@ -34,13 +33,13 @@ GENERATE_PROVIDES = frozenset({"use_cache", "past_key_values", "attention_mask",
 CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
 
 
-class Category(str, Enum):
+class Category(Vocabulary):
     GENERIC = "generic"
     KWARGS_FORWARDING = "kwargs-forwarding"
     BESPOKE = "bespoke"
 
 
-class Action(str, Enum):
+class Action(Vocabulary):
     DELETE = "delete"
     REDUCE = "reduce"
     KEEP = "keep"
@@ -283,7 +282,7 @@ class _Judge:
             if origin is ValueOrigin.NONE:
                 if key == "inputs_embeds" or (key == "input_ids" and "decoder_input_ids" in values):
                     continue
-                if name == "later-step":
+                if name == ValueOrigin.LATER_STEP:  # None on the later steps only
                     if key in self.profile.first_step_only_inputs:
                         continue  # the mixin drops it after the first step too
                     self.extra(key, ExtraHow.LATER_STEP_NONE, "", line, f"{key} is set to None after the first step")
@@ -310,7 +309,7 @@ class _Judge:
     def omissions(self) -> None:
         """What the mixin would add or change that this override does not do."""
         a = self.a
-        if a.delegates_to == "super":
+        if a.delegation is Delegation.SUPER:
             return
         values = a.output_values()
         behaviours = a.behaviours
@@ -404,8 +403,8 @@ class _Judge:
             category, action = Category.BESPOKE, Action.KEEP
         elif self.extras:
             category = Category.KWARGS_FORWARDING
-            action = Action.KEEP if a.delegates_to == "super" else Action.REDUCE
-            if a.delegates_to == "super":
+            action = Action.KEEP if a.delegation is Delegation.SUPER else Action.REDUCE
+            if a.delegation is Delegation.SUPER:
                 self.add(ReasonKind.NOTE, "already reduced: it calls super().prepare_inputs_for_generation")
         else:
             category, action = Category.GENERIC, Action.DELETE

@@ -138,3 +138,53 @@ class Value:
 
     def __str__(self) -> str:
         return f"{self.origin}:{self.name}" if self.name else str(self.origin)
+
+
+class CopyStatus(Vocabulary):
+    """Whether a ``# Copied from`` marker still holds (as ``utils/check_copies.py`` would say)."""
+
+    CONSISTENT = "consistent"
+    STALE = "stale"  # the target exists, the copy drifted
+    BROKEN = "broken"  # the target cannot be found
+    UNRESOLVED = "unresolved"  # the marker names something outside what can be read
+
+
+class CopyScope(Vocabulary):
+    """Where a ``# Copied from`` marker that covers an override stands."""
+
+    METHOD = "method"  # above the def
+    CLASS = "class"  # above the owning class: the class is a copy, its method with it
+
+
+class OriginKind(Vocabulary):
+    """Where a generated file's method really comes from (its modular source)."""
+
+    MODULAR_CLASS = "modular-class"  # the modular class defines it: edit there
+    INHERITED = "inherited"  # the converter copies it from a parent
+    REMOVED = "removed"  # a ``raise …Error`` stub drops it
+    UNKNOWN = "unknown"
+
+
+class ParamKind(Vocabulary):
+    POSITIONAL = "positional"
+    KEYWORD_ONLY = "keyword-only"
+    VAR_ARGS = "*args"
+    VAR_KEYWORDS = "**kwargs"
+
+    @property
+    def named(self) -> bool:
+        """A parameter with a name of its own (not ``*args`` or ``**kwargs``)."""
+        return self in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
+
+
+class WorkerStatus(Vocabulary):
+    """What a verification worker's answer says (the worker runs elsewhere and writes these strings)."""
+
+    OK = "ok"
+    ERROR = "error"  # a scenario that raised
+    SKIPPED = "skipped"  # a scenario that does not apply
+    UNBUILDABLE = "unbuildable"
+    IMPORT_ERROR = "import-error"
+    WORKER_ERROR = "worker-error"
+    TIMEOUT = "timeout"
+    NOT_RUN = "not-run"

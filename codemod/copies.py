@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemod.checkout import Checkout
+from codemod.contracts import CopyStatus
 
 PACKAGE = "transformers"
 IGNORE_COPY = "# Ignore copy"
@@ -61,8 +62,7 @@ class CopyMarker:
 
 @dataclass(frozen=True)
 class CopyCheck:
-    #: "consistent" | "stale" | "broken" | "unresolved"
-    status: str
+    status: CopyStatus
     #: why, in a sentence
     detail: str
     #: relative to ``checkout.root``, posix
@@ -247,37 +247,37 @@ def check_copy(
         return _misspelled(checkout, marker, read)
     if checkout.package_dir is None:
         detail = f"{checkout.root} holds no {PACKAGE} package to look {PACKAGE}.{marker.target} up in"
-        return CopyCheck("unresolved", detail, None, None, None)
+        return CopyCheck(CopyStatus.UNRESOLVED, detail, None, None, None)
     target = _resolve(checkout, marker.target, read)
     if isinstance(target, str):
-        return CopyCheck("broken", target, None, None, None)
+        return CopyCheck(CopyStatus.BROKEN, target, None, None, None)
     where = (checkout.relative(target.path), target.node.lineno, target.owner)
     copy = [line.rstrip("\r\n") for line in copy_lines[copy_start - 1 : copy_end]]
     theirs = target.lines[target.node.lineno - 1 : _end(target.node)]
     outcome = _compare(copy, theirs, marker.replacements, ignore_copy_lines(copy, 1, len(copy)))
     name = f"{PACKAGE}.{marker.target}"
     if isinstance(outcome, str):
-        return CopyCheck("stale", f"cannot compare with {name}: {outcome}", *where)
+        return CopyCheck(CopyStatus.STALE, f"cannot compare with {name}: {outcome}", *where)
     if outcome.vacuous:
-        return CopyCheck("consistent", f"'{IGNORE_COPY}' leaves nothing to compare with {name}", *where)
+        return CopyCheck(CopyStatus.CONSISTENT, f"'{IGNORE_COPY}' leaves nothing to compare with {name}", *where)
     if outcome.line is None:
         skipped = f", leaving out {outcome.ignored} '{IGNORE_COPY}' block(s)" if outcome.ignored else ""
-        return CopyCheck("consistent", f"matches {name} after replacements{skipped}", *where)
+        return CopyCheck(CopyStatus.CONSISTENT, f"matches {name} after replacements{skipped}", *where)
     at = copy_start + outcome.line - 1
     detail = f"differs from {name} after replacements at line {at}: {copy_lines[at - 1].strip()}"
-    return CopyCheck("stale", detail, *where)
+    return CopyCheck(CopyStatus.STALE, detail, *where)
 
 
 def _misspelled(checkout: Checkout, marker: CopyMarker, read: Callable[[Path], str]) -> CopyCheck:
     """A marker check_copies never sees (its regex wants ``transformers.``); say where it would point."""
     detail = f"package {marker.package!r} is not {PACKAGE!r}, so check_copies never checks this marker"
     if checkout.package_dir is None:
-        return CopyCheck("broken", detail, None, None, None)
+        return CopyCheck(CopyStatus.BROKEN, detail, None, None, None)
     target = _resolve(checkout, marker.target, read)
     if isinstance(target, str):
-        return CopyCheck("broken", f"{detail}; and {target}", None, None, None)
+        return CopyCheck(CopyStatus.BROKEN, f"{detail}; and {target}", None, None, None)
     where = (checkout.relative(target.path), target.node.lineno, target.owner)
-    return CopyCheck("broken", f"{detail}; spelled {PACKAGE!r} it names {where[0]}:{where[1]}", *where)
+    return CopyCheck(CopyStatus.BROKEN, f"{detail}; spelled {PACKAGE!r} it names {where[0]}:{where[1]}", *where)
 
 
 def _compare(

@@ -21,11 +21,11 @@ import functools
 import os
 import re
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
 
 from codemod.analysis import BodyAnalysis
 from codemod.checkout import Checkout, CheckoutKind
+from codemod.contracts import Vocabulary
 from codemod.modular import (
     dotted_name,
     from_imports,
@@ -48,7 +48,7 @@ _MAX_DEPTH = 40
 _CLASS_LINE = re.compile(r"^class (\w+)\b", re.MULTILINE)
 
 
-class FallbackKind(str, Enum):
+class FallbackKind(Vocabulary):
     #: ``GenerationMixin``'s method (the target release's, or the built-in implementation)
     MIXIN = "mixin"
     #: another class's own override, earlier in the MRO than the mixin

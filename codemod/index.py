@@ -23,9 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from codemod import copies, modular
-from codemod.analysis import BodyAnalysis
+from codemod.analysis import BodyAnalysis, Delegation
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind
+from codemod.contracts import CopyScope
 from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
 from codemod.target import Target, for_checkout
@@ -80,7 +81,7 @@ class FileFacts:
 class CopyLink:
     """A ``# Copied from`` marker that covers an override, and whether it still holds."""
 
-    scope: str  # "method" (above the def) or "class" (above the owning class)
+    scope: CopyScope
     marker: copies.CopyMarker
     check: copies.CopyCheck
     #: the id of the override it copies, when that is an override of this index
@@ -564,9 +565,9 @@ def _assemble(
                 )
             )
             if found.marker is not None:
-                pending_links.append((len(overrides) - 1, "method", found.marker, found.start_line, found.end_line))
+                pending_links.append((len(overrides) - 1, CopyScope.METHOD, found.marker, found.start_line, found.end_line))
             elif owner.marker is not None and not found.ignored_in_class_copy:
-                pending_links.append((len(overrides) - 1, "class", owner.marker, owner.start_line, owner.end_line))
+                pending_links.append((len(overrides) - 1, CopyScope.CLASS, owner.marker, owner.start_line, owner.end_line))
 
     ids = {o.id for o in overrides}
     for position, scope, marker, start, end in pending_links:
@@ -648,7 +649,7 @@ def inheritors(index: Index, changed: Iterable[str]) -> list[Inheritor]:
                 continue
             parent = next((reached[b] for b in bases if b in reached), None)
             mine = own.get(name)
-            if parent is None or (mine is not None and mine.analysis.delegates_to != "super"):
+            if parent is None or (mine is not None and mine.analysis.delegation is not Delegation.SUPER):
                 continue  # unrelated, or its own method shadows the changed one
             reached[name] = parent
             found.append(Inheritor(rel, name, parent))

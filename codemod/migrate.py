@@ -16,7 +16,7 @@ from pathlib import Path
 from codemod.apply import Changes, compute_changes, initial_plan, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
-from codemod.contracts import Verdict
+from codemod.contracts import OriginKind, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.plan import Plan, Repair
 from codemod.scan import ScanResult, scan
@@ -153,7 +153,7 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
             continue
         out[verdict.override_id] = repair
         origin = by_id[verdict.override_id].generated_from
-        if origin is not None and origin.kind == "modular-class":
+        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS:
             out[f"{origin.modular_file}::{origin.modular_class}"] = repair
     return out
 
@@ -207,8 +207,8 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
             ClassOutcome(
                 file=o.file,
                 class_name=o.class_name,
-                category=finding.category.value,
-                action=action.value,
+                category=finding.category,
+                action=action,
                 lines_removed=o.lines if action is Action.DELETE else 0,
                 verdict=chosen.verdict if chosen else Verdict.UNVERIFIED,
                 scenarios=chosen.compared if chosen else (),

@@ -11,6 +11,8 @@ import dataclasses
 import hashlib
 import json
 
+from codemod.classify import Action, Category
+from codemod.contracts import Verdict
 
 #: the pseudo-model that carries the generic implementation hoisted into a stub ``GenerationMixin``
 #: (transformers <= 4.45): every deletion relies on it, so it travels with them
@@ -21,12 +23,17 @@ MIXIN_MODEL = "generation"
 class ClassOutcome:
     file: str  # the override's file, relative to the checkout root
     class_name: str
-    category: str  # generic / kwargs-forwarding / bespoke
-    action: str  # delete / reduce / keep
+    category: Category
+    action: Action
     lines_removed: int
-    verdict: str  # identical / differs / crashed / unverified
+    verdict: Verdict
     scenarios: tuple[str, ...] = ()
     detail: str = ""  # the first difference, or why it is unverified
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "category", Category(self.category))
+        object.__setattr__(self, "action", Action(self.action))
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
-from enum import Enum
 from pathlib import Path
 
 from codemod.analysis import BodyAnalysis, Unrecognised
 from codemod.checkout import Checkout
+from codemod.contracts import Vocabulary
 from codemod.sources import METHOD, MIXIN_CLASS
 from codemod.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 
@@ -26,7 +26,7 @@ __all__ = ["MIXIN_CLASS", "Era", "MixinProfile", "built_in_profile", "hoisted_pr
            "profile_from_source", "read_profile"]
 
 
-class Era(str, Enum):
+class Era(Vocabulary):
     STUB = "stub"
     CACHE_POSITION = "cache-position"
     NEXT_SEQUENCE_LENGTH = "next-sequence-length"

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from codemod.checkout import Checkout
+from codemod.contracts import OriginKind
 
 Reader = Callable[[Path], str]
 
@@ -70,8 +71,7 @@ def generated_from(text: str) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class MethodOrigin:
-    #: "modular-class", "inherited", "removed" or "unknown"
-    kind: str
+    kind: OriginKind
     modular_file: str | None
     modular_class: str | None
     #: the file and class holding the method's text (for "removed": the ``raise`` stub)
@@ -373,7 +373,7 @@ def _find(
 
 
 def _unknown(modular: str | None, cls: str | None, detail: str, chain: tuple[str, ...] = ()) -> MethodOrigin:
-    return MethodOrigin("unknown", modular, cls, None, None, None, chain, detail)
+    return MethodOrigin(OriginKind.UNKNOWN, modular, cls, None, None, None, chain, detail)
 
 
 def _not_found_detail(method: str, class_name: str, walk: _Walk) -> str:
@@ -458,12 +458,12 @@ def _origin_of(
             if at_root
             else f"{holder} ({source}:{line}) removes {method}, so {class_name} does not inherit it"
         )
-        kind = "removed"
+        kind = OriginKind.REMOVED
     elif at_root:
-        kind = "modular-class"
+        kind = OriginKind.MODULAR_CLASS
         detail = f"{class_name} defines {method} in {modular}:{line}" + _super_note(checkout, found, method, read)
     else:
-        kind = "inherited"
+        kind = OriginKind.INHERITED
         via = " -> ".join(found.path)
         detail = f"the converter copies {method} from {holder} ({source}:{line}) via {via}"
         if generated_from(_safe_read(found.frame.path, read) or "") is not None:

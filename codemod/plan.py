@@ -21,19 +21,26 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from enum import Enum
 
 from codemod import soundness
 from codemod.classify import Action, Category, Extra, Finding
-from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin
+from codemod.contracts import (
+    CopyScope,
+    CopyStatus,
+    ExtraHow,
+    OriginKind,
+    ParamKind,
+    ReasonKind,
+    ValueOrigin,
+    Vocabulary,
+)
 from codemod.fallback import FallbackKind
 from codemod.index import Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
 
 
-
-class EditKind(str, Enum):
+class EditKind(Vocabulary):
     DELETE = "delete"  # remove the method, with its comments and marker
     REDUCE = "reduce"  # same signature; the body calls super() and keeps the model-specific keys
     REMOVE = "remove"  # modular source: the converter's removal stub (raise AttributeError)
@@ -140,10 +147,10 @@ class Plan:
 def _param_list(override: Override) -> tuple[str, list[str], str | None, str | None]:
     """(ids parameter, other named parameters, *args name, **kwargs name)."""
     params = [p for p in override.analysis.params if p.name != "self"]
-    ids = next((p.name for p in params if p.kind == "positional"), "input_ids")
-    args = next((p.name for p in params if p.kind == "*args"), None)
-    kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
-    named = [p.name for p in params if p.kind in ("positional", "keyword-only") and p.name != ids]
+    ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), "input_ids")
+    args = next((p.name for p in params if p.kind is ParamKind.VAR_ARGS), None)
+    kwargs = next((p.name for p in params if p.kind is ParamKind.VAR_KEYWORDS), None)
+    named = [p.name for p in params if p.kind.named and p.name != ids]
     return ids, named, args, kwargs
 
 
@@ -208,9 +215,9 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     """
     params = [p for p in override.analysis.params if p.name != "self"]
     kinds = {p.kind for p in params}
-    if "**kwargs" not in kinds or "*args" in kinds or override.forward_params is None:
+    if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None:
         return ()
-    ids = next((p.name for p in params if p.kind == "positional"), None)
+    ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
     kept = [t for t in override.analysis.top_level if t.index in _kept_statements(extras)]
     # what the kept statements read, and what they assign (a parameter they reset must reach super()
     # as they left it, not as the caller gave it through **kwargs)
@@ -219,7 +226,7 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     forward = set(override.forward_params)
     keep = tuple(
         p.name for p in params
-        if p.kind == "**kwargs" or p.name in needed or p.default != "None" or p.name not in forward
+        if p.kind is ParamKind.VAR_KEYWORDS or p.name in needed or p.default != "None" or p.name not in forward
     )
     return keep if len(keep) < len(params) else ()
 
@@ -491,9 +498,9 @@ class _Planner:
             origin = f.override.generated_from
             if origin is None:
                 continue
-            if origin.kind == "modular-class":
+            if origin.kind is OriginKind.MODULAR_CLASS:
                 source = f"{origin.modular_file}::{origin.modular_class}"
-            elif origin.kind == "inherited" and origin.source_file and origin.source_class:
+            elif origin.kind is OriginKind.INHERITED and origin.source_file and origin.source_class:
                 source = f"{origin.source_file}::{origin.source_class}"
             else:
                 self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
@@ -509,7 +516,7 @@ class _Planner:
             # disagreement: the source decides for both when it keeps; otherwise hold both
             reason = f"generated from {source}, which the scan classifies differently ({theirs.action.value} vs {mine.action.value})"
             self.hold(oid, reason)
-            if theirs.action is not Action.KEEP and origin.kind == "modular-class":
+            if theirs.action is not Action.KEEP and origin.kind is OriginKind.MODULAR_CLASS:
                 self.hold(source, reason)
 
     def modular_trap(self, inherited: dict[str, str | None]) -> None:
@@ -535,7 +542,7 @@ class _Planner:
         """Keep ``# Copied from`` groups consistent with what changes."""
         for oid, o in self.by_id.items():
             link = o.copied_from
-            if link is None or link.source_id is None or link.check.status != "consistent":
+            if link is None or link.source_id is None or link.check.status is not CopyStatus.CONSISTENT:
                 continue
             mine = self.decisions.get(oid)
             theirs = self.decisions.get(link.source_id)
@@ -546,7 +553,7 @@ class _Planner:
             )
             if same:
                 continue
-            if link.scope == "method":
+            if link.scope is CopyScope.METHOD:
                 if my_action is not Action.DELETE:
                     self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
                                                  f"its source {link.source_id} changes differently"))
@@ -578,8 +585,8 @@ class _Planner:
                 own = "" if o.overwritten else decision.mark
             origin = o.generated_from
             source = (
-                f"{origin.modular_file}::{origin.modular_class}" if origin is not None and origin.kind == "modular-class"
-                else f"{origin.source_file}::{origin.source_class}" if origin is not None and origin.kind == "inherited"
+                f"{origin.modular_file}::{origin.modular_class}" if origin is not None and origin.kind is OriginKind.MODULAR_CLASS
+                else f"{origin.source_file}::{origin.source_class}" if origin is not None and origin.kind is OriginKind.INHERITED
                 else None
             )
             if source is not None and source in self.by_id and source not in seen:
@@ -589,7 +596,7 @@ class _Planner:
                 return own
             link = o.copied_from
             if (
-                link is not None and link.source_id is not None and link.check.status == "consistent"
+                link is not None and link.source_id is not None and link.check.status is CopyStatus.CONSISTENT
                 and oid not in unlinked and link.source_id not in seen
             ):
                 from codemod.copies import apply_replacements

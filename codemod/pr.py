@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from codemod import __version__
+from codemod.classify import Action as OverrideAction
 from codemod.contracts import Verdict
 from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, redact
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
@@ -76,7 +77,7 @@ BOT = Identity()
 
 def changed_classes(model: ModelOutcome) -> tuple[ClassOutcome, ...]:
     """The classes whose override the migration changed (``keep`` is no change and is not published)."""
-    return tuple(c for c in model.classes if c.action != "keep")
+    return tuple(c for c in model.classes if c.action is not OverrideAction.KEEP)
 
 
 def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tuple[tuple[str, str], ...]]:
@@ -87,7 +88,7 @@ def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tu
     """
     reasons: dict[str, str] = {}
     for model in models:
-        bad = next((c for c in changed_classes(model) if c.verdict != Verdict.IDENTICAL), None)
+        bad = next((c for c in changed_classes(model) if c.verdict is not Verdict.IDENTICAL), None)
         if bad is not None:
             detail = f" ({bad.detail})" if bad.detail else ""
             reasons[model.model] = f"{bad.class_name} was not verified identical: {bad.verdict}{detail}"

@@ -20,6 +20,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 import rules
 from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, TopLevel, Unrecognised
+from codemod.contracts import ParamKind
 from rules._pattern import node_code
 from rules.base import Context, Match, Value
 from rules.guards import guard_of
@@ -33,13 +34,13 @@ def parameters(function: cst.FunctionDef) -> tuple[Param, ...]:
         return node_code(p.default) if p.default is not None else None
 
     for p in (*params.posonly_params, *params.params):
-        out.append(Param(p.name.value, "positional", default(p)))
+        out.append(Param(p.name.value, ParamKind.POSITIONAL, default(p)))
     if isinstance(params.star_arg, cst.Param):
-        out.append(Param(params.star_arg.name.value, "*args"))
+        out.append(Param(params.star_arg.name.value, ParamKind.VAR_ARGS))
     for p in params.kwonly_params:
-        out.append(Param(p.name.value, "keyword-only", default(p)))
+        out.append(Param(p.name.value, ParamKind.KEYWORD_ONLY, default(p)))
     if params.star_kwarg is not None:
-        out.append(Param(params.star_kwarg.name.value, "**kwargs"))
+        out.append(Param(params.star_kwarg.name.value, ParamKind.VAR_KEYWORDS))
     return tuple(out)
 
 
@@ -188,12 +189,12 @@ def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
 def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0) -> BodyAnalysis:
     """Analyse a function node; ``positions`` maps its nodes to code ranges."""
     params = parameters(function)
-    explicit = [p.name for p in params if p.kind == "positional" and p.name != "self"]
-    var_kwargs = next((p.name for p in params if p.kind == "**kwargs"), None)
+    explicit = [p.name for p in params if p.kind is ParamKind.POSITIONAL and p.name != "self"]
+    var_kwargs = next((p.name for p in params if p.kind is ParamKind.VAR_KEYWORDS), None)
     ids_param = explicit[0] if explicit and explicit[0].endswith("input_ids") else "input_ids"
     ctx = Context(
-        keyword_only=tuple(p.name for p in params if p.kind == "keyword-only"),
-        params=tuple(p.name for p in params if p.name != "self" and p.kind != "*args"),
+        keyword_only=tuple(p.name for p in params if p.kind is ParamKind.KEYWORD_ONLY),
+        params=tuple(p.name for p in params if p.name != "self" and p.kind is not ParamKind.VAR_ARGS),
         ids_param=ids_param,
         var_kwargs=var_kwargs,
         output_names=_returned_names(function),

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
-from codemod.contracts import ScenarioStatus, Verdict
 from codemod.classify import Action, Category, Finding
+from codemod.contracts import CopyStatus, ReasonKind, ScenarioStatus, Verdict
 from codemod.fallback import Fallback, FallbackKind
 from codemod.scan import ScanResult
 
@@ -177,7 +177,7 @@ def _short_reasons(f: Finding) -> str:
     reasons = _ordered_reasons(f)
     if not reasons:
         return ""
-    counts = Counter(r.kind for r in reasons if r.kind != "behaviour")
+    counts = Counter(r.kind for r in reasons if r.kind is not ReasonKind.BEHAVIOUR)
     tally = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: _REASON_ORDER.get(kv[0], 9)))
     first = reasons[0]
     return f"[{tally}] {first.text}" if tally else first.text
@@ -197,7 +197,7 @@ def _origin(f: Finding) -> str:
     if o.copied_from is not None:
         status = o.copied_from.check.status
         copied = o.copied_from.check.target_class or o.copied_from.marker.target.rsplit(".", 1)[-1]
-        notes.append(f"copy of {copied}" + ("" if status == "consistent" else f" ({status})"))
+        notes.append(f"copy of {copied}" + ("" if status is CopyStatus.CONSISTENT else f" ({status})"))
     return ", ".join(notes)
 
 
@@ -270,7 +270,7 @@ def _render_problems(result: ScanResult, console: Console, verbose: bool) -> Non
         console.print(f"error {error.path}: {error.error}", style="red", highlight=False)
     for f in result.findings:
         link = f.override.copied_from
-        if link is not None and link.check.status in ("stale", "broken"):
+        if link is not None and link.check.status in (CopyStatus.STALE, CopyStatus.BROKEN):
             console.print(
                 f"{link.check.status} copy marker {f.override.file}:{link.marker.line}: {link.check.detail}",
                 style="yellow", highlight=False,
@@ -302,7 +302,7 @@ def to_markdown(result: ScanResult) -> str:
         for f in group:
             o = f.override
             where = f"`{o.file}:{o.line}`" + (f" ({_origin(f)})" if _origin(f) else "")
-            reasons = "<br>".join(_md_escape(str(r)) for r in f.reasons if r.kind != "behaviour")
+            reasons = "<br>".join(_md_escape(str(r)) for r in f.reasons if r.kind is not ReasonKind.BEHAVIOUR)
             behaviours = ", ".join(sorted(b for b in o.analysis.behaviours))
             out.append(f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
                        f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |")

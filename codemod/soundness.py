@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from codemod.classify import IDS_KEYS, Extra
-from codemod.contracts import ExtraHow
+from codemod.contracts import ExtraHow, ParamKind
 from codemod.fallback import FallbackKind
 from codemod.index import Override
 
@@ -59,7 +59,7 @@ def reach_of(override: Override, mixin: Reach) -> Reach:
 
 def inputs_read(analysis) -> frozenset[str]:
     """What an implementation reads of its inputs: its named parameters and the keys it prepares."""
-    params = {p.name for p in analysis.params if p.kind in ("positional", "keyword-only")} - {"self"}
+    params = {p.name for p in analysis.params if p.kind.named} - {"self"}
     return frozenset(params | set(analysis.output_values()))
 
 
@@ -115,7 +115,7 @@ def forward_refusal(override: Override, keys: Iterable[str]) -> str | None:
 
 
 def ids_refusal(override: Override) -> str | None:
-    if any(p.kind == "positional" and p.name != "self" for p in override.analysis.params):
+    if any(p.kind is ParamKind.POSITIONAL and p.name != "self" for p in override.analysis.params):
         return None
     return "its signature has no positional ids parameter to hand to super() (only *args)"
 
@@ -126,7 +126,7 @@ def signature_refusal(override: Override, keywords: Iterable[str], spreads_kwarg
     if fallback is None or fallback.kind is not FallbackKind.PARENT or fallback.analysis is None:
         return None
     params = fallback.analysis.params
-    if any(p.kind == "**kwargs" for p in params):
+    if any(p.kind is ParamKind.VAR_KEYWORDS for p in params):
         return None
     named = {p.name for p in params}
     unknown = sorted(set(keywords) - named)

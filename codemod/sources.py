@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from enum import Enum
 from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutKind
+from codemod.contracts import Vocabulary
 
 #: the method this tool is about
 METHOD = "prepare_inputs_for_generation"
@@ -22,7 +22,7 @@ _TF_IMPORT = re.compile(r"^\s*(import tensorflow|from tensorflow|import flax|fro
 _TORCH_IMPORT = re.compile(r"^\s*(import torch|from torch)\b", re.MULTILINE)
 
 
-class FileKind(str, Enum):
+class FileKind(Vocabulary):
     MODELING = "modeling"  # PyTorch modeling_*.py (generated from a modular file or hand-written)
     MODULAR = "modular"  # modular_*.py, the source the converter generates modeling files from
     GENERATION = "generation"  # generation_*.py: a model's own GenerationMixin subclass

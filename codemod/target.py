@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from enum import Enum
 from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutKind, resolve
+from codemod.contracts import Vocabulary
 from codemod.sources import MIXIN_CLASS
 
 PRETRAINED_CLASS = "PreTrainedModel"
 
 
-class TargetOrigin(str, Enum):
+class TargetOrigin(Vocabulary):
     #: the scanned checkout or package itself
     CHECKOUT = "checkout"
     #: ``--target VERSION``: a release fetched from PyPI

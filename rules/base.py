@@ -22,16 +22,15 @@ import pkgutil
 import re
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from enum import Enum
 from types import ModuleType
 
 import libcst as cst
 
-from codemod.contracts import Value, ValueOrigin
+from codemod.contracts import Value, ValueOrigin, Vocabulary
 from rules._pattern import Captures, Template
 
 
-class Kind(str, Enum):
+class Kind(Vocabulary):
     """How a behaviour relates to what a generic mixin can do."""
 
     #: standard input preparation that a generic mixin may implement (slicing, positions, masks...)

@@ -21,7 +21,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from codemod.contracts import ScenarioStatus, Verdict
+from codemod.contracts import ScenarioStatus, Verdict, WorkerStatus
 from codemod.plan import Repair
 
 RTOL = 1e-4
@@ -284,9 +284,9 @@ def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> Scena
 
 def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     name = old["name"]
-    if old["status"] == "skipped":
+    if _status(old) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
-    if new.get("status") == "skipped":
+    if _status(new) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"new code skips it: {new.get('reason', '')}")
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
     # the assistant runs first and is the same class: its difference, if any, is the cause; a
@@ -297,7 +297,7 @@ def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
         or first_call_difference(name, old_calls, new_calls)
         or first_call_difference(f"{name} (composite)", old.get("outer_calls", []), new.get("outer_calls", []))
     )
-    old_failed, new_failed = old["status"] == "error", new["status"] == "error"
+    old_failed, new_failed = _status(old) is WorkerStatus.ERROR, _status(new) is WorkerStatus.ERROR
     if old_failed and new_failed and _error_kind(old["error"]) == _error_kind(new["error"]):
         return ScenarioOutcome(name, ScenarioStatus.SAME_ERROR, old["error"][:300])
     if old_failed and not new_failed:
@@ -323,6 +323,12 @@ def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     return ScenarioOutcome(name, ScenarioStatus.SAME)
 
 
+def _status(document: dict) -> WorkerStatus | None:
+    """The status a worker wrote into a result document (None when it wrote none)."""
+    status = document.get("status")
+    return WorkerStatus(status) if status is not None else None
+
+
 def _error_kind(error: str) -> str:
     """The exception type and the first line: enough to call two failures the same."""
     return error.splitlines()[0] if error else ""
@@ -345,16 +351,16 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dic
 
 def compare(override_id: str, old: dict, new: dict, *, same_inputs: bool = True) -> ClassVerdict:
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
-    if old.get("status") != "ok":
+    if _status(old) is not WorkerStatus.OK:
         return ClassVerdict(override_id, Verdict.UNVERIFIED, detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
                             seconds=seconds)
-    if new.get("status") != "ok":
+    if _status(new) is not WorkerStatus.OK:
         return ClassVerdict(override_id, Verdict.CRASHED, detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
                             seconds=seconds)
     new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
     outcomes = []
     for scenario in old.get("scenarios", []):
-        other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": "error", "error": "missing"})
+        other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"})
         outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs))
     outcomes = _consistent_extensions(outcomes, new_by_name)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
@@ -429,7 +435,7 @@ def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[st
         prefix, scenario = _variant_and_scenario(o.name)
         reference = new_by_name.get(prefix + REFERENCE.get(scenario, ""))
         mine = new_by_name.get(o.name)
-        if o.status is not ScenarioStatus.EXTENDED or reference is None or mine is None or reference.get("status") != "ok":
+        if o.status is not ScenarioStatus.EXTENDED or reference is None or mine is None or _status(reference) is not WorkerStatus.OK:
             out.append(o)
             continue
         # the new tokens only: generating from inputs_embeds returns no prompt ids
@@ -453,4 +459,4 @@ def built_from(side: dict) -> str:
     found = next((str(note) for note in notes if str(note).startswith("config from ")), None)
     if found is not None:
         return found
-    return "config class defaults, shrunk" if side.get("status") == "ok" else ""
+    return "config class defaults, shrunk" if _status(side) is WorkerStatus.OK else ""

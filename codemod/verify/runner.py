@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from codemod.contracts import WorkerStatus
 from codemod.verify.compare import ClassVerdict, compare
 
 VERIFY_DIR = Path(__file__).resolve().parent
@@ -164,13 +165,13 @@ class Worker:
             self.process.stdin.flush()
         except OSError as error:
             self.restart()
-            return {"status": "worker-error", "error": f"the worker died: {error}"}
+            return {"status": WorkerStatus.WORKER_ERROR, "error": f"the worker died: {error}"}
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.restart()
-                return {"status": "timeout", "error": f"no answer within {timeout:.0f}s"}
+                return {"status": WorkerStatus.TIMEOUT, "error": f"no answer within {timeout:.0f}s"}
             ready, _, _ = select.select([self.process.stdout], [], [], remaining)
             if not ready:
                 continue
@@ -183,7 +184,7 @@ class Worker:
                 self.log.flush()
                 last = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
                 self.restart()
-                return {"status": "worker-error",
+                return {"status": WorkerStatus.WORKER_ERROR,
                         "error": f"the worker exited ({code}): {' '.join(last)[:300]}; see {self.log_path}"}
             answer = json.loads(line)
             if answer.get("id") == self.counter:
@@ -250,11 +251,11 @@ def verify_targets(
                                "scenarios": list(scenarios), "seed": seed}
                     old_result = old_worker.request({**request, "mode": "build", "result": str(model_dir / "old.json")},
                                                     timeout)
-                    if old_result.get("status") == "ok":
+                    if old_result.get("status") == WorkerStatus.OK:
                         new_result = new_worker.request({**request, "mode": "load", "result": str(model_dir / "new.json")},
                                                         timeout)
                     else:
-                        new_result = {"status": "not-run"}
+                        new_result = {"status": WorkerStatus.NOT_RUN}
                     verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs)
                     verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others

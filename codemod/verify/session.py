@@ -17,12 +17,11 @@ from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.contracts import Verdict
 from codemod.environment import ensure_environment
+from codemod.index import inheritors
 from codemod.plan import Plan
 from codemod.scan import ScanResult
-from codemod.index import inheritors
 from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
-from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
     DEFAULT_SCENARIOS,
@@ -34,6 +33,7 @@ from codemod.verify.runner import (
     verify_targets,
     worktree,
 )
+from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
 
 METHOD = "prepare_inputs_for_generation"
 
