@@ -82,7 +82,7 @@ def _inherited(result: ScanResult, overrides: Iterable[Override]) -> dict[str, s
         if o.kind is not FileKind.MODULAR:
             continue
         origin = modular.inherited_origin(checkout, checkout.root / o.file, o.class_name, "prepare_inputs_for_generation", read)
-        out[o.id] = f"{origin.source_file}::{origin.source_class}" if origin and origin.source_file else None
+        out[o.id] = origin.source_id if origin is not None else None
     return out
 
 

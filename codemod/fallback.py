@@ -25,7 +25,7 @@ from pathlib import Path
 
 from codemod.analysis import BodyAnalysis
 from codemod.checkout import Checkout, CheckoutKind
-from codemod.contracts import Vocabulary
+from codemod.contracts import OverrideId, Vocabulary
 from codemod.modular import (
     dotted_name,
     from_imports,
@@ -354,7 +354,7 @@ class Resolver:
         if analysis is None:
             return Fallback(FallbackKind.UNKNOWN, f"{node.name}'s {METHOD} ({where}:{line}) cannot be analysed",
                             class_name=node.name, file=where, line=line, mro=chain)
-        override_id = f"{where}::{node.name}" if in_tree else None
+        override_id = OverrideId.of(where, node.name) if in_tree else None
         owner = "" if in_tree else f" in {self._release_name}"
         return Fallback(FallbackKind.PARENT, f"the override of {node.name}{owner} ({where}:{line})", class_name=node.name,
                         file=where, line=line, release=release, override_id=override_id, analysis=analysis, mro=chain)

@@ -26,7 +26,7 @@ from codemod import copies, modular
 from codemod.analysis import BodyAnalysis, Delegation
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind
-from codemod.contracts import CopyScope
+from codemod.contracts import CopyScope, OverrideId
 from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
 from codemod.target import Target, for_checkout
@@ -85,12 +85,12 @@ class CopyLink:
     marker: copies.CopyMarker
     check: copies.CopyCheck
     #: the id of the override it copies, when that is an override of this index
-    source_id: str | None
+    source_id: OverrideId | None
 
 
 @dataclasses.dataclass(frozen=True)
 class Override:
-    id: str  # "path::Class"
+    id: OverrideId
     file: str
     kind: FileKind
     model: str | None
@@ -534,7 +534,7 @@ def _assemble(
                     # release; a checkout keeps the same-file lookup its findings (and goldens) were made with
                     forward = forward if forward is not None else view.forward_params
                 inherits = view.inherits_mixin_directly
-            override_id = f"{facts.path}::{found.class_name}"
+            override_id = OverrideId.of(facts.path, found.class_name)
             origin = None
             if facts.generated_from is not None:
                 origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
@@ -576,7 +576,7 @@ def _assemble(
         check = copies.check_copy(checkout, marker, lines, start, end, read)
         source_id = None
         if check.target_file is not None and check.target_class is not None:
-            candidate = f"{check.target_file}::{check.target_class}"
+            candidate = OverrideId.of(check.target_file, check.target_class)
             source_id = candidate if candidate in ids else None
         overrides[position] = dataclasses.replace(override, copied_from=CopyLink(scope, marker, check, source_id))
 
@@ -627,7 +627,7 @@ def inheritors(index: Index, changed: Iterable[str]) -> list[Inheritor]:
     one class too many costs a little time, missing one hides a change."""
     by_class: dict[str, str] = {}
     for override_id in changed:
-        by_class.setdefault(override_id.rsplit("::", 1)[1], override_id)
+        by_class.setdefault(OverrideId.parse(override_id).class_name, override_id)
     own = {o.class_name: o for o in index.overrides}
     headers: list[tuple[str, str, tuple[str, ...]]] = []
     for path in python_files(index.checkout):

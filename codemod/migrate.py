@@ -63,8 +63,8 @@ def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> d
     linked: dict[str, str] = dict(failed)
     for override_id, reason in failed.items():
         origin = by_id[override_id].generated_from
-        if origin is not None and origin.modular_file:
-            linked.setdefault(f"{origin.modular_file}::{origin.modular_class}", reason)
+        if origin is not None and origin.modular_id is not None:
+            linked.setdefault(origin.modular_id, reason)
     drops = {}
     for shard in plan.shards:
         hit = next((linked[m] for m in shard.members if m in linked), None)
@@ -154,7 +154,7 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
         out[verdict.override_id] = repair
         origin = by_id[verdict.override_id].generated_from
         if origin is not None and origin.kind is OriginKind.MODULAR_CLASS:
-            out[f"{origin.modular_file}::{origin.modular_class}"] = repair
+            out[origin.modular_id] = repair
     return out
 
 
@@ -230,7 +230,7 @@ def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: st
     """A modular source is verified through the class generated from it."""
     for o in result.index.overrides:
         origin = o.generated_from
-        if origin is not None and f"{origin.modular_file}::{origin.modular_class}" == override_id:
+        if origin is not None and origin.modular_id == override_id:
             found = report.verdict_of(o.id)
             if found is not None:
                 return found

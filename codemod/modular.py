@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from codemod.checkout import Checkout
-from codemod.contracts import OriginKind
+from codemod.contracts import OriginKind, OverrideId
 
 Reader = Callable[[Path], str]
 
@@ -81,6 +81,16 @@ class MethodOrigin:
     #: classes walked from the modular class to the one holding the method (all visited when not found)
     chain: tuple[str, ...]
     detail: str
+
+    @property
+    def modular_id(self) -> OverrideId | None:
+        """The modular class, as an override id (its override when it defines the method)."""
+        return OverrideId.of(self.modular_file, self.modular_class) if self.modular_file and self.modular_class else None
+
+    @property
+    def source_id(self) -> OverrideId | None:
+        """The class whose method the converter writes into the generated file."""
+        return OverrideId.of(self.source_file, self.source_class) if self.source_file and self.source_class else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -499,9 +499,9 @@ class _Planner:
             if origin is None:
                 continue
             if origin.kind is OriginKind.MODULAR_CLASS:
-                source = f"{origin.modular_file}::{origin.modular_class}"
+                source = origin.modular_id
             elif origin.kind is OriginKind.INHERITED and origin.source_file and origin.source_class:
-                source = f"{origin.source_file}::{origin.source_class}"
+                source = origin.source_id
             else:
                 self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
                 continue
@@ -585,8 +585,8 @@ class _Planner:
                 own = "" if o.overwritten else decision.mark
             origin = o.generated_from
             source = (
-                f"{origin.modular_file}::{origin.modular_class}" if origin is not None and origin.kind is OriginKind.MODULAR_CLASS
-                else f"{origin.source_file}::{origin.source_class}" if origin is not None and origin.kind is OriginKind.INHERITED
+                origin.modular_id if origin is not None and origin.kind is OriginKind.MODULAR_CLASS
+                else origin.source_id if origin is not None and origin.kind is OriginKind.INHERITED
                 else None
             )
             if source is not None and source in self.by_id and source not in seen:
@@ -644,7 +644,7 @@ class _Planner:
                 derived.add(oid)
             origin = o.generated_from
             if origin is not None:
-                for source in (f"{origin.modular_file}::{origin.modular_class}", f"{origin.source_file}::{origin.source_class}"):
+                for source in (origin.modular_id, origin.source_id):
                     if source in edits:
                         group.union(oid, source)
                         derived.add(oid)

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from codemod import __version__
 from codemod.classify import Action, Category, Finding
-from codemod.contracts import CopyStatus, ReasonKind, ScenarioStatus, Verdict
+from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
 from codemod.fallback import Fallback, FallbackKind
 from codemod.scan import ScanResult
 
@@ -330,8 +330,8 @@ def verdict_record(verdict) -> dict[str, Any]:
     first = verdict.first_difference
     return {
         "override": verdict.override_id,
-        "file": verdict.override_id.split("::")[0],
-        "class": verdict.override_id.split("::")[-1],
+        "file": OverrideId.parse(verdict.override_id).file,
+        "class": OverrideId.parse(verdict.override_id).class_name,
         "verdict": verdict.verdict,
         "detail": verdict.detail,
         "model": verdict.model,
@@ -387,8 +387,8 @@ def render_verify_table(report, console: Console) -> None:
     table.add_column("scenarios", justify="right")
     table.add_column("first difference / why", overflow="fold", ratio=1)
     for v in report.verdicts:
-        where = Text(v.override_id.split("::")[-1])
-        where.append(f"\n{_short_path(v.override_id.split('::')[0])}", style="dim")
+        where = Text(OverrideId.parse(v.override_id).class_name)
+        where.append(f"\n{_short_path(OverrideId.parse(v.override_id).file)}", style="dim")
         ran = f"{len(v.compared)}/{len(v.scenarios)}"
         why = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         table.add_row(where, Text(v.verdict, style=_VERDICT_STYLE.get(v.verdict, "")), ran, Text(why or ""))
@@ -411,6 +411,7 @@ def verify_markdown(report) -> str:
         first = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         variants = ", ".join(str(variant.get("name")) for variant in v.variants) or "—"
         cached = sum(1 for s in v.scenarios if s.status is ScenarioStatus.SAME and s.cache_used)
-        out.append(f"| `{v.override_id.split('::')[-1]}` | `{v.override_id.split('::')[0]}` | {v.verdict} | "
+        shown = OverrideId.parse(v.override_id)
+        out.append(f"| `{shown.class_name}` | `{shown.file}` | {v.verdict} | "
                    f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |")
     return "\n".join(out) + "\n"

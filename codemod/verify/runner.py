@@ -39,7 +39,7 @@ DEFAULT_SCENARIOS = (
 class Target:
     """A model class to verify."""
 
-    override_id: str  # "path::Class" of the override the change touches
+    override_id: str  # an OverrideId: of the override the change touches (or of a class that inherits it)
     module: str  # dotted module to import it from
     class_name: str
     model: str

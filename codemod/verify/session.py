@@ -15,7 +15,7 @@ from pathlib import Path
 
 from codemod.checkout import Checkout
 from codemod.classify import Action
-from codemod.contracts import Verdict
+from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
 from codemod.index import inheritors
 from codemod.plan import Plan
@@ -87,7 +87,7 @@ def inheriting_targets(result: ScanResult, changed: Sequence[str]) -> list[Targe
     for found in inheritors(result.index, changed):
         module = importable_module(checkout, found.file)
         if module is not None:
-            out.append(Target(f"{found.file}::{found.class_name}", module, found.class_name,
+            out.append(Target(OverrideId.of(found.file, found.class_name), module, found.class_name,
                               model_name(checkout, checkout.root / found.file) or "", found.inherits_from))
     return out
 
@@ -240,7 +240,7 @@ def _verify_tree(
         (new_env, new_src) if old_release == target
         else release_environment(old_release, device, python=python, requirements=requirements, progress=say)
     )
-    modules = [tree_module(checkout.root, t.override_id.split("::")[0]) for t in targets]
+    modules = [tree_module(checkout.root, OverrideId.parse(t.override_id).file) for t in targets]
     prefix = git_prefix(checkout.root)
     new_tree = new_root or checkout.root
     with worktree(checkout.root, base) as old_repo, \
