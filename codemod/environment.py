@@ -24,6 +24,7 @@ from pathlib import Path
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
+from codemod.errors import CodemodError
 
 #: torch for each device: the CPU build is on this machine's disk; CUDA builds come from the index
 TORCH = {"cpu": "torch==2.13.0", "cuda": "torch"}
@@ -33,7 +34,7 @@ TOOLS = ("ruff", "libcst")
 TESTS = ("pytest", "pytest-xdist", "pytest-timeout", "parameterized", "timeout-decorator", "datasets")
 
 
-class EnvironmentSetupError(Exception):
+class EnvironmentSetupError(CodemodError):
     """Creating or using an environment failed (pip error, no setup.py and no version...)."""
 
 

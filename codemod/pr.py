@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from codemod import __version__
-from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, redact
+from codemod.errors import CodemodError, redact
+from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 
 BRANCH_PREFIX = "codemod/prepare-inputs/"
@@ -50,7 +51,7 @@ Migrate = Callable[[Path, list[str], list[str]], Migration]
 Echo = Callable[[str], None]
 
 
-class PrError(Exception):
+class PrError(CodemodError):
     """A failure the user can act on, as one line without secrets; the CLI exits with status 2."""
 
 

@@ -14,7 +14,8 @@ import dataclasses
 from enum import Enum
 from pathlib import Path
 
-from codemod.checkout import Checkout, CheckoutKind, resolve
+from codemod.checkout import Checkout, CheckoutError, CheckoutKind, resolve
+from codemod.errors import CodemodError
 from codemod.sources import MIXIN_CLASS
 
 PRETRAINED_CLASS = "PreTrainedModel"
@@ -59,7 +60,7 @@ class Target:
                 TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})"}[self.origin]
 
 
-class TargetError(Exception):
+class TargetError(CodemodError):
     """A target that cannot be used; the message says why."""
 
 
@@ -85,7 +86,7 @@ def from_path(path: Path) -> Target:
     """``--mixin PATH``: a transformers checkout or an installed ``transformers`` package directory."""
     try:
         found = resolve(path, with_git=False)
-    except FileNotFoundError as error:
+    except CheckoutError as error:
         raise TargetError(f"--mixin: no such directory: {path}") from error
     if found.package_dir is None:
         raise TargetError(f"--mixin: {path} is neither a transformers checkout nor a transformers package directory")

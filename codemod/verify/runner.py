@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from codemod.errors import CodemodError
 from codemod.verify.compare import ClassVerdict, compare
 
 VERIFY_DIR = Path(__file__).resolve().parent
@@ -46,7 +47,7 @@ class Target:
     inherits_from: str = ""
 
 
-class VerificationError(Exception):
+class VerificationError(CodemodError):
     pass
 
 

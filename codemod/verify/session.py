@@ -140,9 +140,9 @@ def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:
     if not spec:
         return list(targets)
     index, _, count = spec.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise VerificationError(f"--shard {spec}: want I/N with 1 <= I <= N")
     i, n = int(index), int(count)
-    if not 1 <= i <= n:
-        raise ValueError(f"--shard {spec}: want I/N with 1 <= I <= N")
     return [t for position, t in enumerate(targets) if position % n == i - 1]
 
 

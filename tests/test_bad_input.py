@@ -1,0 +1,119 @@
+"""Bad input, handled: every case ends in the documented exit status with one clear line, and leaves the
+bytes on disk as they were (or, for input that is valid but unusual, migrates it byte for byte).
+
+Each test goes through typer's ``CliRunner`` (not a terminal, as in a CI log) and compares a snapshot of
+the tree before and after. The property test at the end drives ``apply``'s write with random failures.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codemod.cli import app
+from codemod.errors import CodemodError, redact
+
+from .conftest import MINI_CHECKOUT, copy_fixture
+from .test_apply import make_repo, snapshot
+
+runner = CliRunner()
+PKG = "src/transformers/models"
+OTTER = f"{PKG}/otter/modeling_otter.py"
+LATIN1 = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite" / "latin1_model.py"
+
+
+def invoke(*args: str | Path):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    """The message of a tool error: exactly one line on stderr, nothing on stdout, no traceback."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    return result.stderr[len("error: "):-1]
+
+
+@pytest.fixture
+def repo(tmp_path: Path, codemod_cache: Path) -> Path:
+    return make_repo(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"))
+
+
+# --------------------------------------------------------------------------------------------- symlinks
+
+
+@pytest.mark.parametrize("command", ["scan", "diff", "apply"])
+def test_a_path_that_is_a_symlink_loop_is_one_line(tmp_path: Path, codemod_cache: Path, command: str) -> None:
+    """Before: a RuntimeError traceback, exit status 1."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    before = sorted(os.listdir(tmp_path))
+    message = one_error_line(invoke(command, tmp_path / "a"))
+    assert message == f"cannot read {tmp_path / 'a'}: too many levels of symbolic links"
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+# --------------------------------------------------------------------------------------------- verify
+
+
+def test_verify_without_setup_py_is_one_line(tmp_path: Path, codemod_cache: Path) -> None:
+    """Before: an EnvironmentSetupError traceback with exit status 1, which the README says means "differs"."""
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+    init = root / "src" / "transformers" / "__init__.py"
+    init.write_text(re.sub(r"(?m)^__version__.*\n", "", init.read_text(encoding="utf-8")), encoding="utf-8")
+    make_repo(root)
+    assert invoke("apply", root).exit_code == 0
+    before = snapshot(root)
+    message = one_error_line(invoke("verify", root))
+    assert message == f"{root}: no setup.py and no version: pass --python with an environment that fits"
+    assert snapshot(root) == before
+
+
+# --------------------------------------------------------------------------------------------- one error root
+
+
+def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
+    from codemod.checkout import CheckoutError
+    from codemod.cli import ToolError
+    from codemod.environment import EnvironmentSetupError
+    from codemod.fetch import FetchError
+    from codemod.github import GitHubError
+    from codemod.pr import PrError
+    from codemod.rewrite import RewriteError
+    from codemod.target import TargetError
+    from codemod.verify.runner import VerificationError
+
+    for error in (ToolError, CheckoutError, TargetError, EnvironmentSetupError, RewriteError, VerificationError,
+                  FetchError, PrError, GitHubError):
+        assert issubclass(error, CodemodError) and error("x").exit_code == 2, error
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        pytest.param("git push https://ghp_abc123@github.com/o/r failed", "git push https://***@github.com/o/r failed",
+                     id="token"),
+        pytest.param("pip: https://bot:s3cret@pypi.example/simple", "pip: https://***@pypi.example/simple",
+                     id="user-password"),
+    ],
+)
+def test_one_redaction_blanks_both_url_forms(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+    assert redact(f"token {text.split('//')[1].split('@')[0]} in {text}", ["ghp_abc123", "bot:s3cret"]) == \
+        f"token *** in {redacted}"
+
+
+def test_an_error_message_is_redacted_and_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemod import fetch
+    from codemod.fetch import FetchError
+
+    def failing(*args, **kwargs):
+        raise FetchError("pip could not download transformers 9.9.9:\n  from https://ghp_abc123@github.com/x")
+
+    monkeypatch.setattr(fetch, "fetch_release", failing)
+    message = one_error_line(invoke("fetch", "9.9.9"))
+    assert message == "pip could not download transformers 9.9.9: | from https://***@github.com/x"
