@@ -7,6 +7,7 @@ until what is left is consistent. ``diff`` renders that; ``write`` puts it on di
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
 import os
@@ -22,7 +23,7 @@ from codemod.index import Override
 from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
-from codemod.sources import FileKind
+from codemod.sources import FileKind, read_source
 
 _MAX_ROUNDS = 8
 
@@ -69,7 +70,7 @@ class Reader:
         path = path.resolve()
         if path in self.overlay:
             return self.overlay[path]
-        return path.read_text(encoding="utf-8")
+        return read_source(path)
 
 
 def _inherited(result: ScanResult, overrides: Iterable[Override]) -> dict[str, str | None]:
@@ -253,19 +254,30 @@ def _checkout_era(result: ScanResult):
 
 
 def unified_diff(changes: Changes) -> str:
-    chunks = []
+    return "".join(line for r in changes.rewrites if r.changed for line in _diff_lines(r))
+
+
+def unified_diff_bytes(changes: Changes) -> bytes:
+    """``unified_diff`` with each file's lines in that file's own encoding, as git prints a diff: a patch
+    of a latin-1 file, or of a file with a BOM, applies to its bytes. The ``---``/``+++`` paths are UTF-8."""
+    out = []
     for r in changes.rewrites:
-        if not r.changed:
-            continue
-        chunks.extend(
-            difflib.unified_diff(
-                r.old_text().splitlines(keepends=True),
-                r.new_text().splitlines(keepends=True),
-                fromfile=f"a/{r.path}",
-                tofile=f"b/{r.path}",
-            )
-        )
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks)
+        if r.changed:
+            codec = _line_codec(r.encoding)
+            out += [line.encode("utf-8" if n < 2 else codec, "surrogateescape") for n, line in enumerate(_diff_lines(r))]
+    return b"".join(out)
+
+
+def _line_codec(encoding: str) -> str:
+    """The codec that gives a file's bytes back line by line: a BOM is part of the first line, not of each."""
+    return "utf-8" if codecs.lookup(encoding).name == "utf-8-sig" else encoding
+
+
+def _diff_lines(r: FileRewrite) -> list[str]:
+    codec = _line_codec(r.encoding)
+    lines = difflib.unified_diff(r.old.decode(codec).splitlines(keepends=True), r.new.decode(codec).splitlines(keepends=True),
+                                 fromfile=f"a/{r.path}", tofile=f"b/{r.path}")
+    return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
 
 
 def write(checkout: Checkout, changes: Changes) -> list[str]:

@@ -88,7 +88,7 @@ def _is_package_dir(path: Path) -> bool:
 def _version(package_dir: Path) -> str | None:
     try:
         found = _VERSION.search((package_dir / "__init__.py").read_text(encoding="utf-8"))
-    except OSError:
+    except (OSError, ValueError):  # unreadable, or not UTF-8: no version to tell
         return None
     return found.group(1) if found else None
 

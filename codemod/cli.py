@@ -257,15 +257,17 @@ def diff(
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
 
-    from codemod.apply import compute_changes, unified_diff
+    from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     changes = compute_changes(result, jobs)
-    text = unified_diff(changes)
     if stdout.is_terminal:
-        stdout.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
-        sys.stdout.write(text)
+        # a patch to apply: each file's lines as its bytes are (latin-1 stays latin-1)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(unified_diff_bytes(changes))
+        sys.stdout.buffer.flush()
     _print_summary(result, changes, result.index.checkout)
     raise typer.Exit(1 if changes.changed else 0)
 

@@ -27,7 +27,7 @@ from codemod.analysis import BodyAnalysis
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind
 from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
-from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
+from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.target import Target, for_checkout
 
 _OVERWRITTEN = "# Overwritten --"
@@ -357,7 +357,7 @@ class Reader:
         if text is None:
             path = path.resolve()
             if path not in self.texts:
-                self.texts[path] = path.read_text(encoding="utf-8")
+                self.texts[path] = read_source(path)
             text = self.texts[path]
         return text
 
@@ -390,7 +390,7 @@ def discover(checkout: Checkout) -> Discovery:
         files_read += 1
         try:
             text = read(path)
-        except (OSError, UnicodeDecodeError) as error:
+        except READ_ERRORS as error:
             errors.append(FileError(checkout.relative(path), f"cannot read: {error}"))
             continue
         if NEEDLE in text:
@@ -482,7 +482,7 @@ def _method_analyser(checkout: Checkout, all_facts: list[FileFacts], read: Reade
         if facts is None:
             try:
                 text = read(path)
-            except (OSError, UnicodeDecodeError):
+            except READ_ERRORS:
                 return None
             key = _cache_key(path.as_posix(), text)
             facts = cache.get(key)
@@ -631,8 +631,8 @@ def inheritors(index: Index, changed: Iterable[str]) -> list[Inheritor]:
     headers: list[tuple[str, str, tuple[str, ...]]] = []
     for path in python_files(index.checkout):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_source(path)
+        except READ_ERRORS:
             continue
         rel = Path(os.path.relpath(path, index.checkout.root)).as_posix()
         for match in _CLASS_HEADER.finditer(text):

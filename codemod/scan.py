@@ -20,6 +20,7 @@ from codemod.checkout import Checkout
 from codemod.classify import Finding, classify, select
 from codemod.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.mixin import MixinProfile, read_profile
+from codemod.sources import READ_ERRORS, read_source
 from codemod.target import Target, for_checkout
 
 
@@ -54,8 +55,8 @@ def _key(found: Discovery, target: Target) -> str:
 
 def _read_or_none(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_source(path)
+    except READ_ERRORS:
         return None
 
 

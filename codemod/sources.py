@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Iterator
 from enum import Enum
+from importlib.util import decode_source
 from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutKind
@@ -52,6 +53,18 @@ def file_kind(path: Path, text: str | None = None) -> FileKind:
         tf = "tensorflow" in _TF_IMPORT.search(text).group(1)  # type: ignore[union-attr]
         return FileKind.TENSORFLOW if tf else FileKind.FLAX
     return FileKind.OTHER
+
+
+#: what reading a source file fails with: the file (OSError), an encoding cookie naming no codec
+#: (SyntaxError, as Python reports it), bytes that are not in the file's encoding (UnicodeDecodeError)
+READ_ERRORS = (OSError, SyntaxError, UnicodeDecodeError)
+
+
+def read_source(path: Path) -> str:
+    """A Python file's text as Python reads it: in the encoding its BOM or ``# -*- coding: … -*-`` cookie
+    names (UTF-8 without either), without the BOM, with universal newlines (as ``Path.read_text``).
+    Only reading honours them: ``rewrite`` edits the bytes and writes both back as they were."""
+    return decode_source(path.read_bytes())
 
 
 def model_name(checkout: Checkout, path: Path) -> str | None:

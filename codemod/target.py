@@ -16,7 +16,7 @@ from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutError, CheckoutKind, resolve
 from codemod.errors import CodemodError
-from codemod.sources import MIXIN_CLASS
+from codemod.sources import MIXIN_CLASS, READ_ERRORS, read_source
 
 PRETRAINED_CLASS = "PreTrainedModel"
 
@@ -99,8 +99,8 @@ def pretrained_model_generative(target: Target) -> bool | None:
     if target.package_dir is None:
         return None
     try:
-        tree = ast.parse((target.package_dir / "modeling_utils.py").read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_source(target.package_dir / "modeling_utils.py"))
+    except (*READ_ERRORS, ValueError):
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == PRETRAINED_CLASS:

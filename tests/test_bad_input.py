@@ -7,8 +7,11 @@ the tree before and after. The property test at the end drives ``apply``'s write
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ from codemod.cli import app
 from codemod.errors import CodemodError, redact
 
 from .conftest import MINI_CHECKOUT, copy_fixture
-from .test_apply import make_repo, snapshot
+from .test_apply import git, make_repo, snapshot
 
 runner = CliRunner()
 PKG = "src/transformers/models"
@@ -41,6 +44,63 @@ def one_error_line(result) -> str:
 @pytest.fixture
 def repo(tmp_path: Path, codemod_cache: Path) -> Path:
     return make_repo(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"))
+
+
+# --------------------------------------------------------------------------------------------- encodings
+
+
+def _latin1_model() -> bytes:
+    return LATIN1.read_bytes()
+
+
+def _bom_model() -> bytes:
+    """The same model as UTF-8 with a BOM, and no cookie."""
+    text = LATIN1.read_bytes().decode("latin-1").replace("# -*- coding: latin-1 -*-\n", "").replace("Egret", "Bomb")
+    return b"\xef\xbb\xbf" + text.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("model", "cls", "make", "encoding"),
+    [
+        pytest.param("egret", "EgretForCausalLM", _latin1_model, "latin-1", id="latin-1-cookie"),
+        pytest.param("bomb", "BombForCausalLM", _bom_model, "utf-8", id="utf-8-bom"),
+    ],
+)
+def test_an_encoding_cookie_or_a_bom_is_honoured_and_kept(
+    tmp_path: Path, codemod_cache: Path, model: str, cls: str, make, encoding: str
+) -> None:
+    """Before: "cannot read" (latin-1) and "cannot parse" (a BOM), the override silently left out."""
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+    rel = f"{PKG}/{model}/modeling_{model}.py"
+    (root / rel).parent.mkdir()
+    (root / rel).write_bytes(make())
+    make_repo(root)
+    original = (root / rel).read_bytes()
+
+    scanned = invoke("scan", root, "--format", "json")
+    assert scanned.exit_code == 0, scanned.output
+    document = json.loads(scanned.stdout)
+    assert [e for e in document["errors"] if model in e["path"]] == []
+    assert [f["class"] for f in document["findings"] if f["file"] == rel] == [cls]
+
+    diffed = invoke("diff", root, "--only", model)
+    assert diffed.exit_code == 1, diffed.output
+    # the patch carries the file's own bytes (latin-1 stays latin-1) and applies to them
+    assert "-        # coupe les jetons déjà vus\n".encode(encoding) in diffed.stdout_bytes
+    patched = tmp_path / "patched"
+    shutil.copytree(root, patched)
+    (tmp_path / "x.patch").write_bytes(diffed.stdout_bytes)
+    subprocess.run(["git", "-C", str(patched), "apply", str(tmp_path / "x.patch")], check=True, capture_output=True)
+    assert (root / rel).read_bytes() == original, "diff writes nothing"
+
+    applied = invoke("apply", root, "--only", model)
+    assert applied.exit_code == 0, applied.output
+    after = (root / rel).read_bytes()
+    assert after == (patched / rel).read_bytes(), "apply writes what diff shows, byte for byte"
+    assert after != original and after[:40] == original[:40], "the cookie or the BOM is where it was"
+    assert "héron cendré".encode(encoding) in after
+    # the stub mixin gets the generic implementation the deletion hands the work to
+    assert git(root, "diff", "--name-only").split() == ["src/transformers/generation/utils.py", rel]
 
 
 # --------------------------------------------------------------------------------------------- symlinks
