@@ -19,6 +19,7 @@ from pathlib import Path
 from codemod import copies, modular, soundness
 from codemod.checkout import Checkout
 from codemod.classify import Action
+from codemod.errors import CodemodError
 from codemod.index import Override
 from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
@@ -280,24 +281,68 @@ def _diff_lines(r: FileRewrite) -> list[str]:
     return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
 
 
+class WriteError(CodemodError):
+    """A changed file could not be written; the tree was put back as it was."""
+
+
 def write(checkout: Checkout, changes: Changes) -> list[str]:
-    """Write every changed file atomically (same directory, same mode); returns the paths written."""
-    written = []
-    for r in changes.rewrites:
-        if not r.changed:
-            continue
-        target = checkout.root / r.path
-        mode = target.stat().st_mode
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(r.new)
-            os.chmod(tmp, mode & 0o7777)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+    """Write every changed file, all or nothing; returns the paths written.
+
+    Each new text is staged beside its file first (same directory, same mode), then every staged file
+    is moved over its original: a failure at any point removes what was staged and puts back each
+    original already replaced, so the tree is either fully written or unchanged."""
+    changed = [r for r in changes.rewrites if r.changed]
+    staged: list[tuple[Path, Path]] = []  # (temporary file, the file it replaces)
+    replaced: dict[str, bytes] = {}
+    current = ""
+    try:
+        for r in changed:
+            current = r.path
+            target = checkout.root / r.path
+            staged.append((_stage(target, r.new), target))
+        for r, (tmp, target) in zip(changed, staged):
+            current = r.path
+            _commit(tmp, target)
+            replaced[r.path] = r.old
+    except BaseException as error:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        lost = restore(checkout, replaced)
+        if not isinstance(error, OSError):
             raise
-        written.append(r.path)
-    return written
+        outcome = f"could not put back {', '.join(lost)}" if lost else "no file was changed"
+        raise WriteError(f"cannot write {current} in {checkout.root}: {error.strerror or error}; {outcome}") from error
+    return [r.path for r in changed]
+
+
+def restore(checkout: Checkout, originals: dict[str, bytes]) -> list[str]:
+    """Put ``originals`` (path -> bytes) back, each atomically; returns the paths that could not be."""
+    lost = []
+    for path, data in originals.items():
+        target = checkout.root / path
+        try:
+            _commit(_stage(target, data), target)
+        except OSError:
+            lost.append(path)
+    return lost
+
+
+def _stage(target: Path, data: bytes) -> Path:
+    """``data`` in a new file beside ``target``, with its mode: ready to be moved over it."""
+    mode = target.stat().st_mode
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode & 0o7777)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _commit(staged: Path, target: Path) -> None:
+    """Move a staged file over ``target`` (a rename: atomic, readers see the old file or the new)."""
+    os.replace(staged, target)
 
 

@@ -7,18 +7,27 @@ the tree before and after. The property test at the end drives ``apply``'s write
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from codemod import apply as apply_module
+from codemod.apply import WriteError, write
+from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.errors import CodemodError, redact
+from codemod.rewrite import FileRewrite
 
 from .conftest import MINI_CHECKOUT, copy_fixture
 from .test_apply import git, make_repo, snapshot
@@ -117,6 +126,141 @@ def test_a_path_that_is_a_symlink_loop_is_one_line(tmp_path: Path, codemod_cache
     assert sorted(os.listdir(tmp_path)) == before
 
 
+# --------------------------------------------------------------------------------------------- all or nothing
+
+
+def _refuse_directory(directory: Path):
+    """``tempfile.mkstemp`` as in a directory the user cannot write (the tests run as root, who can)."""
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        if Path(kwargs["dir"]) == directory:
+            raise PermissionError(errno.EACCES, "Permission denied", str(directory / "x.codemod"))
+        return real(*args, **kwargs)
+
+    return mock.patch.object(apply_module.tempfile, "mkstemp", mkstemp)
+
+
+def test_apply_on_a_directory_it_cannot_write_changes_nothing(repo: Path) -> None:
+    """Before: a PermissionError traceback, exit 1, the folders before it written and the others not."""
+    before = snapshot(repo)
+    with _refuse_directory(repo / PKG / "otter"):
+        message = one_error_line(invoke("apply", repo))
+    assert message == f"cannot write {OTTER} in {repo}: Permission denied; no file was changed"
+    assert snapshot(repo) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
+def test_apply_on_a_read_only_directory_changes_nothing(repo: Path) -> None:
+    before = snapshot(repo)
+    otter = repo / PKG / "otter"
+    otter.chmod(0o555)
+    try:
+        message = one_error_line(invoke("apply", repo))
+    finally:
+        otter.chmod(0o755)
+    assert message.startswith(f"cannot write {OTTER} in {repo}: Permission denied")
+    assert snapshot(repo) == before
+
+
+class _Faults:
+    """Fails the ``at``-th file operation of a write (making a temporary file, writing it, setting its mode,
+    moving it), once: what comes after the failure (the rollback) runs as usual."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.count, self.failed = at, 0, False
+
+    def _tick(self) -> None:
+        self.count += 1
+        if not self.failed and self.count == self.at:
+            self.failed = True
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def patches(self) -> list:
+        real_mkstemp, real_fdopen, real_chmod, real_replace = tempfile.mkstemp, os.fdopen, os.chmod, os.replace
+        faults = self
+
+        class File:
+            def __init__(self, handle) -> None:
+                self.handle = handle
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc) -> None:
+                self.handle.close()
+
+            def write(self, data: bytes) -> int:
+                faults._tick()
+                return self.handle.write(data)
+
+        def mkstemp(*args, **kwargs):
+            self._tick()
+            return real_mkstemp(*args, **kwargs)
+
+        def chmod(*args, **kwargs):
+            self._tick()
+            return real_chmod(*args, **kwargs)
+
+        def replace(*args, **kwargs):
+            self._tick()
+            return real_replace(*args, **kwargs)
+
+        return [
+            mock.patch.object(apply_module.tempfile, "mkstemp", mkstemp),
+            mock.patch.object(apply_module.os, "fdopen", lambda fd, mode: File(real_fdopen(fd, mode))),
+            mock.patch.object(apply_module.os, "chmod", chmod),
+            mock.patch.object(apply_module.os, "replace", replace),
+        ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    files=st.lists(st.tuples(st.sampled_from(["a", "b", "a/c"]), st.just(False)), min_size=1, max_size=5),
+    at=st.integers(min_value=0, max_value=25),
+)
+def test_write_is_all_or_nothing(files: list[tuple[str, bool]], at: int) -> None:
+    """Whatever operation fails, the tree is fully written or unchanged, and no temporary file is left:
+    ``files`` are (folder, reached through a symlink to a file outside)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root, outside = Path(scratch, "tree"), Path(scratch, "outside")
+        outside.mkdir()
+        rewrites = []
+        for n, (folder, linked) in enumerate(files):
+            rel = f"{folder}/m{n}.py"
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            if linked:
+                (outside / f"m{n}.py").write_bytes(b"old %d\n" % n)
+                (root / rel).symlink_to(outside / f"m{n}.py")
+            else:
+                (root / rel).write_bytes(b"old %d\n" % n)
+            rewrites.append(FileRewrite(rel, b"old %d\n" % n, b"new %d\n" % n, "utf-8", ()))
+        checkout = resolve(root, with_git=False)
+        faults = _Faults(at)
+        patches = faults.patches()
+        for patch in patches:
+            patch.start()
+        try:
+            written = write(checkout, mock.Mock(rewrites=tuple(rewrites)))
+            raised = None
+        except WriteError as error:
+            raised = error
+        finally:
+            for patch in patches:
+                patch.stop()
+        contents = [(root / r.path).read_bytes() for r in rewrites]
+        assert (raised is not None) == faults.failed
+        if raised is None:
+            assert written == [r.path for r in rewrites]
+            assert contents == [r.new for r in rewrites]
+        else:
+            assert contents == [r.old for r in rewrites], "a failed write leaves every file as it was"
+            assert "No space left on device; no file was changed" in str(raised)
+        assert all((root / r.path).is_symlink() == linked for r, (_, linked) in zip(rewrites, files))
+        left = [p for p in Path(scratch).rglob("*") if p.name.endswith(".codemod")]
+        assert left == [], "no temporary file is left"
+
+
 # --------------------------------------------------------------------------------------------- verify
 
 
@@ -137,6 +281,7 @@ def test_verify_without_setup_py_is_one_line(tmp_path: Path, codemod_cache: Path
 
 
 def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
+    from codemod.apply import WriteError
     from codemod.checkout import CheckoutError
     from codemod.cli import ToolError
     from codemod.environment import EnvironmentSetupError
@@ -148,7 +293,7 @@ def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
     from codemod.verify.runner import VerificationError
 
     for error in (ToolError, CheckoutError, TargetError, EnvironmentSetupError, RewriteError, VerificationError,
-                  FetchError, PrError, GitHubError):
+                  FetchError, PrError, GitHubError, WriteError):
         assert issubclass(error, CodemodError) and error("x").exit_code == 2, error
 
 
