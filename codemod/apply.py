@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod import copies, modular, soundness
-from codemod.checkout import Checkout
+from codemod.checkout import Checkout, real_path
 from codemod.classify import Action
 from codemod.errors import CodemodError
 from codemod.index import Override
@@ -290,7 +290,8 @@ def write(checkout: Checkout, changes: Changes) -> list[str]:
 
     Each new text is staged beside its file first (same directory, same mode), then every staged file
     is moved over its original: a failure at any point removes what was staged and puts back each
-    original already replaced, so the tree is either fully written or unchanged."""
+    original already replaced, so the tree is either fully written or unchanged. A symlink is written
+    through (its target changes, the link stays a link)."""
     changed = [r for r in changes.rewrites if r.changed]
     staged: list[tuple[Path, Path]] = []  # (temporary file, the file it replaces)
     replaced: dict[str, bytes] = {}
@@ -298,7 +299,7 @@ def write(checkout: Checkout, changes: Changes) -> list[str]:
     try:
         for r in changed:
             current = r.path
-            target = checkout.root / r.path
+            target = real_path(checkout.root / r.path)
             staged.append((_stage(target, r.new), target))
         for r, (tmp, target) in zip(changed, staged):
             current = r.path
@@ -319,7 +320,7 @@ def restore(checkout: Checkout, originals: dict[str, bytes]) -> list[str]:
     """Put ``originals`` (path -> bytes) back, each atomically; returns the paths that could not be."""
     lost = []
     for path, data in originals.items():
-        target = checkout.root / path
+        target = real_path(checkout.root / path)
         try:
             _commit(_stage(target, data), target)
         except OSError:

@@ -25,7 +25,7 @@ from pathlib import Path
 from codemod import copies, modular
 from codemod.analysis import BodyAnalysis
 from codemod.cache import cache_dir
-from codemod.checkout import Checkout, CheckoutKind
+from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.target import Target, for_checkout
@@ -347,7 +347,7 @@ class Reader:
     def exists(self, path: Path) -> bool:
         if path.is_file():
             return True
-        self.absent.add(path.resolve())
+        self.absent.add(Path(os.path.abspath(path)))  # not resolved: a loop has nowhere to resolve to
         return False
 
     def __call__(self, path: Path) -> str:
@@ -355,7 +355,7 @@ class Reader:
         # thousands of files again is most of a warm scan's time, so only unknown paths are.
         text = self.texts.get(path)
         if text is None:
-            path = path.resolve()
+            path = real_path(path)
             if path not in self.texts:
                 self.texts[path] = read_source(path)
             text = self.texts[path]
@@ -388,13 +388,13 @@ def discover(checkout: Checkout) -> Discovery:
     files_read = 0
     for path in python_files(checkout):
         files_read += 1
+        rel = Path(os.path.relpath(path, checkout.root)).as_posix()
         try:
             text = read(path)
         except READ_ERRORS as error:
-            errors.append(FileError(checkout.relative(path), f"cannot read: {error}"))
+            errors.append(FileError(rel, f"cannot read: {error}"))
             continue
         if NEEDLE in text:
-            rel = Path(os.path.relpath(path, checkout.root)).as_posix()
             candidates.append(Candidate(path, rel, text, file_kind(path, text)))
     return Discovery(checkout, read, candidates, errors, files_read)
 

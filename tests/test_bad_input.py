@@ -29,7 +29,7 @@ from codemod.cli import app
 from codemod.errors import CodemodError, redact
 from codemod.rewrite import FileRewrite
 
-from .conftest import MINI_CHECKOUT, copy_fixture
+from .conftest import MINI_CHECKOUT, REMOTE_CODE, copy_fixture
 from .test_apply import git, make_repo, snapshot
 
 runner = CliRunner()
@@ -115,6 +115,44 @@ def test_an_encoding_cookie_or_a_bom_is_honoured_and_kept(
 # --------------------------------------------------------------------------------------------- symlinks
 
 
+@pytest.fixture
+def linked_tree(tmp_path: Path, codemod_cache: Path) -> Path:
+    """A tree with a file, a link to it, and a link to a file outside the tree."""
+    tree = copy_fixture(REMOTE_CODE, tmp_path / "tree")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    text = (tree / "modeling_custom.py").read_text(encoding="utf-8")
+    (outside / "modeling_other.py").write_text(text.replace("Custom", "Other"), encoding="utf-8")
+    (tree / "modeling_alias.py").symlink_to("modeling_custom.py")
+    (tree / "modeling_other.py").symlink_to(outside / "modeling_other.py")
+    return tree
+
+
+def test_a_symlinked_file_is_one_file(linked_tree: Path) -> None:
+    """Before: the file and its link were two findings."""
+    result = invoke("scan", linked_tree, "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [(f["file"], f["class"]) for f in document["findings"]] == [
+        ("modeling_custom.py", "CustomForCausalLM"), ("modeling_other.py", "OtherForCausalLM"),
+    ]  # fmt: skip
+    assert document["summary"]["files_read"] == 2
+
+
+def test_apply_writes_through_a_symlink_and_keeps_it(linked_tree: Path) -> None:
+    """Before: ``apply`` replaced the link with a regular file."""
+    outside = linked_tree.parent / "outside" / "modeling_other.py"
+    before_outside, before_custom = outside.read_bytes(), (linked_tree / "modeling_custom.py").read_bytes()
+    result = invoke("apply", linked_tree)
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 files" in result.stderr
+    assert os.readlink(linked_tree / "modeling_other.py") == str(outside)
+    assert os.readlink(linked_tree / "modeling_alias.py") == "modeling_custom.py"
+    assert outside.read_bytes() != before_outside and b"# Overwritten --" in outside.read_bytes()
+    assert (linked_tree / "modeling_custom.py").read_bytes() != before_custom
+    assert sorted(p.name for p in linked_tree.iterdir()) == ["modeling_alias.py", "modeling_custom.py", "modeling_other.py"]
+
+
 @pytest.mark.parametrize("command", ["scan", "diff", "apply"])
 def test_a_path_that_is_a_symlink_loop_is_one_line(tmp_path: Path, codemod_cache: Path, command: str) -> None:
     """Before: a RuntimeError traceback, exit status 1."""
@@ -124,6 +162,18 @@ def test_a_path_that_is_a_symlink_loop_is_one_line(tmp_path: Path, codemod_cache
     message = one_error_line(invoke(command, tmp_path / "a"))
     assert message == f"cannot read {tmp_path / 'a'}: too many levels of symbolic links"
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_symlink_loop_inside_a_tree_is_reported_and_the_scan_goes_on(tmp_path: Path, codemod_cache: Path) -> None:
+    tree = copy_fixture(REMOTE_CODE, tmp_path / "tree")
+    (tree / "loop_a.py").symlink_to("loop_b.py")
+    (tree / "loop_b.py").symlink_to("loop_a.py")
+    result = invoke("scan", tree, "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [f["class"] for f in document["findings"]] == ["CustomForCausalLM"]
+    assert [e["path"] for e in document["errors"]] == ["loop_a.py", "loop_b.py"]
+    assert all("Too many levels of symbolic links" in e["error"] for e in document["errors"])
 
 
 # --------------------------------------------------------------------------------------------- all or nothing
@@ -216,12 +266,12 @@ class _Faults:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    files=st.lists(st.tuples(st.sampled_from(["a", "b", "a/c"]), st.just(False)), min_size=1, max_size=5),
+    files=st.lists(st.tuples(st.sampled_from(["a", "b", "a/c"]), st.booleans()), min_size=1, max_size=5),
     at=st.integers(min_value=0, max_value=25),
 )
 def test_write_is_all_or_nothing(files: list[tuple[str, bool]], at: int) -> None:
-    """Whatever operation fails, the tree is fully written or unchanged, and no temporary file is left:
-    ``files`` are (folder, reached through a symlink to a file outside)."""
+    """Whatever operation fails, the tree is fully written or unchanged, links stay links, and no
+    temporary file is left: ``files`` are (folder, reached through a symlink to a file outside)."""
     with tempfile.TemporaryDirectory() as scratch:
         root, outside = Path(scratch, "tree"), Path(scratch, "outside")
         outside.mkdir()
