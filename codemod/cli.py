@@ -355,6 +355,19 @@ def _emit_verify(report, fmt: str, output: Path | None) -> None:
         sys.stdout.write(text)
 
 
+def _refuse_dirty(checkout) -> None:
+    """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
+    file is guarded by its own repository, as a directory is."""
+    from codemod.checkout import CheckoutKind, git_state
+
+    git = checkout.git
+    if git is None and checkout.kind is CheckoutKind.FILE:
+        git = git_state(checkout.root)
+    if git is not None and git.dirty:
+        where = f"the git tree of {checkout.target_file}" if checkout.kind is CheckoutKind.FILE else checkout.root
+        raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+
+
 def _check_releases(checkout, target: str | None, from_release: str | None) -> None:
     """A transformers checkout runs on itself: releases to run on are for model code outside it."""
     from codemod.verify.sides import is_tree
@@ -451,8 +464,8 @@ def apply(
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
     checkout = result.index.checkout
     _check_releases(checkout, target, from_release)
-    if checkout.git is not None and checkout.git.dirty and not allow_dirty:
-        raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+    if not allow_dirty:
+        _refuse_dirty(checkout)
     if not verify:
         changes = compute_changes(result, jobs)
         written = write(checkout, changes)

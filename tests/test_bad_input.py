@@ -176,6 +176,28 @@ def test_a_symlink_loop_inside_a_tree_is_reported_and_the_scan_goes_on(tmp_path:
     assert all("Too many levels of symbolic links" in e["error"] for e in document["errors"])
 
 
+# --------------------------------------------------------------------------------------------- dirty tree
+
+
+def test_a_single_file_in_a_dirty_tree_is_refused(repo: Path) -> None:
+    """Before: ``apply FILE`` skipped the guard and mixed its edit with the user's uncommitted change."""
+    lynx = repo / PKG / "lynx" / "modeling_lynx.py"
+    lynx.write_text(lynx.read_text(encoding="utf-8") + "# a local change\n", encoding="utf-8")
+    before = snapshot(repo)
+    message = one_error_line(invoke("apply", repo / OTTER))
+    assert message == (f"the git tree of {repo / OTTER} has uncommitted changes: commit or stash them, "
+                       "or pass --allow-dirty")
+    assert snapshot(repo) == before
+    assert invoke("apply", repo / OTTER, "--allow-dirty").exit_code == 0
+    assert sorted(git(repo, "diff", "--name-only").split()) == sorted([OTTER, f"{PKG}/lynx/modeling_lynx.py"])
+
+
+def test_a_single_file_in_a_clean_tree_is_applied(repo: Path) -> None:
+    result = invoke("apply", repo / OTTER)
+    assert result.exit_code == 0, result.output
+    assert git(repo, "diff", "--name-only").split() == [OTTER]
+
+
 # --------------------------------------------------------------------------------------------- all or nothing
 
 
