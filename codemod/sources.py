@@ -86,6 +86,11 @@ def model_name(checkout: Checkout, path: Path) -> str | None:
     return None
 
 
+def model_names(checkout: Checkout) -> set[str]:
+    """The name of every model of the checkout (``--only`` and ``--skip`` take them)."""
+    return {name for path in python_files(checkout) if (name := model_name(checkout, path)) is not None}
+
+
 def python_files(checkout: Checkout) -> Iterator[Path]:
     """Every Python file that may hold model code, once each, in a stable order."""
     if checkout.kind is CheckoutKind.FILE:

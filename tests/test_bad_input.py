@@ -349,6 +349,33 @@ def test_verify_without_setup_py_is_one_line(tmp_path: Path, codemod_cache: Path
     assert snapshot(root) == before
 
 
+# --------------------------------------------------------------------------------------------- --only / --skip
+
+
+@pytest.mark.parametrize("command", ["scan", "diff", "apply"])
+def test_an_unknown_only_name_is_an_error_with_the_closest_names(repo: Path, command: str) -> None:
+    """Before: ``--only doesnotexist`` succeeded with 0 overrides."""
+    before = snapshot(repo)
+    message = one_error_line(invoke(command, repo, "--only", "otter,oter"))
+    assert message == "--only: no model or class named 'oter' (closest: otter, heron, OtterForCausalLM)"
+    assert snapshot(repo) == before
+
+
+def test_an_unknown_skip_name_is_an_error(repo: Path) -> None:
+    message = one_error_line(invoke("scan", repo, "--skip", "HeronForCausalLMM"))
+    assert message.startswith("--skip: no model or class named 'HeronForCausalLMM' (closest: HeronForCausalLM, ")
+
+
+def test_names_are_matched_as_select_matches_them(repo: Path) -> None:
+    """Any case; a model of the checkout that has no override is a name, not a typo."""
+    assert invoke("scan", repo, "--only", "OTTER,heronforcausallm").exit_code == 0
+    (repo / PKG / "quail").mkdir()
+    (repo / PKG / "quail" / "modeling_quail.py").write_text("class QuailModel:\n    pass\n", encoding="utf-8")
+    result = invoke("scan", repo, "--only", "quail", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["findings"] == []
+
+
 # --------------------------------------------------------------------------------------------- one error root
 
 
@@ -361,11 +388,12 @@ def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
     from codemod.github import GitHubError
     from codemod.pr import PrError
     from codemod.rewrite import RewriteError
+    from codemod.scan import SelectionError
     from codemod.target import TargetError
     from codemod.verify.runner import VerificationError
 
     for error in (ToolError, CheckoutError, TargetError, EnvironmentSetupError, RewriteError, VerificationError,
-                  FetchError, PrError, GitHubError, WriteError):
+                  FetchError, PrError, GitHubError, WriteError, SelectionError):
         assert issubclass(error, CodemodError) and error("x").exit_code == 2, error
 
 
