@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 
 from codemod import __version__
 from codemod.errors import CodemodError, one_line, redact
+from codemod.layout import LOG_WIDTH, lay_out
 
 DEFAULT_RELEASE = "4.45.2"
 
@@ -44,9 +45,11 @@ def error_line(error: BaseException) -> str:
 
 
 class _Commands(TyperGroup):
-    """Every command, with its errors reported in one line."""
+    """Every command, laid out for where its output goes, with its errors reported in one line."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's click Context (typer.Context is a subclass)
+        for console in (stdout, stderr):
+            lay_out(console)
         try:
             return super().invoke(ctx)
         except (CodemodError, OSError) as error:
@@ -195,7 +198,7 @@ def scan(
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     if output is not None and fmt == "table":
         with output.open("w", encoding="utf-8") as handle:
-            render(result, fmt, Console(file=handle, width=160), verbose)
+            render(result, fmt, Console(file=handle, width=LOG_WIDTH), verbose)
     else:
         text = render(result, fmt, stdout, verbose)
         if text is not None:

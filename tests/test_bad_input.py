@@ -376,6 +376,58 @@ def test_names_are_matched_as_select_matches_them(repo: Path) -> None:
     assert json.loads(result.stdout)["findings"] == []
 
 
+# --------------------------------------------------------------------------------------------- output in a log
+
+
+def _no_folded_line(text: str, *pieces: str) -> None:
+    """Each of ``pieces`` (longer than 80 columns with what surrounds it) on one line of ``text``."""
+    for piece in pieces:
+        assert any(piece in line for line in text.splitlines()), (piece, text)
+
+
+def test_scan_table_in_a_log_is_not_squeezed(repo: Path) -> None:
+    """Before: 80 columns, the "why" column folded a few words per line."""
+    result = invoke("scan", repo)
+    assert result.exit_code == 0, result.output
+    dodo = next(line for line in result.stdout.splitlines() if "DodoForCausalLM" in line)
+    assert dodo.endswith("(generate() builds one for decoder-only models, masking pad tokens) │"), dodo
+    _no_folded_line(result.stdout, f"broken copy marker {PKG}/stoat/modeling_stoat.py:24: transformers.models.otter."
+                                   f"modeling_otter.OtterModel.prepare_inputs_for_generation does not exist "
+                                   f"({PKG}/otter/modeling_otter.py defines no 'prepare_inputs_for_generation' in OtterModel)")
+
+
+def test_diff_and_apply_summaries_in_a_log_are_one_line_each(repo: Path) -> None:
+    """Before: the summary line wrapped mid-phrase at 80 columns."""
+    for command, exit_code in (("diff", 1), ("apply", 0)):
+        result = invoke(command, repo)
+        assert result.exit_code == exit_code, result.output
+        _no_folded_line(
+            result.stderr,
+            "11 overrides deleted, 1 reduced, 1 kept (0 held back); 13 files, ",
+            f"{PKG}/puffin/modeling_puffin.py: same edit as its modular source {PKG}/puffin/modular_puffin.py "
+            "(this checkout has no utils/modular_model_converter.py to regenerate it)",
+        )
+
+
+def test_verify_table_in_a_log_is_not_squeezed(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the "first difference / why" column came out four letters per line."""
+    from codemod.verify import session
+    from codemod.verify.compare import ClassVerdict
+
+    why = "the tiny model could not be built: LynxConfig needs a vision_config with an image_size of at least 32"
+
+    def verify_change(checkout, targets, **kwargs):
+        verdicts = tuple(ClassVerdict(t.override_id, "unverified", detail=why) for t in targets)
+        return session.VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 12.0, "HEAD")
+
+    monkeypatch.setattr(session, "verify_change", verify_change)
+    assert invoke("apply", repo).exit_code == 0
+    result = invoke("verify", repo, "--no-own-tests")
+    assert result.exit_code == 1, result.output
+    _no_folded_line(result.stdout, why, "classes verified on cpu in 12s")
+    assert "OtterForCausalLM" in result.stdout
+
+
 # --------------------------------------------------------------------------------------------- one error root
 
 
