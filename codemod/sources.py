@@ -98,7 +98,7 @@ def python_files(checkout: Checkout) -> Iterator[Path]:
         yield checkout.target_file
         return
     top = checkout.package_dir / "models" if checkout.package_dir is not None else checkout.root
-    found = []
+    found: list[Path] = []
     for directory, subdirs, files in os.walk(top):
         subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
         found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".py"))
