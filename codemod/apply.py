@@ -7,6 +7,7 @@ until what is left is consistent. ``diff`` renders that; ``write`` puts it on di
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
 import os
@@ -16,14 +17,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod import copies, modular, soundness
-from codemod.checkout import Checkout
+from codemod.checkout import Checkout, real_path
 from codemod.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, ValueOrigin
+from codemod.errors import CodemodError
 from codemod.index import Override
 from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
-from codemod.sources import FileKind
+from codemod.sources import FileKind, read_source
 
 _MAX_ROUNDS = 8
 
@@ -70,7 +72,7 @@ class Reader:
         path = path.resolve()
         if path in self.overlay:
             return self.overlay[path]
-        return path.read_text(encoding="utf-8")
+        return read_source(path)
 
 
 def _inherited(result: ScanResult, overrides: Iterable[Override]) -> dict[str, str | None]:
@@ -254,39 +256,95 @@ def _checkout_era(result: ScanResult):
 
 
 def unified_diff(changes: Changes) -> str:
-    chunks = []
+    return "".join(line for r in changes.rewrites if r.changed for line in _diff_lines(r))
+
+
+def unified_diff_bytes(changes: Changes) -> bytes:
+    """``unified_diff`` with each file's lines in that file's own encoding, as git prints a diff: a patch
+    of a latin-1 file, or of a file with a BOM, applies to its bytes. The ``---``/``+++`` paths are UTF-8."""
+    out = []
     for r in changes.rewrites:
-        if not r.changed:
-            continue
-        chunks.extend(
-            difflib.unified_diff(
-                r.old_text().splitlines(keepends=True),
-                r.new_text().splitlines(keepends=True),
-                fromfile=f"a/{r.path}",
-                tofile=f"b/{r.path}",
-            )
-        )
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks)
+        if r.changed:
+            codec = _line_codec(r.encoding)
+            out += [line.encode("utf-8" if n < 2 else codec, "surrogateescape") for n, line in enumerate(_diff_lines(r))]
+    return b"".join(out)
+
+
+def _line_codec(encoding: str) -> str:
+    """The codec that gives a file's bytes back line by line: a BOM is part of the first line, not of each."""
+    return "utf-8" if codecs.lookup(encoding).name == "utf-8-sig" else encoding
+
+
+def _diff_lines(r: FileRewrite) -> list[str]:
+    codec = _line_codec(r.encoding)
+    lines = difflib.unified_diff(r.old.decode(codec).splitlines(keepends=True), r.new.decode(codec).splitlines(keepends=True),
+                                 fromfile=f"a/{r.path}", tofile=f"b/{r.path}")
+    return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
+
+
+class WriteError(CodemodError):
+    """A changed file could not be written; the tree was put back as it was."""
 
 
 def write(checkout: Checkout, changes: Changes) -> list[str]:
-    """Write every changed file atomically (same directory, same mode); returns the paths written."""
-    written = []
-    for r in changes.rewrites:
-        if not r.changed:
-            continue
-        target = checkout.root / r.path
-        mode = target.stat().st_mode
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(r.new)
-            os.chmod(tmp, mode & 0o7777)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+    """Write every changed file, all or nothing; returns the paths written.
+
+    Each new text is staged beside its file first (same directory, same mode), then every staged file
+    is moved over its original: a failure at any point removes what was staged and puts back each
+    original already replaced, so the tree is either fully written or unchanged. A symlink is written
+    through (its target changes, the link stays a link)."""
+    changed = [r for r in changes.rewrites if r.changed]
+    staged: list[tuple[Path, Path]] = []  # (temporary file, the file it replaces)
+    replaced: dict[str, bytes] = {}
+    current = ""
+    try:
+        for r in changed:
+            current = r.path
+            target = real_path(checkout.root / r.path)
+            staged.append((_stage(target, r.new), target))
+        for r, (tmp, target) in zip(changed, staged):
+            current = r.path
+            _commit(tmp, target)
+            replaced[r.path] = r.old
+    except BaseException as error:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        lost = restore(checkout, replaced)
+        if not isinstance(error, OSError):
             raise
-        written.append(r.path)
-    return written
+        outcome = f"could not put back {', '.join(lost)}" if lost else "no file was changed"
+        raise WriteError(f"cannot write {current} in {checkout.root}: {error.strerror or error}; {outcome}") from error
+    return [r.path for r in changed]
+
+
+def restore(checkout: Checkout, originals: dict[str, bytes]) -> list[str]:
+    """Put ``originals`` (path -> bytes) back, each atomically; returns the paths that could not be."""
+    lost = []
+    for path, data in originals.items():
+        target = real_path(checkout.root / path)
+        try:
+            _commit(_stage(target, data), target)
+        except OSError:
+            lost.append(path)
+    return lost
+
+
+def _stage(target: Path, data: bytes) -> Path:
+    """``data`` in a new file beside ``target``, with its mode: ready to be moved over it."""
+    mode = target.stat().st_mode
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode & 0o7777)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _commit(staged: Path, target: Path) -> None:
+    """Move a staged file over ``target`` (a rename: atomic, readers see the old file or the new)."""
+    os.replace(staged, target)
 
 

@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
 import subprocess
 from pathlib import Path
 
 from codemod.contracts import Vocabulary
+from codemod.errors import CodemodError
 
 _VERSION = re.compile(r'^__version__\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
 
@@ -85,7 +88,7 @@ def _is_package_dir(path: Path) -> bool:
 def _version(package_dir: Path) -> str | None:
     try:
         found = _VERSION.search((package_dir / "__init__.py").read_text(encoding="utf-8"))
-    except OSError:
+    except (OSError, ValueError):  # unreadable, or not UTF-8: no version to tell
         return None
     return found.group(1) if found else None
 
@@ -110,11 +113,29 @@ def git_state(root: Path) -> GitState | None:
     )
 
 
+class CheckoutError(CodemodError):
+    """PATH is nothing to work on: it does not exist, or it cannot be reached (a symlink loop, no permission)."""
+
+
+def real_path(path: Path) -> Path:
+    """``path`` with every symlink resolved. A loop is an ``OSError`` (ELOOP), as the system reports it:
+    ``Path.resolve`` raises ``RuntimeError`` for one before Python 3.13."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
+
+
 def resolve(path: Path, with_git: bool = True) -> Checkout:
-    """Say what ``path`` is. Raises ``FileNotFoundError`` when it does not exist."""
-    path = path.expanduser().resolve()
-    if not path.exists():
-        raise FileNotFoundError(path)
+    """Say what ``path`` is. Raises ``CheckoutError`` when it does not exist or cannot be reached."""
+    given = path.expanduser()
+    try:
+        os.stat(given)  # follows links: the errno tells a missing path from a loop or a closed directory
+        path = real_path(given)
+    except FileNotFoundError:
+        raise CheckoutError(f"no such file or directory: {os.path.abspath(given)}") from None
+    except OSError as error:
+        raise CheckoutError(f"cannot read {given}: {(error.strerror or str(error)).lower()}") from None
     if path.is_file():
         return Checkout(root=path.parent, kind=CheckoutKind.FILE, package_dir=None, version=None, target_file=path)
     git = git_state(path) if with_git else None

@@ -1,7 +1,7 @@
 """The command line: parse arguments, call the pipeline's stages, render. Nothing else lives here.
 
 Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed verification;
-2 usage or tool errors.
+2 usage or tool errors: every ``CodemodError`` is caught once, in ``_Commands.invoke``, and printed as one line.
 """
 
 from __future__ import annotations
@@ -13,16 +13,52 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
 from codemod import __version__
 from codemod.contracts import Verdict
+from codemod.errors import CodemodError, one_line, redact
+from codemod.layout import LOG_WIDTH, lay_out
 
 DEFAULT_RELEASE = "4.45.2"
+
+stdout = Console()
+stderr = Console(stderr=True)
+
+
+class ToolError(CodemodError):
+    """A usage error the commands themselves find (options that do not go together, a dirty tree)."""
+
+
+def error_line(error: BaseException) -> str:
+    """What the user reads: one line, never a credential. An ``OSError`` (a directory that cannot be
+    read or written, a full disk) is the user's to fix like any ``CodemodError``."""
+    if isinstance(error, OSError) and error.strerror:
+        text = f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    else:
+        text = str(error) or type(error).__name__
+    return one_line(redact(text))
+
+
+class _Commands(TyperGroup):
+    """Every command, laid out for where its output goes, with its errors reported in one line."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's click Context (typer.Context is a subclass)
+        for console in (stdout, stderr):
+            lay_out(console)
+        try:
+            return super().invoke(ctx)
+        except (CodemodError, OSError) as error:
+            if isinstance(error, BrokenPipeError):
+                raise  # the reader went away (``| head``): typer exits quietly
+            stderr.print(f"error: {error_line(error)}", style="red", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(getattr(error, "exit_code", 2)) from None
+
 
 app = typer.Typer(
     name="codemod",
@@ -30,13 +66,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_Commands,
 )
-stdout = Console()
-stderr = Console(stderr=True)
-
-
-class ToolError(Exception):
-    """An error the user can act on; reported in one line, exit status 2."""
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -86,33 +117,27 @@ def _resolve_path(path: Path | None, release: str, writable: bool = False):
 
     from codemod.cache import cache_dir
     from codemod.checkout import resolve
-    from codemod.fetch import FetchError, fetch_release
+    from codemod.fetch import fetch_release
 
     if path is None:
         def say(message: str) -> None:
             stderr.print(message, style="dim")
 
-        try:
-            if writable:
-                path = cache_dir("work") / f"transformers-{release}"
-                if path.exists():
-                    shutil.rmtree(path)
-                path = fetch_release(release, path, progress=say)
-                say(f"working on a copy: {path}")
-            else:
-                path = fetch_release(release, progress=say)
-        except FetchError as error:
-            raise ToolError(str(error)) from error
-    try:
-        return resolve(path)
-    except FileNotFoundError as error:
-        raise ToolError(f"no such file or directory: {error}") from error
+        if writable:
+            path = cache_dir("work") / f"transformers-{release}"
+            if path.exists():
+                shutil.rmtree(path)
+            path = fetch_release(release, path, progress=say)
+            say(f"working on a copy: {path}")
+        else:
+            path = fetch_release(release, progress=say)
+    return resolve(path)
 
 
 def _target(checkout, target: str | None, mixin: Path | None):
     """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
     from codemod.checkout import CheckoutKind
-    from codemod.target import TargetError, from_path, from_release
+    from codemod.target import from_path, from_release
 
     if target is None and mixin is None:
         return None
@@ -121,12 +146,9 @@ def _target(checkout, target: str | None, mixin: Path | None):
     if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
         raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
                         "--target and --mixin are for trees and files of model code")
-    try:
-        if target is not None:
-            return from_release(target, progress=lambda message: stderr.print(message, style="dim"))
-        return from_path(mixin)  # type: ignore[arg-type]
-    except TargetError as error:
-        raise ToolError(str(error)) from error
+    if target is not None:
+        return from_release(target, progress=lambda message: stderr.print(message, style="dim"))
+    return from_path(mixin)  # type: ignore[arg-type]
 
 
 def run_scan(
@@ -177,7 +199,7 @@ def scan(
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     if output is not None and fmt == "table":
         with output.open("w", encoding="utf-8") as handle:
-            render(result, fmt, Console(file=handle, width=160), verbose)
+            render(result, fmt, Console(file=handle, width=LOG_WIDTH), verbose)
     else:
         text = render(result, fmt, stdout, verbose)
         if text is not None:
@@ -239,15 +261,17 @@ def diff(
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
 
-    from codemod.apply import compute_changes, unified_diff
+    from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
     changes = compute_changes(result, jobs)
-    text = unified_diff(changes)
     if stdout.is_terminal:
-        stdout.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
-        sys.stdout.write(text)
+        # a patch to apply: each file's lines as its bytes are (latin-1 stays latin-1)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(unified_diff_bytes(changes))
+        sys.stdout.buffer.flush()
     _print_summary(result, changes, result.index.checkout)
     raise typer.Exit(1 if changes.changed else 0)
 
@@ -335,6 +359,19 @@ def _emit_verify(report, fmt: str, output: Path | None) -> None:
         sys.stdout.write(text)
 
 
+def _refuse_dirty(checkout) -> None:
+    """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
+    file is guarded by its own repository, as a directory is."""
+    from codemod.checkout import CheckoutKind, git_state
+
+    git = checkout.git
+    if git is None and checkout.kind is CheckoutKind.FILE:
+        git = git_state(checkout.root)
+    if git is not None and git.dirty:
+        where = f"the git tree of {checkout.target_file}" if checkout.kind is CheckoutKind.FILE else checkout.root
+        raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+
+
 def _check_releases(checkout, target: str | None, from_release: str | None) -> None:
     """A transformers checkout runs on itself: releases to run on are for model code outside it."""
     from codemod.verify.sides import is_tree
@@ -367,7 +404,7 @@ def verify(
     Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
     from codemod.checkout import resolve
     from codemod.scan import scan as scan_checkout
-    from codemod.verify.runner import VerificationError, worktree
+    from codemod.verify.runner import worktree
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
 
@@ -375,19 +412,16 @@ def verify(
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
     _check_releases(checkout, target, from_release)
-    try:
-        with worktree(checkout.root, base) as old_root:
-            base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
-        base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
-        targets, not_run = targets_from_diff(base_result, base)
-        targets = take_shard(targets, shard)
-        with _VerifyProgress() as progress:
-            report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
-                                   progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run,
-                                   own_tests=own_tests, target=target, from_release=from_release,
-                                   requirements=_split(requirement))
-    except (VerificationError, ValueError) as error:
-        raise ToolError(str(error)) from error
+    with worktree(checkout.root, base) as old_root:
+        base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
+    base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
+    targets, not_run = targets_from_diff(base_result, base)
+    targets = take_shard(targets, shard)
+    with _VerifyProgress() as progress:
+        report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
+                               progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run,
+                               own_tests=own_tests, target=target, from_release=from_release,
+                               requirements=_split(requirement))
     _emit_verify(report, fmt, output)
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
@@ -428,14 +462,14 @@ def apply(
         from codemod.verify.session import DEFAULT_TREE_TARGET
         from codemod.verify.sides import is_tree
 
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with PATH
             if is_tree(resolve(path, with_git=False)):
                 target = DEFAULT_TREE_TARGET  # classified against the release it is verified on
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
     checkout = result.index.checkout
     _check_releases(checkout, target, from_release)
-    if checkout.git is not None and checkout.git.dirty and not allow_dirty:
-        raise ToolError(f"{checkout.root} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+    if not allow_dirty:
+        _refuse_dirty(checkout)
     if not verify:
         changes = compute_changes(result, jobs)
         written = write(checkout, changes)
@@ -444,20 +478,16 @@ def apply(
         _run_tools(checkout, written, python)
         return
     from codemod.migrate import run_migration_on
-    from codemod.verify.runner import VerificationError
 
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
-    try:
-        with _VerifyProgress() as progress:
-            run = run_migration_on(
-                checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
-                keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
-                own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
-                requirements=_split(requirement),
-            )
-    except VerificationError as error:
-        raise ToolError(str(error)) from error
+    with _VerifyProgress() as progress:
+        run = run_migration_on(
+            checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
+            keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
+            own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
+            requirements=_split(requirement),
+        )
     _emit_verify(run.report, "table", None)
     if report_file is not None:
         _emit_verify(run.report, "json", report_file)
@@ -473,12 +503,9 @@ def fetch(
     dest: Annotated[Optional[Path], typer.Argument(help="Where to lay it out (default: the user cache).")] = None,
 ) -> None:
     """Download a transformers release's sdist from PyPI as a git checkout (one commit on main) and print its path."""
-    from codemod.fetch import FetchError, fetch_release
+    from codemod.fetch import fetch_release
 
-    try:
-        root = fetch_release(version, dest, progress=lambda message: stderr.print(message, style="dim"))
-    except FetchError as error:
-        raise ToolError(str(error)) from error
+    root = fetch_release(version, dest, progress=lambda message: stderr.print(message, style="dim"))
     stdout.print(str(root), highlight=False, soft_wrap=True)
 
 
@@ -497,19 +524,15 @@ def pr(
     label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
-    from codemod.pr import GROUP_BY, PrError, run_pr
+    from codemod.pr import GROUP_BY, run_pr
 
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")
-    try:
-        run_pr(
-            path, repo=repo, remote=remote, base=base, api_url=api_url, group_by=group_by, max_open=max_open,
-            only=_split(only), skip=_split(skip), dry_run=dry_run, labels=_split(label),
-            echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True),
-        )
-    except PrError as error:
-        stderr.print(f"error: {error}", style="red", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+    run_pr(
+        path, repo=repo, remote=remote, base=base, api_url=api_url, group_by=group_by, max_open=max_open,
+        only=_split(only), skip=_split(skip), dry_run=dry_run, labels=_split(label),
+        echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True),
+    )
 
 
 @app.command()
@@ -554,8 +577,4 @@ def _main(
 
 
 def main() -> None:
-    try:
-        app(standalone_mode=True)
-    except ToolError as error:
-        stderr.print(f"error: {error}", style="red", highlight=False, soft_wrap=True)
-        raise SystemExit(2) from None
+    app(standalone_mode=True)

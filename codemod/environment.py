@@ -24,6 +24,8 @@ from pathlib import Path
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
+from codemod.errors import CodemodError
+from codemod.sources import read_source
 
 #: torch for each device: the CPU build is on this machine's disk; CUDA builds come from the index
 TORCH = {"cpu": "torch==2.13.0", "cuda": "torch"}
@@ -33,7 +35,7 @@ TOOLS = ("ruff", "libcst")
 TESTS = ("pytest", "pytest-xdist", "pytest-timeout", "parameterized", "timeout-decorator", "datasets")
 
 
-class EnvironmentSetupError(Exception):
+class EnvironmentSetupError(CodemodError):
     """Creating or using an environment failed (pip error, no setup.py and no version...)."""
 
 
@@ -49,7 +51,7 @@ class Environment:
 
 def _setup_lists(setup_py: Path) -> tuple[dict[str, str], list[str]]:
     """``_deps`` (name -> requirement) and the names in ``install_requires`` of transformers' setup.py."""
-    tree = ast.parse(setup_py.read_text(encoding="utf-8"))
+    tree = ast.parse(read_source(setup_py))
     deps: dict[str, str] = {}
     core: list[str] = []
     for node in ast.walk(tree):

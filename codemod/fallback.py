@@ -35,7 +35,7 @@ from codemod.modular import (
     top_level,
     top_level_classes,
 )
-from codemod.sources import METHOD, MIXIN_CLASS
+from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
 from codemod.target import PRETRAINED_CLASS, Target
 
 Reader = Callable[[Path], str]
@@ -566,8 +566,8 @@ def _class_index(package: str) -> dict[str, Path]:
                 continue
             path = Path(directory, name)
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = read_source(path)
+            except READ_ERRORS:
                 continue
             into = later if "deprecated" in path.parts else found
             for match in _CLASS_LINE.finditer(text):

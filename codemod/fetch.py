@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from codemod.cache import cache_dir
+from codemod.errors import CodemodError, redact
 
 try:  # POSIX; elsewhere the atomic rename below still keeps concurrent fetches correct
     import fcntl
@@ -86,7 +87,7 @@ _NETWORK_MARKERS = (
 _NOT_FOUND_MARKERS = ("No matching distribution found", "Could not find a version that satisfies")
 
 
-class FetchError(Exception):
+class FetchError(CodemodError):
     """A release could not be fetched; the message says why and what to do."""
 
 
@@ -378,13 +379,8 @@ def _pip_error_lines(output: str) -> str:
     errors = [line for line in lines if line.startswith("ERROR:") and "yanked versions" not in line]
     text = " ".join((errors or lines[-1:])[-2:])
     text = re.sub(r"\(from versions: [^)]*\)", "", text)  # every release ever made: noise here
-    text = _redact(re.sub(r"\s+", " ", text).strip())
+    text = redact(re.sub(r"\s+", " ", text).strip())
     return (text[:400] + " ...") if len(text) > 400 else text or "no output"
-
-
-def _redact(text: str) -> str:
-    """Blank ``user:password@`` in URLs; pip redacts them too, but messages must never leak one."""
-    return re.sub(r"(?<=://)[^/@\s]+@", "***@", text)
 
 
 def _released_versions() -> set[str] | None:
@@ -463,7 +459,7 @@ def _sdist_entry(version: str, metadata: dict[str, Any]) -> dict[str, Any]:
 def _reason(error: BaseException) -> str:
     """A short reason for a network error, without URLs that could carry credentials."""
     reason = getattr(error, "reason", None) or error
-    return _redact(str(reason))
+    return redact(str(reason))
 
 
 # --- extracting -------------------------------------------------------------------------------

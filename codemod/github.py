@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codemod.errors import CodemodError, redact
+
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 #: at most this many pages are read from one listing (100 per page): a bound on a runaway ``Link`` chain
@@ -34,19 +36,9 @@ MAX_PAGES = 50
 _TIMEOUT_S = 30.0
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-#: credentials embedded in a URL (``https://user:secret@host``), as git prints remotes
-_URL_CREDENTIALS = re.compile(r"(://)[^/\s:@]+:[^/\s@]+@")
 
 
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every secret (and any ``user:password@`` in a URL) replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return _URL_CREDENTIALS.sub(r"\1***@", text)
-
-
-class GitHubError(Exception):
+class GitHubError(CodemodError):
     """A failed API call, as one line a user can act on; ``status`` is the HTTP status (0: no answer)."""
 
     def __init__(self, message: str, *, status: int = 0, method: str = "", path: str = "") -> None:

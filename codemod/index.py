@@ -25,10 +25,10 @@ from pathlib import Path
 from codemod import copies, modular
 from codemod.analysis import BodyAnalysis, Delegation
 from codemod.cache import cache_dir
-from codemod.checkout import Checkout, CheckoutKind
+from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId
 from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
-from codemod.sources import METHOD, NEEDLE, FileKind, file_kind, model_name, python_files
+from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.target import Target, for_checkout
 
 _OVERWRITTEN = "# Overwritten --"
@@ -348,7 +348,7 @@ class Reader:
     def exists(self, path: Path) -> bool:
         if path.is_file():
             return True
-        self.absent.add(path.resolve())
+        self.absent.add(Path(os.path.abspath(path)))  # not resolved: a loop has nowhere to resolve to
         return False
 
     def __call__(self, path: Path) -> str:
@@ -356,9 +356,9 @@ class Reader:
         # thousands of files again is most of a warm scan's time, so only unknown paths are.
         text = self.texts.get(path)
         if text is None:
-            path = path.resolve()
+            path = real_path(path)
             if path not in self.texts:
-                self.texts[path] = path.read_text(encoding="utf-8")
+                self.texts[path] = read_source(path)
             text = self.texts[path]
         return text
 
@@ -389,13 +389,13 @@ def discover(checkout: Checkout) -> Discovery:
     files_read = 0
     for path in python_files(checkout):
         files_read += 1
+        rel = Path(os.path.relpath(path, checkout.root)).as_posix()
         try:
             text = read(path)
-        except (OSError, UnicodeDecodeError) as error:
-            errors.append(FileError(checkout.relative(path), f"cannot read: {error}"))
+        except READ_ERRORS as error:
+            errors.append(FileError(rel, f"cannot read: {error}"))
             continue
         if NEEDLE in text:
-            rel = Path(os.path.relpath(path, checkout.root)).as_posix()
             candidates.append(Candidate(path, rel, text, file_kind(path, text)))
     return Discovery(checkout, read, candidates, errors, files_read)
 
@@ -483,7 +483,7 @@ def _method_analyser(checkout: Checkout, all_facts: list[FileFacts], read: Reade
         if facts is None:
             try:
                 text = read(path)
-            except (OSError, UnicodeDecodeError):
+            except READ_ERRORS:
                 return None
             key = _cache_key(path.as_posix(), text)
             facts = cache.get(key)
@@ -632,8 +632,8 @@ def inheritors(index: Index, changed: Iterable[str]) -> list[Inheritor]:
     headers: list[tuple[str, str, tuple[str, ...]]] = []
     for path in python_files(index.checkout):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_source(path)
+        except READ_ERRORS:
             continue
         rel = Path(os.path.relpath(path, index.checkout.root)).as_posix()
         for match in _CLASS_HEADER.finditer(text):

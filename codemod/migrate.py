@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from codemod.apply import Changes, compute_changes, initial_plan, settle, write
+from codemod.apply import Changes, WriteError, compute_changes, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action
 from codemod.contracts import OriginKind, Verdict
@@ -40,8 +40,9 @@ class MigrationRun:
 
 
 def _restore(checkout: Checkout, originals: dict[str, bytes]) -> None:
-    for path, data in originals.items():
-        (checkout.root / path).write_bytes(data)
+    lost = restore(checkout, originals)
+    if lost:
+        raise WriteError(f"could not put back {', '.join(lost)}")
 
 
 def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from codemod.analysis import BodyAnalysis, Unrecognised
 from codemod.checkout import Checkout
 from codemod.contracts import Vocabulary
-from codemod.sources import METHOD, MIXIN_CLASS
+from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
 from codemod.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 
 __all__ = ["MIXIN_CLASS", "Era", "MixinProfile", "built_in_profile", "hoisted_profile", "profile_from_analysis",
@@ -216,7 +216,7 @@ def read_profile(checkout: Checkout, target: Target | None = None) -> MixinProfi
     path: Path | None = target.mixin_file
     if path is None:
         return built_in_profile()
-    text = path.read_text(encoding="utf-8")
+    text = read_source(path)
     shown = checkout.relative(path) if target.origin is TargetOrigin.CHECKOUT else \
         f"transformers/{path.resolve().relative_to(target.package_dir.resolve()).as_posix()}"  # type: ignore[union-attr]
     profile = profile_from_source(text, shown)
@@ -235,7 +235,7 @@ def _override_enables_generation(package_dir: Path | None) -> bool:
     if package_dir is None:
         return False
     try:
-        text = (package_dir / "modeling_utils.py").read_text(encoding="utf-8")
-    except OSError:
+        text = read_source(package_dir / "modeling_utils.py")
+    except READ_ERRORS:
         return False
     return _CAN_GENERATE_BY_OVERRIDE in text

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from codemod.checkout import Checkout
 from codemod.contracts import OriginKind, OverrideId
+from codemod.sources import READ_ERRORS
 
 Reader = Callable[[Path], str]
 
@@ -116,7 +117,7 @@ def parse_text(text: str) -> ast.Module | None:
 def parse_file(path: Path, read: Reader) -> ast.Module | None:
     try:
         return parse_text(read(path))
-    except OSError:
+    except READ_ERRORS:
         return None
 
 
@@ -243,7 +244,7 @@ def modular_file_of(checkout: Checkout, generated_file: Path, read: Reader) -> t
     """
     try:
         named = generated_from(read(generated_file))
-    except OSError:
+    except READ_ERRORS:
         return None, f"cannot read {generated_file.name}"
     if named is not None:
         target = _header_target(checkout, generated_file, named)
@@ -484,7 +485,7 @@ def _origin_of(
 def _safe_read(path: Path, read: Reader) -> str | None:
     try:
         return read(path)
-    except OSError:
+    except READ_ERRORS:
         return None
 
 

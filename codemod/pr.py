@@ -37,6 +37,7 @@ from typing import Any
 from codemod import __version__
 from codemod.classify import Action as OverrideAction
 from codemod.contracts import Verdict
+from codemod.errors import CodemodError, redact
 from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, redact
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 
@@ -52,7 +53,7 @@ Migrate = Callable[[Path, list[str], list[str]], Migration]
 Echo = Callable[[str], None]
 
 
-class PrError(Exception):
+class PrError(CodemodError):
     """A failure the user can act on, as one line without secrets; the CLI exits with status 2."""
 
 

@@ -19,6 +19,7 @@ from codemod import __version__
 from codemod.classify import Action, Category, Finding
 from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
 from codemod.fallback import Fallback, FallbackKind
+from codemod.layout import fills_width
 from codemod.scan import ScanResult
 
 SCHEMA_VERSION = 1
@@ -236,8 +237,8 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
         group = [f for f in result.findings if f.category is category]
         if not group:
             continue
-        table = Table(title=f"{category.value} ({len(group)})", title_style=_STYLE[category], expand=True,
-                      show_lines=verbose)
+        table = Table(title=f"{category.value} ({len(group)})", title_style=_STYLE[category],
+                      expand=fills_width(console), show_lines=verbose)
         table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
         table.add_column("lines", justify="right")
         table.add_column("action")
@@ -381,7 +382,7 @@ def render_verify_table(report, console: Console) -> None:
         + ", ".join(f"{n} {k}" for k, n in s.items()),
         highlight=False,
     )
-    table = Table(expand=True)
+    table = Table(expand=fills_width(console))
     table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
     table.add_column("verdict")
     table.add_column("scenarios", justify="right")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from codemod.errors import CodemodError
 from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind
 
 _MARKER = "# Copied from"
@@ -45,7 +46,7 @@ class FileRewrite:
         return self.new.decode(self.encoding)
 
 
-class RewriteError(Exception):
+class RewriteError(CodemodError):
     pass
 
 

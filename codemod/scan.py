@@ -9,6 +9,7 @@ scan read (so any change anywhere invalidates it) and checked against the files 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import os
 import pickle
@@ -18,8 +19,10 @@ from pathlib import Path
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
 from codemod.classify import Finding, classify, select
+from codemod.errors import CodemodError
 from codemod.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.mixin import MixinProfile, read_profile
+from codemod.sources import READ_ERRORS, model_names, read_source
 from codemod.target import Target, for_checkout
 
 
@@ -30,9 +33,35 @@ class ScanResult:
     findings: tuple[Finding, ...]
 
     def select(self, only: Iterable[str] = (), skip: Iterable[str] = ()) -> ScanResult:
-        """The same result for some models only (``--only`` / ``--skip``)."""
+        """The same result for some models only (``--only`` / ``--skip``). A name that is neither a model
+        nor a class of the checkout is a ``SelectionError``: a typo must not select nothing, silently."""
+        only, skip = list(only), list(skip)
+        if only or skip:
+            known = model_names(self.index.checkout) | {o.class_name for o in self.index.overrides}
+            check_names("--only", only, known)
+            check_names("--skip", skip, known)
         chosen = {o.id for o in select(self.index.overrides, only, skip)}
         return dataclasses.replace(self, findings=tuple(f for f in self.findings if f.override.id in chosen))
+
+
+class SelectionError(CodemodError):
+    """An ``--only`` / ``--skip`` name that names no model and no class."""
+
+
+def check_names(option: str, names: Iterable[str], known: Iterable[str]) -> None:
+    """Raise ``SelectionError`` for the ``names`` not in ``known`` (case-insensitive, as ``select``
+    matches), each with the three closest known names."""
+    by_lower = {name.lower(): name for name in known}
+    unknown = [name for name in names if name.lower() not in by_lower]
+    if not unknown:
+        return
+    if not by_lower:
+        raise SelectionError(f"{option} {', '.join(unknown)}: the checkout has no model files")
+    described = []
+    for name in unknown:
+        closest = difflib.get_close_matches(name.lower(), by_lower, n=3, cutoff=0.0)
+        described.append(f"no model or class named {name!r} (closest: {', '.join(by_lower[c] for c in closest)})")
+    raise SelectionError(f"{option}: {'; '.join(described)}")
 
 
 def _digest(texts: Iterable[tuple[str, str]]) -> str:
@@ -54,8 +83,8 @@ def _key(found: Discovery, target: Target) -> str:
 
 def _read_or_none(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_source(path)
+    except READ_ERRORS:
         return None
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from enum import Enum
+from importlib.util import decode_source
 from pathlib import Path
 
 from codemod.checkout import Checkout, CheckoutKind
@@ -54,9 +56,22 @@ def file_kind(path: Path, text: str | None = None) -> FileKind:
     return FileKind.OTHER
 
 
+#: what reading a source file fails with: the file (OSError), an encoding cookie naming no codec
+#: (SyntaxError, as Python reports it), bytes that are not in the file's encoding (UnicodeDecodeError)
+READ_ERRORS = (OSError, SyntaxError, UnicodeDecodeError)
+
+
+def read_source(path: Path) -> str:
+    """A Python file's text as Python reads it: in the encoding its BOM or ``# -*- coding: … -*-`` cookie
+    names (UTF-8 without either), without the BOM, with universal newlines (as ``Path.read_text``).
+    Only reading honours them: ``rewrite`` edits the bytes and writes both back as they were."""
+    return decode_source(path.read_bytes())
+
+
 def model_name(checkout: Checkout, path: Path) -> str | None:
     """``llama`` for ``…/models/llama/modeling_llama.py`` (also below ``models/deprecated``)."""
-    parts = path.resolve().relative_to(checkout.root).parts
+    # where the file is in the tree, not where a symlink leads: a link to a file outside stays in its model
+    parts = Path(os.path.relpath(os.path.abspath(path), checkout.root)).parts
     if "models" in parts:
         after = parts[parts.index("models") + 1 :]
         if after and after[0] == "deprecated":
@@ -72,15 +87,45 @@ def model_name(checkout: Checkout, path: Path) -> str | None:
     return None
 
 
+def model_names(checkout: Checkout) -> set[str]:
+    """The name of every model of the checkout (``--only`` and ``--skip`` take them)."""
+    return {name for path in python_files(checkout) if (name := model_name(checkout, path)) is not None}
+
+
 def python_files(checkout: Checkout) -> Iterator[Path]:
-    """Every Python file that may hold model code, in a stable order."""
+    """Every Python file that may hold model code, once each, in a stable order."""
     if checkout.kind is CheckoutKind.FILE:
         assert checkout.target_file is not None
         yield checkout.target_file
         return
     top = checkout.package_dir / "models" if checkout.package_dir is not None else checkout.root
+    found: list[Path] = []
     for directory, subdirs, files in os.walk(top):
         subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".py"):
-                yield Path(directory, name)
+        found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".py"))
+    yield from once_each(found)
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file ``path`` leads to; None when it leads nowhere."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def once_each(paths: Iterable[Path]) -> Iterator[Path]:
+    """``paths`` with every file once: a symlink to a file also reached directly, or through an earlier
+    link, is left out (the file keeps its own path; a link to a file outside the tree keeps the link's).
+    A link that leads nowhere (a loop) stays, so that reading it reports it."""
+    paths = list(paths)
+    links = {p for p in paths if p.is_symlink()}
+    seen = {_file_id(p) for p in paths if p not in links}
+    for path in paths:
+        if path in links:
+            target = _file_id(path)
+            if target is not None and target in seen:
+                continue
+            seen.add(target)
+        yield path

@@ -13,9 +13,10 @@ import ast
 import dataclasses
 from pathlib import Path
 
-from codemod.checkout import Checkout, CheckoutKind, resolve
+from codemod.checkout import Checkout, CheckoutError, CheckoutKind, resolve
 from codemod.contracts import Vocabulary
-from codemod.sources import MIXIN_CLASS
+from codemod.errors import CodemodError
+from codemod.sources import MIXIN_CLASS, READ_ERRORS, read_source
 
 PRETRAINED_CLASS = "PreTrainedModel"
 
@@ -59,7 +60,7 @@ class Target:
                 TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})"}[self.origin]
 
 
-class TargetError(Exception):
+class TargetError(CodemodError):
     """A target that cannot be used; the message says why."""
 
 
@@ -85,7 +86,7 @@ def from_path(path: Path) -> Target:
     """``--mixin PATH``: a transformers checkout or an installed ``transformers`` package directory."""
     try:
         found = resolve(path, with_git=False)
-    except FileNotFoundError as error:
+    except CheckoutError as error:
         raise TargetError(f"--mixin: no such directory: {path}") from error
     if found.package_dir is None:
         raise TargetError(f"--mixin: {path} is neither a transformers checkout nor a transformers package directory")
@@ -98,8 +99,8 @@ def pretrained_model_generative(target: Target) -> bool | None:
     if target.package_dir is None:
         return None
     try:
-        tree = ast.parse((target.package_dir / "modeling_utils.py").read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_source(target.package_dir / "modeling_utils.py"))
+    except (*READ_ERRORS, ValueError):
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == PRETRAINED_CLASS:

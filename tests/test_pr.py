@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from codemod import pr
-from codemod.github import GitHubClient, GitHubError, redact, retry_hint, validation_errors
+from codemod.errors import redact
+from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.pr import (
     BRANCH_PREFIX,

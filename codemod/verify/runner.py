@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from codemod.contracts import WorkerStatus
+from codemod.errors import CodemodError
 from codemod.verify.compare import ClassVerdict, compare
 
 VERIFY_DIR = Path(__file__).resolve().parent
@@ -47,7 +48,7 @@ class Target:
     inherits_from: str = ""
 
 
-class VerificationError(Exception):
+class VerificationError(CodemodError):
     pass
 
 

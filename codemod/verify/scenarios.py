@@ -15,9 +15,8 @@ import hashlib
 import inspect
 from collections.abc import Callable
 
-import torch
-
 import tiny
+import torch
 
 MAX_NEW_TOKENS = 6
 #: new tokens of the long scenario: enough to cross a length-dependent branch of a tiny config

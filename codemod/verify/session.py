@@ -11,6 +11,7 @@ import dataclasses
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from importlib.util import decode_source
 from pathlib import Path
 
 from codemod.checkout import Checkout
@@ -20,7 +21,7 @@ from codemod.environment import ensure_environment
 from codemod.index import inheritors
 from codemod.plan import Plan
 from codemod.scan import ScanResult
-from codemod.sources import FileKind, model_name
+from codemod.sources import FileKind, model_name, read_source
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
@@ -120,7 +121,7 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
     for o in result.findings:
         old = _git_show(checkout.root, base, o.override.file)
         new_path = checkout.root / o.override.file
-        new = new_path.read_text(encoding="utf-8") if new_path.is_file() else ""
+        new = read_source(new_path) if new_path.is_file() else ""
         if old is None or _method_source(old, o.override.class_name) == _method_source(new, o.override.class_name):
             continue
         module = importable_module(checkout, o.override.file)
@@ -132,8 +133,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
 
 
 def _git_show(root: Path, revision: str, path: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{path}"], capture_output=True, text=True)
-    return done.stdout if done.returncode == 0 else None
+    done = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{path}"], capture_output=True)
+    return decode_source(done.stdout) if done.returncode == 0 else None
 
 
 def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:
@@ -141,9 +142,9 @@ def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:
     if not spec:
         return list(targets)
     index, _, count = spec.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise VerificationError(f"--shard {spec}: want I/N with 1 <= I <= N")
     i, n = int(index), int(count)
-    if not 1 <= i <= n:
-        raise ValueError(f"--shard {spec}: want I/N with 1 <= I <= N")
     return [t for position, t in enumerate(targets) if position % n == i - 1]
 
 

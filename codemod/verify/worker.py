@@ -27,11 +27,10 @@ import traceback
 PROTOCOL = sys.stdout
 sys.stdout = sys.stderr  # whatever the models print must not reach the protocol stream
 
-import torch  # noqa: E402
-
 import scenarios  # noqa: E402
 import testers  # noqa: E402
 import tiny  # noqa: E402
+import torch  # noqa: E402
 import usage  # noqa: E402
 
 
