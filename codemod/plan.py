@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from codemod import soundness
-from codemod.classify import Action, Category, Extra, Finding
+from codemod.classify import Action, Extra, Finding
 from codemod.contracts import (
     CopyScope,
     CopyStatus,
@@ -312,6 +312,13 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
     return "; ".join(dict.fromkeys(parts))
 
 
+def _keeps_own(finding: Finding) -> bool:
+    """Whether the finding has a reason that keeps it as it is (a bespoke or unrecognised one): what a kept
+    override's mark quotes. Its category may be bespoke for other reasons too (a difference in the standard
+    flow, its own statements kept in front of super()); those are no reason of their own to mark it."""
+    return any(r.kind.keeps for r in finding.reasons)
+
+
 def _keep_reason(finding: Finding) -> str:
     """A one-line ``# Overwritten --`` reason: what the override does that the mixin does not."""
     for kind in (ReasonKind.BESPOKE, ReasonKind.UNRECOGNISED):
@@ -416,7 +423,7 @@ class _Planner:
             elif f.action is Action.REDUCE:
                 reduction = reduce_override(f.override, f.extras)
                 if reduction is None:
-                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if f.category is Category.BESPOKE
+                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f)
                                                     else f"keeps {_extras_summary(f.extras)}")
                     self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
@@ -425,8 +432,8 @@ class _Planner:
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
                                                     keep_params=reduction.keep_params, extras=f.extras)
             else:
-                mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
-                if f.category is Category.GENERIC or _unreachable(f.override):
+                mark = _keep_reason(f) if _keeps_own(f) else _extras_summary(f.extras)
+                if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
                     # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
                     # (no base defines the method): nothing to add
                     mark = ""

@@ -224,14 +224,17 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
     for line in header_lines(result):
         console.print(line, highlight=False)
     counts = Table(title="By category", show_edge=False)
-    for column in ("category", "overrides", "lines", "action"):
+    for column in ("category", "overrides", "lines", "actions"):
         counts.add_column(column, justify="right" if column in ("overrides", "lines") else "left")
     s = summary(result)
-    actions = {Category.GENERIC: "delete", Category.KWARGS_FORWARDING: "reduce", Category.BESPOKE: "keep"}
     for category in _CATEGORY_ORDER:
         row = s["by_category"][category.value]
-        counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), actions[category])
-    counts.add_row("total", str(s["overrides"]), str(s["lines"]), "")
+        # a category is what an override does, an action what the tool does with it: each category's actions
+        actions = Counter(f.action for f in result.findings if f.category is category)
+        done = ", ".join(f"{actions[a]} {a.value}" for a in Action if actions[a])
+        counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), done)
+    counts.add_row("total", str(s["overrides"]), str(s["lines"]),
+                   ", ".join(f"{n} {a}" for a, n in s["by_action"].items() if n))
     console.print(counts)
     for category in _CATEGORY_ORDER:
         group = [f for f in result.findings if f.category is category]

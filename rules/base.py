@@ -119,6 +119,9 @@ class Coverage:
     differences: tuple[str, ...] = ()
     #: when not covered: what the mixin lacks
     missing: str = ""
+    #: differences that change what is prepared in the standard generate flow (listed like the others,
+    #: and they make the override not generic; ``differences`` are near-misses outside that flow)
+    flow_differences: tuple[str, ...] = ()
 
 
 #: A mixin's behaviours as the comparison sees them: behaviour name -> facets of its occurrences.

@@ -128,13 +128,14 @@ class PositionIdsFromMask(Rule):
             return Coverage(False, missing="the mixin does not build position_ids from the attention mask")
         theirs = found[0]
         differences = []
+        flow = []
         if facets.get("slice") == "last token":
             differences.append("slices position_ids to the last token where the mixin keeps every new token "
                                "(assisted decoding sees different positions)")
         if facets.get("slice") == "none":
             differences.append("does not slice position_ids to the new tokens; the mixin does")
-        if facets.get("when") == "alibi off":
-            differences.append("builds position_ids only without ALiBi; the mixin builds them whenever forward accepts them")
+        if facets.get("when") == "alibi off":  # an ALiBi configuration gets no position_ids: fewer inputs
+            flow.append("builds position_ids only without ALiBi; the mixin builds them whenever forward accepts them")
         if facets.get("passed"):
             differences.append("drops position_ids passed without an attention mask; the mixin forwards them")
         if theirs.get("padding", "1") != facets.get("padding", "1"):
@@ -142,7 +143,7 @@ class PositionIdsFromMask(Rule):
                                "(only padded positions differ)")
         if theirs.get("where"):
             differences.append(f"the mixin builds them {theirs['where']}")
-        return Coverage(True, differences=tuple(differences))
+        return Coverage(True, differences=tuple(differences), flow_differences=tuple(flow))
 
 
 RULE = PositionIdsFromMask()
