@@ -163,7 +163,7 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -> Plan:
+def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(
@@ -175,6 +175,7 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -
         repairs=repairs,
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),
+        mark_kept=mark_kept,
     )
 
 
@@ -188,9 +189,10 @@ def mixin_reach(profile) -> soundness.Reach:
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
-def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
-    """Plan and rewrite (in memory) the migration of ``result.findings``."""
-    return settle(result, initial_plan(result), jobs)
+def compute_changes(result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False) -> Changes:
+    """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
+    overrides that stay as they are)."""
+    return settle(result, initial_plan(result, mark_kept=mark_kept), jobs)
 
 
 def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:

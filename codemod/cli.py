@@ -85,6 +85,11 @@ PathArg = Annotated[
 ReleaseOpt = Annotated[str, typer.Option("--release", help="Release to fetch when PATH is not given.")]
 OnlyOpt = Annotated[Optional[list[str]], typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
 SkipOpt = Annotated[Optional[list[str]], typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
+MarkOpt = Annotated[
+    bool,
+    typer.Option("--mark", help="Also mark every override that stays as it is with '# Overwritten -- <reason>' "
+                              "(comment-only edits; off by default: a migration changes code, not comments)."),
+]
 JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
 TargetOpt = Annotated[
     Optional[str],
@@ -257,6 +262,7 @@ def diff(
     cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
+    mark: MarkOpt = False,
 ) -> None:
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
@@ -264,7 +270,7 @@ def diff(
     from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute_changes(result, jobs)
+    changes = compute_changes(result, jobs, mark_kept=mark)
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -449,8 +455,9 @@ def apply(
     mixin: MixinOpt = None,
     from_release: FromOpt = None,
     requirement: RequirementOpt = None,
+    mark: MarkOpt = False,
 ) -> None:
-    """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
+    """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
     from codemod.apply import compute_changes, write
 
     if verify and mixin is not None:
@@ -471,7 +478,7 @@ def apply(
     if not allow_dirty:
         _refuse_dirty(checkout)
     if not verify:
-        changes = compute_changes(result, jobs)
+        changes = compute_changes(result, jobs, mark_kept=mark)
         written = write(checkout, changes)
         _print_summary(result, changes, checkout)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)

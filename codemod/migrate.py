@@ -91,12 +91,13 @@ def run_migration_on(
     target_release: str | None = None,
     from_release: str | None = None,
     requirements: Sequence[str] = (),
+    mark_kept: bool = False,
 ) -> MigrationRun:
     """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
     target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
     outside transformers, the releases the new and the old code run on (see ``verify_change``)."""
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
-    first = compute_changes(result, jobs)
+    first = compute_changes(result, jobs, mark_kept=mark_kept)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
 
     def verify(changes: Changes, which: set[str] | None = None) -> VerifyReport:
@@ -124,7 +125,7 @@ def run_migration_on(
         # verify those classes again
         repairs = _repairs(report, result)
         if repairs:
-            current = rewrite(initial_plan(result, repairs))
+            current = rewrite(initial_plan(result, repairs, mark_kept=mark_kept))
             report = _merge(report, verify(current, set(repairs)))
         failed = failing(report, keep_unverified)
         final = current

@@ -368,8 +368,11 @@ class _Planner:
         repairs: dict[str, Repair] | None = None,
         override_enables_generation: bool = False,
         mixin_reach: soundness.Reach | None = None,
+        mark_kept: bool = False,
     ) -> None:
         self.repairs = repairs or {}
+        #: mark the overrides that stay as they are (comment-only edits: only when asked)
+        self.mark_kept = mark_kept
         self.override_enables_generation = override_enables_generation
         #: what the mixin passes to forward; None: no forward check (a plan made without a profile)
         self.mixin_reach = mixin_reach
@@ -627,7 +630,7 @@ class _Planner:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "PreTrainedModel is not a GenerationMixin in the target release: without the override "
                                 "(or for super()) the class needs it among its bases", _mixin_import(o)))
-            if marks.get(oid):
+            if marks.get(oid) and (decision.edit is not None or self.mark_kept):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
             edits.setdefault(edit.override_id or "", []).append(edit)
@@ -712,8 +715,12 @@ def make_plan(
     repairs: dict[str, Repair] | None = None,
     override_enables_generation: bool = False,
     mixin_reach: soundness.Reach | None = None,
+    mark_kept: bool = False,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
+
+    An override the plan changes carries its ``# Overwritten --`` reason; one that stays as it is is
+    marked only with ``mark_kept`` (a comment-only edit is churn in a migration, so it is asked for).
 
     ``inherited`` maps a modular override's id to the override the converter would copy in if it
     were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
@@ -723,7 +730,7 @@ def make_plan(
     every key a change makes reach ``forward`` is one it takes.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach)
+                       mixin_reach, mark_kept)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})
