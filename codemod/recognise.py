@@ -22,7 +22,7 @@ import rules
 from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, TopLevel, Unrecognised
 from codemod.contracts import ParamKind
 from rules._pattern import node_code
-from rules.base import Context, Match, Value
+from rules.base import Context, Match, Value, ValueOrigin
 from rules.guards import guard_of
 
 
@@ -198,7 +198,7 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
         ids_param=ids_param,
         var_kwargs=var_kwargs,
         output_names=_returned_names(function),
-        symbols={ids_param: Value("ids", "unsliced")},
+        symbols={ids_param: Value(ValueOrigin.IDS, "unsliced")},
     )
     walker = _Walker(positions, ctx)
     if isinstance(function.body, cst.IndentedBlock):

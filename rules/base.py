@@ -23,10 +23,12 @@ import re
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, TypedDict
 
 import libcst as cst
 
-from codemod.contracts import Value, ValueOrigin, Vocabulary
+# Value and ValueOrigin are part of the rule authors' API: re-exported for the rule modules
+from codemod.contracts import Value as Value, ValueOrigin as ValueOrigin, Vocabulary
 from rules._pattern import Captures, Template
 
 
@@ -58,10 +60,10 @@ class Context:
         if name in self.symbols:
             return self.symbols[name]
         if name == self.ids_param:
-            return Value("ids", "unsliced")
+            return Value(ValueOrigin.IDS, "unsliced")
         if name in self.params:
-            return Value("param", name)
-        return Value("expr", name)
+            return Value(ValueOrigin.PARAM, name)
+        return Value(ValueOrigin.EXPR, name)
 
     @property
     def under_past(self) -> bool:
@@ -347,6 +349,28 @@ class TemplateRule(Rule):
         return best
 
 
-def claim(behaviour: str = "", **fields: object) -> Match:
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
+    class ClaimFields(TypedDict, total=False):
+        """The fields of a ``Match`` that a template rule's check gives ``claim`` (all but the first two)."""
+
+        detail: str
+        defines: Mapping[str, Value]
+        outputs: Mapping[str, Value]
+        via_kwargs: bool
+        output_code: Mapping[str, str]
+        drops: tuple[str, ...]
+        resets_outputs: bool
+        forwards_kwargs: bool
+        delegates_to: str | None
+        delegation: object
+        returns: bool
+        withholds: tuple[str, ...]
+        implies: tuple[str, ...]
+        facets: Mapping[str, str]
+
+
+def claim(behaviour: str = "", **fields: Unpack[ClaimFields]) -> Match:
     """A Match whose ``consumed`` is filled in by the TemplateRule."""
-    return Match(consumed=0, behaviour=behaviour, **fields)  # type: ignore[arg-type]
+    return Match(consumed=0, behaviour=behaviour, **fields)

@@ -38,7 +38,8 @@ class Delegate(Rule):
             return None
         small = statement.body[0]
         returns = isinstance(small, cst.Return)
-        if returns:
+        call: cst.BaseExpression | None
+        if isinstance(small, cst.Return):
             call = small.value
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and m.matches(
             small.targets[0].target, m.OneOf(*(m.Name(n) for n in ctx.output_names))
@@ -46,14 +47,16 @@ class Delegate(Rule):
             call = small.value
         else:
             return None
+        if not isinstance(call, cst.Call):
+            return None
         if m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"), attr=m.Name(m.MatchIfTrue(_stored_method))))):
-            target, delegation = node_code(call.func), Delegation.STORED_METHOD  # type: ignore[union-attr]
-            args = list(call.args)  # type: ignore[union-attr]
-        elif not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
+            target, delegation = node_code(call.func), Delegation.STORED_METHOD
+            args = list(call.args)
+        elif not isinstance(call.func, cst.Attribute) or not m.matches(call.func, m.Attribute(attr=m.Name(_METHOD))):
             return None
         else:
-            owner = call.func.value  # type: ignore[union-attr]
-            args = list(call.args)  # type: ignore[union-attr]
+            owner = call.func.value
+            args = list(call.args)
             delegation = Delegation.SUPER
             if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
                 target = "super"

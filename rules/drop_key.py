@@ -30,15 +30,15 @@ class DropKey(Rule):
             call = small.value
         elif isinstance(small, cst.Assign) and m.matches(small.targets[0].target, m.Name("_")):
             call = small.value
-        elif isinstance(small, cst.Del) and m.matches(small.target, m.Subscript(value=m.Name())):
+        elif isinstance(small, cst.Del) and isinstance(small.target, cst.Subscript) and isinstance(small.target.value, cst.Name):
             key = _subscript_key(small.target)
-            if key is not None and small.target.value.value in ctx.output_names:  # type: ignore[attr-defined]
+            if key is not None and small.target.value.value in ctx.output_names:
                 return Match(1, self.name, key, drops=(key,))
             return None
         names = m.OneOf(*(m.Name(n) for n in (*ctx.output_names, *([ctx.var_kwargs] if ctx.var_kwargs else []))))
-        if call is None or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
+        if not isinstance(call, cst.Call) or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
             return None
-        key = string_key(call.args[0].value) if call.args else None  # type: ignore[attr-defined]
+        key = string_key(call.args[0].value) if call.args else None
         if key is None:
             return None
         return Match(1, self.name, key, drops=(key,))
