@@ -12,15 +12,13 @@ Example::
     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
 from codemod.analysis import Delegation
 from codemod.contracts import ValueOrigin
 from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
 from rules.values import value_of
 
 _METHOD = "prepare_inputs_for_generation"
@@ -32,7 +30,7 @@ class Delegate(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None

@@ -5,12 +5,10 @@ Example::
     model_inputs.pop("labels", None)
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 from rules.values import string_key
 
 
@@ -20,7 +18,7 @@ class DropKey(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None

@@ -19,7 +19,7 @@ import libcst as cst
 
 from codemod.contracts import ValueOrigin
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
 
@@ -116,7 +116,7 @@ class InputsEmbedsFirstStep(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         if _MIXIN_V5.match(statements, start) is not None:
             ids = Value(ValueOrigin.IDS, "next_sequence_length, contiguous")
             return Match(2, self.name, "first iteration; then the last next_sequence_length ids; decoder_input_ids for "

@@ -15,14 +15,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
 from codemod.contracts import ValueOrigin
 from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
 from rules.values import step_value, string_key, value_of
 
 
@@ -58,7 +56,7 @@ class OutputDict(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None

@@ -14,12 +14,12 @@ Example::
             position_ids = position_ids[:, -input_ids.shape[1] :]
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Value, ValueOrigin, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -71,7 +71,7 @@ class PositionIdsFromMask(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.If):
             return None

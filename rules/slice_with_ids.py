@@ -34,8 +34,8 @@ def _names(node: cst.BaseExpression) -> tuple[str, ...] | None:
         value = element.value
         if isinstance(value, cst.Name) and value.value in _KEY_VARIABLES:
             names.extend(_KEY_VARIABLES[value.value])
-        elif string_key(value) is not None:
-            names.append(string_key(value))  # type: ignore[arg-type]
+        elif (key := string_key(value)) is not None:
+            names.append(key)
         else:
             return None
     return tuple(dict.fromkeys(names))

@@ -29,13 +29,13 @@ Example::
         )
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import Template, findall_of, node_code
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Value, ValueOrigin, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
@@ -76,7 +76,7 @@ class StaticCacheMask(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.If) or statement.orelse is not None:
             return None
