@@ -35,7 +35,7 @@ from codemod.contracts import (
     Vocabulary,
 )
 from codemod.fallback import FallbackKind
-from codemod.index import Index, Override
+from codemod.index import CopyLink, Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
 
@@ -378,7 +378,7 @@ class _Planner:
         self.mixin_reach = mixin_reach
         self.index = index
         self.by_id = index.by_id()
-        self.findings = {f.override.id: f for f in findings}
+        self.findings: dict[str, Finding] = {f.override.id: f for f in findings}
         self.hoist_needed = hoist_needed
         self.mixin_file = mixin_file
         self.decisions: dict[str, _Decision] = {}
@@ -476,8 +476,8 @@ class _Planner:
         o = f.override
         if decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
             return None
-        if _unreachable(o):  # classify keeps these; a repair must not bring them back
-            return f"nothing takes the method's place: {o.fallback.detail}"  # type: ignore[union-attr]
+        if o.fallback is not None and _unreachable(o):  # classify keeps these; a repair must not bring them back
+            return f"nothing takes the method's place: {o.fallback.detail}"
         reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None else None
         if decision.edit is EditKind.DELETE:
             return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
@@ -501,9 +501,9 @@ class _Planner:
             origin = f.override.generated_from
             if origin is None:
                 continue
-            if origin.kind is OriginKind.MODULAR_CLASS:
+            if origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
                 source = origin.modular_id
-            elif origin.kind is OriginKind.INHERITED and origin.source_file and origin.source_class:
+            elif origin.kind is OriginKind.INHERITED and origin.source_id is not None:
                 source = origin.source_id
             else:
                 self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
@@ -552,7 +552,8 @@ class _Planner:
             my_action = mine.action if mine else Action.KEEP
             their_action = theirs.action if theirs else Action.KEEP
             same = my_action is their_action and (
-                my_action is not Action.REDUCE or _same_reduction(mine, theirs, link)  # type: ignore[arg-type]
+                my_action is not Action.REDUCE
+                or (mine is not None and theirs is not None and _same_reduction(mine, theirs, link))  # both reduce
             )
             if same:
                 continue
@@ -639,17 +640,17 @@ class _Planner:
         derived: set[str] = set()  # members that follow another member
         for oid in edits:
             group.add(oid)
-            o = self.by_id.get(oid)
-            if o is None:
+            member = self.by_id.get(oid)
+            if member is None:
                 continue
-            if o.copied_from and o.copied_from.source_id in edits:
-                group.union(oid, o.copied_from.source_id)
+            if member.copied_from and member.copied_from.source_id in edits:
+                group.union(oid, member.copied_from.source_id)
                 derived.add(oid)
-            origin = o.generated_from
+            origin = member.generated_from
             if origin is not None:
-                for source in (origin.modular_id, origin.source_id):
-                    if source in edits:
-                        group.union(oid, source)
+                for linked in (origin.modular_id, origin.source_id):
+                    if linked in edits:
+                        group.union(oid, linked)
                         derived.add(oid)
         shards = []
         for members in group.groups():
@@ -673,7 +674,7 @@ def _mixin_import(o: Override) -> str:
     return f"from transformers import {MIXIN_CLASS}"
 
 
-def _same_reduction(mine: _Decision, theirs: _Decision, link) -> bool:
+def _same_reduction(mine: _Decision, theirs: _Decision, link: CopyLink) -> bool:
     from codemod.copies import apply_replacements
 
     return apply_replacements(theirs.body, link.marker.replacements) == mine.body
