@@ -68,6 +68,19 @@ DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder|F
 #: composites that call ``self.decoder.prepare_inputs_for_generation``
 COMPOSITES = ("EncoderDecoderModel", "VisionEncoderDecoderModel", "SpeechEncoderDecoderModel")
 COMPOSITE_MODULE = "transformers.models.encoder_decoder.modeling_encoder_decoder"
+#: composite -> (its file, its target kind, whether it runs around every changed decoder head)
+COMPOSITE_FILES = {
+    "EncoderDecoderModel": ("src/transformers/models/encoder_decoder/modeling_encoder_decoder.py", "encoder-decoder", True),
+    "VisionEncoderDecoderModel": ("src/transformers/models/vision_encoder_decoder/modeling_vision_encoder_decoder.py",
+                                  "vision-encoder-decoder", False),
+    "SpeechEncoderDecoderModel": ("src/transformers/models/speech_encoder_decoder/modeling_speech_encoder_decoder.py",
+                                  "speech-encoder-decoder", False),
+}
+#: the decoders the vision and speech composites are run with when they changed (their usual ones)
+COMMON_DECODERS = ("BertLMHeadModel", "GPT2LMHeadModel", "TrOCRForCausalLM", "RobertaForCausalLM")
+#: a composite whose own method changed runs with these at least
+DEFAULT_DECODERS = (("transformers.models.bert.modeling_bert", "BertLMHeadModel"),
+                    ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"))
 DIFFERENT = ("differs", "crashed-new", "crashed-both-differently", "extended-inconsistent")
 
 
@@ -99,7 +112,7 @@ class Target:
     module: str
     cls: str
     model: str
-    kind: str = "model"  # "model" | "encoder-decoder"
+    kind: str = "model"  # "model" | "encoder-decoder" | "vision-encoder-decoder" | "speech-encoder-decoder"
     decoder_module: str = ""
     decoder_cls: str = ""
 
@@ -183,10 +196,6 @@ def mixin_method(root: Path) -> str:
     return (mixin.method or "") if mixin else ""
 
 
-def _is_stub(dump: str) -> bool:
-    return "Raise(" in dump and "NotImplementedError" in dump and dump.count("Assign(") == 0
-
-
 class Tree:
     """The classes of one tree, and what each one's ``prepare_inputs_for_generation`` resolves to."""
 
@@ -255,7 +264,6 @@ def changed_targets(base: Tree, new: Tree, *, composites: bool = True) -> list[T
     """The classes whose method (own or inherited) differs between the trees, and the composites
     around the changed decoder heads."""
     targets: list[Target] = []
-    base_mixin_stub = _is_stub(base.mixin)
     for rel, name in base.classes():
         if rel not in new.files or name not in new.files[rel].classes:
             continue
@@ -264,20 +272,24 @@ def changed_targets(base: Tree, new: Tree, *, composites: bool = True) -> list[T
         if old_chain == new_chain:
             continue
         has_method = any(not c.startswith("GenerationMixin::") for c in old_chain + new_chain)
-        if not has_method and not ((old_named or new_named) and not base_mixin_stub):
-            continue  # falls back to the mixin on both sides and never generated: not a generative class
+        if not has_method and not (old_named or new_named):
+            continue  # falls back to the mixin on both sides and is no GenerationMixin: not a generative class
         if name in COMPOSITES:
             continue  # run around a decoder below
         targets.append(Target(f"{rel}::{name}", _module_of(rel), name, _model_name(rel)))
-    composite_rel = "src/transformers/models/encoder_decoder/modeling_encoder_decoder.py"
-    if composites and composite_rel in base.files:
-        decoders = [t for t in targets if DECODER_HEAD.search(t.cls)]
-        composite_changed = base.chain(composite_rel, "EncoderDecoderModel")[0] != new.chain(composite_rel, "EncoderDecoderModel")[0]
-        if composite_changed and not any(t.cls == "BertLMHeadModel" for t in decoders):
-            decoders.append(Target("bert::BertLMHeadModel", "transformers.models.bert.modeling_bert", "BertLMHeadModel", "bert"))
-        for t in decoders:
-            targets.append(Target(f"{composite_rel}::EncoderDecoderModel[{t.cls}]", COMPOSITE_MODULE,
-                                  "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", t.module, t.cls))
+    if not composites:
+        return targets
+    decoders = [t for t in targets if DECODER_HEAD.search(t.cls)]
+    for composite, (rel, kind, with_every_decoder) in COMPOSITE_FILES.items():
+        if rel not in base.files or rel not in new.files:
+            continue
+        chosen = decoders if with_every_decoder else [t for t in decoders if t.cls in COMMON_DECODERS]
+        if base.chain(rel, composite)[0] != new.chain(rel, composite)[0]:  # the composite's own method changed
+            chosen = chosen + [Target(f"{m}::{c}", m, c, m.split(".")[2]) for m, c in DEFAULT_DECODERS
+                               if not any(t.cls == c for t in chosen)]
+        for t in chosen:
+            targets.append(Target(f"{rel}::{composite}[{t.cls}]", _module_of(rel), composite, rel.split("/")[-2],
+                                  kind, t.module, t.cls))
     return targets
 
 
@@ -291,7 +303,7 @@ def select(targets: list[Target], only: Iterable[str] = (), classes: Iterable[st
         models = {t.model, decoder_model}
         if skip & (names | models):
             return False
-        if only and not only & models and not (t.kind == "encoder-decoder" and "encoder_decoder" in only):
+        if only and not only & models and not (t.kind != "model" and t.model in only):
             return False
         if classes and not classes & names:
             return False
@@ -314,6 +326,8 @@ SMALL = {"num_key_value_heads": 2, "num_experts": 4, "num_local_experts": 4, "nu
          "moe_num_experts": 4, "head_dim": 8, "d_kv": 8, "kv_channels": 8, "rotary_dim": 4,
          "max_position_embeddings": 128, "n_positions": 128, "max_target_positions": 128,
          "max_source_positions": 128, "n_ctx": 128}
+#: CUDA-only kernels off: the CPU path is what runs here
+KERNEL_FLAGS = {"use_mamba_kernels": False}
 SUBCONFIG_KEYS = ("text_config", "vision_config", "audio_config", "decoder_config", "encoder_config",
                   "speech_config", "qformer_config", "t2u_config")
 #: the few model types whose config derives something from the sizes in __init__
@@ -322,15 +336,15 @@ FIXUPS = {
     "jamba": lambda d: d.update(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1),
     "dbrx": lambda d: d.update(ffn_config={"ffn_hidden_size": 37, "moe_num_experts": 4, "moe_top_k": 2},
                                attn_config={"kv_n_heads": 2}),
-    "mllama_text_model": lambda d: d.update(cross_attention_layers=[1]),
+    "mllama_text_model": lambda d: d.update(cross_attention_layers=[1], rope_scaling={"rope_type": "default"}),
     "xmod": lambda d: d.update(languages=["en_XX"], default_language="en_XX"),
     "bigbird_pegasus": lambda d: d.update(attention_type="original_full"),
     "big_bird": lambda d: d.update(attention_type="original_full"),
     "reformer": lambda d: d.update(attn_layers=["local", "lsh"], axial_pos_shape=[4, 32], axial_pos_embds_dim=[16, 16]),
     "jetmoe": lambda d: d.update(kv_channels=8, num_local_experts=4, num_experts_per_tok=2),
-    "chameleon": lambda d: d.update(vq_config={"embed_dim": 8, "num_embeddings": 8, "base_channels": 8,
-                                               "channel_multiplier": [1], "latent_channels": 8, "resolution": 8,
-                                               "attn_resolutions": []}),
+    "chameleon": lambda d: d.update(vocabulary_map={"<image>": 5}, vq_config={
+        "embed_dim": 8, "num_embeddings": 8, "base_channels": 32, "channel_multiplier": [1, 1], "num_res_blocks": 1,
+        "latent_channels": 8, "resolution": 32, "attn_resolutions": []}),
     "seamless_m4t": lambda d: d.update(speech_encoder_layers=2, speech_encoder_attention_heads=4,
                                        speech_encoder_intermediate_size=37, t2u_encoder_layers=2, t2u_decoder_layers=2,
                                        t2u_encoder_attention_heads=4, t2u_decoder_attention_heads=4,
@@ -384,6 +398,11 @@ def _shrunk_kwargs(config_class: type, default: Any) -> dict:
         put(key, 37)
     for key, value in SMALL.items():
         put(key, value)
+    if "num_key_value_heads" in accepted and getattr(default, "num_key_value_heads", 0) is None:
+        d["num_key_value_heads"] = 2  # None means "as many as the heads" in some configs, is required in others
+    for key, value in KERNEL_FLAGS.items():
+        if key in accepted:
+            d[key] = value
     if "vocab_size" in accepted and isinstance(getattr(default, "vocab_size", None), int):
         specials = [i for i in _token_ids(default) if i >= 0]
         d["vocab_size"] = min(default.vocab_size, max(99, max(specials, default=0) + 1))
@@ -481,6 +500,20 @@ def fit_special_ids(config: Any) -> list[str]:
                 setattr(c, key, fallback)
                 notes.append(f"{key} {value} -> {fallback} (vocabulary {vocab})")
     return notes
+
+
+def ensure_decoder_start(config: Any) -> list[str]:
+    """An encoder-decoder needs a decoder start (T5's convention, the pad id, when the config has none)."""
+    if not getattr(config, "is_encoder_decoder", False):
+        return []
+    for c in (config, text_config(config)):
+        if getattr(c, "decoder_start_token_id", None) is None and getattr(c, "bos_token_id", None) is None:
+            start = getattr(c, "pad_token_id", None)
+            c.decoder_start_token_id = start if isinstance(start, int) else 0
+            if hasattr(c, "bos_token_id") and c is not config:
+                c.bos_token_id = c.decoder_start_token_id
+            return [f"decoder_start_token_id {c.decoder_start_token_id} (the config has none)"]
+    return []
 
 
 def as_used(model_class: type, config: Any, *, decoder_of_composite: bool = False) -> dict:
@@ -679,18 +712,35 @@ def _rag() -> tuple[Any, dict, Any]:
 SPECIAL = {"rag": _rag}
 
 
-def _composite(decoder_class: type, tests_root: str | None, seed: int):
-    from transformers import BertConfig, BertModel, EncoderDecoderModel
+COMPOSITE_CLASSES = {"encoder-decoder": "EncoderDecoderModel", "vision-encoder-decoder": "VisionEncoderDecoderModel",
+                     "speech-encoder-decoder": "SpeechEncoderDecoderModel"}
+
+
+def _encoder(kind: str):
+    """A tiny encoder for a composite: BERT for text, ViT for images, Wav2Vec2 for speech."""
+    import transformers
+
+    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    if kind == "encoder-decoder":
+        return transformers.BertModel, transformers.BertConfig(vocab_size=99, max_position_embeddings=128, pad_token_id=0, **size)
+    if kind == "vision-encoder-decoder":
+        return transformers.ViTModel, transformers.ViTConfig(image_size=32, patch_size=8, **size)
+    return transformers.Wav2Vec2Model, transformers.Wav2Vec2Config(
+        conv_dim=(32, 32), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2, vocab_size=99, **size)
+
+
+def _composite(kind: str, decoder_class: type, tests_root: str | None, seed: int):
+    import transformers
 
     decoder_config, _, _, how = _tiny_config(decoder_class, tests_root)
     fit_special_ids(decoder_config)
     as_used(decoder_class, decoder_config, decoder_of_composite=True)
-    encoder_config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                intermediate_size=37, max_position_embeddings=128, pad_token_id=0)
+    encoder_class, encoder_config = _encoder(kind)
     _seed(seed)
-    encoder = BertModel(encoder_config)
+    encoder = encoder_class(encoder_config)
     decoder = decoder_class(decoder_config)
-    model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
+    model = getattr(transformers, COMPOSITE_CLASSES[kind])(encoder=encoder, decoder=decoder)
     start = getattr(decoder_config, "decoder_start_token_id", None)
     for key in ("bos_token_id", "cls_token_id", "pad_token_id"):
         if start is None:
@@ -699,17 +749,18 @@ def _composite(decoder_class: type, tests_root: str | None, seed: int):
     model.config.pad_token_id = _pad_id(decoder_config)
     model.config.eos_token_id = getattr(decoder_config, "eos_token_id", None)
     model.config.vocab_size = decoder_config.vocab_size
-    return model, f"BertModel encoder + {decoder_class.__name__} decoder ({how})"
+    return model, f"{encoder_class.__name__} encoder + {decoder_class.__name__} decoder ({how})"
 
 
-def _load_composite(path: str, decoder_class: type):
+def _load_composite(path: str, kind: str, decoder_class: type):
     import torch
-    from transformers import BertConfig, BertModel, EncoderDecoderModel
+    import transformers
 
     meta = json.load(open(os.path.join(path, "composite.json")))
-    encoder = BertModel(BertConfig.from_dict(meta["encoder"]))
+    encoder_class, encoder_config = _encoder(kind)
+    encoder = encoder_class(type(encoder_config).from_dict(meta["encoder"]))
     decoder = decoder_class(decoder_class.config_class.from_dict(meta["decoder"]))
-    model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
+    model = getattr(transformers, COMPOSITE_CLASSES[kind])(encoder=encoder, decoder=decoder)
     for key, value in meta["top"].items():
         setattr(model.config, key, value)
     model.load_state_dict(torch.load(os.path.join(path, "weights.pt")), strict=True)
@@ -729,11 +780,20 @@ def _save_composite(model: Any, path: str) -> None:
     torch.save(model.state_dict(), os.path.join(path, "weights.pt"))
 
 
+def _composite_inputs(kind: str) -> dict:
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    if kind == "vision-encoder-decoder":
+        return {"pixel_values": torch.rand(2, 3, 32, 32, generator=g)}
+    return {"input_values": torch.randn(2, 1600, generator=g)}
+
+
 def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     """Make the models, the inputs and the case list (base side); returns the manifest."""
     import torch
 
-    composite = target["kind"] == "encoder-decoder"
+    composite = target["kind"] != "model"
     model_class = _class(target["module"], target["cls"])
     decoder_class = _class(target["decoder_module"], target["decoder_cls"]) if composite else None
     manifest: dict = {"flags": {}, "notes": []}
@@ -745,12 +805,16 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
         models = []
         for offset in (0, 1):
             try:
-                model, how = _composite(decoder_class, tests_root, offset)
+                model, how = _composite(target["kind"], decoder_class, tests_root, offset)
             except ValueError as error:
-                if "Unrecognized model identifier" in str(error):  # EncoderDecoderConfig cannot name it either
-                    return {"not_applicable": f"EncoderDecoderModel cannot hold it: {_error(error)[:160]}"}
+                if "Unrecognized model identifier" in str(error):  # the composite's config cannot name it either
+                    return {"not_applicable": f"{target['cls']} cannot hold it: {_error(error)[:160]}"}
                 raise
             models.append(model)
+        if target["kind"] != "encoder-decoder":
+            import types
+
+            tester_inputs, tester = _composite_inputs(target["kind"]), types.SimpleNamespace(batch_size=2)
         manifest["config"] = how
         manifest["flags"] = {"decoder.is_decoder": True, "decoder.add_cross_attention": True, "use_cache": True}
         for model, name in zip(models, ("main", "assistant")):
@@ -760,6 +824,7 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
         config, tester_inputs, tester, how = _tiny_config(model_class, tests_root)
         manifest["config"] = how
         manifest["notes"].extend(fit_special_ids(config))
+        manifest["notes"].extend(ensure_decoder_start(config))
         manifest["flags"] = as_used(model_class, config)
         for offset, name in ((0, "main"), (1, "assistant")):
             _seed(offset)
@@ -772,9 +837,9 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     extra_keys = [k for k in tester_inputs if k not in DROP_KEYS and k not in ("input_ids", "attention_mask")]
     multimodal = bool(set(extra_keys) & MODALITY_KEYS) or main_input != "input_ids"
     text = not multimodal
-    tc = config.encoder if composite else text_config(config)
+    tc = config.encoder if target["kind"] == "encoder-decoder" else text_config(config)
     vocab = _input_vocab(model, tc)
-    pad = 0 if composite else _pad_id(config)
+    pad = 0 if target["kind"] == "encoder-decoder" else _pad_id(config)
     if pad >= vocab:
         pad = 0
     tokens = [t for t in _safe_tokens(tc, vocab) if t != pad] or list(range(vocab))
@@ -804,11 +869,16 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
                     mask = torch.cat([torch.tensor([[0, 0], [1, 1]]), mask], dim=1)
                 chosen["input_ids"] = ids
                 chosen["attention_mask"] = mask
-            if main_input == "input_features" and main_input not in chosen:  # pop2piano: features of width d_model
-                width = int(getattr(config, "d_model", 0) or getattr(config, "hidden_size", 32))
-                chosen = {"input_features": torch.randn(rows, PROMPT, width, generator=torch.Generator().manual_seed(rows))}
+            if main_input in ("input_features", "input_values") and main_input not in chosen:
+                chosen = {main_input: _speech_input(config, main_input, rows)}
             inputs[name] = chosen
         manifest["notes"].append("inputs from the tester: " + ", ".join(sorted(inputs["b2"])))
+    if text and _forward_takes(model, "bbox"):  # layout models: a box per token (sorted corners, 0..1000)
+        g = torch.Generator().manual_seed(9)
+        for name in ("b1", "b2"):
+            ids = inputs[name]["input_ids"]
+            corners = torch.randint(0, 500, (*ids.shape, 2), generator=g)
+            inputs[name]["bbox"] = torch.cat([corners, corners + torch.randint(1, 500, (*ids.shape, 2), generator=g)], -1)
     type_vocab = int(getattr(tc, "type_vocab_size", 0) or 0)
     has_tt = text and not codebooks and _forward_takes(model, "token_type_ids") and type_vocab >= 2
     if has_tt:
@@ -830,7 +900,7 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
             inputs["b2"]["decoder_input_ids@"] = torch.cat([torch.full((2, 1), decoder_start), prompt], dim=1)
         else:
             decoder_start = None
-    embeddable = isinstance(getattr(model, "get_input_embeddings", lambda: None)(), torch.nn.Embedding)
+    embeddable = isinstance(_input_embeddings(model), torch.nn.Embedding)
     torch.save(inputs, os.path.join(work, "inputs.pt"))
     reads = _reads_is_decoder(model_class) and manifest["flags"].get("is_decoder") is True
     manifest["cases"] = plan_cases(model, encoder_decoder=encoder_decoder, text=text, embeddable=embeddable and not codebooks,
@@ -839,6 +909,23 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     manifest["shapes"] = {name: {k: list(v.shape) for k, v in d.items() if isinstance(v, torch.Tensor)}
                           for name, d in inputs.items()}
     return manifest
+
+
+def _speech_input(config: Any, name: str, rows: int):
+    """Speech inputs of the shape the config says (no tester gave any): raw samples, or feature frames."""
+    import torch
+
+    g = torch.Generator().manual_seed(rows)
+    if name == "input_values":
+        return torch.randn(rows, 1600, generator=g)
+    per_channel = getattr(config, "input_feat_per_channel", None)
+    if per_channel:  # speech_to_text
+        return torch.randn(rows, 32, per_channel * int(getattr(config, "input_channels", 1) or 1), generator=g)
+    for key in ("feature_projection_input_dim", "num_mel_bins", "d_model", "hidden_size"):
+        width = getattr(config, key, None)
+        if isinstance(width, int) and width > 0:
+            return torch.randn(rows, 32, width, generator=g)
+    return torch.randn(rows, 32, 32, generator=g)
 
 
 def _required_generate_input(model: Any) -> str | None:
@@ -855,13 +942,17 @@ def _required_generate_input(model: Any) -> str | None:
     return None
 
 
+def _input_embeddings(model: Any) -> Any:
+    try:
+        return model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):  # composites and some multimodal models have none
+        return None
+
+
 def _input_vocab(model: Any, config: Any) -> int:
     """How many ids the model's input embedding takes (the config's vocabulary when it says less)."""
     vocab = int(getattr(config, "vocab_size", 0) or 0)
-    try:
-        embedding = model.get_input_embeddings()
-    except (NotImplementedError, AttributeError):
-        embedding = None
+    embedding = _input_embeddings(model)
     rows = getattr(embedding, "num_embeddings", None)
     if isinstance(rows, int) and rows > 0:
         vocab = min(vocab, rows) if vocab else rows
@@ -878,10 +969,10 @@ def _generate_takes(model: Any, name: str) -> bool:
 
 
 def _load(target: dict, path: str, overrides: dict, pad: int):
-    composite = target["kind"] == "encoder-decoder"
+    composite = target["kind"] != "model"
     _seed(0)
     if composite:
-        model = _load_composite(path, _class(target["decoder_module"], target["decoder_cls"]))
+        model = _load_composite(path, target["kind"], _class(target["decoder_module"], target["decoder_cls"]))
         for key, value in overrides.items():
             setattr(model.config, key, value)
             setattr(model.decoder.config, key, value)
@@ -1252,8 +1343,9 @@ def _short_out(side: dict | None) -> str:
     if not side["ok"]:
         return side["error"][:160]
     out = side["out"]
-    if isinstance(out, dict) and "ids" in out:
-        return "tokens " + json.dumps(out["ids"])[:160]
+    if isinstance(out, dict) and "ids" in out:  # the generated end of each row (prompts can be long)
+        rows = [row[-NEW_TOKENS:] if isinstance(row, list) else row for row in out["ids"]]
+        return "tokens …" + json.dumps(rows)[:200]
     return json.dumps(out)[:160]
 
 
