@@ -502,6 +502,23 @@ def fit_special_ids(config: Any) -> list[str]:
     return notes
 
 
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_target_positions")
+MIN_POSITIONS = 64
+
+
+def fit_positions(config: Any) -> list[str]:
+    """Room for the prompt and the new tokens: a tester's 20 positions (BLIP-2's OPT) are too few for
+    its image queries, a prompt and ten new tokens."""
+    notes = []
+    for c in [config] + [getattr(config, k, None) for k in SUBCONFIG_KEYS + ("decoder", "encoder")]:
+        for key in POSITION_KEYS:
+            value = getattr(c, key, None) if c is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value < MIN_POSITIONS:
+                setattr(c, key, 128)
+                notes.append(f"{key} {value} -> 128")
+    return notes
+
+
 def ensure_decoder_start(config: Any) -> list[str]:
     """An encoder-decoder needs a decoder start (T5's convention, the pad id, when the config has none)."""
     if not getattr(config, "is_encoder_decoder", False):
@@ -735,6 +752,7 @@ def _composite(kind: str, decoder_class: type, tests_root: str | None, seed: int
 
     decoder_config, _, _, how = _tiny_config(decoder_class, tests_root)
     fit_special_ids(decoder_config)
+    fit_positions(decoder_config)
     as_used(decoder_class, decoder_config, decoder_of_composite=True)
     encoder_class, encoder_config = _encoder(kind)
     _seed(seed)
@@ -825,6 +843,7 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
         manifest["config"] = how
         manifest["notes"].extend(fit_special_ids(config))
         manifest["notes"].extend(ensure_decoder_start(config))
+        manifest["notes"].extend(fit_positions(config))
         manifest["flags"] = as_used(model_class, config)
         for offset, name in ((0, "main"), (1, "assistant")):
             _seed(offset)
