@@ -32,8 +32,9 @@ it: it does not import ``codemod.verify``; its tiny models, inputs and cases are
    raised), ``crashed-both-alike``, ``crashed-both-differently``, ``extended`` (only the old side raised;
    for ``inputs_embeds`` the new tokens must then equal those generated from the ids, else
    ``extended-inconsistent``), ``skipped`` (does not apply, decided once on the base side). A class
-   ``differs`` when one of its cases is ``differs``, ``crashed-new``, ``crashed-both-differently`` or
-   ``extended-inconsistent``. Exit status 1 when a class differs, 0 otherwise.
+   ``differs`` when one of its cases is ``differs``, ``crashed-new`` or ``extended-inconsistent`` (what a
+   user sees); ``crashed-differently`` when its only difference is a case that fails on both sides
+   with other errors. Exit status 1 when a class differs or crashed differently, 0 otherwise.
 
 The models run in a separate interpreter with the tree's ``src`` on ``PYTHONPATH`` (``--python``:
 the verification environment, default the one ``codemod.environment`` makes for the base tree); this
@@ -82,6 +83,8 @@ COMMON_DECODERS = ("BertLMHeadModel", "GPT2LMHeadModel", "TrOCRForCausalLM", "Ro
 DEFAULT_DECODERS = (("transformers.models.bert.modeling_bert", "BertLMHeadModel"),
                     ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"))
 DIFFERENT = ("differs", "crashed-new", "crashed-both-differently", "extended-inconsistent")
+#: what a user sees: other tokens, a crash the old code did not have, a new capability that is wrong
+REAL = ("differs", "crashed-new", "extended-inconsistent")
 
 
 # ============================================================================================ discovery
@@ -1344,8 +1347,10 @@ def compare(targets: list[Target], old: dict[str, dict], new: dict[str, dict]) -
                         row[side] = {"ok": r["ok"], **({"out": r["out"]} if r["ok"] else {"error": r["error"]})}
                 entry["cases"].append(row)
             statuses = {c["status"] for c in entry["cases"]}
-            if statuses & set(DIFFERENT) or "missing" in statuses:
+            if statuses & set(REAL) or "missing" in statuses:
                 entry["status"] = "differs"
+            elif "crashed-both-differently" in statuses:  # never works on the old side either: no user sees it
+                entry["status"] = "crashed-differently"
             elif "extended" in statuses:
                 entry["status"] = "extended"
             elif statuses <= {"crashed-both-alike"}:
@@ -1375,7 +1380,7 @@ def summarise(classes: list[dict], *, seconds: float, file=None) -> None:
     lines = [f"crosscheck: {len(classes)} targets in {seconds:.0f}s: "
              + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
     for c in classes:
-        if c["status"] in ("differs", "unbuildable", "error"):
+        if c["status"] in ("differs", "crashed-differently", "unbuildable", "error"):
             lines.append(f"  {c['status']:<12} {c['class']}  ({c.get('config') or ''})".rstrip())
             if c.get("reason"):
                 lines.append(f"      {c['reason']}")
@@ -1477,7 +1482,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))
     summarise(doc["classes"], seconds=doc["seconds"])
-    return 1 if any(c["status"] == "differs" for c in doc["classes"]) else 0
+    return 1 if any(c["status"] in ("differs", "crashed-differently") for c in doc["classes"]) else 0
 
 
 if __name__ == "__main__":

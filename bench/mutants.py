@@ -48,6 +48,7 @@ import argparse
 import ast
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -60,10 +61,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
-import crosscheck  # noqa: E402
+
+def _load_crosscheck():
+    """``bench/crosscheck.py`` as the module ``crosscheck`` (bench/ is no package; its directory stays
+    off ``sys.path``, where ``scan.py`` and ``verify.py`` would shadow other modules)."""
+    if "crosscheck" in sys.modules:
+        return sys.modules["crosscheck"]
+    spec = importlib.util.spec_from_file_location("crosscheck", Path(__file__).with_name("crosscheck.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["crosscheck"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+crosscheck = _load_crosscheck()
 
 MIXIN = "src/transformers/generation/utils.py"
 METHOD = "prepare_inputs_for_generation"
