@@ -99,15 +99,21 @@ class MutantError(Exception):
 class Mutant:
     name: str
     what: str
-    #: textual (old, new) replacements in the generic mixin's method, each expected exactly once
-    replacements: tuple[tuple[str, str], ...] = ()
+    #: textual (old, new) replacements in the generic mixin's method, each expected exactly once;
+    #: (old, new, "all"): every occurrence, at least one (a key renamed wherever it is set)
+    replacements: tuple[tuple[str, ...], ...] = ()
     #: or an edit of the tree (in place), returning the files it changed
     edit: Callable[[Path], list[str]] | None = None
 
     def mutate(self, source: str, where: str = "the mixin") -> str:
         """``source`` (a ``prepare_inputs_for_generation``) with this mutant's replacements."""
-        for old, new in self.replacements:
-            source = replace_once(source, old, new, where)
+        for old, new, *every in self.replacements:
+            if every:
+                if old not in source:
+                    raise MutantError(f"{where}: expected the pattern at least once: {old.strip()[:80]!r}")
+                source = source.replace(old, new)
+            else:
+                source = replace_once(source, old, new, where)
         return source
 
     def apply(self, root: Path) -> list[str]:
@@ -224,8 +230,8 @@ MUTANTS = [
     Mutant("first-step-input-every-step", "a reduced override's first-step-only input sent on every step",
            edit=first_step_every_step),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
-        ('            model_inputs["past_key_values"] = past_key_values\n',
-         '            model_inputs["past_key_value"] = past_key_values  # mutant\n'),
+        ('model_inputs["past_key_values"] = past_key_values\n',
+         'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),
     )),
     Mutant("closed-dict", "a closed dict: only use_cache of the other kwargs is forwarded", (
         ("            if key not in model_inputs:\n                model_inputs[key] = value\n",
