@@ -289,10 +289,10 @@ class _Judge:
                     continue
             if origin is ValueOrigin.PARAM:
                 if name == key:
-                    default = next((p.default for p in a.params if p.name == key), None)
-                    if default not in (None, "None") and key not in GENERATE_PROVIDES:
-                        self.extra(key, ExtraHow.DEFAULT, default, line, f"{key} is {default} when not given; the mixin "
-                                                                   "passes nothing then")
+                    declared = next((p.default for p in a.params if p.name == key), None)
+                    if declared is not None and declared != "None" and key not in GENERATE_PROVIDES:
+                        self.extra(key, ExtraHow.DEFAULT, declared, line, f"{key} is {declared} when not given; the mixin "
+                                                                    "passes nothing then")
                     elif self.closed_fallback is not None and key not in self.closed_fallback:
                         self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} is passed on; the dict "
                                                                   f"{self._fallback_name} returns drops it")
@@ -396,10 +396,11 @@ class _Judge:
     @property
     def _fallback_name(self) -> str:
         fallback = self.fallback
-        return fallback.class_name if fallback is not None and fallback.kind is FallbackKind.PARENT else "the mixin"
+        parent = fallback.class_name if fallback is not None and fallback.kind is FallbackKind.PARENT else None
+        return parent if parent is not None else "the mixin"  # a PARENT fallback always names its class
 
     def _is_encoder_decoder(self) -> bool:
-        return "decoder_input_ids" in self.a.output_values() or self.a.params[1:2] and self.a.params[1].name == "decoder_input_ids"
+        return "decoder_input_ids" in self.a.output_values() or (len(self.a.params) > 1 and self.a.params[1].name == "decoder_input_ids")
 
     def kept_prefix(self) -> tuple[int, ...]:
         """Top-level statements a reduction can keep as they are, in front of ``super()``.

@@ -18,7 +18,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind
+from codemod.plan import Edit, EditKind
+from codemod.sources import METHOD, MIXIN_CLASS
+from rules._pattern import findall_of
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
@@ -157,7 +159,9 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
         inner = "\n".join(f"    {part}," for part in parts)
         header = f"def {function.name.value}(\n{inner}\n):"
     parsed = _in_module_style(module, "class _:", f"{header}\n    pass\n").body[0]
-    new = parsed.body.body[0]  # type: ignore[attr-defined]
+    assert isinstance(parsed, cst.ClassDef) and isinstance(parsed.body, cst.IndentedBlock)
+    new = parsed.body.body[0]
+    assert isinstance(new, cst.FunctionDef)
     return function.with_changes(params=new.params, whitespace_before_params=new.whitespace_before_params)
 
 
@@ -172,6 +176,7 @@ def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     first = function.body.body[0]
+    assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
     if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
         return function
     marked = first.with_changes(leading_lines=[_comment_line(f"{_OVERWRITTEN} {reason}"), *first.leading_lines])
@@ -249,11 +254,13 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
     )
     if position is None:
         raise RewriteError(f"{cls.name.value} has no {METHOD}")
-    function = body[position]
-    assert isinstance(function, cst.FunctionDef)
+    method = body[position]
+    assert isinstance(method, cst.FunctionDef)
+    function = method
+    deleted = False
     for edit in edits:
         if edit.kind is EditKind.DELETE:
-            function = None
+            deleted = True
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
             function = _replace_body(module, function, edit.text, edit.keep)
@@ -269,12 +276,14 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = _drop_marker(function)
         elif edit.kind is EditKind.IGNORE_COPY:
             function = _ignore_copy(function)
-    if function is None:
-        removed = body.pop(position)
-        if position < len(body) and not body[position].leading_lines and removed.leading_lines:
+    if deleted:
+        body.pop(position)  # the method
+        following = body[position] if position < len(body) else None
+        assert isinstance(following, (cst.SimpleStatementLine, cst.BaseCompoundStatement, type(None)))
+        if following is not None and not following.leading_lines and method.leading_lines:
             # keep the blank line that separated the removed method from the previous member
-            blank = [line for line in removed.leading_lines if line.comment is None][:1]
-            body[position] = body[position].with_changes(leading_lines=blank)
+            blank = [line for line in method.leading_lines if line.comment is None][:1]
+            body[position] = following.with_changes(leading_lines=blank)
         if not body:
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
@@ -308,7 +317,7 @@ def _imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
 def _bound_name(alias: cst.ImportAlias) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value
-    node = alias.name
+    node: cst.BaseExpression = alias.name
     while isinstance(node, cst.Attribute):  # ``import a.b`` binds ``a``
         node = node.value
     assert isinstance(node, cst.Name)
@@ -316,7 +325,7 @@ def _bound_name(alias: cst.ImportAlias) -> str:
 
 
 def _names_used(nodes: Iterable[cst.CSTNode]) -> set[str]:
-    return {n.value for node in nodes for n in m.findall(node, m.Name())}
+    return {n.value for node in nodes for n in findall_of(cst.Name, node, m.Name())}
 
 
 def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[str]:
@@ -341,9 +350,9 @@ def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[
 def _without_names(statement: cst.Import | cst.ImportFrom, names: set[str]) -> cst.Import | cst.ImportFrom | None:
     """The import without ``names`` (None when nothing is left), laid out as before: the last kept
     name takes the old last name's comma, so a parenthesised list keeps its closing line."""
-    if isinstance(statement, cst.ImportFrom) and isinstance(statement.names, cst.ImportStar):
+    if isinstance(statement.names, cst.ImportStar):  # only an ImportFrom's can be
         return statement
-    aliases = list(statement.names)  # type: ignore[arg-type]
+    aliases = list(statement.names)
     kept = [a for a in aliases if _bound_name(a) not in names]
     if len(kept) == len(aliases):
         return statement
@@ -360,12 +369,11 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
         if isinstance(statement, cst.SimpleStatementLine) and any(
             isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
         ):
-            smalls = []
+            smalls: list[cst.BaseSmallStatement] = []
             for small in statement.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    small = _without_names(small, names)
-                if small is not None:
-                    smalls.append(small)
+                kept = _without_names(small, names) if isinstance(small, (cst.Import, cst.ImportFrom)) else small
+                if kept is not None:
+                    smalls.append(kept)
             if not smalls:
                 continue
             statement = statement.with_changes(body=smalls)
@@ -379,7 +387,7 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
     touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE)}
-    out = []
+    out: list[cst.CSTNode] = []
     for statement in old.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
             out.extend(s for s in statement.body.body if isinstance(s, cst.FunctionDef) and s.name.value == METHOD)
