@@ -438,12 +438,12 @@ def run_verifier(root: Path, models: list[str], *, python: str, jobs: int, cache
     if cached is not None:
         return cached
     out = Path(tempfile.mkdtemp(prefix="mutants-verify-")) / "verify.json"
-    command = [str(REPO / ".venv" / "bin" / "codemod") if (REPO / ".venv" / "bin" / "codemod").is_file() else "codemod",
-               "verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(out), "--no-own-tests",
+    # the CLI as users run it, from the interpreter running this benchmark (which has the tool installed)
+    command = [sys.executable, "-m", "codemod", "verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(out), "--no-own-tests",
                "--jobs", str(jobs), "--python", python]
     if models:
         command += ["--only", ",".join(sorted(set(models)))]
-    say("verifier: " + " ".join(command[1:3]) + f" --only {len(set(models))} models")
+    say("verifier: " + " ".join(command[3:5]) + f" --only {len(set(models))} models")
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if not out.is_file():

@@ -10,9 +10,9 @@ import dataclasses
 import errno
 import os
 import re
-import subprocess
 from pathlib import Path
 
+from codemod import git
 from codemod.contracts import Vocabulary
 from codemod.errors import CodemodError
 
@@ -95,20 +95,12 @@ def _version(package_dir: Path) -> str | None:
 
 def git_state(root: Path) -> GitState | None:
     """The git state of ``root``, or None when it is not a git work tree (or git is missing)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-        except OSError:
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    if git("rev-parse", "--is-inside-work-tree") != "true":
+    if git.output(root, "rev-parse", "--is-inside-work-tree") != "true":
         return None
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git.output(root, "status", "--porcelain", "--untracked-files=no")
     return GitState(
-        head=git("rev-parse", "--verify", "-q", "HEAD"),
-        branch=git("symbolic-ref", "--short", "-q", "HEAD"),
+        head=git.output(root, "rev-parse", "--verify", "-q", "HEAD"),
+        branch=git.output(root, "symbolic-ref", "--short", "-q", "HEAD"),
         dirty=bool(status),
     )
 
@@ -138,10 +130,10 @@ def resolve(path: Path, with_git: bool = True) -> Checkout:
         raise CheckoutError(f"cannot read {given}: {(error.strerror or str(error)).lower()}") from None
     if path.is_file():
         return Checkout(root=path.parent, kind=CheckoutKind.FILE, package_dir=None, version=None, target_file=path)
-    git = git_state(path) if with_git else None
+    state = git_state(path) if with_git else None
     if _is_package_dir(path / "src" / "transformers"):
         package = path / "src" / "transformers"
-        return Checkout(path, CheckoutKind.CHECKOUT, package, _version(package), git=git)
+        return Checkout(path, CheckoutKind.CHECKOUT, package, _version(package), git=state)
     if _is_package_dir(path):
-        return Checkout(path, CheckoutKind.PACKAGE, path, _version(path), git=git)
-    return Checkout(path, CheckoutKind.TREE, None, None, git=git)
+        return Checkout(path, CheckoutKind.PACKAGE, path, _version(path), git=state)
+    return Checkout(path, CheckoutKind.TREE, None, None, git=state)

@@ -424,7 +424,7 @@ def verify(
     Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
     from codemod.checkout import resolve
     from codemod.scan import scan as scan_checkout
-    from codemod.verify.runner import worktree
+    from codemod.git import worktree
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
 
@@ -432,15 +432,15 @@ def verify(
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
     _check_releases(checkout, target, from_release)
-    with worktree(checkout.root, base) as old_root:
+    # one worktree of the base for the whole run: scanned here, then run by the verification
+    with worktree(checkout.root, base, error=ToolError) as old_root, _VerifyProgress() as progress:
         base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
-    base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
-    targets, not_run = targets_from_diff(base_result, base)
-    targets = take_shard(targets, shard)
-    with _VerifyProgress() as progress:
-        report = verify_change(checkout, targets, base=base, device=device, jobs=jobs, python=python,
-                               progress=progress, say=lambda m: stderr.print(m, style="dim"), not_run=not_run,
-                               own_tests=own_tests, target=target, from_release=from_release,
+        base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
+        targets, not_run = targets_from_diff(base_result, base)
+        targets = take_shard(targets, shard)
+        report = verify_change(checkout, targets, base=base, old_root=old_root, device=device, jobs=jobs,
+                               python=python, progress=progress, say=lambda m: stderr.print(m, style="dim"),
+                               not_run=not_run, own_tests=own_tests, target=target, from_release=from_release,
                                requirements=_split(requirement))
     _emit_verify(report, fmt, output)
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)

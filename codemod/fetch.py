@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from codemod import git
 from codemod.cache import cache_dir
 from codemod.errors import CodemodError, redact
 
@@ -51,21 +52,6 @@ _PYPI_JSON = "https://pypi.org/pypi/transformers/{version}/json"
 _PIP_TIMEOUT_S = 1800
 _HTTP_TIMEOUT_S = 60
 
-#: a fixed identity and date make the commit id a function of the release's contents alone
-_COMMIT_ENV = {
-    "GIT_AUTHOR_NAME": "transformers-codemod",
-    "GIT_AUTHOR_EMAIL": "codemod@localhost",
-    "GIT_COMMITTER_NAME": "transformers-codemod",
-    "GIT_COMMITTER_EMAIL": "codemod@localhost",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
-    # the user's and the system's git config (hooks, excludes, signing, autocrlf) must not
-    # change what gets committed or how the tree is judged clean
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_TERMINAL_PROMPT": "0",
-}
-_GIT_CONFIG = ("-c", "commit.gpgsign=false", "-c", "core.autocrlf=false")
 
 #: phrases in pip's output that mean the index could not be reached, not that nothing matched
 _NETWORK_MARKERS = (
@@ -526,18 +512,7 @@ def _commit(tree: Path, version: str) -> None:
     _git(tree, "commit", "-q", "--no-verify", "-m", f"transformers {version} (sdist from PyPI)")
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run git in ``root`` isolated from the caller's git environment and configuration."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k == "GIT_EXEC_PATH"}
-    env.update(_COMMIT_ENV)
-    try:
-        result = subprocess.run(
-            ["git", *_GIT_CONFIG, "-C", str(root), *args],
-            capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except FileNotFoundError:
-        raise FetchError("git was not found on PATH; it is needed to lay out the release as a repository") from None
-    if check and result.returncode != 0:
-        message = result.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise FetchError(f"git {args[0]} failed in {root}: {message[0]}")
-    return result
+def _git(root: Path, *args: str, check: bool = True) -> git.Done:
+    """git in a repository this module makes: isolated from the caller's git environment and
+    configuration (the commit's id depends on the release's contents alone), failing as a FetchError."""
+    return git.run(root, *args, check=check, error=FetchError, isolated=True)

@@ -27,14 +27,12 @@ import dataclasses
 import enum
 import os
 import re
-import shutil
-import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codemod import __version__
+from codemod import __version__, git
 from codemod.classify import Action as OverrideAction
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, redact
@@ -516,19 +514,8 @@ class Git:
     def run(
         self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None, input: str | None = None
     ) -> str:
-        full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=cwd or self.cwd, env=full_env, input=input, capture_output=True,
-                text=True, timeout=_GIT_TIMEOUT_S, check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise PrError(redact(f"git {args[0]} failed: {error}", self.secrets)) from None
-        if done.returncode != 0:
-            message = " / ".join(line.strip() for line in done.stderr.strip().splitlines()[-3:] if line.strip())
-            message = message or f"exit {done.returncode}"
-            raise PrError(redact(f"git {' '.join(args[:2])} failed: {message}", self.secrets))
-        return done.stdout
+        return git.run(cwd or self.cwd, *args, error=PrError, secrets=self.secrets, env=env, input=input,
+                       timeout=_GIT_TIMEOUT_S).stdout
 
 
 def repository_root(path: Path) -> tuple[Path, Path]:
@@ -572,20 +559,10 @@ def foreign_commits(git: Git, sha: str, base_sha: str, identity: Identity) -> tu
     return tuple(foreign)
 
 
-@contextlib.contextmanager
-def worktree(git: Git, base_sha: str, scratch: Path | None) -> Iterator[Path]:
-    """A detached worktree of the base in a temporary directory, removed (and pruned) whatever happens."""
-    parent = Path(tempfile.mkdtemp(prefix="codemod-pr-", dir=scratch))
-    path = parent / "checkout"
-    try:
-        git.run("worktree", "add", "--detach", str(path), base_sha)
-        yield path
-    finally:
-        with contextlib.suppress(PrError):
-            git.run("worktree", "remove", "--force", str(path))
-        shutil.rmtree(parent, ignore_errors=True)
-        with contextlib.suppress(PrError):
-            git.run("worktree", "prune")
+def worktree(repo: Git, base_sha: str, scratch: Path | None) -> contextlib.AbstractContextManager[Path]:
+    """A detached worktree of the base in a temporary directory (under ``scratch``), removed and pruned
+    whatever happens."""
+    return git.worktree(repo.cwd, base_sha, error=PrError, secrets=repo.secrets, parent=scratch, name="checkout")
 
 
 def build_branch(git: Git, root: Path, base_sha: str, plan: BranchPlan, identity: Identity, index: Path) -> str:

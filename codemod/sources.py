@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from enum import Enum
 from importlib.util import decode_source
 from pathlib import Path
 

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -86,27 +86,6 @@ class Side:
     def checkout(cls, python: Path, root: Path) -> Side:
         """A transformers checkout: its own ``src`` is the code under test and the transformers."""
         return cls(python, (root / "src",), root)
-
-
-# --------------------------------------------------------------------------------------------- git
-
-
-@contextlib.contextmanager
-def worktree(repo: Path, revision: str) -> Iterator[Path]:
-    """A detached worktree of ``revision`` in a temporary directory, removed afterwards."""
-    scratch = Path(tempfile.mkdtemp(prefix="codemod-base-"))
-    path = scratch / "tree"
-    done = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(path), revision],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise VerificationError(f"cannot check out {revision} of {repo}: {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
 
 
 # --------------------------------------------------------------------------------------------- workers

@@ -7,13 +7,14 @@ environment and the worktree, runs ``runner.verify_targets`` and returns a ``Ver
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from importlib.util import decode_source
 from pathlib import Path
 
+from codemod import git
 from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.contracts import OverrideId, Verdict
@@ -32,7 +33,6 @@ from codemod.verify.runner import (
     VerificationError,
     module_of,
     verify_targets,
-    worktree,
 )
 from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
 
@@ -133,8 +133,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
 
 
 def _git_show(root: Path, revision: str, path: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{path}"], capture_output=True)
-    return decode_source(done.stdout) if done.returncode == 0 else None
+    raw = git.show(root, revision, path)
+    return decode_source(raw) if raw is not None else None
 
 
 def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:
@@ -154,6 +154,7 @@ def verify_change(
     *,
     base: str = "HEAD",
     new_root: Path | None = None,
+    old_root: Path | None = None,
     device: str = "cpu",
     jobs: int = 1,
     python: Path | None = None,
@@ -169,7 +170,8 @@ def verify_change(
     requirements: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``targets``: ``base`` (a revision of the checkout's git repo) against ``new_root``
-    (default: the working tree). When the checkout has ``tests/models/<m>/``, that model's own
+    (default: the working tree); ``old_root``: the base already checked out by the caller (a
+    worktree it holds, so that one run makes one), else a worktree of ``base`` is made. When the checkout has ``tests/models/<m>/``, that model's own
     generate tests run before and after too; a regression fails every changed class of the model
     (a test failure cannot be traced to one class).
 
@@ -181,8 +183,8 @@ def verify_change(
     if checkout.git is None:
         raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
     if is_tree(checkout):
-        return _verify_tree(checkout, targets, base=base, new_root=new_root, device=device, jobs=jobs, python=python,
-                            scenarios=scenarios, timeout=timeout, progress=progress, say=say, not_run=not_run,
+        return _verify_tree(checkout, targets, base=base, new_root=new_root, old_root=old_root, device=device, jobs=jobs,
+                            python=python, scenarios=scenarios, timeout=timeout, progress=progress, say=say, not_run=not_run,
                             target=target or DEFAULT_TREE_TARGET, from_release=from_release, requirements=requirements)
     started = time.perf_counter()
     tested = (
@@ -193,12 +195,12 @@ def verify_change(
     environment = ensure_environment(checkout, device, python=python, tests=checkout.tests_dir is not None,
                                      progress=say)
     new_tree = new_root or checkout.root
-    with worktree(checkout.root, base) as old_root:
+    with _base_tree(checkout, base, old_root) as old_tree:
         verdicts = verify_targets(
-            targets, old=Side.checkout(environment.python, old_root), new=Side.checkout(environment.python, new_tree),
+            targets, old=Side.checkout(environment.python, old_tree), new=Side.checkout(environment.python, new_tree),
             device=device, jobs=jobs, scenarios=scenarios, timeout=timeout, progress=progress,
         )
-        own = verify_own_tests(environment.python, old_root, new_tree, tested, jobs=jobs,
+        own = verify_own_tests(environment.python, old_tree, new_tree, tested, jobs=jobs,
                                timeout=own_tests_timeout, progress=say) if tested else []
     failed = failing_models(own)
     verdicts = [
@@ -216,12 +218,20 @@ def verify_change(
 DEFAULT_TREE_TARGET = "4.46.3"
 
 
+def _base_tree(checkout: Checkout, base: str, held: Path | None) -> contextlib.AbstractContextManager[Path]:
+    """The base revision's tree: the one the caller holds, or a worktree made (and removed) here."""
+    if held is not None:
+        return contextlib.nullcontext(held)
+    return git.worktree(checkout.root, base, error=VerificationError)
+
+
 def _verify_tree(
     checkout: Checkout,
     targets: Sequence[Target],
     *,
     base: str,
     new_root: Path | None,
+    old_root: Path | None,
     device: str,
     jobs: int,
     python: Path | None,
@@ -242,9 +252,9 @@ def _verify_tree(
         else release_environment(old_release, device, python=python, requirements=requirements, progress=say)
     )
     modules = [tree_module(checkout.root, OverrideId.parse(t.override_id).file) for t in targets]
-    prefix = git_prefix(checkout.root)
+    prefix = git.prefix(checkout.root)
     new_tree = new_root or checkout.root
-    with worktree(checkout.root, base) as old_repo, \
+    with _base_tree(checkout, base, old_root) as old_repo, \
             tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side, \
             tree_side(new_env.python, new_src, new_tree, modules) as new_side:
         verdicts = verify_targets(targets, old=old_side, new=new_side, device=device, jobs=jobs, scenarios=scenarios,
@@ -254,7 +264,3 @@ def _verify_tree(
                         time.perf_counter() - started, base)
 
 
-def git_prefix(root: Path) -> str:
-    """``root`` relative to the top of its git work tree ("" at the top)."""
-    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-prefix"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else ""
