@@ -21,6 +21,7 @@ from pathlib import Path
 
 from codemod.checkout import Checkout
 from codemod.contracts import CopyStatus
+from codemod.groups import UnionFind
 
 PACKAGE = "transformers"
 IGNORE_COPY = "# Ignore copy"
@@ -440,26 +441,15 @@ def copy_groups(edges: Iterable[tuple[str, str | None]]) -> list[CopyGroup]:
     The source of a group is its member that copies nothing; with several such (or none, in a cycle)
     the smallest id, so the result never depends on the order of ``edges``. Singletons are dropped.
     """
-    parent: dict[str, str] = {}
+    components = UnionFind()
     copies: set[str] = set()
-
-    def root(item: str) -> str:
-        parent.setdefault(item, item)
-        while parent[item] != item:
-            parent[item] = parent[parent[item]]
-            item = parent[item]
-        return item
-
     for member, source in edges:
-        root(member)
+        components.add(member)
         if source is not None:
             copies.add(member)
-            parent[root(member)] = root(source)
-    components: dict[str, set[str]] = {}
-    for item in parent:
-        components.setdefault(root(item), set()).add(item)
+            components.union(member, source)
     groups = []
-    for members in components.values():
+    for members in map(set, components.groups()):
         if len(members) > 1:
             source = min(members - copies or members)
             groups.append(CopyGroup(source, (source, *sorted(members - {source}))))

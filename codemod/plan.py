@@ -35,6 +35,7 @@ from codemod.contracts import (
     Vocabulary,
 )
 from codemod.fallback import FallbackKind
+from codemod.groups import UnionFind
 from codemod.index import CopyLink, Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
@@ -643,7 +644,7 @@ class _Planner:
         for edit in self.extra_edits:
             edits.setdefault(edit.override_id or "", []).append(edit)
         # shards: connected by copy links and generated-from links
-        group = _UnionFind()
+        group = UnionFind()
         derived: set[str] = set()  # members that follow another member
         for oid in edits:
             group.add(oid)
@@ -685,32 +686,6 @@ def _same_reduction(mine: _Decision, theirs: _Decision, link: CopyLink) -> bool:
     from codemod.copies import apply_replacements
 
     return apply_replacements(theirs.body, link.marker.replacements) == mine.body
-
-
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def add(self, item: str) -> None:
-        self.parent.setdefault(item, item)
-
-    def find(self, item: str) -> str:
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
-        return item
-
-    def union(self, a: str, b: str) -> None:
-        self.add(a)
-        self.add(b)
-        ra, rb = sorted((self.find(a), self.find(b)))
-        self.parent[rb] = ra
-
-    def groups(self) -> list[list[str]]:
-        out: dict[str, list[str]] = {}
-        for item in sorted(self.parent):
-            out.setdefault(self.find(item), []).append(item)
-        return list(out.values())
 
 
 def make_plan(
