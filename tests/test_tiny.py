@@ -105,6 +105,26 @@ CHECKS = textwrap.dedent(
 
     run("llava", llava)
 
+    def image_family():
+        # as a processor prepares them (as many image tokens as the tower makes features), so that
+        # assisted decoding with an image runs: 4.45's legacy merge path could not
+        result = {}
+        for module, name in (("llava", "LlavaForConditionalGeneration"),
+                             ("llava_next", "LlavaNextForConditionalGeneration"),
+                             ("video_llava", "VideoLlavaForConditionalGeneration"),
+                             ("paligemma", "PaliGemmaForConditionalGeneration")):
+            cls = load(f"transformers.models.{module}.modeling_{module}", name)
+            model, _ = tiny.tiny_model(cls, seed=0)
+            assistant, _ = tiny.tiny_model(cls, seed=1)
+            inputs = tiny.multimodal_inputs(model, tiny.generation_inputs(model, seed=0), seed=0)
+            if inputs is None:
+                result[name] = None
+                continue
+            result[name] = {"keys": sorted(inputs), "assisted": generate(model, **inputs, assistant_model=assistant)}
+        return {"models": result}
+
+    run("image-family", image_family)
+
     def vocab():
         # every special id of the default config is a valid id of the tiny one
         result = {}
@@ -334,6 +354,19 @@ def test_multimodal_text_path_and_image(results):
     assert "pixel_values" in entry["multimodal_keys"]
     assert entry["image_tokens"] > 0
     assert len(entry["multimodal"][0]) == 7 + entry["image_tokens"] + 6
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_image_models_get_images_as_a_processor_prepares_them(results):
+    entry = _ok(results, "image-family")["models"]
+    assert len(entry) == 4
+    for name, image in entry.items():
+        assert image is not None, f"{name}: no multimodal inputs"
+        assert {"input_ids", "attention_mask"} <= set(image["keys"]), name
+        assert len(image["assisted"]) == 1 and image["assisted"][0], name
+    assert "pixel_values_images" in entry["VideoLlavaForConditionalGeneration"]["keys"]
+    assert "image_sizes" in entry["LlavaNextForConditionalGeneration"]["keys"]
 
 
 @pytest.mark.network

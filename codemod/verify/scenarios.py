@@ -197,6 +197,21 @@ def multimodal(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**extra, "do_sample": False}
 
 
+def multimodal_assisted(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """An image and assisted decoding: several new tokens per step, so an override that sends a
+    first-step-only input (``pixel_values``) again fails where one token per step hides it."""
+    return {**multimodal(model, assistant, seed), "assistant_model": ASSISTANT}
+
+
+def multimodal_padded(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """A left-padded batch of two, each row with its image: positions and masks around the image tokens."""
+    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=3)
+    extra = tiny.multimodal_inputs(model, inputs, seed=seed)
+    if extra is None:
+        raise Skip("no multimodal inputs known for this model")
+    return {**extra, "do_sample": False}
+
+
 def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
 
@@ -278,6 +293,8 @@ SCENARIOS: dict[str, Builder] = {
     "static-cache": static_cache,
     "encoder-outputs": encoder_outputs,
     "multimodal": multimodal,
+    "multimodal-assisted": multimodal_assisted,
+    "multimodal-padded": multimodal_padded,
     "contrastive": contrastive,
     "config-no-cache": config_no_cache,
     "config-no-cache-generate-cache": config_no_cache_generate_cache,

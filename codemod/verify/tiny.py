@@ -26,6 +26,7 @@ running the model once. Models that can't run alone raise :class:`TinyModelError
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import math
@@ -250,8 +251,9 @@ def _fix_switch(d: ConfigDict, size: Size) -> None:
     d["expert_capacity"] = 16
 
 
-def _fix_llava_onevision(d: ConfigDict, size: Size) -> None:
-    # anyres pinpoints must be multiples of the (tiny) image size
+def _fix_anyres_pinpoints(d: ConfigDict, size: Size) -> None:
+    # anyres pinpoints must be multiples of the (tiny) image size: with the defaults (336 x 672, ...)
+    # a tiny image is cut into hundreds of patches that the two given tiles cannot fill
     s = size["image"]
     d["image_grid_pinpoints"] = [[s, s], [s, 2 * s], [2 * s, s], [2 * s, 2 * s]]
 
@@ -434,7 +436,9 @@ FIXUPS: dict[str, Fixup] = {
     "fuyu": _fix_fuyu,
     "nllb-moe": _fix_nllb_moe,
     "switch_transformers": _fix_switch,
-    "llava_onevision": _fix_llava_onevision,
+    "llava_onevision": _fix_anyres_pinpoints,
+    "llava_next": _fix_anyres_pinpoints,
+    "llava_next_video": _fix_anyres_pinpoints,
     "xmod": _fix_xmod,
     "rag": _fix_rag,
 }
@@ -802,6 +806,7 @@ def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigD
     before = default.to_dict()
     vocab = max([MIN_VOCAB, *(i + 1 for i in special_token_ids(before))])
     after = _shrink(before, size, vocab, notes, "")
+    _fit_image_seq_length(after, notes)
     changes = _changes(before, after)
     parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
     if parts:
@@ -822,6 +827,25 @@ def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigD
             except Exception:  # noqa: BLE001 - a read-only property: the model gets what __init__ made
                 pass
     return portable(config)
+
+
+def _fit_image_seq_length(d: ConfigDict, notes: list[str]) -> None:
+    """``image_seq_length`` as many as the shrunk vision tower makes features, as a real config has it.
+
+    It is the number of image tokens the processor expands an image to; 4.45's llava family takes
+    its legacy merge path when a prompt has fewer (the default 576 for a tiny tower's 16), a path
+    generate() cannot use with several new tokens per step, so every assisted case with an image
+    would fail on both sides and prove nothing."""
+    vision = d.get("vision_config")
+    if not _is_int(d.get("image_seq_length")) or not isinstance(vision, dict):
+        return
+    side, patch = vision.get("image_size"), vision.get("patch_size")
+    if not (_is_int(side) and _is_int(patch) and patch > 0):
+        return
+    features = (side // patch) ** 2 + (1 if d.get("vision_feature_select_strategy") == "full" else 0)
+    if d["image_seq_length"] != features:
+        notes.append(f"image_seq_length: {d['image_seq_length']} -> {features} (the tiny vision tower's features)")
+        d["image_seq_length"] = features
 
 
 def tiny_config(model_class: type, *, seed: int = 0, size: Size | None = None) -> Any:
@@ -1322,15 +1346,18 @@ def _feature_count_from(error: str | None, probe: _ScatterProbe, images: int) ->
     for size in reversed(probe.sizes):
         if size and size % images == 0:
             return size // images
-    if error:
-        match = re.search(r"features:?\s*(\d+)", error)
+    # the count as the mismatch errors word it: llava's "image features: N", PaliGemma's "N tokens
+    # from image embeddings" (models that do not scatter with masked_scatter)
+    for pattern in (r"features:?\s*(\d+)", r"(\d+) tokens from image embeddings"):
+        match = re.search(pattern, error or "")
         if match and int(match.group(1)) % images == 0:
             return int(match.group(1)) // images
     return None
 
 
-def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
-    """pixel_values (+ image_sizes) and as many image tokens per row as the model makes features."""
+def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator, key: str = "pixel_values") -> Inputs | None:
+    """``key`` (pixel_values; Video-LLaVA's pixel_values_images), image_sizes for anyres models, and as
+    many image tokens per row as the model makes features."""
     config = model.config
     shape = _image_side(config)
     if shape is None:
@@ -1340,15 +1367,18 @@ def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator) -> Input
     extra: Inputs = {}
     if getattr(config, "image_grid_pinpoints", None) and _forward_takes(model, "image_sizes"):
         # anyres (llava-next family): the base image plus one tile at the smallest pinpoint
-        extra["pixel_values"] = torch.randn((batch, 2, channels, side, side), generator=generator)
+        extra[key] = torch.randn((batch, 2, channels, side, side), generator=generator)
         extra["image_sizes"] = torch.tensor([[side, side]] * batch)
     else:
-        extra["pixel_values"] = torch.randn((batch, channels, side, side), generator=generator)
+        extra[key] = torch.randn((batch, channels, side, side), generator=generator)
     token = _image_token_id(config)
     if token is None:  # images prepended or cross-attended (GIT): no placeholders
         candidate = {**inputs, **extra}
         return candidate if _try_generate(model, candidate) is None else None
-    count = 1
+    # as many tokens as the processor would expand an image to, where the config says (a prompt with
+    # fewer takes 4.45's legacy merge path); else found by probing
+    seq_length = getattr(config, "image_seq_length", None)
+    count = seq_length if _is_int(seq_length) and seq_length > 0 else 1
     for _ in range(4):
         candidate = {**_with_image_tokens(inputs, token, count), **extra}
         with _ScatterProbe() as probe:
@@ -1413,9 +1443,10 @@ def multimodal_inputs(model: Any, inputs: Inputs, *, seed: int = 0) -> Inputs | 
         return None
     builder = MULTIMODAL.get(str(getattr(model.config, "model_type", "")))
     if builder is None:
-        if not _forward_takes(model, "pixel_values"):
+        key = next((k for k in ("pixel_values", "pixel_values_images") if _forward_takes(model, k)), None)
+        if key is None:
             return None
-        builder = _llava_like
+        builder = functools.partial(_llava_like, key=key)
     generator = torch.Generator().manual_seed(seed + 1)
     try:
         return builder(model, inputs, generator)
