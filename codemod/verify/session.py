@@ -19,10 +19,10 @@ from codemod.checkout import Checkout
 from codemod.classify import Action
 from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
-from codemod.index import inheritors
+from codemod.index import Override, inheritors
 from codemod.plan import Plan
 from codemod.scan import ScanResult
-from codemod.sources import FileKind, model_name, read_source
+from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
@@ -100,41 +100,45 @@ def importable_module(checkout: Checkout, path: str) -> str | None:
     return module_of(path)
 
 
-def _method_source(text: str, class_name: str) -> str | None:
+def _methods(text: str) -> dict[str, str]:
+    """Each top-level class's ``prepare_inputs_for_generation`` as an AST dump ("" for a class without one):
+    a comparison that formatting and comments do not change."""
+    methods: dict[str, str] = {}
     for node in ast.parse(text).body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == METHOD:
-                    return ast.dump(item)
-            return ""
-    return None
+        if isinstance(node, ast.ClassDef):
+            found = (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD)
+            methods[node.name] = next((ast.dump(item) for item in found), "")
+    return methods
 
 
 def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list[tuple[str, str]]]:
     """The classes whose ``prepare_inputs_for_generation`` differs between ``base`` and the working tree.
 
     ``result`` is the scan of the *base* revision's overrides (those are what a change can touch).
+    Each file is read once per side, and parsed only when its bytes changed.
     """
     checkout = result.index.checkout
     targets: list[Target] = []
     not_run: list[tuple[str, str]] = []
-    for o in result.findings:
-        old = _git_show(checkout.root, base, o.override.file)
-        new_path = checkout.root / o.override.file
-        new = read_source(new_path) if new_path.is_file() else ""
-        if old is None or _method_source(old, o.override.class_name) == _method_source(new, o.override.class_name):
+    by_file: dict[str, list[Override]] = {}
+    for finding in result.findings:
+        by_file.setdefault(finding.override.file, []).append(finding.override)
+    for file, overrides in by_file.items():
+        old = git.show(checkout.root, base, file)
+        new_path = checkout.root / file
+        new = new_path.read_bytes() if new_path.is_file() else b""
+        if old is None or old == new:
             continue
-        module = importable_module(checkout, o.override.file)
-        if o.override.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
-            not_run.append((o.override.id, f"{o.override.kind.value} file: verified through the generated model classes"))
-            continue
-        targets.append(Target(o.override.id, module, o.override.class_name, o.override.model or ""))
+        old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
+        for o in overrides:
+            if old_methods.get(o.class_name) == new_methods.get(o.class_name):
+                continue
+            module = importable_module(checkout, o.file)
+            if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
+                not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
+                continue
+            targets.append(Target(o.id, module, o.class_name, o.model or ""))
     return targets + inheriting_targets(result, [t.override_id for t in targets]), not_run
-
-
-def _git_show(root: Path, revision: str, path: str) -> str | None:
-    raw = git.show(root, revision, path)
-    return decode_source(raw) if raw is not None else None
 
 
 def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:

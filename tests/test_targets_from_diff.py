@@ -1,0 +1,59 @@
+"""Which classes a change touches: ``session.targets_from_diff`` compares each class's method between
+the base revision and the working tree (formatting and comments are no change), reading each file
+once per side."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from codemod import git
+from codemod.checkout import resolve
+from codemod.scan import scan
+from codemod.verify import session
+
+MODEL = '''
+from transformers import PreTrainedModel
+
+
+class {name}(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None, **kwargs):
+        pass
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {{"input_ids": input_ids, "past_key_values": past_key_values, "custom": 1}}
+'''
+
+
+def commit_all(root: Path) -> None:
+    git.run(root, "add", "-A", isolated=True)
+    git.run(root, "commit", "-q", "-m", "base", isolated=True)
+
+
+def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monkeypatch) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    git.run(root, "init", "-q", "-b", "main", isolated=True)
+    for name in ("Changed", "Reformatted", "Untouched", "Removed"):
+        (root / f"modeling_{name.lower()}.py").write_text(MODEL.format(name=name + "LM"))
+    commit_all(root)
+    base = scan(resolve(root))
+    (root / "modeling_changed.py").write_text(MODEL.format(name="ChangedLM").replace('"custom": 1', '"custom": 2'))
+    (root / "modeling_reformatted.py").write_text(
+        MODEL.format(name="ReformattedLM").replace("input_ids[:, -1:]", "input_ids[:, -1 :]  # the last token"))
+    (root / "modeling_removed.py").unlink()
+    shown: list[str] = []
+    real_show = git.show
+
+    def counting_show(top: Path, revision: str, path: str) -> bytes | None:
+        shown.append(path)
+        return real_show(top, revision, path)
+
+    monkeypatch.setattr(session.git, "show", counting_show)
+    targets, not_run = session.targets_from_diff(base, "HEAD")
+    assert sorted(t.class_name for t in targets) == ["ChangedLM", "RemovedLM"]
+    assert not_run == []
+    assert sorted(shown) == sorted(f.override.file for f in base.findings)  # once per file
+    assert subprocess.run(["git", "-C", str(root), "status", "--short"], capture_output=True, text=True).stdout
