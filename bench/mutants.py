@@ -397,6 +397,15 @@ def tree_digest(root: Path, files: list[str]) -> str:
     return digest.hexdigest()[:16]
 
 
+def verifier_digest() -> str:
+    """The tool's own code (codemod/ and rules/, as the interpreter running this imports it): a cached
+    verdict of another version of the verifier is not this one's."""
+    import codemod
+
+    tool = Path(codemod.__file__).resolve().parents[1]
+    return tree_digest(tool, sorted(str(p.relative_to(tool)) for d in ("codemod", "rules") for p in (tool / d).rglob("*.py")))
+
+
 def changed_files(root: Path) -> list[str]:
     """Files of ``root``'s working tree that differ from HEAD."""
     return [line for line in git(root, "diff", "--name-only", "HEAD").splitlines() if line]
@@ -612,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
         migrated_tree = crosscheck.Tree(tree)
         originals = {rel: (tree / rel).read_bytes() for rel in crosscheck.model_files(tree) + [crosscheck.MIXIN_FILE]}
         pristine_key = "pristine-" + (args.tests and "tests" or "defaults")
+        tool_key = verifier_digest()
         for kind in kinds:
             started = time.perf_counter()
             if kind == "upstream-4.46":
@@ -642,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
                 model_names = sorted({t.model for t in touched}
                                      | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"})
                 verify_doc = run_verifier(target_root, model_names, python=python, jobs=args.jobs, cache=cache,
-                                          key=f"{kind}-{key}-{hashlib.sha256(','.join(model_names).encode()).hexdigest()[:8]}",
+                                          key=f"{kind}-{key}-{hashlib.sha256(','.join(model_names).encode()).hexdigest()[:8]}-{tool_key}",
                                           say=say)
                 verdicts = {(v["file"], v["class"]): v for v in verify_doc["verdicts"]}
                 rows = judge(touched, prist, migr, mut, verdicts)
