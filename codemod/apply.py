@@ -165,7 +165,9 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False) -> Plan:
+def initial_plan(
+    result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
+) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(
@@ -178,6 +180,7 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),
         mark_kept=mark_kept,
+        hold_unproven=hold_unproven,
     )
 
 
@@ -191,10 +194,12 @@ def mixin_reach(profile: MixinProfile) -> soundness.Reach:
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
-def compute_changes(result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False) -> Changes:
+def compute_changes(
+    result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
+) -> Changes:
     """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
-    overrides that stay as they are)."""
-    return settle(result, initial_plan(result, mark_kept=mark_kept), jobs)
+    overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``)."""
+    return settle(result, initial_plan(result, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
 
 
 def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:

@@ -116,6 +116,9 @@ class Finding:
     action: Action
     reasons: tuple[Reason, ...]
     extras: tuple[Extra, ...] = ()
+    #: the differences that change what is prepared in the standard generate flow (also listed among the
+    #: reasons): a deletion or reduction of such an override is proven only by verification
+    flow: tuple[str, ...] = ()
 
     @property
     def differences(self) -> tuple[Reason, ...]:
@@ -457,7 +460,7 @@ class _Judge:
         if self.unreachable:
             action = Action.KEEP  # the fallback reason says why
         category = self.category(own_handling, where="around super()" if swap else "in front of super()")
-        return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))
+        return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras), tuple(self.flow))
 
     def category(self, own_handling: bool, where: str) -> Category:
         """What the override does relative to its fallback, apart from what the tool does with it."""

@@ -253,8 +253,9 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
                                    else f"{-s['lines_removed']} more lines than before"),
         highlight=False,
     )
-    for shard, why in changes.dropped:
-        stderr.print(f"held back {shard}: {why}", style="yellow", highlight=False)
+    # nothing is held back silently: the plan's own (a check refused the edit) and what settling dropped
+    for held, why in (*changes.plan.held, *changes.dropped):
+        stderr.print(f"held back {held}: {why}", style="yellow", highlight=False)
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
@@ -282,7 +283,7 @@ def diff(
     from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute_changes(result, jobs, mark_kept=mark)
+    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result))
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -446,6 +447,15 @@ def verify(
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
 
+def _outside_transformers(result: ScanResult) -> bool:
+    """Model code outside transformers (a tree, a file): without --verify its changes must be right by
+    construction, so those only verification proves are held back (a transformers checkout's plan is
+    the draft that its maintainers verify)."""
+    from codemod.checkout import CheckoutKind
+
+    return result.index.checkout.kind in (CheckoutKind.TREE, CheckoutKind.FILE)
+
+
 @app.command()
 def apply(
     path: PathArg = None,
@@ -492,7 +502,7 @@ def apply(
     if not allow_dirty:
         _refuse_dirty(checkout)
     if not verify:
-        changes = compute_changes(result, jobs, mark_kept=mark)
+        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result))
         written = write(checkout, changes)
         _print_summary(result, changes, checkout)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)

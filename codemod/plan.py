@@ -377,8 +377,11 @@ class _Planner:
         override_enables_generation: bool = False,
         mixin_reach: soundness.Reach | None = None,
         mark_kept: bool = False,
+        hold_unproven: bool = False,
     ) -> None:
         self.repairs = repairs or {}
+        #: no verification follows: hold back the changes only verification could prove
+        self.hold_unproven = hold_unproven
         #: mark the overrides that stay as they are (comment-only edits: only when asked)
         self.mark_kept = mark_kept
         self.override_enables_generation = override_enables_generation
@@ -448,6 +451,11 @@ class _Planner:
             if why is not None:
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=_short(why))
                 self.held.append((oid, f"refused: {why}"))
+            elif self.hold_unproven and self.findings[oid].flow and decision.action is not Action.KEEP:
+                # not behaviour-preserving by construction: what generate() feeds the model would change
+                flow = self.findings[oid].flow[0]
+                self.hold(oid, f"unproven without --verify: it would change what is prepared in the standard "
+                               f"generate flow ({flow})", mark=_short(flow))
 
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
@@ -699,6 +707,7 @@ def make_plan(
     override_enables_generation: bool = False,
     mixin_reach: soundness.Reach | None = None,
     mark_kept: bool = False,
+    hold_unproven: bool = False,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -710,10 +719,12 @@ def make_plan(
     ``repairs`` maps an override to the fixes verification found its reduction needs (keys the mixin
     adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
     reduction. ``mixin_reach``: what the mixin passes to ``forward`` (``soundness.Reach``), for the check that
-    every key a change makes reach ``forward`` is one it takes.
+    every key a change makes reach ``forward`` is one it takes. ``hold_unproven``: no verification
+    follows (``apply`` on model code outside transformers), so a change that would alter what the
+    standard generate flow prepares (``Finding.flow``) is held back with its reason.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept)
+                       mixin_reach, mark_kept, hold_unproven)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

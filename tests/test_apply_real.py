@@ -92,20 +92,21 @@ def _shared_dir(factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _migrate(version: str, shared: Path) -> Migrated:
-    record = shared / f"{version}.json"
-    with _locked(shared / f"{version}.lock"):
+def _migrate(version: str, shared: Path, *options: str) -> Migrated:
+    name = "-".join([version, *(o.lstrip("-") for o in options)])
+    record = shared / f"{name}.json"
+    with _locked(shared / f"{name}.lock"):
         if not record.is_file():
             pristine = release_checkout(version)
-            root = fetch_release(version, shared / f"transformers-{version}")
+            root = fetch_release(version, shared / f"transformers-{name}")
             runner = CliRunner()
             started = time.perf_counter()
-            first = runner.invoke(app, ["apply", str(root)])
+            first = runner.invoke(app, ["apply", str(root), *options])
             seconds = time.perf_counter() - started
             changed = sorted(git(root, "diff", "--name-only").split())
             git(root, "add", "-A")
             git(root, "commit", "-q", "--allow-empty", "-m", "codemod apply")
-            second = runner.invoke(app, ["apply", str(root)])
+            second = runner.invoke(app, ["apply", str(root), *options])
             second_changed = sorted(git(root, "diff", "--name-only").split())
             second_diff = git(root, "diff")
             git(root, "checkout", "-q", "--", ".")
@@ -130,7 +131,9 @@ def m4452(tmp_path_factory: pytest.TempPathFactory) -> Migrated:
 
 @pytest.fixture(scope="session")
 def m5230(tmp_path_factory: pytest.TempPathFactory) -> Migrated:
-    return _migrate("5.23.0", _shared_dir(tmp_path_factory))
+    # with --mark: 5.23.0 changes few overrides, and the marks show that a generated file and its
+    # modular source are treated alike (each kept override is marked in both)
+    return _migrate("5.23.0", _shared_dir(tmp_path_factory), "--mark")
 
 
 _SCANS: dict[str, ScanResult] = {}
@@ -296,13 +299,19 @@ def test_4_45_2_every_touched_file_compiles(m4452: Migrated) -> None:
         compile((m4452.root / rel).read_bytes(), rel, "exec", dont_inherit=True)
 
 
-def test_4_45_2_every_kept_override_is_marked(m4452: Migrated) -> None:
-    unmarked = []
+def test_4_45_2_kept_overrides_are_left_as_they_are(m4452: Migrated) -> None:
+    """Without --mark a migration makes no comment-only edits: an override it keeps is byte-identical."""
+    touched, kept = [], 0
     for f in pristine_scan(m4452).findings:
+        before = state(m4452.pristine, f.override.file, f.override.class_name)
         after = state(m4452.root, f.override.file, f.override.class_name)
-        if after.present and not after.marks:
-            unmarked.append(f.override.id)
-    assert unmarked == []
+        if not after.present or method_lines_without_marks(after) != method_lines_without_marks(before):
+            continue  # deleted or reduced
+        kept += 1
+        if after.code != before.code:
+            touched.append(f.override.id)
+    assert kept >= 20
+    assert touched == []
 
 
 def test_4_45_2_every_touched_module_imports(m4452: Migrated) -> None:

@@ -122,8 +122,8 @@ def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: P
 # --------------------------------------------------------------------------------------------- the CLI
 
 #: files the built-in run changes, and what it changes in each (asserted below)
-CHANGED = ["adapters.py", "modeling_base.py", "modeling_images.py", "modeling_legacy.py", "modeling_masked.py",
-           "modeling_past.py", "modeling_static.py", "modeling_vl.py"]
+CHANGED = ["adapters.py", "modeling_base.py", "modeling_fewer.py", "modeling_images.py", "modeling_legacy.py",
+           "modeling_masked.py", "modeling_past.py", "modeling_static.py", "modeling_vl.py"]
 #: files left as they are, and why
 NOOP = {
     "wrappers.py": "no base defines the method: deleting or reducing would break every class; kept, and "
@@ -167,6 +167,20 @@ def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path
     assert {p.name: p.read_text() for p in foreign.glob("*.py")} == snapshot
 
 
+def test_without_verify_a_change_only_verification_proves_is_held_back(foreign: Path, tmp_path: Path) -> None:
+    """Model code outside transformers gets no verification from a plain apply: a deletion that would change
+    what generate() feeds the model (here position_ids the override never passed) is held back, with why."""
+    before = (foreign / "modeling_fewer.py").read_bytes()
+    result = runner.invoke(app, ["apply", str(foreign), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert (foreign / "modeling_fewer.py").read_bytes() == before
+    held = [line for line in result.output.splitlines() if "FewerForCausalLM" in line]
+    assert held and "unproven without --verify" in held[0] and "position_ids" in result.output, result.output
+    # the scan still says what it is and what a verified apply would try
+    finding = next(f for f in scan_tree(foreign).findings if f.override.class_name == "FewerForCausalLM")
+    assert finding.action is Action.DELETE and finding.flow
+
+
 def test_a_target_where_pretrained_model_is_generative_adds_no_base(foreign: Path, targets: dict[str, Path]) -> None:
     apply_tree(foreign, "--mixin", str(targets[PRE_452]))
     legacy = (foreign / "modeling_legacy.py").read_text()
@@ -188,7 +202,7 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
     assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
-    assert document["summary"]["by_fallback"] == {"mixin": 7, "parent-override": 3, "none": 4, "unknown": 0}
+    assert document["summary"]["by_fallback"] == {"mixin": 8, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
         "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,

@@ -102,10 +102,14 @@ LAVIS_MARKED = {
 
 @pytest.mark.parametrize("target", [None, TARGET], ids=["built-in", TARGET])
 def test_lavis_keeps_every_override_and_says_why(tmp_path: Path, target: str | None) -> None:
-    """salesforce-lavis 1.0.2: five overrides in four files, all kept. The only edits are the
-    `# Overwritten --` marks giving each reason (no code changes: 0 deleted, 0 reduced)."""
+    """salesforce-lavis 1.0.2: five overrides in four files, all kept: nothing changes. With --mark the
+    only edits are the `# Overwritten --` marks giving each reason (no code changes: 0 deleted, 0 reduced)."""
     source = unpacked("salesforce-lavis==1.0.2", "lavis")
-    changed, output = apply_copy(source, tmp_path / "lavis", *(["--target", target] if target else []))
+    targeted = ["--target", target] if target else []
+    changed, output = apply_copy(source, tmp_path / "plain", *targeted)
+    assert "0 overrides deleted, 0 reduced, 5 kept" in output
+    assert changed == [], output
+    changed, output = apply_copy(source, tmp_path / "lavis", *targeted, "--mark")
     assert "0 overrides deleted, 0 reduced, 5 kept" in output
     assert changed == sorted(LAVIS_MARKED)
     for rel, reasons in LAVIS_MARKED.items():
