@@ -188,8 +188,14 @@ def mixin_reach(profile) -> soundness.Reach:
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
-def compute_changes(result: ScanResult, jobs: int | None = None) -> Changes:
-    """Plan and rewrite (in memory) the migration of ``result.findings``."""
+def compute_changes(result: ScanResult, jobs: int | None = None, hooks: bool = False) -> Changes:
+    """Plan and rewrite (in memory) the migration of ``result.findings``; with ``hooks``, the hooks mined
+    from them too (``codemod.hooks``: the hook in the mixin, its members rewritten)."""
+    if hooks:
+        from codemod.hooks import hooked_result, mine, plan_with_hooks
+
+        report = mine(result)
+        return settle(hooked_result(result, report), plan_with_hooks(result, report), jobs)
     return settle(result, initial_plan(result), jobs)
 
 

@@ -50,6 +50,21 @@ class EditKind(Vocabulary):
     HOIST = "hoist"  # install the generic implementation in the stub mixin
     ADD_MIXIN_BASE = "add-mixin-base"  # GenerationMixin among the bases, so can_generate() stays true
     SWAP_DELEGATE = "swap-delegate"  # ask super() where the override asked a sub-model; keep the rest
+    HOOK = "hook"  # a mined hook in the mixin: its class attribute and the code that reads it (``Edit.hook``)
+    SET_ATTRIBUTE = "set-attribute"  # a class attribute on the model class (``text``: the assignment)
+    TRIM = "trim"  # remove the method's top-level statements at ``Edit.remove`` (a hook does what they did)
+
+
+@dataclasses.dataclass(frozen=True)
+class HookCode:
+    """What a mined hook (``codemod.hooks``) adds to the mixin: a class attribute that model classes set,
+    and the statements of ``prepare_inputs_for_generation`` that read it, at its start (``prologue``) and
+    right before its final ``return model_inputs`` (``epilogue``); each 4-space indented at level 0."""
+
+    attribute: str
+    declaration: str
+    prologue: str = ""
+    epilogue: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +103,10 @@ class Edit:
     #: REDUCE: the parameters the reduced method still names (others reach super() through **kwargs);
     #: empty to keep the signature as it is
     keep_params: tuple[str, ...] = ()
+    #: HOOK: the attribute and code to add to the mixin
+    hook: HookCode | None = None
+    #: TRIM: indices of the original body's statements to remove
+    remove: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

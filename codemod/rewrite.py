@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind
+from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind, HookCode
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
@@ -235,7 +235,144 @@ def _import_mixin(module: cst.Module, path: str, statement_code: str = "") -> cs
     return module.with_changes(body=body)
 
 
+# --------------------------------------------------------------------------------------------- hooks
+
+_CLASS_LEVEL_EDITS = (EditKind.SET_ATTRIBUTE, EditKind.HOOK)
+
+
+def _assigned_name(statement: cst.CSTNode) -> str | None:
+    """The name a class-level ``name = …`` / ``name: T = …`` assigns, or None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target.value
+    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+        return small.target.value
+    return None
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return m.matches(statement, m.SimpleStatementLine([m.Expr(m.SimpleString() | m.ConcatenatedString())]))
+
+
+def _class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
+    """Statements for a class body (4-space indented code at level 0), in the module's style."""
+    parsed = _in_module_style(module, "class _:", code)
+    cls = parsed.body[0]
+    assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
+    return list(cls.body.body)
+
+
+_BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
+
+
+def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str) -> list[cst.BaseStatement]:
+    """``code`` (one class-level assignment) among the class attributes at the top of the body, after
+    the last of them (or first, with a blank line before the member that follows); an assignment to the
+    same name is replaced."""
+    new = _class_statements(module, code)
+    if len(new) != 1 or _assigned_name(new[0]) is None:
+        raise RewriteError(f"not one class attribute assignment: {code!r}")
+    statement, name = new[0], _assigned_name(new[0])
+    for i, existing in enumerate(body):
+        if _assigned_name(existing) == name:
+            body[i] = statement.with_changes(leading_lines=existing.leading_lines)
+            return body
+    if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
+        return [statement]
+    position = 0
+    while position < len(body) and isinstance(body[position], cst.SimpleStatementLine):
+        position += 1
+    if position == 0:
+        follower = body[0]
+        if not follower.leading_lines:
+            body[0] = follower.with_changes(leading_lines=[_BLANK_LINE])
+        return [statement, *body]
+    if _is_docstring(body[position - 1]):
+        statement = statement.with_changes(leading_lines=[_BLANK_LINE])
+    if position < len(body) and not body[position].leading_lines:
+        body[position] = body[position].with_changes(leading_lines=[_BLANK_LINE])
+    return [*body[:position], statement, *body[position:]]
+
+
+def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode) -> list[cst.BaseStatement]:
+    """The hook's attribute declared right above the mixin's method (once)."""
+    if any(_assigned_name(s) == hook.attribute for s in body):
+        return body
+    statements = _class_statements(module, hook.declaration)
+    first = statements[0]
+    statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
+    method = body[position]
+    if not method.leading_lines:
+        body[position] = method.with_changes(leading_lines=[_BLANK_LINE])
+    return [*body[:position], *statements, *body[position:]]
+
+
+def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) -> cst.FunctionDef:
+    """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
+    final ``return model_inputs`` (once: a method that already reads the attribute is left as it is)."""
+    function = _indented(function)
+    assert isinstance(function.body, cst.IndentedBlock)
+    if m.findall(function, m.Attribute(value=m.Name("self"), attr=m.Name(hook.attribute))):
+        return function
+    body = list(function.body.body)
+    if not body or not m.matches(body[-1], m.SimpleStatementLine([m.Return(m.Name("model_inputs"))])):
+        raise RewriteError(f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the "
+                           f"{hook.attribute} hook")
+    comment = _comment_line(f"# the {hook.attribute} hook: see its declaration on {MIXIN_CLASS}")
+    prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
+    epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
+    for statement in prologue:
+        for target in m.findall(statement, m.AssignTarget(target=m.Name())):
+            local = target.target.value  # type: ignore[attr-defined]
+            if m.findall(function, m.Name(local)):
+                raise RewriteError(f"{MIXIN_CLASS}.{METHOD} already uses the name {local!r} the hook needs")
+    if prologue:
+        prologue[0] = prologue[0].with_changes(leading_lines=[comment])
+        start = 1 if _is_docstring(body[0]) else 0
+        if start < len(body) and not body[start].leading_lines:
+            body[start] = body[start].with_changes(leading_lines=[_BLANK_LINE])
+        body = [*body[:start], *prologue, *body[start:]]
+    if epilogue:
+        epilogue[0] = epilogue[0].with_changes(leading_lines=[_BLANK_LINE, comment])
+        last = body[-1]
+        if not last.leading_lines:
+            last = last.with_changes(leading_lines=[_BLANK_LINE])
+        body = [*body[:-1], *epilogue, last]
+    return function.with_changes(body=function.body.with_changes(body=body))
+
+
+def _trim(function: cst.FunctionDef, remove: Sequence[int]) -> cst.FunctionDef:
+    """The method without its top-level statements at ``remove`` (with the comments above them)."""
+    function = _indented(function)
+    assert isinstance(function.body, cst.IndentedBlock)
+    old = list(function.body.body)
+    if not remove or any(i >= len(old) for i in remove):
+        raise RewriteError(f"cannot remove statements {list(remove)} of a body of {len(old)}")
+    kept = [s for i, s in enumerate(old) if i not in set(remove)]
+    if not kept:
+        raise RewriteError("a trim may not remove every statement")
+    return function.with_changes(body=function.body.with_changes(body=kept))
+
+
+def _class_level(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+    """The class attributes a model class sets (``SET_ATTRIBUTE``), after its method's edits."""
+    assert isinstance(cls.body, cst.IndentedBlock)
+    body = list(cls.body.body)
+    for edit in edits:
+        if edit.kind is EditKind.SET_ATTRIBUTE:
+            body = _set_attribute(module, body, edit.text)
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
 def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+    attributes = [e for e in edits if e.kind is EditKind.SET_ATTRIBUTE]
+    if attributes:
+        edits = [e for e in edits if e.kind is not EditKind.SET_ATTRIBUTE]
+        if edits:
+            cls = _apply_to_class(module, cls, edits)
+        return _class_level(module, cls, attributes)
     assert isinstance(cls.body, cst.IndentedBlock)
     if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
         cls = _add_mixin_base(cls)
@@ -251,6 +388,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         raise RewriteError(f"{cls.name.value} has no {METHOD}")
     function = body[position]
     assert isinstance(function, cst.FunctionDef)
+    hooks: list[HookCode] = []
     for edit in edits:
         if edit.kind is EditKind.DELETE:
             function = None
@@ -269,6 +407,11 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = _drop_marker(function)
         elif edit.kind is EditKind.IGNORE_COPY:
             function = _ignore_copy(function)
+        elif edit.kind is EditKind.TRIM:
+            function = _trim(function, edit.remove)
+        elif edit.kind is EditKind.HOOK and edit.hook is not None:
+            function = _hook_method(module, function, edit.hook)
+            hooks.append(edit.hook)
     if function is None:
         removed = body.pop(position)
         if position < len(body) and not body[position].leading_lines and removed.leading_lines:
@@ -279,6 +422,10 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
         body[position] = function
+        for hook in hooks:
+            before = len(body)
+            body = _declare(module, body, position, hook)
+            position += len(body) - before
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
@@ -378,7 +525,7 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
-    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE)}
+    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)}
     out = []
     for statement in old.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
