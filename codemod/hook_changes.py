@@ -17,6 +17,7 @@ from pathlib import Path
 
 from codemod.apply import Changes, settle
 from codemod.classify import Action
+from codemod.mixin import MIXIN_CLASS
 from codemod.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
 from codemod.plan import Edit, EditKind, Plan
 from codemod.rewrite import rewrite_source
@@ -126,8 +127,6 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
             members.append(MemberChanges(member, "applied", diff, removed, added))
         mixin_diff, mixin_added = "", 0
         if cluster.applied and cluster.hook is not None and report.mixin_file is not None:
-            from codemod.plan import MIXIN_CLASS
-
             hook = Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, None, cluster.name, hook=cluster.hook.code())
             base = [plan.hoist] if plan is not None and plan.hoist is not None else []
             before = _rewritten(root, report.mixin_file, base) if base else None

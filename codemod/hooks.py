@@ -305,34 +305,55 @@ def normalised_code(code: str, context: _Context) -> str | None:
     return ast.unparse(_Abstract(context).visit(tree))
 
 
-# A condition is a small formula over atoms: ("atom", name), ("not", f), ("and", fs), ("or", fs), ("const", b)
-_Formula = tuple
+@dataclasses.dataclass(frozen=True)
+class _Formula:
+    """A condition: an atom, its negation, a conjunction or disjunction, or a constant."""
+
+    op: str  # "atom", "not", "and", "or", "const"
+    atom: str = ""
+    args: tuple[_Formula, ...] = ()
+    value: bool = True
+
+
+_TRUE = _Formula("const")
+
+
+def _a(name: str) -> _Formula:
+    return _Formula("atom", name)
+
+
+def _not(formula: _Formula) -> _Formula:
+    return _Formula("not", args=(formula,))
+
+
+def _all(*formulas: _Formula) -> _Formula:
+    return _Formula("and", args=formulas)
 
 
 def _formula(node: ast.expr, context: _Context, key: str) -> _Formula:
     if isinstance(node, ast.BoolOp):
-        return ("and" if isinstance(node.op, ast.And) else "or", tuple(_formula(v, context, key) for v in node.values))
+        return _Formula("and" if isinstance(node.op, ast.And) else "or", args=tuple(_formula(v, context, key) for v in node.values))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return ("not", _formula(node.operand, context, key))
+        return _not(_formula(node.operand, context, key))
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return ("const", node.value)
+        return _Formula("const", value=node.value)
     atom = _atom(node, context, key)
     if atom is not None:
         return atom
-    return ("atom", "code: " + ast.unparse(_Abstract(context).visit(node)))
+    return _a("code: " + ast.unparse(_Abstract(context).visit(node)))
 
 
 def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
     """A condition that means the same in every model, with its polarity; None for other code."""
     if isinstance(node, ast.Name):
         if node.id == "is_first_iteration" and "is_first_iteration" in context.params:
-            return ("atom", Atom.FIRST.value)
+            return _a(Atom.FIRST.value)
         if node.id == "use_cache" and "use_cache" in context.params:
             # its default does not matter: generate() always passes use_cache (classify.GENERATE_PROVIDES)
-            return ("atom", Atom.USE_CACHE.value)
+            return _a(Atom.USE_CACHE.value)
         return None
     if _reads_kwarg(node, context, "use_cache"):
-        return ("atom", Atom.USE_CACHE.value)
+        return _a(Atom.USE_CACHE.value)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, op, right = node.left, node.ops[0], node.comparators[0]
         # cache_position[0] == 0 / != 0 / > 0
@@ -342,17 +363,17 @@ def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
             and isinstance(right, ast.Constant) and right.value == 0 and context.era is Era.CACHE_POSITION
         ):
             if isinstance(op, ast.Eq):
-                return ("atom", Atom.FIRST.value)
+                return _a(Atom.FIRST.value)
             if isinstance(op, (ast.NotEq, ast.Gt)):
-                return ("not", ("atom", Atom.FIRST.value))
+                return _not(_a(Atom.FIRST.value))
         if isinstance(right, ast.Constant) and right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
             positive = isinstance(op, ast.Is)  # ``x is None``
             if isinstance(left, ast.Name) and left.id == "past_key_values":
-                atom: _Formula = ("atom", Atom.FIRST.value if context.no_past_is_first else Atom.NO_PAST.value)
-                return atom if positive else ("not", atom)
+                atom = _a(Atom.FIRST.value if context.no_past_is_first else Atom.NO_PAST.value)
+                return atom if positive else _not(atom)
             if (isinstance(left, ast.Name) and left.id == key) or _reads_kwarg(left, context, key):
-                given: _Formula = ("atom", Atom.GIVEN.value)
-                return ("not", given) if positive else given
+                given = _a(Atom.GIVEN.value)
+                return _not(given) if positive else given
     return None
 
 
@@ -373,26 +394,21 @@ def _reads_kwarg(node: ast.expr, context: _Context, name: str) -> bool:
 
 
 def _atoms_of(formula: _Formula) -> set[str]:
-    if formula[0] == "atom":
-        return {formula[1]}
-    if formula[0] == "not":
-        return _atoms_of(formula[1])
-    if formula[0] in ("and", "or"):
-        return set().union(*(_atoms_of(f) for f in formula[1]))
-    return set()
+    if formula.op == "atom":
+        return {formula.atom}
+    return set().union(*(_atoms_of(f) for f in formula.args))
 
 
 def _holds(formula: _Formula, assignment: Mapping[str, bool]) -> bool:
-    kind = formula[0]
-    if kind == "atom":
-        return assignment[formula[1]]
-    if kind == "not":
-        return not _holds(formula[1], assignment)
-    if kind == "and":
-        return all(_holds(f, assignment) for f in formula[1])
-    if kind == "or":
-        return any(_holds(f, assignment) for f in formula[1])
-    return bool(formula[1])
+    if formula.op == "atom":
+        return assignment[formula.atom]
+    if formula.op == "not":
+        return not _holds(formula.args[0], assignment)
+    if formula.op == "and":
+        return all(_holds(f, assignment) for f in formula.args)
+    if formula.op == "or":
+        return any(_holds(f, assignment) for f in formula.args)
+    return formula.value
 
 
 # --------------------------------------------------------------------------------------------- parts
@@ -400,7 +416,7 @@ def _holds(formula: _Formula, assignment: Mapping[str, bool]) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class _Write:
-    condition: _Formula  # ("const", True) when unconditional
+    condition: _Formula  # _TRUE when unconditional
     value: ValueKind
     argument: str = ""
 
@@ -418,15 +434,15 @@ def handled_keys(profile: MixinProfile) -> frozenset[str]:
 
 def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
     """The writes one output assignment makes (a ``a if test else b`` is two)."""
-    condition: _Formula = ("const", True)
+    condition = _TRUE
     conditions = []
     for text in out.conditions:
         try:
             conditions.append(_formula(ast.parse(text, mode="eval").body, context, key))
         except SyntaxError:
-            conditions.append(("atom", "code: " + text))
+            conditions.append(_a("code: " + text))
     if conditions:
-        condition = ("and", tuple(conditions)) if len(conditions) > 1 else conditions[0]
+        condition = _all(*conditions) if len(conditions) > 1 else conditions[0]
     origin, name = out.value.origin, out.value.name
     if origin in (ValueOrigin.NONE, ValueOrigin.DROPPED):
         return [_Write(condition, ValueKind.NONE)]
@@ -439,9 +455,9 @@ def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
         if given == key:
             return [_Write(condition, ValueKind.CALLER_OR_DEFAULT, default)]
     if origin is ValueOrigin.PARAM and name == key and not out.conditions:
-        default = next((p.default for p in context.defaults if p.name == key), None)
-        if default not in (None, "None"):
-            return [_Write(condition, ValueKind.CALLER_OR_DEFAULT, default)]  # type: ignore[arg-type]
+        declared = next((p.default for p in context.defaults if p.name == key), None)
+        if declared is not None and declared != "None":
+            return [_Write(condition, ValueKind.CALLER_OR_DEFAULT, declared)]
     if origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP, ValueOrigin.LATER_STEP) and name == key:
         expression = _expression(out.expr)
         if isinstance(expression, ast.IfExp):
@@ -450,7 +466,7 @@ def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
             body = _plain_value(expression.body, key, context)
             orelse = _plain_value(expression.orelse, key, context)
             if body is not None and orelse is not None:
-                return [_Write(("and", (condition, test)), body), _Write(("and", (condition, ("not", test))), orelse)]
+                return [_Write(_all(condition, test), body), _Write(_all(condition, _not(test)), orelse)]
             return [_Write(condition, ValueKind.OTHER, out.expr)]
         if origin is not ValueOrigin.PARAM and not out.conditions:
             return [_Write(condition, ValueKind.OTHER, out.expr)]  # a step test somewhere else: not ours to read
@@ -550,12 +566,10 @@ def _before_super(a: BodyAnalysis, line: int) -> bool:
 
 def _given(formula: _Formula) -> _Formula:
     """``formula`` with "the caller gave the input" taken as true."""
-    if formula[0] == "atom" and formula[1] == Atom.GIVEN.value:
-        return ("const", True)
-    if formula[0] == "not":
-        return ("not", _given(formula[1]))
-    if formula[0] in ("and", "or"):
-        return (formula[0], tuple(_given(f) for f in formula[1]))
+    if formula.op == "atom" and formula.atom == Atom.GIVEN.value:
+        return _TRUE
+    if formula.args:
+        return dataclasses.replace(formula, args=tuple(_given(f) for f in formula.args))
     return formula
 
 
@@ -828,13 +842,28 @@ def parts(result: ScanResult) -> list[Part]:
     return out
 
 
+@dataclasses.dataclass
+class _Draft:
+    """A cluster being mined: its idiom, hook, and the parts of each member override."""
+
+    idiom: Idiom
+    kind: HookKind
+    hook: Hook | None
+    name: str
+    parts: dict[OverrideId, list[Part]]
+    members: list[Part]
+
+    def models(self, overrides: Iterable[str]) -> set[str]:
+        return {self.parts[OverrideId(o)][0].model for o in overrides}
+
+
 def mine(result: ScanResult) -> HookReport:
     """Cluster the overrides' model-specific parts; keep the idioms three or more models share."""
     profile = result.profile
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file is not None and profile.analysis else None
     hoisted = profile.hoisted and mixin_file is not None
-    findings = {f.override.id: f for f in result.findings}
+    findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
     found = parts(result)
     by_idiom: dict[Idiom, list[Part]] = {}
     for part in found:
@@ -844,7 +873,7 @@ def mine(result: ScanResult) -> HookReport:
     for part in found:
         if part.idiom is not None:
             idioms_of.setdefault(part.override, {})[part.key] = part.idiom
-    clusters = []
+    drafts = []
     for idiom, members in by_idiom.items():
         if len({p.model for p in members}) < MIN_MODELS:
             continue
@@ -852,35 +881,55 @@ def mine(result: ScanResult) -> HookReport:
         if hook is not None and kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
             members = [p for p in members if p.argument]
-        by_override: dict[str, list[Part]] = {}
+        by_override: dict[OverrideId, list[Part]] = {}
         for part in members:
             by_override.setdefault(part.override, []).append(part)
+        drafts.append(_Draft(idiom, kind, hook, name, by_override, members))
+    # A member's change depends on every hook it takes: with all of them, nothing may be left (a deletion);
+    # with some, a trim. Which hooks are applied depends on how many models each can change: settle both.
+    applied = {id(d) for d in drafts if d.hook is not None and mixin_file is not None}
+    changes: dict[tuple[int, str], tuple[Change, str, tuple[int, ...]]] = {}
+    for _ in range(len(drafts) + 1):
+        joint: dict[str, list[str]] = {}
+        for d in drafts:
+            if id(d) in applied:
+                for override_id, own in d.parts.items():
+                    joint.setdefault(override_id, []).extend(p.key for p in own)
+        for d in drafts:
+            for override_id, own in d.parts.items():
+                if d.hook is None:
+                    changes[id(d), override_id] = (Change.BLOCKED, "no hook template", ())
+                    continue
+                keys = joint[override_id] if id(d) in applied else [p.key for p in own]
+                changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
+                                                            idioms_of.get(override_id, {}))
+        settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
+            o for o in d.parts if changes[id(d), o][0] is not Change.BLOCKED)) >= MIN_MODELS}
+        if settled == applied:
+            break
+        applied = settled
+    clusters = []
+    for d in drafts:
         cluster_members = []
-        for override_id, own in by_override.items():
-            f = findings[override_id]
-            o = f.override
-            if hook is None:
-                change, why, removed = Change.BLOCKED, "no hook template", ()
-            else:
-                change, why, removed = member_change(f, [p.key for p in own], profile, idioms_of.get(override_id, {}))
+        for override_id, own in d.parts.items():
+            o = findings[override_id].override
+            change, why, removed = changes[id(d), override_id]
             cluster_members.append(Member(
                 OverrideId(override_id), own[0].model, o.class_name, o.file, tuple(p.key for p in own),
-                assignment(kind, hook.attribute if hook else name, own) if hook else "", change, why, removed, o.lines,
+                assignment(d.kind, d.hook.attribute, own) if d.hook else "", change, why, removed, o.lines,
             ))
         cluster_members.sort(key=lambda m: (m.model, m.file, m.class_name))
         not_applied = ""
-        if hook is None:
-            not_applied = name
+        applicable = {m.model for m in cluster_members if m.applicable}
+        if d.hook is None:
+            not_applied = d.name
         elif mixin_file is None:
             not_applied = f"no mixin file to add it to ({profile.source})"
-        elif len({m.model for m in cluster_members if m.applicable}) < MIN_MODELS:
-            not_applied = (f"only {len({m.model for m in cluster_members if m.applicable})} of its models can take it "
-                           f"(at least {MIN_MODELS} needed)")
-        clusters.append(Cluster(
-            hook.attribute if hook else name if name.startswith("_") else "_generation_" + _slug(idiom.describe())[:40],
-            kind, idiom, idiom.describe(), hook, tuple(cluster_members),
-            tuple(_near_misses(idiom, members, found)), not_applied=not_applied,
-        ))
+        elif id(d) not in applied:
+            not_applied = f"only {len(applicable)} of its models can take it (at least {MIN_MODELS} needed)"
+        name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
+        clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
+                                tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
     clusters += _statement_clusters(result)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
     return HookReport(tuple(clusters), profile.era, mixin_file, hoisted)
@@ -1008,9 +1057,10 @@ def extend(plan: Plan, report: HookReport) -> Plan:
                 if actions.get(oid) is not Action.KEEP:
                     continue  # the planner changed it some other way: leave it
                 removed = tuple(sorted({i for _, m in mine for i in m.removed}))
-                edits = [e for e in edits if not (e.override_id == oid and e.kind is EditKind.MARK)]
-                edits.append(Edit(trim.file, trim.class_name, EditKind.TRIM, oid,
-                                  "trimmed: the mixin's hook does what the removed statements did", remove=removed))
+                # in front of the override's other edits (a mark goes on the first statement that stays)
+                first = next((i for i, e in enumerate(edits) if e.override_id == oid), len(edits))
+                edits.insert(first, Edit(trim.file, trim.class_name, EditKind.TRIM, oid,
+                                         "trimmed: the mixin's hook does what the removed statements did", remove=removed))
                 actions[oid] = Action.REDUCE
             elif actions.get(oid) is Action.KEEP:
                 continue  # held or refused by the planner: no hook for it
