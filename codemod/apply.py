@@ -22,6 +22,7 @@ from codemod.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, ValueOrigin
 from codemod.errors import CodemodError
 from codemod.index import Override
+from codemod.mixin import Era, MixinProfile
 from codemod.plan import Edit, Plan, Repair, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
@@ -149,8 +150,9 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == o.class_name:
+            target: ast.ClassDef | ast.FunctionDef | None
             if scope is CopyScope.CLASS:
-                target: ast.AST = node
+                target = node
             else:
                 target = next(
                     (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"),
@@ -158,12 +160,12 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
                 )
                 if target is None:
                     return None
-            start = min([d.lineno for d in getattr(target, "decorator_list", [])] + [target.lineno])  # type: ignore[attr-defined]
-            return start, target.end_lineno or start  # type: ignore[attr-defined]
+            start = min([d.lineno for d in target.decorator_list] + [target.lineno])
+            return start, target.end_lineno or start
     return None
 
 
-def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -> Plan:
+def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(
@@ -175,10 +177,11 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None) -
         repairs=repairs,
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),
+        mark_kept=mark_kept,
     )
 
 
-def mixin_reach(profile) -> soundness.Reach:
+def mixin_reach(profile: MixinProfile) -> soundness.Reach:
     """What the mixin itself passes to ``forward``: the keys its body always sets (``inputs_embeds`` for
     decoder-only models, ``cache_position`` where it passes the parameter on); every model kwarg besides."""
     analysis = profile.analysis
@@ -188,15 +191,17 @@ def mixin_reach(profile) -> soundness.Reach:
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis))
 
 
-def compute_changes(result: ScanResult, jobs: int | None = None, hooks: bool = False) -> Changes:
-    """Plan and rewrite (in memory) the migration of ``result.findings``; with ``hooks``, the hooks mined
-    from them too (``codemod.hooks``: the hook in the mixin, its members rewritten)."""
+def compute_changes(result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False,
+                    hooks: bool = False) -> Changes:
+    """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
+    overrides that stay as they are; ``hooks``: the hooks mined from them too, ``codemod.hooks``: the hook
+    in the mixin, its members rewritten)."""
     if hooks:
         from codemod.hooks import hooked_result, mine, plan_with_hooks
 
         report = mine(result)
-        return settle(hooked_result(result, report), plan_with_hooks(result, report), jobs)
-    return settle(result, initial_plan(result), jobs)
+        return settle(hooked_result(result, report), plan_with_hooks(result, report, mark_kept=mark_kept), jobs)
+    return settle(result, initial_plan(result, mark_kept=mark_kept), jobs)
 
 
 def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
@@ -242,6 +247,7 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
     path -> what. A rewrite may remove problems, never add one."""
     changed = [r for r in rewrites if r.changed]
     workers = min(jobs or os.cpu_count() or 1, len(changed))
+    found: Iterable[tuple[str, list[str]]]
     if workers <= 1 or len(changed) < 8:
         found = map(_flakes_job, changed)
     else:
@@ -250,9 +256,7 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
     return {path: "the rewrite would add " + "; ".join(problems)[:200] for path, problems in found if problems}
 
 
-def _checkout_era(result: ScanResult):
-    from codemod.mixin import Era
-
+def _checkout_era(result: ScanResult) -> Era:
     # The profile of a stub mixin is the hoisted implementation's; the hoist is needed when the
     # checkout's own method is the stub, which the profile's source says.
     return Era.STUB if result.profile.hoisted and result.index.checkout.mixin_file is not None else result.profile.era

@@ -1,21 +1,33 @@
-"""Classify each override relative to the checkout's mixin: generic, kwargs-forwarding or bespoke.
+"""Classify each override relative to what it falls back to: a category, and separately an action.
 
-- **generic**: everything the override does, the mixin does too → ``delete``;
-- **kwargs-forwarding**: generic, plus model-specific keys (an input passed only on the first step,
-  a constant, a key dropped or sliced with the ids) → ``reduce`` to ``super()`` plus those keys;
-- **bespoke**: anything the mixin does not do, or that the recognisers do not understand → ``keep``.
+The **category** says what the override does relative to its fallback (the mixin, or a parent's override):
+
+- **generic**: in the standard generate flow it prepares what the fallback prepares, and it has no
+  handling of its own elsewhere (near-misses of old boilerplate outside that flow are *differences*);
+- **kwargs-forwarding**: the fallback's preparation plus extra keys (an input passed only on the first
+  step, a constant, a default, a key dropped, set to None or sliced with the ids);
+- **bespoke**: model-specific: an input computed its own way (kept as it is, or not understood), a
+  cache key of its own, or a difference that changes what is prepared in the standard flow (the ids
+  unsliced with a cache, fewer inputs than the fallback builds: CTRL, OpenAI GPT, Git).
+
+The **action** says what the tool does: ``delete`` (generic; a bespoke one whose only own handling is
+such a difference, which verification then judges), ``reduce`` to ``super()`` (the extra keys after it;
+a bespoke override's own statements kept in front of it or around a swapped delegation; a generic one's
+guard kept in front), ``keep`` (anything else).
 
 Every finding carries its reasons: the behaviours recognised, the extra keys, each statement not
 understood (with its line), and the *differences*: ways the override is only nearly what the mixin
-does (it omits an input the mixin would add, keeps only the last token, ...). A generic finding
-with differences is still planned for deletion, and the report says so; verification decides.
+does (it omits an input the mixin would add, keeps only the last token, ...); a note says why a
+category is bespoke when no bespoke reason does.
 
 Pure: a function of the index and the mixin profile.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import textwrap
 from collections.abc import Iterable
 
 from codemod.analysis import Delegation
@@ -31,6 +43,14 @@ IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
 GENERATE_PROVIDES = frozenset({"use_cache", "past_key_values", "attention_mask", "cache_position", "encoder_outputs"})
 #: names a cache goes by; passing one under another key than ``past_key_values`` is model-specific
 CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
+#: the parameter the 5.x mixin slices the ids by; None passes every id
+SLICE_LENGTH = "next_sequence_length"
+#: the inputs a fallback prepares itself (slices, builds or passes as the cache): an override that computes
+#: one of them its own way is model-specific; the other keys are extras on top of the fallback's preparation
+CORE_INPUTS = IDS_KEYS | CACHE_NAMES | frozenset({
+    "inputs_embeds", "attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids",
+    "cache_position", "next_sequence_length",
+})
 
 
 class Category(Vocabulary):
@@ -112,7 +132,10 @@ class _Judge:
         self.mixin = behaviours
         self.reasons: list[Reason] = []
         self.extras: list[Extra] = []
+        #: a reason that keeps the override as it is (``ReasonKind.keeps``): decides the action
         self.bespoke = False
+        #: the differences that change what is prepared in the standard generate flow: not generic
+        self.flow: list[str] = []
         self.fallback = override.fallback
         #: a deletion or super() reaches nothing known: whatever the body does, the override stays
         self.unreachable = self.fallback is not None and self.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
@@ -131,6 +154,13 @@ class _Judge:
     def extra(self, key: str, how: ExtraHow, source: str, line: int | None, text: str) -> None:
         self.extras.append(Extra(key, how, source))
         self.add(ReasonKind.EXTRA, text, line)
+
+    def differ(self, text: str, line: int | None = None, *, flow: bool = False) -> None:
+        """A difference; ``flow``: one that changes what is prepared in the standard generate flow
+        (``generate()`` on a tokenized prompt, the model's default cache, one new token per step)."""
+        self.add(ReasonKind.DIFFERENCE, text, line)
+        if flow:
+            self.flow.append(text)
 
     # ---------------------------------------------------------------------------------------------
 
@@ -223,13 +253,15 @@ class _Judge:
                 continue
             self.add(ReasonKind.BEHAVIOUR, text, r.line, r.code)
             for difference in coverage.differences:
-                self.add(ReasonKind.DIFFERENCE, difference, r.line)
+                self.differ(difference, r.line)
+            for difference in coverage.flow_differences:
+                self.differ(difference, r.line, flow=True)
 
     def outputs(self) -> None:
         a = self.a
         if a.delegation is Delegation.SUBMODEL:
-            self.add(ReasonKind.DIFFERENCE, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
-                                   "would prepare them with this model's own config and forward")
+            self.differ(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
+                        "would prepare them with this model's own config and forward")
         values = a.output_values()
         line_of = {o.key: o.line for o in a.outputs}
         for key, value in values.items():
@@ -257,10 +289,10 @@ class _Judge:
                     continue
             if origin is ValueOrigin.PARAM:
                 if name == key:
-                    default = next((p.default for p in a.params if p.name == key), None)
-                    if default not in (None, "None") and key not in GENERATE_PROVIDES:
-                        self.extra(key, ExtraHow.DEFAULT, default, line, f"{key} is {default} when not given; the mixin "
-                                                                   "passes nothing then")
+                    declared = next((p.default for p in a.params if p.name == key), None)
+                    if declared is not None and declared != "None" and key not in GENERATE_PROVIDES:
+                        self.extra(key, ExtraHow.DEFAULT, declared, line, f"{key} is {declared} when not given; the mixin "
+                                                                    "passes nothing then")
                     elif self.closed_fallback is not None and key not in self.closed_fallback:
                         self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} is passed on; the dict "
                                                                   f"{self._fallback_name} returns drops it")
@@ -288,6 +320,9 @@ class _Judge:
                     self.extra(key, ExtraHow.LATER_STEP_NONE, "", line, f"{key} is set to None after the first step")
                     continue
                 self.extra(key, ExtraHow.NONE, name, line, f"{key} is set to None" + (f" on the {name}" if name else ""))
+                if key == SLICE_LENGTH:
+                    self.differ(f"passes every id on every step although it passes a cache: with {key} None the mixin "
+                                "does not slice them", line, flow=True)
                 continue
             if origin is ValueOrigin.CONST:
                 self.extra(key, ExtraHow.CONSTANT, name, line, f"{key} is always {name}")
@@ -314,24 +349,27 @@ class _Judge:
         values = a.output_values()
         behaviours = a.behaviours
         forward = set(self.o.forward_params or ())
+        #: what the dict holds is the override's own preparation (a sub-model's is the sub-model's: what it
+        #: leaves out is not known here, and the swap to super() brings the mixin's back)
+        own = a.delegation is not Delegation.SUBMODEL
         # position_ids: the mixin builds them when forward accepts them
         if "position-ids-from-mask" in self.mixin and "position_ids" not in values and "position-ids-from-mask" not in behaviours:
             if self.o.forward_params is None:
-                self.add(ReasonKind.DIFFERENCE, "may receive position_ids from the mixin (forward not found in this file)")
+                self.differ("may receive position_ids from the mixin (forward not found in this file)")
             elif "position_ids" in forward:
-                self.add(ReasonKind.DIFFERENCE, "forward accepts position_ids: the mixin builds them from the attention mask, "
-                                       "this override never passes them")
+                self.differ("forward accepts position_ids: the mixin builds them from the attention mask, "
+                            "this override never passes them", flow=own)
         # the ids: sliced by the mixin
         slicing = {"slice-by-cache-position", "slice-by-past-length", "slice-to-last-token",
                    "slice-by-next-sequence-length", "state-space-cache"}
         if not behaviours & slicing and any(k in values and values[k].origin is ValueOrigin.IDS for k in IDS_KEYS):
             uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
             if uses_cache:
-                self.add(ReasonKind.DIFFERENCE, "passes the ids unsliced although it passes a cache; the mixin slices them "
-                                       "to the uncached tokens")
+                self.differ("passes the ids unsliced although it passes a cache; the mixin slices them "
+                            "to the uncached tokens", flow=own)
             elif self.profile.era is Era.NEXT_SEQUENCE_LENGTH:
-                self.add(ReasonKind.DIFFERENCE, "passes every id on every step; the 5.x mixin keeps the last "
-                                       "next_sequence_length ids")
+                self.differ("passes every id on every step; the 5.x mixin keeps the last "
+                            "next_sequence_length ids", flow=own)
         # cache_position: forwarded by the 4.46 mixin for models with Cache classes
         if (
             "synthesise-cache-position" in self.mixin
@@ -339,29 +377,30 @@ class _Judge:
             and self.o.attribute("_supports_cache_class") == "True"
             and (self.o.forward_params is None or "cache_position" in forward)
         ):
-            self.add(ReasonKind.DIFFERENCE, "the mixin also passes cache_position (the model supports Cache classes)")
+            self.differ("the mixin also passes cache_position (the model supports Cache classes)")
         if not a.forwards_kwargs and "forward-kwargs" in self.mixin:
-            self.add(ReasonKind.DIFFERENCE, "returns a closed dict: other model kwargs are dropped, the mixin forwards them")
+            self.differ("returns a closed dict: other model kwargs are dropped, the mixin forwards them")
         if self.fallback is not None and self.fallback.kind is FallbackKind.PARENT and self.closed_fallback is not None:
             for key in sorted(self.closed_fallback - set(values) - IDS_KEYS - {"inputs_embeds"}):
-                self.add(ReasonKind.DIFFERENCE, f"{self._fallback_name} also passes {key}; this override does not")
+                self.differ(f"{self._fallback_name} also passes {key}; this override does not", flow=own)
         if "inputs-embeds-first-step" in self.mixin and "inputs-embeds-first-step" not in behaviours:
             if "inputs_embeds" in forward and not self._is_encoder_decoder():
-                self.add(ReasonKind.DIFFERENCE, "ignores inputs_embeds; the mixin feeds them on the first step")
+                self.differ("ignores inputs_embeds; the mixin feeds them on the first step")
         if (
             "static-cache-mask" in self.mixin
             and "static-cache-mask" not in behaviours
             and self.o.attribute("_supports_static_cache") == "True"
         ):
-            self.add(ReasonKind.DIFFERENCE, "with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
+            self.differ("with a static cache the mixin builds a 4D attention mask; this override passes the 2D one")
 
     @property
     def _fallback_name(self) -> str:
         fallback = self.fallback
-        return fallback.class_name if fallback is not None and fallback.kind is FallbackKind.PARENT else "the mixin"
+        parent = fallback.class_name if fallback is not None and fallback.kind is FallbackKind.PARENT else None
+        return parent if parent is not None else "the mixin"  # a PARENT fallback always names its class
 
     def _is_encoder_decoder(self) -> bool:
-        return "decoder_input_ids" in self.a.output_values() or self.a.params[1:2] and self.a.params[1].name == "decoder_input_ids"
+        return "decoder_input_ids" in self.a.output_values() or (len(self.a.params) > 1 and self.a.params[1].name == "decoder_input_ids")
 
     def kept_prefix(self) -> tuple[int, ...]:
         """Top-level statements a reduction can keep as they are, in front of ``super()``.
@@ -391,6 +430,10 @@ class _Judge:
     def verdict(self) -> Finding:
         a = self.a
         kept = self.kept_prefix() if self.bespoke else ()
+        swap = any(e.how is ExtraHow.SWAP_DELEGATE for e in self.extras)
+        #: statements a reduction keeps as they are (in front of super(), or around a swapped delegation)
+        #: that handle the inputs their own way: model-specific, whatever the action
+        own_handling = bool(kept or swap) and self._keeps_own_handling()
         if kept:
             for reason in self.reasons:
                 if reason.kind is ReasonKind.UNRECOGNISED:
@@ -399,30 +442,127 @@ class _Judge:
                     )
             self.bespoke = False
             self.extras.append(Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, kept))))
+        action: Action
         if self.bespoke:
-            category, action = Category.BESPOKE, Action.KEEP
+            action = Action.KEEP
         elif self.extras:
-            category = Category.KWARGS_FORWARDING
             action = Action.KEEP if a.delegation is Delegation.SUPER else Action.REDUCE
             if a.delegation is Delegation.SUPER:
                 self.add(ReasonKind.NOTE, "already reduced: it calls super().prepare_inputs_for_generation")
         else:
-            category, action = Category.GENERIC, Action.DELETE
+            action = Action.DELETE
         if action is Action.DELETE and self.o.overwritten:
             action = Action.KEEP
             self.add(ReasonKind.NOTE, "kept: maintainers marked it overwritten; verify before removing it")
         if self.unreachable:
             action = Action.KEEP  # the fallback reason says why
+        category = self.category(own_handling, where="around super()" if swap else "in front of super()")
         return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras))
+
+    def category(self, own_handling: bool, where: str) -> Category:
+        """What the override does relative to its fallback, apart from what the tool does with it."""
+        if self.bespoke:
+            return Category.BESPOKE  # its bespoke or unrecognised reasons say why
+        if own_handling:
+            self.add(ReasonKind.NOTE, f"bespoke: its own input handling, kept as it is {where}, is model-specific")
+            return Category.BESPOKE
+        if self.flow:
+            self.add(ReasonKind.NOTE, f"bespoke, not generic: in the standard generate flow it prepares other inputs than "
+                                      f"{self._fallback_name} ({self.flow[0]})")
+            return Category.BESPOKE
+        if any(e.how is not ExtraHow.KEEP_STATEMENTS for e in self.extras):
+            return Category.KWARGS_FORWARDING
+        return Category.GENERIC  # a guard kept in front of super() (an assert) prepares nothing
+
+    def _keeps_own_handling(self) -> bool:
+        params = frozenset(p.name for p in self.a.params)
+        return any(_handles_inputs(u.code, params) for u in self.a.unrecognised)
 
 
 def _names_in(expression: str) -> set[str]:
-    import ast
-
     try:
         return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
     except SyntaxError:
         return set()
+
+
+def _handles_inputs(code: str, params: frozenset[str]) -> bool:
+    """Whether a statement a reduction keeps as it is computes an input its own way (model-specific).
+
+    It does when it rebinds a parameter (an input changed before it is prepared: the masked LMs' dummy
+    token, Musicgen's delay pattern, Phi-3's cache reset), writes or removes a key the fallback prepares
+    itself (``CORE_INPUTS``: PaliGemma's 1-indexed position_ids), or puts a computed value under another
+    key. It does not when it is a guard (``assert``, ``if …: raise``), sets a local that a condition reads
+    (llava's ``legacy_processing``), or gives another key a parameter's value or a constant."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return True
+    if all(_is_guard(statement) for statement in tree.body):
+        return False
+    for node in ast.walk(tree):
+        for target, value in _writes(node):
+            if isinstance(target, ast.Name):
+                if target.id in params:
+                    return True
+            elif isinstance(target, ast.Subscript):
+                key = target.slice
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or key.value in CORE_INPUTS:
+                    return True
+                if not _plain(value, params):
+                    return True
+            else:
+                return True  # an attribute, a starred target: not an input the fallback knows
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop":
+            popped = node.args[0] if node.args else None
+            if not (isinstance(popped, ast.Constant) and isinstance(popped.value, str)) or popped.value in CORE_INPUTS:
+                return True
+        if isinstance(node, ast.Delete):
+            return True
+    return False
+
+
+def _is_guard(statement: ast.stmt) -> bool:
+    """``assert …`` or ``if …: raise …``: it refuses a call and prepares nothing."""
+    if isinstance(statement, ast.Assert):
+        return True
+    return (isinstance(statement, ast.If) and not statement.orelse
+            and all(isinstance(s, ast.Raise) for s in statement.body))
+
+
+def _writes(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:
+    """The targets a node assigns, each with the value it gets (None: computed from the old value, or unpacked)."""
+    pairs: list[tuple[ast.expr, ast.expr | None]] = []
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                pairs += [(t, None) for t in target.elts]
+            else:
+                pairs.append((target, node.value))
+    elif isinstance(node, ast.AugAssign):
+        pairs.append((node.target, None))
+    elif isinstance(node, ast.AnnAssign):
+        pairs.append((node.target, node.value))
+    elif isinstance(node, ast.NamedExpr):
+        pairs.append((node.target, node.value))
+    elif isinstance(node, (ast.For, ast.comprehension)):
+        targets = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) else [node.target]
+        pairs += [(t, None) for t in targets]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault"):
+        argument = node.args[0] if node.args else None
+        if node.func.attr == "setdefault" and len(node.args) == 2:
+            pairs.append((ast.Subscript(value=node.func.value, slice=node.args[0], ctx=ast.Store()), node.args[1]))
+        elif isinstance(argument, ast.Dict) and not node.keywords:
+            pairs += [(ast.Subscript(value=node.func.value, slice=k, ctx=ast.Store()), v)
+                      for k, v in zip(argument.keys, argument.values) if k is not None]
+        else:
+            pairs.append((ast.Starred(value=node.func.value, ctx=ast.Store()), None))  # keys not known
+    return pairs
+
+
+def _plain(value: ast.expr | None, params: frozenset[str]) -> bool:
+    """A value an extra key may get without the override computing it: a parameter as given, or a constant."""
+    return isinstance(value, ast.Constant) or (isinstance(value, ast.Name) and value.id in params)
 
 
 def judged_against(override: Override, profile: MixinProfile) -> MixinProfile:

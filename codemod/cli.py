@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from types import TracebackType
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -24,6 +25,16 @@ from codemod import __version__
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
+
+if TYPE_CHECKING:  # the stages are imported by the commands that run them (``--help`` stays quick)
+    from rich.progress import TaskID
+
+    from codemod.apply import Changes
+    from codemod.checkout import Checkout
+    from codemod.scan import ScanResult
+    from codemod.target import Target
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
 
 DEFAULT_RELEASE = "4.45.2"
 
@@ -85,6 +96,11 @@ PathArg = Annotated[
 ReleaseOpt = Annotated[str, typer.Option("--release", help="Release to fetch when PATH is not given.")]
 OnlyOpt = Annotated[Optional[list[str]], typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
 SkipOpt = Annotated[Optional[list[str]], typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
+MarkOpt = Annotated[
+    bool,
+    typer.Option("--mark", help="Also mark every override that stays as it is with '# Overwritten -- <reason>' "
+                              "(comment-only edits; off by default: a migration changes code, not comments)."),
+]
 JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
 TargetOpt = Annotated[
     Optional[str],
@@ -99,7 +115,7 @@ MixinOpt = Annotated[
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator:
+def _progress(enabled: bool) -> Iterator[Progress | None]:
     """A progress display on a terminal for runs that take more than a moment; nothing otherwise."""
     if not enabled or not stderr.is_terminal:
         yield None
@@ -111,7 +127,7 @@ def _progress(enabled: bool) -> Iterator:
         yield progress
 
 
-def _resolve_path(path: Path | None, release: str, writable: bool = False):
+def _resolve_path(path: Path | None, release: str, writable: bool = False) -> Checkout:
     """The checkout to work on; without PATH, the pristine release (a fresh copy when it will be written)."""
     import shutil
 
@@ -134,7 +150,7 @@ def _resolve_path(path: Path | None, release: str, writable: bool = False):
     return resolve(path)
 
 
-def _target(checkout, target: str | None, mixin: Path | None):
+def _target(checkout: Checkout, target: str | None, mixin: Path | None) -> Target | None:
     """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
     from codemod.checkout import CheckoutKind
     from codemod.target import from_path, from_release
@@ -148,20 +164,21 @@ def _target(checkout, target: str | None, mixin: Path | None):
                         "--target and --mixin are for trees and files of model code")
     if target is not None:
         return from_release(target, progress=lambda message: stderr.print(message, style="dim"))
-    return from_path(mixin)  # type: ignore[arg-type]
+    assert mixin is not None  # one of the two, checked above
+    return from_path(mixin)
 
 
 def run_scan(
     path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool, writable: bool = False,
     target: str | None = None, mixin: Path | None = None,
-):
+) -> ScanResult:
     """checkout → index → classify; shared by every command that starts with a scan."""
     from codemod.scan import scan as scan_checkout
 
     checkout = _resolve_path(path, release, writable)
     judged_against = _target(checkout, target, mixin)
     with _progress(True) as progress:
-        task = None
+        task: TaskID | None = None
 
         def report(stage: str, done: int, total: int) -> None:
             nonlocal task
@@ -211,7 +228,7 @@ def scan(
         stderr.print(f"scanned in {time.perf_counter() - started:.2f}s", style="dim")
 
 
-def _run_tools(checkout, written: list[str], python) -> None:
+def _run_tools(checkout: Checkout, written: list[str], python: Path | None) -> None:
     """The checkout's own modular converter and check_copies, when it has them (a git clone)."""
     from codemod.environment import EnvironmentSetupError
     from codemod.tools import after_rewrite, available
@@ -227,7 +244,7 @@ def _run_tools(checkout, written: list[str], python) -> None:
         stderr.print(run.describe(), style="" if run.ok else "red", highlight=False, soft_wrap=True)
 
 
-def _print_summary(result, changes, checkout) -> None:
+def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> None:
     s = changes.summary(result)
     stderr.print(
         f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
@@ -300,6 +317,7 @@ def diff(
     cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
+    mark: MarkOpt = False,
     hooks: HooksOpt = False,
 ) -> None:
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
@@ -308,7 +326,7 @@ def diff(
     from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute_changes(result, jobs, hooks=hooks)
+    changes = compute_changes(result, jobs, mark_kept=mark, hooks=hooks)
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -349,11 +367,11 @@ class _VerifyProgress:
     """A rich progress bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
 
     def __init__(self) -> None:
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
         self.started = time.perf_counter()
 
-    def __enter__(self):
+    def __enter__(self) -> _VerifyProgress:
         if stderr.is_terminal:
             from rich.progress import TimeRemainingColumn
 
@@ -364,11 +382,13 @@ class _VerifyProgress:
             self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if self.bar is not None:
-            self.bar.__exit__(*exc)
+            self.bar.__exit__(kind, error, traceback)
 
-    def __call__(self, current: str, verdict, done: int, total: int) -> None:
+    def __call__(self, current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
         if self.bar is not None:
             if self.task is None:
                 self.task = self.bar.add_task("verify", total=total, current=current)
@@ -385,7 +405,7 @@ class _VerifyProgress:
         )
 
 
-def _emit_verify(report, fmt: str, output: Path | None) -> None:
+def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
     from codemod.report import render_verify_table, verify_document, verify_markdown
 
     if fmt == "json":
@@ -403,7 +423,7 @@ def _emit_verify(report, fmt: str, output: Path | None) -> None:
         sys.stdout.write(text)
 
 
-def _refuse_dirty(checkout) -> None:
+def _refuse_dirty(checkout: Checkout) -> None:
     """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
     file is guarded by its own repository, as a directory is."""
     from codemod.checkout import CheckoutKind, git_state
@@ -416,7 +436,7 @@ def _refuse_dirty(checkout) -> None:
         raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
 
 
-def _check_releases(checkout, target: str | None, from_release: str | None) -> None:
+def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
     """A transformers checkout runs on itself: releases to run on are for model code outside it."""
     from codemod.verify.sides import is_tree
 
@@ -493,9 +513,10 @@ def apply(
     mixin: MixinOpt = None,
     from_release: FromOpt = None,
     requirement: RequirementOpt = None,
+    mark: MarkOpt = False,
     hooks: HooksOpt = False,
 ) -> None:
-    """Rewrite the checkout: delete generic overrides, reduce kwargs-forwarding ones, mark the rest."""
+    """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
     from codemod.apply import compute_changes, write
 
     if verify and mixin is not None:
@@ -518,7 +539,7 @@ def apply(
     if hooks and checkout.mixin_file is None:
         raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
     if not verify:
-        changes = compute_changes(result, jobs, hooks=hooks)
+        changes = compute_changes(result, jobs, mark_kept=mark, hooks=hooks)
         written = write(checkout, changes)
         _print_summary(result, changes, checkout)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
@@ -533,7 +554,7 @@ def apply(
             checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
             keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
             own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
-            requirements=_split(requirement), hooks=hooks,
+            requirements=_split(requirement), mark_kept=mark, hooks=hooks,
         )
     _emit_verify(run.report, "table", None)
     if report_file is not None:

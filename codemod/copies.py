@@ -326,7 +326,9 @@ def _parse_definition(lines: list[str]) -> _Definition:
     if not _leading(lines[0]):
         node = ast.parse(text).body[0]
     else:
-        node = ast.parse("if 1:\n" + text).body[0].body[0]  # type: ignore[attr-defined]
+        wrapper = ast.parse("if 1:\n" + text).body[0]
+        assert isinstance(wrapper, ast.If)
+        node = wrapper.body[0]
         ast.increment_lineno(node, -1)
     if not isinstance(node, _DEFINITIONS):
         raise SyntaxError("not a class or function definition")
@@ -472,7 +474,7 @@ def _leading(line: str) -> str:
 
 
 def _first_line(node: ast.stmt) -> int:
-    decorators = getattr(node, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])  # classes and functions have them
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 

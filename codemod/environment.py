@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
@@ -45,7 +46,8 @@ class Environment:
     requirements: tuple[str, ...]
     created: bool = False  # made by this call (else reused)
 
-    def run(self, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    def run(self, args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+        """``subprocess.run`` with this environment's python; ``kwargs`` are ``subprocess.run``'s."""
         return subprocess.run([str(self.python), *args], **kwargs)
 
 

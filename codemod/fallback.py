@@ -410,17 +410,19 @@ class Resolver:
         self._mro[node.key] = [node]  # a cycle (a name that resolves to itself) ends here
         bases = self._bases_of(node) if depth < _MAX_DEPTH else [_Opaque("…", f"more than {_MAX_DEPTH} levels")]
         linearised = [self._linearise(b, depth + 1) for b in bases]
-        if any(seq is None for seq in linearised):
+        known = [seq for seq in linearised if seq is not None]
+        result: list[_Node] | None
+        if len(known) < len(linearised):
             result = None
         else:
-            merged = _c3([*linearised, list(bases)])  # type: ignore[list-item]
+            merged = _c3([*known, list(bases)])
             result = None if merged is None else [node, *merged]
         self._mro[node.key] = result
         return result
 
     def _bases_of(self, node: _Class) -> list[_Node]:
         if node.key not in self._bases:
-            found = []
+            found: list[_Node] = []
             for name in node.symbols.bases:
                 if name is None:
                     found.append(_Opaque("(an expression)", "a base that is not a name"))
@@ -432,7 +434,7 @@ class Resolver:
     def _class_in(self, path: Path, name: str) -> _Class | None:
         module = self._symbols(path)
         symbols = module.class_named(name) if module is not None else None
-        return _Class(path, module, symbols) if symbols is not None else None  # type: ignore[arg-type]
+        return _Class(path, module, symbols) if module is not None and symbols is not None else None
 
     def _symbols(self, path: Path) -> ModuleSymbols | None:
         if path not in self._modules:
@@ -457,11 +459,11 @@ class Resolver:
                 return _Class(path, module, local)
         imported = dict(module.from_imports).get(head)
         if imported is not None:
-            level, module, name = imported
+            level, source, name = imported
             if rest:  # ``from torch import nn`` … ``nn.Module``
                 inner, _, attr = f"{name}.{rest}".rpartition(".")
-                return self._in_module(path, level, f"{module}.{inner}" if module else inner, attr, dotted, depth)
-            return self._in_module(path, level, module, name, dotted, depth)
+                return self._in_module(path, level, f"{source}.{inner}" if source else inner, attr, dotted, depth)
+            return self._in_module(path, level, source, name, dotted, depth)
         bound = dict(module.module_imports).get(head)
         if bound is not None and rest:
             inner, _, attr = rest.rpartition(".")

@@ -39,10 +39,8 @@ from typing import Any
 from codemod.cache import cache_dir
 from codemod.errors import CodemodError, redact
 
-try:  # POSIX; elsewhere the atomic rename below still keeps concurrent fetches correct
+if sys.platform != "win32":  # POSIX; on Windows the atomic rename below still keeps concurrent fetches correct
     import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 Progress = Callable[[str], None]
 
@@ -249,12 +247,12 @@ def _locked(lock_path: Path) -> Iterator[None]:
     The lock file stays behind: removing it would race with a process about to lock it.
     """
     with open(lock_path, "a+b") as handle:
-        if fcntl is not None:
+        if sys.platform != "win32":
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
         finally:
-            if fcntl is not None:
+            if sys.platform != "win32":
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
@@ -436,7 +434,8 @@ def _pypi_metadata(version: str) -> dict[str, Any]:
     url = _PYPI_JSON.format(version=urllib.parse.quote(version, safe=""))
     try:
         with urllib.request.urlopen(url, timeout=_HTTP_TIMEOUT_S) as response:
-            return json.load(response)
+            metadata: dict[str, Any] = json.load(response)  # PyPI's JSON API: an object
+            return metadata
     except urllib.error.HTTPError as error:
         if error.code == 404:
             raise FetchError(f"transformers {version} was not found on PyPI") from None
@@ -447,7 +446,7 @@ def _pypi_metadata(version: str) -> dict[str, Any]:
 
 def _sdist_entry(version: str, metadata: dict[str, Any]) -> dict[str, Any]:
     """The release file entry of the ``.tar.gz`` sdist, or an error saying there is none."""
-    sdists = [u for u in metadata.get("urls", []) if u.get("packagetype") == "sdist"]
+    sdists: list[dict[str, Any]] = [u for u in metadata.get("urls", []) if u.get("packagetype") == "sdist"]
     if not sdists:
         raise FetchError(f"transformers {version} has no source distribution (sdist) on PyPI, only wheels")
     for entry in sdists:

@@ -25,7 +25,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from http.client import HTTPMessage
+from typing import IO, Any
 
 from codemod.errors import CodemodError, redact
 
@@ -58,7 +59,9 @@ class Response:
 class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
     """Follow redirects, but drop ``Authorization`` when one leaves the API's host (urllib keeps it)."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: HTTPMessage, newurl: str
+    ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is not None and _origin(newurl) != _origin(req.full_url):
             new.remove_header("Authorization")
@@ -103,15 +106,20 @@ class GitHubClient:
 
     def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict[str, Any]:
         payload = {"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": True}
-        return self.request("POST", f"/repos/{self.repo}/pulls", body=payload).data
+        pull: dict[str, Any] = self.request("POST", f"/repos/{self.repo}/pulls", body=payload).data
+        return pull
 
     def update_pull(self, number: int, *, title: str | None = None, body: str | None = None) -> dict[str, Any]:
         payload = {k: v for k, v in (("title", title), ("body", body)) if v is not None}
-        return self.request("PATCH", f"/repos/{self.repo}/pulls/{number}", body=payload).data
+        pull: dict[str, Any] = self.request("PATCH", f"/repos/{self.repo}/pulls/{number}", body=payload).data
+        return pull
 
     def add_labels(self, number: int, labels: Iterable[str]) -> list[dict[str, Any]]:
         """Add labels to an issue or pull request (existing ones stay; GitHub creates missing labels)."""
-        return self.request("POST", f"/repos/{self.repo}/issues/{number}/labels", body={"labels": list(labels)}).data
+        added: list[dict[str, Any]] = self.request(
+            "POST", f"/repos/{self.repo}/issues/{number}/labels", body={"labels": list(labels)}
+        ).data
+        return added
 
     # -- transport ---------------------------------------------------------------------------
 

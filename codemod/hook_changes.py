@@ -17,25 +17,37 @@ from pathlib import Path
 
 from codemod.apply import Changes, settle
 from codemod.classify import Action
-from codemod.mixin import MIXIN_CLASS
+from codemod.contracts import Vocabulary
 from codemod.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
 from codemod.plan import Edit, EditKind, Plan
 from codemod.rewrite import rewrite_source
 from codemod.scan import ScanResult
+from codemod.sources import MIXIN_CLASS
+
+
+class MemberStatus(Vocabulary):
+    """What the settled plan made of a cluster's member."""
+
+    APPLIED = "applied"  # rewritten: it takes the hook
+    HELD = "held"  # an applicable member the plan held back (a copy, a file that would not compile, ...): ``why``
+    NOT_CHANGED = "not changed"  # blocked, or its cluster is a proposal: ``why``
 
 
 @dataclasses.dataclass(frozen=True)
 class MemberChanges:
     member: Member
-    #: what the plan made of it: "applied", or why it was held back ("held: …")
-    status: str
+    status: MemberStatus
+    why: str = ""  # why it is held or not changed
     diff: str = ""
     removed: int = 0  # lines the diff removes
     added: int = 0  # lines it adds
 
     @property
     def lines_saved(self) -> int:
-        return self.removed - self.added if self.status == "applied" else 0
+        return self.removed - self.added if self.status is MemberStatus.APPLIED else 0
+
+    def describe(self) -> str:
+        return f"{self.status}: {self.why}" if self.why else str(self.status)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,21 +122,21 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
         members = []
         for member in cluster.members:
             if not cluster.applied or not member.applicable:
-                members.append(MemberChanges(member, f"not changed: {member.why or cluster.not_applied}"))
+                members.append(MemberChanges(member, MemberStatus.NOT_CHANGED, member.why or cluster.not_applied))
                 continue
             if actions.get(member.override, Action.KEEP) is Action.KEEP:
                 why = held.get(member.override) or next((w for s, w in dropped.items() if s == shard_of.get(member.override)),
                                                         "") or "kept by the plan"
-                members.append(MemberChanges(member, f"held: {why}"))
+                members.append(MemberChanges(member, MemberStatus.HELD, why))
                 continue
             own = [e for e in edits_of.get(member.override, []) if e.file == member.file]
             texts = _rewritten(root, member.file, own) if own else None
             if texts is None:
-                members.append(MemberChanges(member, "held: its file does not rewrite"))
+                members.append(MemberChanges(member, MemberStatus.HELD, "its file does not rewrite"))
                 continue
             diff = _diff(member.file, *texts)
             removed, added = _counts(diff)
-            members.append(MemberChanges(member, "applied", diff, removed, added))
+            members.append(MemberChanges(member, MemberStatus.APPLIED, "", diff, removed, added))
         mixin_diff, mixin_added = "", 0
         if cluster.applied and cluster.hook is not None and report.mixin_file is not None:
             hook = Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, None, cluster.name, hook=cluster.hook.code())

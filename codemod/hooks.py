@@ -1024,13 +1024,14 @@ def hooked_result(result: ScanResult, report: HookReport) -> ScanResult:
     return dataclasses.replace(result, findings=hooked_findings(result, report))
 
 
-def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None) -> Plan:
+def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None, *,
+                    mark_kept: bool = False) -> Plan:
     """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
     (the same edit in every member's shard, written once: the hook stays as long as one member does)."""
     from codemod.apply import initial_plan
 
-    plan = initial_plan(hooked_result(result, report), repairs)
+    plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept)
     return extend(plan, report)
 
 

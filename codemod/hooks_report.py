@@ -14,7 +14,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from codemod import __version__
-from codemod.hook_changes import ClusterChanges, HookChanges, MemberChanges
+from codemod.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
 from codemod.scan import ScanResult
 
 SCHEMA_VERSION = 1
@@ -31,7 +31,8 @@ def member_record(m: MemberChanges) -> dict[str, Any]:
         "assignment": member.assignment,
         "change": member.change.value,
         "why": member.why,
-        "status": m.status,
+        "status": m.status.value,
+        "status_why": m.why,
         "lines": member.lines,
         "lines_saved": m.lines_saved,
         "diff": m.diff,
@@ -68,7 +69,7 @@ def hooks_document(result: ScanResult, changes: HookChanges) -> dict[str, Any]:
     checkout = result.index.checkout
     profile = result.profile
     applied = [c for c in changes.clusters if c.cluster.applied]
-    changed = {m.member.override for c in applied for m in c.members if m.status == "applied"}
+    changed = {m.member.override for c in applied for m in c.members if m.status is MemberStatus.APPLIED}
     return {
         "tool": "transformers-codemod",
         "tool_version": __version__,
@@ -101,7 +102,7 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
     for column in ("hook", "what the members do to the inputs", "models", "changed", "lines saved", "status"):
         table.add_column(column, overflow="fold")
     for c in changes.clusters:
-        changed = sum(1 for m in c.members if m.status == "applied")
+        changed = sum(1 for m in c.members if m.status is MemberStatus.APPLIED)
         table.add_row(c.cluster.name, c.cluster.description, f"{len(c.cluster.models)}: {', '.join(c.cluster.models)}",
                       f"{changed}/{len(c.members)}", str(c.lines_saved) if c.cluster.applied else "-", _status(c))
     console.print(table)
@@ -112,7 +113,7 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
             members.add_column(column, overflow="fold")
         for m in c.members:
             members.add_row(m.member.model, m.member.class_name, m.member.file, ", ".join(m.member.keys),
-                            m.member.change.value, str(m.lines_saved), m.status)
+                            m.member.change.value, str(m.lines_saved), m.describe())
         console.print(members)
         for near in c.cluster.near_misses:
             console.print(f"  near miss {near.model} ({near.key}): {near.why}", highlight=False, soft_wrap=True)
@@ -139,7 +140,7 @@ def hooks_markdown(result: ScanResult, changes: HookChanges) -> str:
            f"{summary['members_changed']} overrides and saving {summary['lines_saved']} lines.", "",
            "| hook | what the members do | models | changed | lines saved | status |", "|---|---|---|---|---|---|"]
     for c in changes.clusters:
-        changed = sum(1 for m in c.members if m.status == "applied")
+        changed = sum(1 for m in c.members if m.status is MemberStatus.APPLIED)
         out.append(f"| `{c.cluster.name}` | {_md(c.cluster.description)} | {', '.join(c.cluster.models)} | "
                    f"{changed}/{len(c.members)} | {c.lines_saved if c.cluster.applied else '-'} | {_md(_status(c))} |")
     for c in changes.clusters:
@@ -147,7 +148,7 @@ def hooks_markdown(result: ScanResult, changes: HookChanges) -> str:
         out += ["| model | class | file | change | saved | status |", "|---|---|---|---|---|---|"]
         for m in c.members:
             out.append(f"| {m.member.model} | `{m.member.class_name}` | `{m.member.file}` | {m.member.change.value} | "
-                       f"{m.lines_saved} | {_md(m.status)} |")
+                       f"{m.lines_saved} | {_md(m.describe())} |")
         if c.cluster.near_misses:
             out += ["", "Near misses:", ""]
             out += [f"- {n.model} (`{n.key}`): {n.why}" for n in c.cluster.near_misses]

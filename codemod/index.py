@@ -161,8 +161,8 @@ class Index:
 # --------------------------------------------------------------------------------------------- facts
 
 
-def _end_line(node: ast.AST) -> int:
-    return node.end_lineno or node.lineno  # type: ignore[attr-defined]
+def _end_line(node: ast.stmt) -> int:
+    return node.end_lineno or node.lineno
 
 
 def _start_line(node: ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) -> int:
@@ -307,7 +307,8 @@ class FactsCache:
             return None
         try:
             with path.open("rb") as handle:
-                return pickle.load(handle)
+                facts: FileFacts = pickle.load(handle)  # written by put, under a key of this tool's version
+                return facts
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
             return None
 
@@ -423,9 +424,9 @@ def build_index(
     facts: dict[str, FileFacts] = {}
     missing: list[tuple[str, str, FileKind]] = []
     for _, rel, text, kind in candidates:
-        found = cache.get(_cache_key(rel, text))
-        if found is not None:
-            facts[rel] = found
+        cached = cache.get(_cache_key(rel, text))
+        if cached is not None:
+            facts[rel] = cached
         else:
             missing.append((rel, text, kind))
     for done, computed in enumerate(_compute(missing, jobs), start=1):
@@ -473,7 +474,9 @@ def _inherits_generation_mixin(chain: list[ClassFacts], classes: dict[str, Class
     return False if outside <= {"PreTrainedModel", "Module", "nn.Module", "object"} else None
 
 
-def _method_analyser(checkout: Checkout, all_facts: list[FileFacts], read: Reader, cache: FactsCache):
+def _method_analyser(
+    checkout: Checkout, all_facts: list[FileFacts], read: Reader, cache: FactsCache
+) -> Callable[[Path, str], BodyAnalysis | None]:
     """(file, class) -> the class's own method, analysed: from the index's facts, else (a parent in the
     target release, or in a file of the tree that is not a candidate) from the file's facts, cached."""
     by_path = {checkout.root / f.path: f for f in all_facts}
@@ -507,7 +510,7 @@ def _assemble(
     in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
     overrides: list[Override] = []
     skipped: list[SkippedFile] = []
-    pending_links: list[tuple[int, str, copies.CopyMarker, int, int]] = []
+    pending_links: list[tuple[int, CopyScope, copies.CopyMarker, int, int]] = []
     for facts in all_facts:
         if facts.error is not None:
             errors.append(FileError(facts.path, facts.error))

@@ -16,7 +16,7 @@ LOG_WIDTH = 1 << 16
 def lay_out(console: Console) -> None:
     """A terminal keeps its own width (``COLUMNS`` too); anything else is laid out for a log, whatever
     ``COLUMNS`` says: a CI runner or a test harness exports ``COLUMNS=80`` with no terminal behind it."""
-    console.width = None if console.file.isatty() else LOG_WIDTH  # type: ignore[assignment]
+    console.width = None if console.file.isatty() else LOG_WIDTH  # type: ignore[assignment]  # rich types the setter int; it stores what Console(width=None) does: None measures the terminal again
 
 
 def fills_width(console: Console) -> bool:

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codemod import hooks as hook_stage
-from codemod.apply import Changes, WriteError, compute_changes, initial_plan, restore, settle, write
+from codemod.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
-from codemod.classify import Action
+from codemod.classify import Action, Finding
 from codemod.contracts import OriginKind, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.plan import Plan, Repair
 from codemod.scan import ScanResult, scan
+from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
 
@@ -48,7 +49,7 @@ def _restore(checkout: Checkout, originals: dict[str, bytes]) -> None:
 
 def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
     """Override id -> reason, for every verdict that does not let the change stay."""
-    out = {}
+    out: dict[str, str] = {}
     for verdict in report.verdicts:
         if verdict.verdict is Verdict.IDENTICAL or (verdict.verdict is Verdict.UNVERIFIED and keep_unverified):
             continue
@@ -92,12 +93,13 @@ def run_migration_on(
     target_release: str | None = None,
     from_release: str | None = None,
     requirements: Sequence[str] = (),
+    mark_kept: bool = False,
     hooks: bool = False,
 ) -> MigrationRun:
     """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
     target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
     outside transformers, the releases the new and the old code run on (see ``verify_change``);
-    ``hooks``: with the hooks mined from the overrides (``codemod.hooks``), a member that fails taking
+    ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.hooks``), a member that fails taking
     its part of the hook with it, and a hook that fewer than three models would keep going altogether."""
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
     mined = hook_stage.mine(result) if hooks else None
@@ -106,10 +108,10 @@ def run_migration_on(
 
     def make_plan(repairs: dict[str, Repair] | None = None) -> Plan:
         if mined is None:
-            return initial_plan(result, repairs)
-        return hook_stage.plan_with_hooks(result, mined, repairs)
+            return initial_plan(result, repairs, mark_kept=mark_kept)
+        return hook_stage.plan_with_hooks(result, mined, repairs, mark_kept=mark_kept)
 
-    first = settle(planned, make_plan(), jobs) if mined is not None else compute_changes(result, jobs)
+    first = settle(planned, make_plan(), jobs)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
 
     def verify(changes: Changes, which: set[str] | None = None) -> VerifyReport:
@@ -172,7 +174,7 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
             continue
         out[verdict.override_id] = repair
         origin = by_id[verdict.override_id].generated_from
-        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS:
+        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
             out[origin.modular_id] = repair
     return out
 
@@ -192,7 +194,7 @@ def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:
 def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, reverted: dict[str, str]) -> Migration:
     """Per model: the files its kept change touches and each class's finding and verdict."""
     by_id = result.index.by_id()
-    findings = {f.override.id: f for f in result.findings}
+    findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
     actions = dict(changes.plan.actions)
     files_of: dict[str, set[str]] = {}
     classes_of: dict[str, list[ClassOutcome]] = {}
@@ -210,7 +212,8 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
         # shard changes lists all of its files, so no pull request publishes half of a shard.
         changed = sorted({model_of(m) for m in shard.members if actions.get(m, Action.KEEP) is not Action.KEEP})
         for edit in shard.edits:
-            for model in changed or [model_of(edit.override_id)]:  # type: ignore[arg-type]
+            assert edit.override_id is not None  # a shard's edits are its members' (only the hoist has no id)
+            for model in changed or [model_of(edit.override_id)]:
                 files_of.setdefault(model, set()).add(edit.file)
         for model in changed:
             leads.setdefault(model, set()).add(model_of(shard.source))
@@ -245,7 +248,7 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
     return Migration(models, tuple(sorted(reverted.items())))
 
 
-def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str):
+def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str) -> ClassVerdict | None:
     """A modular source is verified through the class generated from it."""
     for o in result.index.overrides:
         origin = o.generated_from

@@ -181,10 +181,11 @@ def _generate_behaviours(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, 
 
 
 def _never_forwarded(analysis: BodyAnalysis) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for r in analysis.recognised:
-        if r.behaviour == "forward-kwargs" and r.facet("never"):
-            out.update(r.facet("never").split(","))  # type: ignore[union-attr]
+        never = r.facet("never") if r.behaviour == "forward-kwargs" else None
+        if never:
+            out.update(never.split(","))
     return out
 
 
@@ -214,11 +215,12 @@ def read_profile(checkout: Checkout, target: Target | None = None) -> MixinProfi
     """
     target = target if target is not None else for_checkout(checkout)
     path: Path | None = target.mixin_file
-    if path is None:
+    package_dir = target.package_dir
+    if path is None or package_dir is None:  # a mixin file lies in a package
         return built_in_profile()
     text = read_source(path)
     shown = checkout.relative(path) if target.origin is TargetOrigin.CHECKOUT else \
-        f"transformers/{path.resolve().relative_to(target.package_dir.resolve()).as_posix()}"  # type: ignore[union-attr]
+        f"transformers/{path.resolve().relative_to(package_dir.resolve()).as_posix()}"
     profile = profile_from_source(text, shown)
     if profile.era is Era.STUB and target.origin is TargetOrigin.CHECKOUT:
         hoisted = hoisted_profile()

@@ -324,7 +324,7 @@ def _resolve_base(checkout: Checkout, frame: _Frame, base: str, read: Reader) ->
     level, module, name = imported
     path = _module_file(checkout, frame.path, level, module)
     parent = _class_in(path, name, read) if path is not None else None
-    if parent is None:
+    if parent is None or path is None:
         return []
     modular, _ = modular_file_of(checkout, path, read) if path.name.startswith("modeling_") else (None, "")
     upstream = _class_in(modular, name, read) if modular is not None and modular != path else None

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from codemod import soundness
-from codemod.classify import Action, Category, Extra, Finding
+from codemod.classify import Action, Extra, Finding
 from codemod.contracts import (
     CopyScope,
     CopyStatus,
@@ -35,7 +35,7 @@ from codemod.contracts import (
     Vocabulary,
 )
 from codemod.fallback import FallbackKind
-from codemod.index import Index, Override
+from codemod.index import CopyLink, Index, Override
 from codemod.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
 
@@ -331,6 +331,13 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
     return "; ".join(dict.fromkeys(parts))
 
 
+def _keeps_own(finding: Finding) -> bool:
+    """Whether the finding has a reason that keeps it as it is (a bespoke or unrecognised one): what a kept
+    override's mark quotes. Its category may be bespoke for other reasons too (a difference in the standard
+    flow, its own statements kept in front of super()); those are no reason of their own to mark it."""
+    return any(r.kind.keeps for r in finding.reasons)
+
+
 def _keep_reason(finding: Finding) -> str:
     """A one-line ``# Overwritten --`` reason: what the override does that the mixin does not."""
     for kind in (ReasonKind.BESPOKE, ReasonKind.UNRECOGNISED):
@@ -387,14 +394,17 @@ class _Planner:
         repairs: dict[str, Repair] | None = None,
         override_enables_generation: bool = False,
         mixin_reach: soundness.Reach | None = None,
+        mark_kept: bool = False,
     ) -> None:
         self.repairs = repairs or {}
+        #: mark the overrides that stay as they are (comment-only edits: only when asked)
+        self.mark_kept = mark_kept
         self.override_enables_generation = override_enables_generation
         #: what the mixin passes to forward; None: no forward check (a plan made without a profile)
         self.mixin_reach = mixin_reach
         self.index = index
         self.by_id = index.by_id()
-        self.findings = {f.override.id: f for f in findings}
+        self.findings: dict[str, Finding] = {f.override.id: f for f in findings}
         self.hoist_needed = hoist_needed
         self.mixin_file = mixin_file
         self.decisions: dict[str, _Decision] = {}
@@ -435,7 +445,7 @@ class _Planner:
             elif f.action is Action.REDUCE:
                 reduction = reduce_override(f.override, f.extras)
                 if reduction is None:
-                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if f.category is Category.BESPOKE
+                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f)
                                                     else f"keeps {_extras_summary(f.extras)}")
                     self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
@@ -444,8 +454,8 @@ class _Planner:
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
                                                     keep_params=reduction.keep_params, extras=f.extras)
             else:
-                mark = _extras_summary(f.extras) if f.category is Category.KWARGS_FORWARDING else _keep_reason(f)
-                if f.category is Category.GENERIC or _unreachable(f.override):
+                mark = _keep_reason(f) if _keeps_own(f) else _extras_summary(f.extras)
+                if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
                     # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
                     # (no base defines the method): nothing to add
                     mark = ""
@@ -492,8 +502,8 @@ class _Planner:
         o = f.override
         if decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
             return None
-        if _unreachable(o):  # classify keeps these; a repair must not bring them back
-            return f"nothing takes the method's place: {o.fallback.detail}"  # type: ignore[union-attr]
+        if o.fallback is not None and _unreachable(o):  # classify keeps these; a repair must not bring them back
+            return f"nothing takes the method's place: {o.fallback.detail}"
         reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None else None
         if decision.edit is EditKind.DELETE:
             return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
@@ -517,9 +527,9 @@ class _Planner:
             origin = f.override.generated_from
             if origin is None:
                 continue
-            if origin.kind is OriginKind.MODULAR_CLASS:
+            if origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
                 source = origin.modular_id
-            elif origin.kind is OriginKind.INHERITED and origin.source_file and origin.source_class:
+            elif origin.kind is OriginKind.INHERITED and origin.source_id is not None:
                 source = origin.source_id
             else:
                 self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
@@ -568,7 +578,8 @@ class _Planner:
             my_action = mine.action if mine else Action.KEEP
             their_action = theirs.action if theirs else Action.KEEP
             same = my_action is their_action and (
-                my_action is not Action.REDUCE or _same_reduction(mine, theirs, link)  # type: ignore[arg-type]
+                my_action is not Action.REDUCE
+                or (mine is not None and theirs is not None and _same_reduction(mine, theirs, link))  # both reduce
             )
             if same:
                 continue
@@ -646,7 +657,7 @@ class _Planner:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "PreTrainedModel is not a GenerationMixin in the target release: without the override "
                                 "(or for super()) the class needs it among its bases", _mixin_import(o)))
-            if marks.get(oid):
+            if marks.get(oid) and (decision.edit is not None or self.mark_kept):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
             edits.setdefault(edit.override_id or "", []).append(edit)
@@ -655,17 +666,17 @@ class _Planner:
         derived: set[str] = set()  # members that follow another member
         for oid in edits:
             group.add(oid)
-            o = self.by_id.get(oid)
-            if o is None:
+            member = self.by_id.get(oid)
+            if member is None:
                 continue
-            if o.copied_from and o.copied_from.source_id in edits:
-                group.union(oid, o.copied_from.source_id)
+            if member.copied_from and member.copied_from.source_id in edits:
+                group.union(oid, member.copied_from.source_id)
                 derived.add(oid)
-            origin = o.generated_from
+            origin = member.generated_from
             if origin is not None:
-                for source in (origin.modular_id, origin.source_id):
-                    if source in edits:
-                        group.union(oid, source)
+                for linked in (origin.modular_id, origin.source_id):
+                    if linked in edits:
+                        group.union(oid, linked)
                         derived.add(oid)
         shards = []
         for members in group.groups():
@@ -689,7 +700,7 @@ def _mixin_import(o: Override) -> str:
     return f"from transformers import {MIXIN_CLASS}"
 
 
-def _same_reduction(mine: _Decision, theirs: _Decision, link) -> bool:
+def _same_reduction(mine: _Decision, theirs: _Decision, link: CopyLink) -> bool:
     from codemod.copies import apply_replacements
 
     return apply_replacements(theirs.body, link.marker.replacements) == mine.body
@@ -731,8 +742,12 @@ def make_plan(
     repairs: dict[str, Repair] | None = None,
     override_enables_generation: bool = False,
     mixin_reach: soundness.Reach | None = None,
+    mark_kept: bool = False,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
+
+    An override the plan changes carries its ``# Overwritten --`` reason; one that stays as it is is
+    marked only with ``mark_kept`` (a comment-only edit is churn in a migration, so it is asked for).
 
     ``inherited`` maps a modular override's id to the override the converter would copy in if it
     were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
@@ -742,7 +757,7 @@ def make_plan(
     every key a change makes reach ``forward`` is one it takes.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach)
+                       mixin_reach, mark_kept)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

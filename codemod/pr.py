@@ -38,7 +38,7 @@ from codemod import __version__
 from codemod.classify import Action as OverrideAction
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, redact
-from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, redact
+from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 
 BRANCH_PREFIX = "codemod/prepare-inputs/"

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 import rules
-from codemod.analysis import DROPPED, BodyAnalysis, OutputKey, Param, Recognised, TopLevel, Unrecognised
+from codemod.analysis import DROPPED, BodyAnalysis, Delegation, OutputKey, Param, Recognised, TopLevel, Unrecognised
 from codemod.contracts import ParamKind
-from rules._pattern import node_code
-from rules.base import Context, Match, Value
+from rules._pattern import findall_of, node_code
+from rules.base import Context, Match, Rule, Statements, Value, ValueOrigin
 from rules.guards import guard_of
 
 
@@ -44,8 +44,12 @@ def parameters(function: cst.FunctionDef) -> tuple[Param, ...]:
     return tuple(out)
 
 
+#: where each node of a parsed module is (``MetadataWrapper.resolve(PositionProvider)``)
+Positions = Mapping[cst.CSTNode, CodeRange]
+
+
 class _Walker:
-    def __init__(self, positions, ctx: Context) -> None:
+    def __init__(self, positions: Positions, ctx: Context) -> None:
         self.positions = positions
         self.ctx = ctx
         self.recognised: list[Recognised] = []
@@ -54,14 +58,14 @@ class _Walker:
         self.dropped: list[str] = []
         self.forwards_kwargs = False
         self.delegates_to: str | None = None
-        self.delegation = None
+        self.delegation: Delegation | None = None
         self.withheld: list[str] = []
         self.top_level: list[TopLevel] = []
 
     def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
         return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
 
-    def walk(self, statements: Sequence[cst.BaseStatement], guards: tuple[str, ...], conditions: tuple[str, ...] = ()) -> None:
+    def walk(self, statements: Statements, guards: tuple[str, ...], conditions: tuple[str, ...] = ()) -> None:
         i = 0
         while i < len(statements):
             statement = statements[i]
@@ -72,7 +76,7 @@ class _Walker:
             before = (len(self.unrecognised), len(self.outputs), self.delegates_to)
             match, rule = self.best_match(statements, i, ctx)
             consumed = 1
-            if match is not None:
+            if match is not None and rule is not None:  # found together
                 self.record(match, rule, statements[i : i + match.consumed], guards, conditions)
                 consumed = match.consumed
             elif not (isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions)):
@@ -82,11 +86,15 @@ class _Walker:
                 self.note_top_level(statements, i, consumed, before, match)
             i += consumed
 
-    def note_top_level(self, statements, start: int, consumed: int, before, match: Match | None) -> None:
+    def note_top_level(
+        self, statements: Statements, start: int, consumed: int, before: tuple[int, int, str | None], match: Match | None
+    ) -> None:
         unrecognised, outputs, delegate = before
         builds = len(self.outputs) > outputs or self.delegates_to != delegate or bool(match and match.resets_outputs)
         for index in range(start, start + consumed):
             statement = statements[index]
+            # the top level is a function's indented block (a one-line suite is only ever guarded)
+            assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)), statement
             reads, writes = _names(statement)
             self.top_level.append(TopLevel(
                 index=index,
@@ -112,15 +120,17 @@ class _Walker:
             self.walk([statement.orelse], (*guards, else_guard), negated)
         return True
 
-    def best_match(self, statements, i, ctx):
-        best: tuple[Match | None, object] = (None, None)
+    def best_match(self, statements: Statements, i: int, ctx: Context) -> tuple[Match | None, Rule | None]:
+        best: tuple[Match | None, Rule | None] = (None, None)
         for rule in rules.ALL:
             found = rule.match(statements, i, ctx)
             if found is not None and (best[0] is None or found.consumed > best[0].consumed):
                 best = (found, rule)
         return best
 
-    def record(self, match: Match, rule, nodes, guards, conditions=()) -> None:
+    def record(
+        self, match: Match, rule: Rule, nodes: Sequence[cst.CSTNode], guards: tuple[str, ...], conditions: tuple[str, ...] = ()
+    ) -> None:
         line, end_line = self.lines(nodes)
         for behaviour in (match.behaviour, *match.implies):
             facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
@@ -151,7 +161,7 @@ class _Walker:
         self.ctx = dataclasses.replace(self.ctx, symbols=symbols)
 
 
-def _names(statement: cst.BaseStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _names(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(names read, names assigned) by a statement, from the stdlib AST of its code."""
     import ast
 
@@ -159,14 +169,15 @@ def _names(statement: cst.BaseStatement) -> tuple[tuple[str, ...], tuple[str, ..
         tree = ast.parse(textwrap.dedent(cst.Module(body=[statement]).code))
     except SyntaxError:  # pragma: no cover - libcst produced it
         return (), ()
-    reads, writes = set(), set()
+    reads: set[str] = set()
+    writes: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (writes if isinstance(node.ctx, ast.Store) else reads).add(node.id)
     return tuple(sorted(reads)), tuple(sorted(writes))
 
 
-def _is_inert(statement: cst.BaseStatement, first: bool) -> bool:
+def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool) -> bool:
     """Docstrings, ``pass``, bare ``...`` and imports do nothing to the inputs."""
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
@@ -180,13 +191,13 @@ def _is_inert(statement: cst.BaseStatement, first: bool) -> bool:
 
 def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
     names = {"model_inputs"}
-    for ret in m.findall(function, m.Return(value=m.Name())):
-        if ret.value.value != "None":  # type: ignore[union-attr]
-            names.add(ret.value.value)  # type: ignore[union-attr]
+    for ret in findall_of(cst.Return, function, m.Return(value=m.Name())):
+        if isinstance(ret.value, cst.Name) and ret.value.value != "None":
+            names.add(ret.value.value)
     return tuple(sorted(names))
 
 
-def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0) -> BodyAnalysis:
+def analyse_function(function: cst.FunctionDef, positions: Positions, line_offset: int = 0) -> BodyAnalysis:
     """Analyse a function node; ``positions`` maps its nodes to code ranges."""
     params = parameters(function)
     explicit = [p.name for p in params if p.kind is ParamKind.POSITIONAL and p.name != "self"]
@@ -198,7 +209,7 @@ def analyse_function(function: cst.FunctionDef, positions, line_offset: int = 0)
         ids_param=ids_param,
         var_kwargs=var_kwargs,
         output_names=_returned_names(function),
-        symbols={ids_param: Value("ids", "unsliced")},
+        symbols={ids_param: Value(ValueOrigin.IDS, "unsliced")},
     )
     walker = _Walker(positions, ctx)
     if isinstance(function.body, cst.IndentedBlock):

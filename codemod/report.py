@@ -9,18 +9,23 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
-from codemod.classify import Action, Category, Finding
+from codemod.classify import Action, Category, Finding, Reason
 from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
 from codemod.fallback import Fallback, FallbackKind
+from codemod.index import FileError, SkippedFile
 from codemod.layout import fills_width
 from codemod.scan import ScanResult
+
+if TYPE_CHECKING:  # verification is imported where it runs
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
 
 SCHEMA_VERSION = 1
 _CATEGORY_ORDER = (Category.GENERIC, Category.KWARGS_FORWARDING, Category.BESPOKE)
@@ -169,7 +174,7 @@ def to_json(result: ScanResult) -> str:
 _REASON_ORDER = {"fallback": -1, "unrecognised": 0, "bespoke": 1, "extra": 2, "difference": 3, "evidence": 4, "note": 5, "behaviour": 6}
 
 
-def _ordered_reasons(f: Finding):
+def _ordered_reasons(f: Finding) -> list[Reason]:
     return sorted(f.reasons, key=lambda r: _REASON_ORDER.get(r.kind, 9))
 
 
@@ -224,14 +229,17 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
     for line in header_lines(result):
         console.print(line, highlight=False)
     counts = Table(title="By category", show_edge=False)
-    for column in ("category", "overrides", "lines", "action"):
+    for column in ("category", "overrides", "lines", "actions"):
         counts.add_column(column, justify="right" if column in ("overrides", "lines") else "left")
     s = summary(result)
-    actions = {Category.GENERIC: "delete", Category.KWARGS_FORWARDING: "reduce", Category.BESPOKE: "keep"}
     for category in _CATEGORY_ORDER:
         row = s["by_category"][category.value]
-        counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), actions[category])
-    counts.add_row("total", str(s["overrides"]), str(s["lines"]), "")
+        # a category is what an override does, an action what the tool does with it: each category's actions
+        actions = Counter(f.action for f in result.findings if f.category is category)
+        done = ", ".join(f"{actions[a]} {a.value}" for a in Action if actions[a])
+        counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), done)
+    counts.add_row("total", str(s["overrides"]), str(s["lines"]),
+                   ", ".join(f"{n} {a}" for a, n in s["by_action"].items() if n))
     console.print(counts)
     for category in _CATEGORY_ORDER:
         group = [f for f in result.findings if f.category is category]
@@ -307,10 +315,10 @@ def to_markdown(result: ScanResult) -> str:
             behaviours = ", ".join(sorted(b for b in o.analysis.behaviours))
             out.append(f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
                        f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |")
-    problems = [*result.index.skipped, *result.index.errors]
+    problems: list[SkippedFile | FileError] = [*result.index.skipped, *result.index.errors]
     if problems:
         out += ["", "## Not scanned", ""]
-        out += [f"- `{p.path}`: {_md_escape(getattr(p, 'reason', None) or getattr(p, 'error', ''))}" for p in problems]
+        out += [f"- `{p.path}`: {_md_escape(p.reason if isinstance(p, SkippedFile) else p.error)}" for p in problems]
     return "\n".join(out) + "\n"
 
 
@@ -327,7 +335,7 @@ def render(result: ScanResult, fmt: str, console: Console, verbose: bool = False
 # --------------------------------------------------------------------------------------------- verification
 
 
-def verdict_record(verdict) -> dict[str, Any]:
+def verdict_record(verdict: ClassVerdict) -> dict[str, Any]:
     first = verdict.first_difference
     return {
         "override": verdict.override_id,
@@ -352,7 +360,7 @@ def verdict_record(verdict) -> dict[str, Any]:
     }
 
 
-def verify_document(report) -> dict[str, Any]:
+def verify_document(report: VerifyReport) -> dict[str, Any]:
     counts = Counter(v.verdict for v in report.verdicts)
     return {
         "tool": "transformers-codemod",
@@ -373,7 +381,7 @@ def verify_document(report) -> dict[str, Any]:
 _VERDICT_STYLE = {Verdict.IDENTICAL: "green", Verdict.DIFFERS: "red", Verdict.CRASHED: "red", Verdict.UNVERIFIED: "yellow"}
 
 
-def render_verify_table(report, console: Console) -> None:
+def render_verify_table(report: VerifyReport, console: Console) -> None:
     doc = verify_document(report)
     s = doc["summary"]
     console.print(
@@ -400,7 +408,7 @@ def render_verify_table(report, console: Console) -> None:
         console.print(f"own tests {own.describe()}", style="" if own.ok else "red", highlight=False)
 
 
-def verify_markdown(report) -> str:
+def verify_markdown(report: VerifyReport) -> str:
     doc = verify_document(report)
     out = ["# Verification", "",
            f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "

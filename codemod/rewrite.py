@@ -18,7 +18,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import METHOD, MIXIN_CLASS, Edit, EditKind, HookCode
+from codemod.plan import Edit, EditKind, HookCode
+from codemod.sources import METHOD, MIXIN_CLASS
+from rules._pattern import findall_of
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
@@ -157,7 +159,9 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
         inner = "\n".join(f"    {part}," for part in parts)
         header = f"def {function.name.value}(\n{inner}\n):"
     parsed = _in_module_style(module, "class _:", f"{header}\n    pass\n").body[0]
-    new = parsed.body.body[0]  # type: ignore[attr-defined]
+    assert isinstance(parsed, cst.ClassDef) and isinstance(parsed.body, cst.IndentedBlock)
+    new = parsed.body.body[0]
+    assert isinstance(new, cst.FunctionDef)
     return function.with_changes(params=new.params, whitespace_before_params=new.whitespace_before_params)
 
 
@@ -172,6 +176,7 @@ def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     first = function.body.body[0]
+    assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
     if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
         return function
     marked = first.with_changes(leading_lines=[_comment_line(f"{_OVERWRITTEN} {reason}"), *first.leading_lines])
@@ -267,6 +272,12 @@ def _class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
 _BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
 
 
+def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+    """A body's statement as the type that has ``leading_lines`` (every ``BaseStatement`` is one of the two)."""
+    assert isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    return node
+
+
 def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str) -> list[cst.BaseStatement]:
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
@@ -275,9 +286,10 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
     if len(new) != 1 or _assigned_name(new[0]) is None:
         raise RewriteError(f"not one class attribute assignment: {code!r}")
     statement, name = new[0], _assigned_name(new[0])
+    statement = _statement(statement)
     for i, existing in enumerate(body):
         if _assigned_name(existing) == name:
-            body[i] = statement.with_changes(leading_lines=existing.leading_lines)
+            body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
             return body
     if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
         return [statement]
@@ -285,14 +297,15 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
     while position < len(body) and isinstance(body[position], cst.SimpleStatementLine):
         position += 1
     if position == 0:
-        follower = body[0]
+        follower = _statement(body[0])
         if not follower.leading_lines:
             body[0] = follower.with_changes(leading_lines=[_BLANK_LINE])
         return [statement, *body]
     if _is_docstring(body[position - 1]):
         statement = statement.with_changes(leading_lines=[_BLANK_LINE])
-    if position < len(body) and not body[position].leading_lines:
-        body[position] = body[position].with_changes(leading_lines=[_BLANK_LINE])
+    following = _statement(body[position]) if position < len(body) else None
+    if following is not None and not following.leading_lines:
+        body[position] = following.with_changes(leading_lines=[_BLANK_LINE])
     return [*body[:position], statement, *body[position:]]
 
 
@@ -301,9 +314,9 @@ def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, h
     if any(_assigned_name(s) == hook.attribute for s in body):
         return body
     statements = _class_statements(module, hook.declaration)
-    first = statements[0]
+    first = _statement(statements[0])
     statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
-    method = body[position]
+    method = _statement(body[position])
     if not method.leading_lines:
         body[position] = method.with_changes(leading_lines=[_BLANK_LINE])
     return [*body[:position], *statements, *body[position:]]
@@ -324,19 +337,21 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
     prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
     epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
     for statement in prologue:
-        for target in m.findall(statement, m.AssignTarget(target=m.Name())):
-            local = target.target.value  # type: ignore[attr-defined]
+        for target in findall_of(cst.AssignTarget, statement, m.AssignTarget(target=m.Name())):
+            assert isinstance(target.target, cst.Name)  # what the matcher asked for
+            local = target.target.value
             if m.findall(function, m.Name(local)):
                 raise RewriteError(f"{MIXIN_CLASS}.{METHOD} already uses the name {local!r} the hook needs")
     if prologue:
-        prologue[0] = prologue[0].with_changes(leading_lines=[comment])
+        prologue[0] = _statement(prologue[0]).with_changes(leading_lines=[comment])
         start = 1 if _is_docstring(body[0]) else 0
-        if start < len(body) and not body[start].leading_lines:
-            body[start] = body[start].with_changes(leading_lines=[_BLANK_LINE])
+        following = _statement(body[start]) if start < len(body) else None
+        if following is not None and not following.leading_lines:
+            body[start] = following.with_changes(leading_lines=[_BLANK_LINE])
         body = [*body[:start], *prologue, *body[start:]]
     if epilogue:
-        epilogue[0] = epilogue[0].with_changes(leading_lines=[_BLANK_LINE, comment])
-        last = body[-1]
+        epilogue[0] = _statement(epilogue[0]).with_changes(leading_lines=[_BLANK_LINE, comment])
+        last = _statement(body[-1])
         if not last.leading_lines:
             last = last.with_changes(leading_lines=[_BLANK_LINE])
         body = [*body[:-1], *epilogue, last]
@@ -373,25 +388,26 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         if edits:
             cls = _apply_to_class(module, cls, edits)
         return _class_level(module, cls, attributes)
-    assert isinstance(cls.body, cst.IndentedBlock)
     if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
         cls = _add_mixin_base(cls)
         edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
         if not edits:
             return cls
-        assert isinstance(cls.body, cst.IndentedBlock)
-    body = list(cls.body.body)
+    assert isinstance(cls.body, cst.IndentedBlock)
+    body: list[cst.BaseStatement] = list(cls.body.body)
     position = next(
         (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None
     )
     if position is None:
         raise RewriteError(f"{cls.name.value} has no {METHOD}")
-    function = body[position]
-    assert isinstance(function, cst.FunctionDef)
+    method = body[position]
+    assert isinstance(method, cst.FunctionDef)
+    function = method
+    deleted = False
     hooks: list[HookCode] = []
     for edit in edits:
         if edit.kind is EditKind.DELETE:
-            function = None
+            deleted = True
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
             function = _replace_body(module, function, edit.text, edit.keep)
@@ -412,12 +428,14 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
             function = _hook_method(module, function, edit.hook)
             hooks.append(edit.hook)
-    if function is None:
-        removed = body.pop(position)
-        if position < len(body) and not body[position].leading_lines and removed.leading_lines:
+    if deleted:
+        body.pop(position)  # the method
+        following = body[position] if position < len(body) else None
+        assert isinstance(following, (cst.SimpleStatementLine, cst.BaseCompoundStatement, type(None)))
+        if following is not None and not following.leading_lines and method.leading_lines:
             # keep the blank line that separated the removed method from the previous member
-            blank = [line for line in removed.leading_lines if line.comment is None][:1]
-            body[position] = body[position].with_changes(leading_lines=blank)
+            blank = [line for line in method.leading_lines if line.comment is None][:1]
+            body[position] = following.with_changes(leading_lines=blank)
         if not body:
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
@@ -455,7 +473,7 @@ def _imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
 def _bound_name(alias: cst.ImportAlias) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value
-    node = alias.name
+    node: cst.BaseExpression = alias.name
     while isinstance(node, cst.Attribute):  # ``import a.b`` binds ``a``
         node = node.value
     assert isinstance(node, cst.Name)
@@ -463,7 +481,7 @@ def _bound_name(alias: cst.ImportAlias) -> str:
 
 
 def _names_used(nodes: Iterable[cst.CSTNode]) -> set[str]:
-    return {n.value for node in nodes for n in m.findall(node, m.Name())}
+    return {n.value for node in nodes for n in findall_of(cst.Name, node, m.Name())}
 
 
 def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[str]:
@@ -488,9 +506,9 @@ def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[
 def _without_names(statement: cst.Import | cst.ImportFrom, names: set[str]) -> cst.Import | cst.ImportFrom | None:
     """The import without ``names`` (None when nothing is left), laid out as before: the last kept
     name takes the old last name's comma, so a parenthesised list keeps its closing line."""
-    if isinstance(statement, cst.ImportFrom) and isinstance(statement.names, cst.ImportStar):
+    if isinstance(statement.names, cst.ImportStar):  # only an ImportFrom's can be
         return statement
-    aliases = list(statement.names)  # type: ignore[arg-type]
+    aliases = list(statement.names)
     kept = [a for a in aliases if _bound_name(a) not in names]
     if len(kept) == len(aliases):
         return statement
@@ -507,12 +525,11 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
         if isinstance(statement, cst.SimpleStatementLine) and any(
             isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
         ):
-            smalls = []
+            smalls: list[cst.BaseSmallStatement] = []
             for small in statement.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    small = _without_names(small, names)
-                if small is not None:
-                    smalls.append(small)
+                kept = _without_names(small, names) if isinstance(small, (cst.Import, cst.ImportFrom)) else small
+                if kept is not None:
+                    smalls.append(kept)
             if not smalls:
                 continue
             statement = statement.with_changes(body=smalls)
@@ -526,7 +543,7 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
     touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)}
-    out = []
+    out: list[cst.CSTNode] = []
     for statement in old.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
             out.extend(s for s in statement.body.body if isinstance(s, cst.FunctionDef) and s.name.value == METHOD)

@@ -107,7 +107,9 @@ class ResultCache:
             return None
         try:
             with (self.directory / f"{key}.pickle").open("rb") as handle:
-                extras, result = pickle.load(handle)
+                extras: dict[str, str]
+                result: ScanResult
+                extras, result = pickle.load(handle)  # written by put, under a key of this tool's version
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             return None
         for path, digest in extras.items():

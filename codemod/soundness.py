@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from codemod.analysis import BodyAnalysis
 from codemod.classify import IDS_KEYS, Extra
 from codemod.contracts import ExtraHow, ParamKind
 from codemod.fallback import FallbackKind
@@ -57,7 +58,7 @@ def reach_of(override: Override, mixin: Reach) -> Reach:
     return mixin
 
 
-def inputs_read(analysis) -> frozenset[str]:
+def inputs_read(analysis: BodyAnalysis) -> frozenset[str]:
     """What an implementation reads of its inputs: its named parameters and the keys it prepares."""
     params = {p.name for p in analysis.params if p.kind.named} - {"self"}
     return frozenset(params | set(analysis.output_values()))
@@ -164,8 +165,8 @@ def interference(override: Override, kept: Iterable[int], reach: Reach) -> str |
     for index in kept:
         statement = statements.get(index)
         touched = sorted(set(statement.writes) & reach.reads) if statement is not None else []
-        if touched:
-            return (f"the statement at line {statement.line}, kept in front of super(), changes "  # type: ignore[union-attr]
+        if touched and statement is not None:
+            return (f"the statement at line {statement.line}, kept in front of super(), changes "
                     f"{', '.join(touched)}, which the fallback prepares itself: how the two combine is not verified")
     return None
 

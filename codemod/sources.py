@@ -50,8 +50,9 @@ def file_kind(path: Path, text: str | None = None) -> FileKind:
         return FileKind.GENERATION
     if name.startswith("modeling_"):
         return FileKind.MODELING
-    if text is not None and _TF_IMPORT.search(text) and not _TORCH_IMPORT.search(text):
-        tf = "tensorflow" in _TF_IMPORT.search(text).group(1)  # type: ignore[union-attr]
+    tf_import = _TF_IMPORT.search(text) if text is not None else None
+    if text is not None and tf_import and not _TORCH_IMPORT.search(text):
+        tf = "tensorflow" in tf_import.group(1)
         return FileKind.TENSORFLOW if tf else FileKind.FLAX
     return FileKind.OTHER
 

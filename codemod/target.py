@@ -12,11 +12,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemod.checkout import Checkout, CheckoutError, CheckoutKind, resolve
 from codemod.contracts import Vocabulary
 from codemod.errors import CodemodError
 from codemod.sources import MIXIN_CLASS, READ_ERRORS, read_source
+
+if TYPE_CHECKING:  # fetching is imported where a release is fetched
+    from codemod.fetch import Progress
 
 PRETRAINED_CLASS = "PreTrainedModel"
 
@@ -71,7 +75,7 @@ def for_checkout(checkout: Checkout) -> Target:
     return Target(TargetOrigin.BUILT_IN)
 
 
-def from_release(version: str, progress=None) -> Target:
+def from_release(version: str, progress: Progress | None = None) -> Target:
     """``--target VERSION``: the release's package, fetched once (a wheel) and cached."""
     from codemod.fetch import FetchError, fetch_package
 

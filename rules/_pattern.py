@@ -17,8 +17,8 @@ import ast
 import dataclasses
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import libcst as cst
 import libcst.matchers as m
@@ -27,7 +27,10 @@ _METAVARIABLE = re.compile(r"\$([A-Za-z_]\w*)")
 _PREFIX = "__tpl_"
 _ANONYMOUS = "_"
 # DoNotCare only works inside a field; this matches any node, also at the top of a matcher.
-_ANY = m.MatchIfTrue(lambda _node: True)
+_ANY: m.MatchIfTrue[cst.CSTNode] = m.MatchIfTrue(lambda _node: True)
+
+#: what a template node compiles to: a node matcher, or a metavariable (any node, maybe saved)
+_Matcher = m.BaseMatcherNode | m.MatchIfTrue[cst.CSTNode]
 
 # Node types that carry only layout; a matcher leaves them out (they default to DoNotCare).
 _LAYOUT_TYPES: tuple[type, ...] = (
@@ -58,7 +61,7 @@ _LAYOUT_FIELDS = frozenset(
 class Captures:
     """What the metavariables of a matched template stand for."""
 
-    nodes: Mapping[str, cst.CSTNode]
+    nodes: Mapping[str, cst.BaseExpression]
 
     def code(self, name: str) -> str:
         return node_code(self.nodes[name])
@@ -67,13 +70,22 @@ class Captures:
         return name in self.nodes
 
 
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+
+def findall_of(node_type: type[_Node], tree: cst.CSTNode | Sequence[cst.CSTNode], matcher: m.BaseMatcherNode) -> list[_Node]:
+    """``m.findall`` with a matcher of ``node_type``, its results typed as that class."""
+    trees = [tree] if isinstance(tree, cst.CSTNode) else tree
+    return [found for t in trees for found in m.findall(t, matcher) if isinstance(found, node_type)]
+
+
 def node_code(node: cst.CSTNode) -> str:
     """Source of a node, normalised to one line without layout (for messages and comparisons)."""
     if isinstance(node, cst.BaseExpression):
         code = cst.Module(body=[cst.SimpleStatementLine(body=[cst.Expr(node)])]).code
     elif isinstance(node, cst.BaseSmallStatement):
         code = cst.Module(body=[cst.SimpleStatementLine(body=[node])]).code
-    elif isinstance(node, cst.BaseStatement):
+    elif isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):  # every BaseStatement
         code = cst.Module(body=[node]).code
     else:
         return cst.Module(body=[]).code_for_node(node)
@@ -91,7 +103,7 @@ class _Compiler:
     def __init__(self) -> None:
         self.occurrences = 0
 
-    def matcher(self, node: cst.CSTNode) -> Any:
+    def matcher(self, node: cst.CSTNode) -> _Matcher:
         if isinstance(node, cst.Name) and node.value.startswith(_PREFIX):
             var = node.value[len(_PREFIX) :]
             if var == _ANONYMOUS:
@@ -101,9 +113,13 @@ class _Compiler:
             return m.SaveMatchedNode(_ANY, f"{var}#{self.occurrences}")
         if isinstance(node, cst.SimpleString):
             expected = ast.literal_eval(node.value)
-            return m.SimpleString(value=m.MatchIfTrue(lambda v, e=expected: _literal(v) == e))
-        matcher_type = getattr(m, type(node).__name__)
-        kwargs = {}
+            return m.SimpleString(value=m.MatchIfTrue(_same_literal(expected)))
+        return self.node_matcher(node)
+
+    def node_matcher(self, node: cst.CSTNode) -> m.BaseMatcherNode:
+        """The matcher of the node's own class (``m.<Class>``), with its fields compiled."""
+        matcher_type: Callable[..., m.BaseMatcherNode] = getattr(m, type(node).__name__)
+        kwargs: dict[str, object] = {}
         for field in dataclasses.fields(node):
             if field.name in _LAYOUT_FIELDS or field.name.startswith("whitespace"):
                 continue
@@ -119,6 +135,10 @@ class _Compiler:
         return matcher_type(**kwargs)
 
 
+def _same_literal(expected: object) -> Callable[[str], bool]:
+    return lambda value: _literal(value) == expected
+
+
 def _literal(value: str) -> object:
     try:
         return ast.literal_eval(value)
@@ -131,14 +151,14 @@ class Template:
     """A run of statements with metavariables, compiled once."""
 
     source: str
-    matchers: tuple[Any, ...]
+    matchers: tuple[m.BaseMatcherNode, ...]
 
     @classmethod
     def parse(cls, source: str) -> Template:
         text = _METAVARIABLE.sub(lambda mo: _PREFIX + mo.group(1), textwrap.dedent(source).strip() + "\n")
         module = cst.parse_module(text)
         compiler = _Compiler()
-        return cls(source=textwrap.dedent(source).strip(), matchers=tuple(compiler.matcher(s) for s in module.body))
+        return cls(source=textwrap.dedent(source).strip(), matchers=tuple(compiler.node_matcher(s) for s in module.body))
 
     @classmethod
     def expression(cls, source: str) -> Template:
@@ -152,7 +172,7 @@ class Template:
         """Match the template against ``statements[start:start + len(self)]``."""
         if start + len(self.matchers) > len(statements):
             return None
-        saved: dict[str, cst.CSTNode] = {}
+        saved: dict[str, cst.CSTNode | Sequence[cst.CSTNode]] = {}
         for matcher, statement in zip(self.matchers, statements[start : start + len(self.matchers)]):
             found = m.extract(statement, matcher)
             if found is None:
@@ -162,15 +182,20 @@ class Template:
 
     def match_expression(self, expression: cst.BaseExpression) -> Captures | None:
         """Match a one-expression template against an expression node."""
+        # libcst types a matcher's fields as unions of sentinels and wildcards that no isinstance
+        # narrows to this shape: SimpleStatementLine(body=[Expr(value=<the expression's matcher>)])
+        statement_matcher: Any
         (statement_matcher,) = self.matchers
         expr_matcher = statement_matcher.body[0].value  # SimpleStatementLine -> Expr -> value
         found = m.extract(expression, expr_matcher)
         return None if found is None else _unify(found)
 
 
-def _unify(saved: Mapping[str, cst.CSTNode]) -> Captures | None:
-    merged: dict[str, cst.CSTNode] = {}
+def _unify(saved: Mapping[str, cst.CSTNode | Sequence[cst.CSTNode]]) -> Captures | None:
+    merged: dict[str, cst.BaseExpression] = {}
     for key, node in saved.items():
+        # a metavariable stands for one expression (a Name in the template): never a sequence
+        assert isinstance(node, cst.BaseExpression), key
         var = key.split("#", 1)[0]
         if var in merged and node_code(merged[var]) != node_code(node):
             return None

@@ -23,10 +23,13 @@ import re
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, TypedDict
 
 import libcst as cst
 
-from codemod.contracts import Value, ValueOrigin, Vocabulary
+# Value and ValueOrigin are part of the rule authors' API: re-exported for the rule modules
+from codemod.analysis import Delegation
+from codemod.contracts import Value as Value, ValueOrigin as ValueOrigin, Vocabulary
 from rules._pattern import Captures, Template
 
 
@@ -58,10 +61,10 @@ class Context:
         if name in self.symbols:
             return self.symbols[name]
         if name == self.ids_param:
-            return Value("ids", "unsliced")
+            return Value(ValueOrigin.IDS, "unsliced")
         if name in self.params:
-            return Value("param", name)
-        return Value("expr", name)
+            return Value(ValueOrigin.PARAM, name)
+        return Value(ValueOrigin.EXPR, name)
 
     @property
     def under_past(self) -> bool:
@@ -99,8 +102,8 @@ class Match:
     forwards_kwargs: bool = False
     #: the output comes from another implementation (``super()``, a sub-model)
     delegates_to: str | None = None
-    #: which kind of implementation ``delegates_to`` is (a ``codemod.analysis.Delegation``)
-    delegation: object = None
+    #: which kind of implementation ``delegates_to`` is
+    delegation: Delegation | None = None
     #: the claimed statements return from the function
     returns: bool = False
     #: parameters that a delegated call (``super()``, a sub-model) is not given
@@ -119,7 +122,14 @@ class Coverage:
     differences: tuple[str, ...] = ()
     #: when not covered: what the mixin lacks
     missing: str = ""
+    #: differences that change what is prepared in the standard generate flow (listed like the others,
+    #: and they make the override not generic; ``differences`` are near-misses outside that flow)
+    flow_differences: tuple[str, ...] = ()
 
+
+#: The statements of a block that a rule is shown: a body's, or a one-line suite's small statements
+#: (``if past: input_ids = input_ids[:, -1:]``), which no rule claims but the engine walks alike.
+Statements = Sequence[cst.BaseStatement] | Sequence[cst.BaseSmallStatement]
 
 #: A mixin's behaviours as the comparison sees them: behaviour name -> facets of its occurrences.
 MixinBehaviours = Mapping[str, Sequence[Mapping[str, str]]]
@@ -209,7 +219,7 @@ class Rule:
     def noops(self) -> tuple[NoOp, ...]:
         return tuple(case for case in self.cases if isinstance(case, NoOp))
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         raise NotImplementedError
 
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
@@ -332,7 +342,7 @@ class TemplateRule(Rule):
         self.templates = tuple((variant, Template.parse(t)) for variant, t in templates.items())
         self._check = check
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         best: Match | None = None
         for variant, template in self.templates:
             captures = template.match(statements, start)
@@ -347,6 +357,28 @@ class TemplateRule(Rule):
         return best
 
 
-def claim(behaviour: str = "", **fields: object) -> Match:
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
+    class ClaimFields(TypedDict, total=False):
+        """The fields of a ``Match`` that a template rule's check gives ``claim`` (all but the first two)."""
+
+        detail: str
+        defines: Mapping[str, Value]
+        outputs: Mapping[str, Value]
+        via_kwargs: bool
+        output_code: Mapping[str, str]
+        drops: tuple[str, ...]
+        resets_outputs: bool
+        forwards_kwargs: bool
+        delegates_to: str | None
+        delegation: Delegation | None
+        returns: bool
+        withholds: tuple[str, ...]
+        implies: tuple[str, ...]
+        facets: Mapping[str, str]
+
+
+def claim(behaviour: str = "", **fields: Unpack[ClaimFields]) -> Match:
     """A Match whose ``consumed`` is filled in by the TemplateRule."""
-    return Match(consumed=0, behaviour=behaviour, **fields)  # type: ignore[arg-type]
+    return Match(consumed=0, behaviour=behaviour, **fields)

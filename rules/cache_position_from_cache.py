@@ -14,7 +14,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -27,7 +27,7 @@ RULE = TemplateRule(
         """,
     },
     lambda captures, ctx, variant: claim(
-        detail=variant, defines={"cache_position": Value("behaviour", "cache-position-from-cache")}
+        detail=variant, defines={"cache_position": Value(ValueOrigin.BEHAVIOUR, "cache-position-from-cache")}
     ),
     # an override slicing by the cache's own length does what this does, and more
     covered_by=("slice-by-past-length",),

@@ -11,17 +11,20 @@ Example::
         attention_mask = input_ids.new_ones(input_ids.shape)
 """
 
-from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from collections.abc import Mapping
+
+from rules._pattern import Captures
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     if captures.code("ids") not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
-    return claim(detail=variant, defines={"attention_mask": Value("behaviour", "default-attention-mask")})
+    return claim(detail=variant, defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, "default-attention-mask")})
 
 
 class DefaultAttentionMask(TemplateRule):
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if self.name in mixin:  # the implementation hoisted into a 4.45 stub mixin makes the same mask
             return Coverage(True)
         return Coverage(True, differences=(

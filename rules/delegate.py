@@ -12,15 +12,13 @@ Example::
     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
 from codemod.analysis import Delegation
 from codemod.contracts import ValueOrigin
 from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
 from rules.values import value_of
 
 _METHOD = "prepare_inputs_for_generation"
@@ -32,13 +30,14 @@ class Delegate(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
         small = statement.body[0]
         returns = isinstance(small, cst.Return)
-        if returns:
+        call: cst.BaseExpression | None
+        if isinstance(small, cst.Return):
             call = small.value
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and m.matches(
             small.targets[0].target, m.OneOf(*(m.Name(n) for n in ctx.output_names))
@@ -46,14 +45,16 @@ class Delegate(Rule):
             call = small.value
         else:
             return None
+        if not isinstance(call, cst.Call):
+            return None
         if m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"), attr=m.Name(m.MatchIfTrue(_stored_method))))):
-            target, delegation = node_code(call.func), Delegation.STORED_METHOD  # type: ignore[union-attr]
-            args = list(call.args)  # type: ignore[union-attr]
-        elif not m.matches(call, m.Call(func=m.Attribute(attr=m.Name(_METHOD)))):
+            target, delegation = node_code(call.func), Delegation.STORED_METHOD
+            args = list(call.args)
+        elif not isinstance(call.func, cst.Attribute) or not m.matches(call.func, m.Attribute(attr=m.Name(_METHOD))):
             return None
         else:
-            owner = call.func.value  # type: ignore[union-attr]
-            args = list(call.args)  # type: ignore[union-attr]
+            owner = call.func.value
+            args = list(call.args)
             delegation = Delegation.SUPER
             if m.matches(owner, m.Call(func=m.Name("super"), args=[])):
                 target = "super"

@@ -86,8 +86,8 @@ def explain(rule: Rule) -> str:
             lines += _positive(case)
     if noops:
         lines += [f"Not recognised ({len(noops)}), and why:", ""]
-        for case in noops:
-            lines += _noop(case)
+        for noop in noops:
+            lines += _noop(noop)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -5,12 +5,10 @@ Example::
     model_inputs.pop("labels", None)
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 from rules.values import string_key
 
 
@@ -20,7 +18,7 @@ class DropKey(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
@@ -30,15 +28,15 @@ class DropKey(Rule):
             call = small.value
         elif isinstance(small, cst.Assign) and m.matches(small.targets[0].target, m.Name("_")):
             call = small.value
-        elif isinstance(small, cst.Del) and m.matches(small.target, m.Subscript(value=m.Name())):
+        elif isinstance(small, cst.Del) and isinstance(small.target, cst.Subscript) and isinstance(small.target.value, cst.Name):
             key = _subscript_key(small.target)
-            if key is not None and small.target.value.value in ctx.output_names:  # type: ignore[attr-defined]
+            if key is not None and small.target.value.value in ctx.output_names:
                 return Match(1, self.name, key, drops=(key,))
             return None
         names = m.OneOf(*(m.Name(n) for n in (*ctx.output_names, *([ctx.var_kwargs] if ctx.var_kwargs else []))))
-        if call is None or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
+        if not isinstance(call, cst.Call) or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
             return None
-        key = string_key(call.args[0].value) if call.args else None  # type: ignore[attr-defined]
+        key = string_key(call.args[0].value) if call.args else None
         if key is None:
             return None
         return Match(1, self.name, key, drops=(key,))

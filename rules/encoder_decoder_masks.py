@@ -9,7 +9,7 @@ Example::
     attention_mask = kwargs.pop("decoder_attention_mask", None) if self.config.is_encoder_decoder else attention_mask
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -23,7 +23,7 @@ RULE = TemplateRule(
     },
     lambda captures, ctx, variant: claim(
         detail=variant,
-        defines={"encoder_attention_mask" if "encoder" in variant else "attention_mask": Value("param", "attention_mask")},
+        defines={"encoder_attention_mask" if "encoder" in variant else "attention_mask": Value(ValueOrigin.PARAM, "attention_mask")},
     ),
 )
 

@@ -22,7 +22,7 @@ Example::
         )
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 _KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k")
 
@@ -45,7 +45,7 @@ RULE = TemplateRule(
         """,
     },
     lambda captures, ctx, variant: claim(
-        detail=variant, outputs={key: Value("behaviour", "flash-attention-seq-lens") for key in _KEYS}
+        detail=variant, outputs={key: Value(ValueOrigin.BEHAVIOUR, "flash-attention-seq-lens") for key in _KEYS}
     ),
 )
 

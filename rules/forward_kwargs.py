@@ -7,10 +7,11 @@ Example::
             model_inputs[key] = value
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
+from rules._pattern import Captures
+from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, claim
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     if captures.code("kw") != ctx.var_kwargs or captures.code("d") not in ctx.output_names:
         return None
     if "never" in captures:

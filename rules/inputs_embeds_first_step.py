@@ -13,13 +13,13 @@ Example::
         model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
 from codemod.contracts import ValueOrigin
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.values import string_key, value_of
 
@@ -92,7 +92,7 @@ _MIXIN_V5 = Template.parse(
 )
 
 
-def _dict_assignment(block: Sequence[cst.BaseStatement], ctx: Context) -> dict[str, Value] | None:
+def _dict_assignment(block: Sequence[cst.CSTNode], ctx: Context) -> dict[str, Value] | None:
     if len(block) != 1:
         return None
     captures = _ASSIGN.match(block, 0)
@@ -116,13 +116,13 @@ class InputsEmbedsFirstStep(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         if _MIXIN_V5.match(statements, start) is not None:
-            ids = Value("ids", "next_sequence_length, contiguous")
+            ids = Value(ValueOrigin.IDS, "next_sequence_length, contiguous")
             return Match(2, self.name, "first iteration; then the last next_sequence_length ids; decoder_input_ids for "
                          "encoder-decoder models",
                          outputs={"input_ids": ids, "decoder_input_ids": ids,
-                                  "inputs_embeds": Value("first-step", "inputs_embeds")},
+                                  "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds")},
                          defines={"input_ids": ids},
                          implies=("encoder-decoder-ids-key", "slice-by-next-sequence-length"),
                          facets={"first_step": "is_first_iteration"})
@@ -131,7 +131,7 @@ class InputsEmbedsFirstStep(Rule):
                 ids = ctx.value_of(ctx.ids_param)
                 return Match(2, self.name, f"first step by {first_step}; decoder_input_ids for encoder-decoder models",
                              outputs={"input_ids": ids, "decoder_input_ids": ids,
-                                      "inputs_embeds": Value("first-step", "inputs_embeds")},
+                                      "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds")},
                              resets_outputs=False, implies=("encoder-decoder-ids-key",),
                              facets={"first_step": first_step})
         statement = statements[start]
@@ -144,21 +144,21 @@ class InputsEmbedsFirstStep(Rule):
         later = _dict_assignment(statement.orelse.body.body, ctx)
         if first is None or later is None:
             return None
-        if first.get("inputs_embeds") != Value("param", "inputs_embeds"):
+        if first.get("inputs_embeds") != Value(ValueOrigin.PARAM, "inputs_embeds"):
             return None
-        ids = later.get(ctx.ids_param) or later.get("input_ids")
-        if ids is None or ids.origin is not ValueOrigin.IDS:
+        sliced = later.get(ctx.ids_param) or later.get("input_ids")
+        if sliced is None or sliced.origin is not ValueOrigin.IDS:
             return None
-        if first.get("input_ids", Value("none")).origin is not ValueOrigin.NONE or later.get("inputs_embeds", Value("none")).origin is not ValueOrigin.NONE:
+        if first.get("input_ids", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE or later.get("inputs_embeds", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE:
             return None
         extra = (set(first) | set(later)) - {"input_ids", "inputs_embeds", ctx.ids_param}
         if extra:
             return None
-        outputs = {"input_ids": ids, "inputs_embeds": Value("first-step", "inputs_embeds")}
-        detail = label + ("" if "contiguous" not in ids.name else "; ids made contiguous")
+        outputs = {"input_ids": sliced, "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds")}
+        detail = label + ("" if "contiguous" not in sliced.name else "; ids made contiguous")
         return Match(1, self.name, detail, outputs=outputs, resets_outputs=True, facets={"first_step": _FACETS[label]})
 
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         found = mixin.get(self.name)
         if not found:
             return Coverage(False, missing="the mixin does not feed inputs_embeds on the first step")

@@ -7,16 +7,17 @@ Example::
     attention_mask_key = "decoder_attention_mask" if self.config.is_encoder_decoder else "attention_mask"
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, Value, claim
+from rules._pattern import Captures
+from rules.base import Case, Context, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     name = captures.code("name")
     decoder, plain = captures.nodes["decoder"], captures.nodes["plain"]
     decoder_key, plain_key = getattr(decoder, "evaluated_value", None), getattr(plain, "evaluated_value", None)
     if not name.isidentifier() or not isinstance(plain_key, str) or decoder_key != f"decoder_{plain_key}":
         return None
-    return claim(detail=f"{name}: {plain_key} or {decoder_key}", defines={name: Value("key", plain_key)})
+    return claim(detail=f"{name}: {plain_key} or {decoder_key}", defines={name: Value(ValueOrigin.KEY, plain_key)})
 
 
 RULE = TemplateRule(

@@ -15,14 +15,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import libcst as cst
 import libcst.matchers as m
 
 from codemod.contracts import ValueOrigin
 from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
 from rules.values import step_value, string_key, value_of
 
 
@@ -32,7 +30,7 @@ def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], dict[st
     codes: dict[str, str] = {}
     spreads_kwargs = False
     for element in node.elements:
-        if isinstance(element, cst.StarredDictElement):
+        if not isinstance(element, cst.DictElement):  # a StarredDictElement (``**kwargs``)
             if ctx.var_kwargs and m.matches(element.value, m.Name(ctx.var_kwargs)):
                 spreads_kwargs = True
                 continue
@@ -58,7 +56,7 @@ class OutputDict(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
@@ -91,8 +89,8 @@ class OutputDict(Rule):
             # model_inputs["key"] = value
             if (
                 isinstance(target, cst.Subscript)
-                and m.matches(target.value, m.Name())
-                and target.value.value in outputs  # type: ignore[union-attr]
+                and isinstance(target.value, cst.Name)
+                and target.value.value in outputs
                 and len(target.slice) == 1
                 and isinstance(target.slice[0].slice, cst.Index)
             ):
@@ -115,9 +113,10 @@ class OutputDict(Rule):
                     return None
                 items, codes, spread = parsed
                 return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes)
-            if all(arg.keyword is not None and not arg.star for arg in call.args):
-                items = {arg.keyword.value: step_value(value_of(arg.value, ctx), ctx) for arg in call.args}  # type: ignore[union-attr]
-                codes = {arg.keyword.value: node_code(arg.value) for arg in call.args}  # type: ignore[union-attr]
+            keywords = [arg.keyword for arg in call.args if arg.keyword is not None and not arg.star]
+            if len(keywords) == len(call.args):  # every argument a keyword
+                items = {kw.value: step_value(value_of(arg.value, ctx), ctx) for kw, arg in zip(keywords, call.args)}
+                codes = {kw.value: node_code(arg.value) for kw, arg in zip(keywords, call.args)}
                 return Match(1, self.name, "updates the dict", outputs=items, output_code=codes)
         return None
 

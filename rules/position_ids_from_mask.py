@@ -14,12 +14,12 @@ Example::
             position_ids = position_ids[:, -input_ids.shape[1] :]
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -60,7 +60,7 @@ _MIXIN = Template.parse(
 
 def _mixin_key(node: cst.BaseExpression, ctx: Context) -> str | None:
     """``position_ids``, or a key variable that names it (``position_ids_key``, see rules.key_variable)."""
-    if isinstance(node, cst.Name) and ctx.value_of(node.value) == Value("key", "position_ids"):
+    if isinstance(node, cst.Name) and ctx.value_of(node.value) == Value(ValueOrigin.KEY, "position_ids"):
         return node.value
     return "position_ids" if string_key(node) == "position_ids" else None
 
@@ -71,7 +71,7 @@ class PositionIdsFromMask(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.If):
             return None
@@ -86,8 +86,8 @@ class PositionIdsFromMask(Rule):
             if padding.value != "1":
                 details.append(f"padding set to {padding.value}")
             return Match(1, self.name, "; ".join(details),
-                         defines={"position_ids": Value("behaviour", self.name)},
-                         outputs={"position_ids": Value("behaviour", self.name)},
+                         defines={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
+                         outputs={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
                          facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": padding.value})
         condition = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
         if condition is None:
@@ -119,22 +119,23 @@ class PositionIdsFromMask(Rule):
                 return None
             details.append("ignores position_ids passed without a mask")
             facets["passed"] = "ignored without a mask"
-        return Match(1, self.name, "; ".join(details), defines={"position_ids": Value("behaviour", self.name)},
+        return Match(1, self.name, "; ".join(details), defines={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
                      facets=facets)
 
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         found = mixin.get(self.name)
         if not found:
             return Coverage(False, missing="the mixin does not build position_ids from the attention mask")
         theirs = found[0]
         differences = []
+        flow = []
         if facets.get("slice") == "last token":
             differences.append("slices position_ids to the last token where the mixin keeps every new token "
                                "(assisted decoding sees different positions)")
         if facets.get("slice") == "none":
             differences.append("does not slice position_ids to the new tokens; the mixin does")
-        if facets.get("when") == "alibi off":
-            differences.append("builds position_ids only without ALiBi; the mixin builds them whenever forward accepts them")
+        if facets.get("when") == "alibi off":  # an ALiBi configuration gets no position_ids: fewer inputs
+            flow.append("builds position_ids only without ALiBi; the mixin builds them whenever forward accepts them")
         if facets.get("passed"):
             differences.append("drops position_ids passed without an attention mask; the mixin forwards them")
         if theirs.get("padding", "1") != facets.get("padding", "1"):
@@ -142,7 +143,7 @@ class PositionIdsFromMask(Rule):
                                "(only padded positions differ)")
         if theirs.get("where"):
             differences.append(f"the mixin builds them {theirs['where']}")
-        return Coverage(True, differences=tuple(differences))
+        return Coverage(True, differences=tuple(differences), flow_differences=tuple(flow))
 
 
 RULE = PositionIdsFromMask()

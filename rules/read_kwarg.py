@@ -9,12 +9,10 @@ Example::
     token_type_ids = kwargs.get("token_type_ids", None)
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 
 from rules._pattern import Template, node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 from rules.values import kwargs_key, string_key
 
 _CONFIG_DEFAULT = Template.parse(
@@ -31,7 +29,7 @@ class ReadKwarg(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
@@ -42,17 +40,19 @@ class ReadKwarg(Rule):
         key = kwargs_key(assign.value, ctx)
         if key is None or not isinstance(target, cst.Name):
             return None
-        popped = isinstance(assign.value, cst.Call) and assign.value.func.attr.value == "pop"  # type: ignore[attr-defined]
+        # a kwargs key is read by ``kwargs.get(...)`` or ``kwargs.pop(...)``: the call is a method's
+        popped = (isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Attribute)
+                  and assign.value.func.attr.value == "pop")
         how, consumed = "popped" if popped else "read", 1
         fallback = _CONFIG_DEFAULT.match(statements, start + 1)
-        value = Value("param", key)
+        value = Value(ValueOrigin.PARAM, key)
         if fallback is not None and fallback.code("name") == target.value and string_key(fallback.nodes["key"]) == key:
             how, consumed = f"{how}; the config's setting when not given", 2
         elif isinstance(assign.value, cst.Call) and len(assign.value.args) > 1:
             default = node_code(assign.value.args[1].value)
             if default != "None":
                 # a default the model gets when the caller gives nothing, where the mixin gives nothing
-                value = Value("param-default", f"{key}={default}")
+                value = Value(ValueOrigin.PARAM_DEFAULT, f"{key}={default}")
                 how = f"{how}; {default} when not given"
         return Match(consumed, self.name, f"{key} ({how})", defines={target.value: value},
                      drops=(key,) if popped else ())

@@ -9,7 +9,7 @@ Example::
         model_inputs["cache_position"] = cache_position
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -24,7 +24,7 @@ RULE = TemplateRule(
         """,
     },
     lambda captures, ctx, variant: claim(
-        detail=variant, outputs={"cache_position": Value("behaviour", "remote-code-cache-position")}
+        detail=variant, outputs={"cache_position": Value(ValueOrigin.BEHAVIOUR, "remote-code-cache-position")}
     ),
 )
 

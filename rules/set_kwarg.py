@@ -5,12 +5,10 @@ Example::
     kwargs["logits_to_keep"] = self.config.num_logits_to_keep
 """
 
-from collections.abc import Sequence
-
 import libcst as cst
 
 from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, parse_docstring
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 from rules.values import kwargs_key, step_value, value_of
 
 
@@ -20,7 +18,7 @@ class SetKwarg(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None

@@ -16,7 +16,8 @@ Example::
             input_ids = input_ids[:, cache_position]
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules._pattern import Captures
+from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 _SLICE = """
     $ids = $ids[:, -cache_position.shape[0] :]
@@ -33,12 +34,12 @@ _SYNCED = "inputs_embeds is not None or cache_position[-1] >= $ids.shape[1]"
 _SYNCED_UNLESS_COMPILING = "inputs_embeds is not None or (is_torchdynamo_compiling() or cache_position[-1] >= $ids.shape[1])"
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
     detail = variant + ("" if ctx.under_past else "; not under a cache guard")
-    return claim(detail=detail, defines={ids: Value("ids", "cache_position")})
+    return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "cache_position")})
 
 
 RULE = TemplateRule(

@@ -8,14 +8,15 @@ Example::
     input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules._pattern import Captures
+from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
-    return claim(detail=variant, defines={ids: Value("ids", "next_sequence_length")})
+    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "next_sequence_length")})
 
 
 RULE = TemplateRule(

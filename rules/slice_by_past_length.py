@@ -20,8 +20,10 @@ Example::
         input_ids = input_ids[:, remove_prefix_length:]
 """
 
-from rules._pattern import Template
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+import libcst as cst
+
+from rules._pattern import Captures, Template
+from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 from rules.guards import PAST_NAMES
 
 _KNOWN_LENGTHS = {
@@ -30,7 +32,7 @@ _KNOWN_LENGTHS = {
 }
 
 
-def _length_source(node) -> str | None:
+def _length_source(node: cst.BaseExpression) -> str | None:
     for label, template in _KNOWN_LENGTHS.items():
         captures = template.match_expression(node)
         if captures is not None and captures.code("p") in PAST_NAMES:
@@ -38,7 +40,7 @@ def _length_source(node) -> str | None:
     return None
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
@@ -46,7 +48,7 @@ def _check(captures, ctx, variant):
     if source is None:
         return None
     detail = f"past length from the {source}" + ("" if ctx.under_past else "; not under a cache guard")
-    return claim(detail=detail, defines={ids: Value("ids", "past length")})
+    return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "past length")})
 
 
 RULE = TemplateRule(

@@ -10,20 +10,23 @@ Example::
         input_ids = input_ids[:, -1:]
 """
 
-from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from collections.abc import Mapping
+
+from rules._pattern import Captures
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids") or not ctx.under_past:
         return None
-    return claim(detail=variant, defines={ids: Value("ids", "last token")})
+    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")})
 
 
 class SliceToLastToken(TemplateRule):
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in _SLICERS):
             return Coverage(False, missing="the mixin does not slice the ids by the cache")
         return Coverage(True, differences=(

@@ -12,9 +12,12 @@ Example::
             token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
 """
 
+from collections.abc import Mapping
+
 import libcst as cst
 
-from rules.base import Case, Coverage, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules._pattern import Captures
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -31,14 +34,14 @@ def _names(node: cst.BaseExpression) -> tuple[str, ...] | None:
         value = element.value
         if isinstance(value, cst.Name) and value.value in _KEY_VARIABLES:
             names.extend(_KEY_VARIABLES[value.value])
-        elif string_key(value) is not None:
-            names.append(string_key(value))  # type: ignore[arg-type]
+        elif (key := string_key(value)) is not None:
+            names.append(key)
         else:
             return None
     return tuple(dict.fromkeys(names))
 
 
-def _check(captures, ctx, variant):
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     if "ids" in captures and captures.code("ids") not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
     if "names" in captures:  # a mixin's loop
@@ -51,17 +54,17 @@ def _check(captures, ctx, variant):
             guard = guard_of(captures.nodes["cached"])
             if guard is None or not guard[0].startswith("past"):
                 return None
-        sliced = Value("behaviour", "slice-with-ids")
+        sliced = Value(ValueOrigin.BEHAVIOUR, "slice-with-ids")
         return claim(detail=f"{', '.join(names)}, when passed ({variant})", outputs={name: sliced for name in names},
                      facets={"names": ",".join(names)})
     name = captures.code("x")
     if not name.isidentifier() or not ctx.under_past:
         return None
-    return claim(detail=name, defines={name: Value("behaviour", f"slice-with-ids:{name}")}, facets={"names": name})
+    return claim(detail=name, defines={name: Value(ValueOrigin.BEHAVIOUR, f"slice-with-ids:{name}")}, facets={"names": name})
 
 
 class SliceWithIds(TemplateRule):
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         handled = {n for f in mixin.get(self.name, ()) for n in f.get("names", "").split(",")}
         mine = set(facets.get("names", "").split(","))
         if mine <= handled:

@@ -25,7 +25,7 @@ Example::
             cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -46,9 +46,9 @@ RULE = TemplateRule(
     lambda captures, ctx, variant: claim(
         detail=variant,
         defines={
-            captures.code("ids"): Value("ids", "last token (state-space cache)"),
-            "attention_mask": Value("behaviour", "state-space-cache"),
-            "cache_position": Value("behaviour", "state-space-cache"),
+            captures.code("ids"): Value(ValueOrigin.IDS, "last token (state-space cache)"),
+            "attention_mask": Value(ValueOrigin.BEHAVIOUR, "state-space-cache"),
+            "cache_position": Value(ValueOrigin.BEHAVIOUR, "state-space-cache"),
         },
     ),
 )

@@ -29,13 +29,13 @@ Example::
         )
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import Template, node_code
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, NoOp, Rule, Value, parse_docstring
+from rules._pattern import Template, findall_of, node_code
+from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
@@ -76,7 +76,7 @@ class StaticCacheMask(Rule):
     def __init__(self) -> None:
         self.code, self.name, self.summary, self.example = parse_docstring(__doc__)
 
-    def match(self, statements: Sequence[cst.BaseStatement], start: int, ctx: Context) -> Match | None:
+    def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
         if not isinstance(statement, cst.If) or statement.orelse is not None:
             return None
@@ -87,9 +87,9 @@ class StaticCacheMask(Rule):
         else:
             return None
         helper = None
-        for assign in m.findall(statement.body, m.Assign()):
+        for assign in findall_of(cst.Assign, statement.body, m.Assign()):
             for target in assign.targets:
-                names = [n.value for n in m.findall(target.target, m.Name())]
+                names = [n.value for n in findall_of(cst.Name, target.target, m.Name())]
                 if names == ["attention_mask"]:
                     # First a helper's call; after it another helper (in another branch) or a
                     # touch-up of the result (``.contiguous()``), never anything that drops it.
@@ -101,7 +101,7 @@ class StaticCacheMask(Rule):
                         return None
                 elif not (set(names) <= _HELPER_LOCALS or _reads_back(names, assign.value, ctx)):
                     return None
-        for node in m.findall(statement.body, m.SimpleStatementLine()):
+        for node in findall_of(cst.SimpleStatementLine, statement.body, m.SimpleStatementLine()):
             for small in node.body:
                 if isinstance(small, cst.Assign):
                     continue
@@ -123,10 +123,10 @@ class StaticCacheMask(Rule):
         facets = {"cache": cache, "helper": helper}
         if label == "not with flash attention":
             facets["unless"] = "flash attention"
-        return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value("behaviour", self.name)},
+        return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, self.name)},
                      facets=facets)
 
-    def coverage(self, facets, mixin):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         found = mixin.get(self.name)
         if not found:
             return Coverage(False, missing="the mixin does not build a 4D mask for static caches")

@@ -17,7 +17,7 @@ Example::
         )
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -32,7 +32,7 @@ RULE = TemplateRule(
                 attention_mask = torch.cat([attention_mask, new_attn_mask], dim=-1)
         """
     },
-    lambda captures, ctx, variant: claim(detail=variant, defines={"attention_mask": Value("behaviour", "static-cache-pad-mask")}),
+    lambda captures, ctx, variant: claim(detail=variant, defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, "static-cache-pad-mask")}),
 )
 
 ERAS = (

@@ -13,7 +13,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, claim
+from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,
@@ -29,8 +29,8 @@ RULE = TemplateRule(
     },
     lambda captures, ctx, variant: claim(
         detail=variant,
-        outputs={"cache_position": Value("behaviour", "synthesise-cache-position")},
-        defines={"cache_position": Value("behaviour", "synthesise-cache-position")},
+        outputs={"cache_position": Value(ValueOrigin.BEHAVIOUR, "synthesise-cache-position")},
+        defines={"cache_position": Value(ValueOrigin.BEHAVIOUR, "synthesise-cache-position")},
     ),
 )
 

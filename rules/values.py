@@ -41,22 +41,22 @@ def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:
 def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
     if isinstance(node, cst.Name):
         if node.value == "None":
-            return Value("none")
+            return Value(ValueOrigin.NONE)
         if node.value in ("True", "False"):
-            return Value("const", node.value)
+            return Value(ValueOrigin.CONST, node.value)
         return ctx.value_of(node.value)
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
-        return Value("const", node_code(node))
+        return Value(ValueOrigin.CONST, node_code(node))
     if m.matches(node, m.Attribute(value=m.Attribute(value=m.Name("self"), attr=m.Name("config")))):
-        return Value("const", node_code(node))  # a config setting is fixed for the model
+        return Value(ValueOrigin.CONST, node_code(node))  # a config setting is fixed for the model
     key = kwargs_key(node, ctx)
     if key is not None:
-        return ctx.value_of(key) if key in ctx.symbols else Value("param", key)
+        return ctx.value_of(key) if key in ctx.symbols else Value(ValueOrigin.PARAM, key)
     if m.matches(node, _CONTIGUOUS):
         assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
         inner = value_of(node.func.value, ctx)
         if inner.origin is ValueOrigin.IDS:
-            return Value("ids", f"{inner.name}, contiguous")
+            return Value(ValueOrigin.IDS, f"{inner.name}, contiguous")
         return inner
     if isinstance(node, cst.IfExp):
         guards = guard_of(node.test)
@@ -70,22 +70,24 @@ def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
             step = _step(guards[1])
             if step and value.origin is ValueOrigin.PARAM:
                 return Value(step, value.name)
-    return Value("expr", node_code(node))
+    return Value(ValueOrigin.EXPR, node_code(node))
 
 
-def _step(guard: str) -> str | None:
+def _step(guard: str) -> ValueOrigin | None:
+    """The step a guard holds on: first-step or later-step (also the names of ``Context.step``)."""
     if guard in ("first-step", "no-past"):
-        return "first-step"
+        return ValueOrigin.FIRST_STEP
     if guard in ("later-step", "past-not-none", "past-truthy"):
-        return "later-step"
+        return ValueOrigin.LATER_STEP
     return None
 
 
 def step_value(value: Value, ctx: Context) -> Value:
     """A parameter assigned under a step guard holds only on that step."""
-    step = ctx.step or (_step(ctx.guards[-1]) if ctx.guards else None)
+    guard = ctx.step or (ctx.guards[-1] if ctx.guards else None)
+    step = _step(guard) if guard else None
     if step and value.origin is ValueOrigin.PARAM:
         return Value(step, value.name)
     if step and value.origin is ValueOrigin.NONE:
-        return Value("none", step)  # None on that step only
+        return Value(ValueOrigin.NONE, step.value)  # None on that step only
     return value

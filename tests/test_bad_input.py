@@ -39,7 +39,10 @@ LATIN1 = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite" / "lati
 
 
 def invoke(*args: str | Path):
-    return runner.invoke(app, [str(a) for a in args])
+    """The CLI in process; ``diff`` and ``apply`` with ``--mark``, so that an override that stays is
+    written too (its mark) and every file of the fixture shows what happens to it."""
+    extra = ["--mark"] if args and args[0] in ("diff", "apply") else []
+    return runner.invoke(app, [*(str(a) for a in args), *extra])
 
 
 def one_error_line(result) -> str:

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from codemod.classify import Action, Category, Extra, Finding, classify_override, select
+from codemod.classify import Action, Category, Extra, Finding, _handles_inputs, classify_override, select
 from codemod.index import Override
 from codemod.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
 from codemod.recognise import analyse_source
@@ -352,7 +352,8 @@ def test_a_multi_line_unrecognised_statement_is_shortened(hoisted: MixinProfile)
 
 
 def test_model_specific_statements_at_the_start_are_kept_in_front_of_super(hoisted: MixinProfile) -> None:
-    """The Phi-3 shape: its own input handling first, then only what the mixin does."""
+    """The Phi-3 shape: its own input handling first, then only what the mixin does. The handling is
+    model-specific (it resets the cache): bespoke, and reduced all the same, the statements in front of super()."""
     source = '''
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if self.config.flag:
@@ -360,9 +361,75 @@ def test_model_specific_statements_at_the_start_are_kept_in_front_of_super(hoist
         return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask, **kwargs}
     '''
     finding = classify_override(override(source), hoisted)
-    assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert Extra("", "keep-statements", "0") in finding.extras
     assert has(finding, "note", "kept as is in front of super(): if self.config.flag: …")
+    assert has(finding, "note", "bespoke: its own input handling, kept as it is in front of super(), is model-specific")
+
+
+def test_a_dummy_token_kept_in_front_of_super_is_bespoke(hoisted: MixinProfile) -> None:
+    """The masked LMs: a pad token appended to the ids (and a zero to the mask) on every step."""
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **model_kwargs):
+        if self.config.pad_token_id is None:
+            raise ValueError("The PAD token should be defined for generation")
+        attention_mask = torch.cat([attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1)
+        dummy_token = torch.full((input_ids.shape[0], 1), self.config.pad_token_id, dtype=torch.long)
+        input_ids = torch.cat([input_ids, dummy_token], dim=1)
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
+    '''
+    finding = classify_override(override(source, forward_params=SIMPLE_FORWARD), hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
+    assert Extra("", "keep-statements", "0,1,2,3") in finding.extras
+
+
+def test_a_guard_kept_in_front_of_super_leaves_it_generic(hoisted: MixinProfile) -> None:
+    """ProphetNet: the encoder-decoder boilerplate behind an assert. The assert refuses a call generate()
+    never makes and prepares nothing: generic; the reduction keeps it in front of super()."""
+    source = '''
+    def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, attention_mask=None,
+                                      use_cache=None, encoder_outputs=None, **kwargs):
+        assert encoder_outputs is not None, "`encoder_outputs` have to be passed for generation."
+        if past_key_values:
+            decoder_input_ids = decoder_input_ids[:, -1:]
+        return {
+            "input_ids": None,
+            "encoder_outputs": encoder_outputs,
+            "past_key_values": past_key_values,
+            "decoder_input_ids": decoder_input_ids,
+            "attention_mask": attention_mask,
+            "use_cache": use_cache,
+        }
+    '''
+    finding = classify_override(override(source, forward_params=("input_ids", "decoder_input_ids")), hoisted)
+    assert (finding.category, finding.action) == (Category.GENERIC, Action.REDUCE)
+    assert finding.extras == (Extra("", "keep-statements", "0"),)
+
+
+@pytest.mark.parametrize(
+    ("statements", "own"),
+    [
+        pytest.param('assert encoder_outputs is not None', False, id="assert"),
+        pytest.param('if self.config.pad_token_id is None:\n    raise ValueError("no pad")', False, id="if-raise"),
+        pytest.param('legacy = (input_ids == self.config.image_token_index).sum() < 3', False, id="local-for-a-condition"),
+        pytest.param('if legacy or cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values', False,
+                     id="caller-value-on-some-steps"),
+        pytest.param('model_inputs["do_marginalize"] = True', False, id="constant"),
+        pytest.param('input_ids = input_ids.int()', True, id="rebinds-an-input"),
+        pytest.param('if delay_pattern_mask is None:\n    input_ids, delay_pattern_mask = self.build(input_ids)', True,
+                     id="unpacks-into-an-input"),
+        pytest.param('model_inputs["position_ids"] += 1', True, id="shifts-position-ids"),
+        pytest.param('model_inputs["attention_mask"] = None', True, id="a-core-key"),
+        pytest.param('model_inputs["image_mask"] = torch.cat([image_mask, pad], dim=1)', True, id="computes-an-extra-key"),
+        pytest.param('model_inputs.update({"inputs_embeds": merged, "input_ids": None})', True, id="update"),
+        pytest.param('model_inputs.pop("input_ids")', True, id="pops-a-core-key"),
+        pytest.param('self.cached = input_ids', True, id="an-attribute"),
+    ],
+)
+def test_which_kept_statements_are_own_input_handling(statements: str, own: bool) -> None:
+    params = frozenset({"input_ids", "pixel_values", "delay_pattern_mask", "cache_position", "image_mask",
+                        "encoder_outputs", "attention_mask"})
+    assert _handles_inputs(statements, params) is own
 
 
 def test_a_non_standard_cache_key_is_bespoke(hoisted: MixinProfile) -> None:
@@ -443,6 +510,42 @@ def test_a_sub_model_delegation_is_a_difference(hoisted: MixinProfile) -> None:
     assert any("self.language_model.prepare_inputs_for_generation" in d.text for d in finding.differences)
 
 
+#: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it
+LLAVA_DELEGATING = '''
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, pixel_values=None,
+                                  attention_mask=None, cache_position=None, **kwargs):
+    legacy_processing = (input_ids == self.config.image_token_index).sum(1).max() < self.config.image_seq_length
+    model_inputs = self.language_model.prepare_inputs_for_generation(
+        input_ids, past_key_values=past_key_values, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
+        cache_position=cache_position, **kwargs,
+    )
+    if legacy_processing or cache_position[0] == 0:
+        model_inputs["pixel_values"] = pixel_values
+    {tail}
+    return model_inputs
+'''
+
+
+def test_a_delegation_plus_pixel_values_on_some_steps_is_kwargs_forwarding(hoisted: MixinProfile) -> None:
+    """Llava: which steps get pixel_values is the model's own condition (a legacy prompt gets them on every
+    step), but the value is the caller's, and the sub-model prepares the rest: kwargs-forwarding."""
+    source = LLAVA_DELEGATING.format(tail="")
+    finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "pixel_values")), hoisted)
+    assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
+    # what the sub-model's dict leaves out is the sub-model's business: no difference of its own in the flow
+    assert not has(finding, "note", "bespoke")
+
+
+def test_a_delegation_with_its_own_position_handling_is_bespoke(hoisted: MixinProfile) -> None:
+    """PaliGemma: 1-indexed position_ids after the sub-model's preparation: model-specific, kept around the
+    swapped call (the action stays reduce)."""
+    source = LLAVA_DELEGATING.format(tail='if model_inputs.get("position_ids") is not None:\n'
+                                    '        model_inputs["position_ids"] += 1')
+    finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "pixel_values")), hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
+    assert has(finding, "note", "bespoke: its own input handling, kept as it is around super(), is model-specific")
+
+
 SIMPLE_GENERIC = '''
 def prepare_inputs_for_generation(
     self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None, cache_position=None, **kwargs
@@ -484,13 +587,80 @@ def test_overwritten_keeps_a_generic_override(hoisted: MixinProfile) -> None:
 
 
 def test_forward_accepting_position_ids_that_the_override_omits(hoisted: MixinProfile) -> None:
+    """Git, CTRL, the BERT-style heads: the mixin would pass position_ids built from the mask, the override
+    prepares fewer inputs than that in the standard flow: not generic. The deletion stays planned (the
+    difference is all it has of its own), and verification decides."""
     finding = classify_override(
         override(SIMPLE_GENERIC, forward_params=(*SIMPLE_FORWARD, "position_ids")), hoisted
     )
-    assert finding.category is Category.GENERIC
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
     assert [d.text for d in finding.differences] == [
         "forward accepts position_ids: the mixin builds them from the attention mask, this override never passes them"
     ]
+    assert has(finding, "note", "bespoke, not generic: in the standard generate flow it prepares other inputs than the mixin")
+
+
+def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) -> None:
+    """FSMT: the decoder ids are passed whole although a cache is (its decoder slices them itself)."""
+    source = '''
+    def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, attention_mask=None,
+                                      use_cache=None, encoder_outputs=None, **kwargs):
+        return {
+            "input_ids": None,
+            "encoder_outputs": encoder_outputs,
+            "past_key_values": past_key_values,
+            "decoder_input_ids": decoder_input_ids,
+            "attention_mask": attention_mask,
+            "use_cache": use_cache,
+        }
+    '''
+    finding = classify_override(override(source, forward_params=("input_ids", "decoder_input_ids")), hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
+    assert has(finding, "difference", "passes the ids unsliced although it passes a cache")
+
+
+def test_position_ids_only_without_alibi_are_not_generic(hoisted: MixinProfile) -> None:
+    """Falcon: an ALiBi configuration deliberately gets no position_ids."""
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, position_ids=None,
+                                      inputs_embeds=None, cache_position=None, **kwargs):
+        if past_key_values is not None:
+            if inputs_embeds is not None:
+                input_ids = input_ids[:, -cache_position.shape[0] :]
+            elif input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        if not self.transformer.use_alibi and attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+        else:
+            model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
+        model_inputs.update({"position_ids": position_ids, "past_key_values": past_key_values,
+                             "attention_mask": attention_mask, "cache_position": cache_position})
+        return model_inputs
+    '''
+    finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "position_ids")), hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
+    assert has(finding, "difference", "builds position_ids only without ALiBi")
+
+
+def test_extra_keys_on_top_of_what_omits_position_ids_are_bespoke_and_reduced(hoisted: MixinProfile) -> None:
+    """BLIP's text decoder: the BERT-style body plus is_decoder=True. The reduction (super() plus is_decoder)
+    stays; the category is bespoke, for the position_ids it never passed."""
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "past_key_values": past_key_values,
+                "is_decoder": True}
+    '''
+    finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "position_ids", "is_decoder")),
+                                hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
+    assert Extra("is_decoder", "constant", "True") in finding.extras
 
 
 def test_forward_not_found_may_receive_position_ids(hoisted: MixinProfile) -> None:

@@ -45,7 +45,9 @@ EXPECTED = {
     (f"{PKG}/heron/generation_heron.py", "HeronGenerationMixin"): ("generic", "delete"),
     (f"{PKG}/puffin/modular_puffin.py", "PuffinForSpeechGeneration"): ("generic", "delete"),
     (f"{PKG}/puffin/modeling_puffin.py", "PuffinForCausalLM"): ("generic", "delete"),
-    (f"{PKG}/puffin/modeling_puffin.py", "PuffinForSpeechGeneration"): ("generic", "delete"),
+    # its forward takes position_ids, which it never passes (the mixin builds them): not generic, deleted all the
+    # same (verification decides); the modular source's forward is another file's, so nothing is known of it there
+    (f"{PKG}/puffin/modeling_puffin.py", "PuffinForSpeechGeneration"): ("bespoke", "delete"),
     (f"{PKG}/deprecated/dodo/modeling_dodo.py", "DodoForCausalLM"): ("generic", "delete"),
 }
 
@@ -86,7 +88,7 @@ def test_table_output_lists_categories_and_counts(mini_checkout: Path) -> None:
     out = result.stdout
     assert "transformers 4.45.0.fixture" in out
     assert "13 overrides" in out
-    for category, count in (("generic", 11), ("kwargs-forwarding", 1), ("bespoke", 1)):
+    for category, count in (("generic", 10), ("kwargs-forwarding", 1), ("bespoke", 2)):
         assert re.search(rf"{re.escape(category)}\s*│\s*{count}\s*│", out), (category, out)
         assert f"{category} ({count})" in out
     assert re.search(r"total\s*│\s*13\s*│", out)
@@ -138,9 +140,10 @@ def test_json_line_numbers_point_at_the_def(mini_checkout: Path) -> None:
 
 def test_json_summary(mini_checkout: Path) -> None:
     summary = scan_json(mini_checkout)["summary"]
-    assert summary["by_category"]["generic"]["count"] == 11
+    assert summary["by_category"]["generic"]["count"] == 10
     assert summary["by_category"]["kwargs-forwarding"]["count"] == 1
-    assert summary["by_category"]["bespoke"]["count"] == 1
+    assert summary["by_category"]["bespoke"]["count"] == 2
+    assert summary["by_action"] == {"delete": 11, "reduce": 1, "keep": 1}
     assert summary["by_file_kind"] == {"generation": 1, "modeling": 11, "modular": 1}
     assert summary["deprecated"] == 1
     assert summary["from_modular"] == 2
@@ -280,7 +283,7 @@ def test_markdown_output(mini_checkout: Path) -> None:
     text = result.stdout
     assert text.startswith("# prepare_inputs_for_generation overrides\n")
     assert "| **total** | **13** |" in text
-    for heading in ("## generic (11)", "## kwargs-forwarding (1)", "## bespoke (1)", "## Not scanned"):
+    for heading in ("## generic (10)", "## kwargs-forwarding (1)", "## bespoke (2)", "## Not scanned"):
         assert heading in text
     assert f"`{PKG}/kiwi/modeling_kiwi.py`: cannot parse" in text
     assert f"`{PKG}/otter/modeling_tf_otter.py`" in text

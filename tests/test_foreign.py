@@ -49,7 +49,7 @@ def scan_tree(root: Path, target: Target | None = None) -> ScanResult:
 def outcome(result: ScanResult, class_name: str) -> tuple[Action, FallbackKind, str, list[EditKind]]:
     """(the action the plan ends with, the fallback, every reason and hold in one text, the edits)."""
     [finding] = [f for f in result.findings if f.override.class_name == class_name]
-    plan = compute_changes(result).plan
+    plan = compute_changes(result, mark_kept=True).plan  # with --mark: a kept override's reason shows as its mark
     oid = finding.override.id
     texts = [r.text for r in finding.reasons] + [why for held, why in plan.held if held == oid]
     edits = [e.kind for e in plan.edits() if e.override_id == oid]
@@ -133,7 +133,7 @@ NOOP = {
 
 
 def apply_tree(root: Path, *args: str) -> str:
-    result = runner.invoke(app, ["apply", str(root), "--no-cache", *args])
+    result = runner.invoke(app, ["apply", str(root), "--no-cache", "--mark", *args])
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -627,38 +627,42 @@ def test_slice_to_last_token_is_covered_with_a_difference() -> None:
 
 
 @pytest.mark.parametrize(
-    ("facets", "mixin", "differences"),
+    ("facets", "mixin", "differences", "flow"),
     [
         pytest.param(
             {"slice": "new tokens", "padding": "1", "when": "always"},
-            [{"slice": "new tokens", "padding": "1"}], [], id="same",
+            [{"slice": "new tokens", "padding": "1"}], [], [], id="same",
         ),
-        pytest.param({"slice": "last token"}, [{}], ["to the last token"], id="last-token"),
-        pytest.param({"slice": "none"}, [{}], ["does not slice position_ids"], id="not-sliced"),
-        pytest.param({"slice": "new tokens", "when": "alibi off"}, [{}], ["only without ALiBi"], id="alibi"),
+        pytest.param({"slice": "last token"}, [{}], ["to the last token"], [], id="last-token"),
+        pytest.param({"slice": "none"}, [{}], ["does not slice position_ids"], [], id="not-sliced"),
+        # an ALiBi configuration gets no position_ids at all: that changes what the standard flow prepares
+        pytest.param({"slice": "new tokens", "when": "alibi off"}, [{}], [], ["only without ALiBi"], id="alibi"),
         pytest.param(
             {"slice": "new tokens", "passed": "ignored without a mask"}, [{}],
-            ["drops position_ids passed without an attention mask"], id="passed-ignored",
+            ["drops position_ids passed without an attention mask"], [], id="passed-ignored",
         ),
         pytest.param(
             {"slice": "new tokens", "padding": "1"}, [{"padding": "0"}], ["fills padded positions with 1, the mixin with 0"],
-            id="padding",
+            [], id="padding",
         ),
         pytest.param(
             {"slice": "new tokens"}, [{"where": "once, in generate()"}], ["the mixin builds them once, in generate()"],
-            id="built-elsewhere",
+            [], id="built-elsewhere",
         ),
         pytest.param(
-            {"slice": "last token", "when": "alibi off"}, [{}], ["to the last token", "only without ALiBi"],
+            {"slice": "last token", "when": "alibi off"}, [{}], ["to the last token"], ["only without ALiBi"],
             id="several",
         ),
     ],
 )
-def test_position_ids_coverage(facets, mixin, differences: list[str]) -> None:
+def test_position_ids_coverage(facets, mixin, differences: list[str], flow: list[str]) -> None:
     found = coverage("position-ids-from-mask", facets, {"position-ids-from-mask": mixin})
     assert found.covered
     assert len(found.differences) == len(differences)
     for text, fragment in zip(found.differences, differences):
+        assert fragment in text
+    assert len(found.flow_differences) == len(flow)
+    for text, fragment in zip(found.flow_differences, flow):
         assert fragment in text
 
 

@@ -20,12 +20,62 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any, TypedDict
 
 from codemod.contracts import ScenarioStatus, Verdict, WorkerStatus
 from codemod.plan import Repair
 
 RTOL = 1e-4
 ATOL = 1e-5
+
+# ----------------------------------------------------------------------------- the workers' documents
+
+#: a value as ``scenarios.summarize`` recorded it, decoded from JSON: a tensor (``{"tensor": shape,
+#: "dtype": ..., "values" | "stats" | "sha256": ...}``), a cache (``{"cache": type, "length": n}``),
+#: ``{"dict": {...}}``, ``{"seq": [...]}``, ``{"object": type}`` or a scalar
+Summary = Any
+#: one dict ``prepare_inputs_for_generation`` returned (or the keys its caller passed), summarised
+PreparedCall = dict[str, Summary]
+
+
+class ScenarioDocument(TypedDict, total=False):
+    """One scenario as a worker ran it (``scenarios.run_scenario``; named by ``worker.handle``)."""
+
+    name: str
+    status: str  # a WorkerStatus value
+    reason: str  # why it was skipped
+    error: str
+    seconds: float
+    variant: str
+    calls: list[PreparedCall]
+    assistant_calls: list[PreparedCall]
+    outer_calls: list[PreparedCall]
+    received: list[PreparedCall]
+    sequences: list[list[int]]
+    scores: list[list[list[float]]] | None
+    #: what generate() was given (tensors by shape, flags by value, the config's settings)
+    inputs: dict[str, Any]
+    cache_used: bool | None
+
+
+#: What a worker wrote for one class on one side (``worker.handle``), or what the runner says in its
+#: place (a timeout, a dead worker); ``status`` is a WorkerStatus value.
+ResultDocument = TypedDict(
+    "ResultDocument",
+    {
+        "class": str,
+        "module": str,
+        "mode": str,
+        "status": str,
+        "error": str,
+        "notes": list[str],
+        "variants": list[dict[str, Any]],
+        "caches": bool,
+        "scenarios": list[ScenarioDocument],
+        "seconds": float,
+    },
+    total=False,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +102,7 @@ class ScenarioOutcome:
     #: how a reduction would prepare what the old code did, when the difference allows one
     repair: Repair | None = None
     #: what generate() was given (tensors by shape, flags by value), as the old side ran it
-    inputs: dict = dataclasses.field(default_factory=dict, compare=False)
+    inputs: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
     #: whether a later step of the old code's run read from a cache (None: not known)
     cache_used: bool | None = None
     variant: str = ""
@@ -71,7 +121,7 @@ class ClassVerdict:
     #: how the tiny model was made: from the checkout's model tester, or by shrinking the config class
     model: str = ""
     #: the configurations the class ran in (the primary "as-used" one first): name, settings, why
-    variants: tuple[dict, ...] = ()
+    variants: tuple[dict[str, Any], ...] = ()
     #: a class run because it inherits a changed override: that override's id (its change is what
     #: a failure here reverts)
     inherits_from: str = ""
@@ -102,11 +152,12 @@ class ClassVerdict:
         None when some difference is of another kind."""
         failed = (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
         differing = [s for s in self.scenarios if s.status in failed]
-        if self.verdict not in (Verdict.DIFFERS, Verdict.CRASHED) or not differing or any(s.repair is None for s in differing):
+        repairs = [s.repair for s in differing if s.repair is not None]
+        if self.verdict not in (Verdict.DIFFERS, Verdict.CRASHED) or not differing or len(repairs) < len(differing):
             return None
         combined = Repair()
-        for s in differing:
-            combined = combined | s.repair  # type: ignore[operator]
+        for repair in repairs:
+            combined = combined | repair
         return combined
 
 
@@ -121,7 +172,7 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= ATOL + RTOL * abs(b)
 
 
-def _same_values(a: Sequence, b: Sequence, floating: bool) -> bool:
+def _same_values(a: Sequence[Any], b: Sequence[Any], floating: bool) -> bool:
     if len(a) != len(b):
         return False
     if not floating:
@@ -129,7 +180,7 @@ def _same_values(a: Sequence, b: Sequence, floating: bool) -> bool:
     return all(_close(float(x), float(y)) for x, y in zip(a, b))
 
 
-def _short(summary) -> str:
+def _short(summary: Summary) -> str:
     if summary is None:
         return "None"
     if isinstance(summary, dict) and "tensor" in summary:
@@ -142,7 +193,7 @@ def _short(summary) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def same_summary(a, b) -> bool:
+def same_summary(a: Summary, b: Summary) -> bool:
     """Whether two recorded inputs (see ``scenarios.summarize``) hold the same thing."""
     if isinstance(a, dict) and isinstance(b, dict) and "tensor" in a and "tensor" in b:
         if a["tensor"] != b["tensor"] or a["dtype"] != b["dtype"]:
@@ -158,14 +209,14 @@ def same_summary(a, b) -> bool:
         return len(a["seq"]) == len(b["seq"]) and all(same_summary(x, y) for x, y in zip(a["seq"], b["seq"]))
     if isinstance(a, float) and isinstance(b, float):
         return _close(a, b)
-    return a == b
+    return bool(a == b)  # decoded JSON: a bool already
 
 
-def same_call(a: dict, b: dict) -> bool:
+def same_call(a: PreparedCall, b: PreparedCall) -> bool:
     return _call_difference(a, b) is None
 
 
-def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
+def _call_difference(old: PreparedCall, new: PreparedCall) -> tuple[str, str, str] | None:
     """(key, old, new) of the first difference between two prepared dicts; a key set to None is
     the same as a key left out (the model's forward sees None either way). A mask of ones is not the
     same as none: Electra's forward builds its default without counting the cache."""
@@ -177,8 +228,8 @@ def _call_difference(old: dict, new: dict) -> tuple[str, str, str] | None:
     return None
 
 
-def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed: bool,
-               received: Sequence[dict] = ()) -> Repair | None:
+def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall], *, crashed: bool,
+               received: Sequence[PreparedCall] = ()) -> Repair | None:
     """The reduction that would make the new calls what the old ones were, when whole keys differ
     first: keys the new code adds (removed), keys the old code passed that the new one leaves out
     (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
@@ -219,7 +270,9 @@ def repair_for(old_calls: Sequence[dict], new_calls: Sequence[dict], *, crashed:
     return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)))
 
 
-def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: Sequence[dict]) -> Difference | None:
+def first_call_difference(
+    scenario: str, old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall]
+) -> Difference | None:
     for step, (a, b) in enumerate(zip(old_calls, new_calls)):
         found = _call_difference(a, b)
         if found is not None:
@@ -234,7 +287,7 @@ def first_call_difference(scenario: str, old_calls: Sequence[dict], new_calls: S
 # --------------------------------------------------------------------------------------------- scenarios
 
 
-def _outputs_difference(name: str, old: dict, new: dict) -> Difference | None:
+def _outputs_difference(name: str, old: ScenarioDocument, new: ScenarioDocument) -> Difference | None:
     if old["sequences"] != new["sequences"]:
         for row, (a, b) in enumerate(zip(old["sequences"], new["sequences"])):
             if a != b:
@@ -245,16 +298,16 @@ def _outputs_difference(name: str, old: dict, new: dict) -> Difference | None:
     old_scores, new_scores = old.get("scores") or [], new.get("scores") or []
     if len(old_scores) != len(new_scores):
         return Difference(name, "scores", None, None, f"{len(old_scores)} steps", f"{len(new_scores)} steps")
-    for step, (a, b) in enumerate(zip(old_scores, new_scores)):
-        flat_a = [x for row in a for x in row]
-        flat_b = [x for row in b for x in row]
+    for step, (old_step, new_step) in enumerate(zip(old_scores, new_scores)):
+        flat_a = [x for row in old_step for x in row]
+        flat_b = [x for row in new_step for x in row]
         if not _same_values(flat_a, flat_b, floating=True):
             worst = max(abs(float(x) - float(y)) for x, y in zip(flat_a, flat_b)) if len(flat_a) == len(flat_b) else math.inf
             return Difference(name, "scores", step, None, "", f"max abs difference {worst:.3g}")
     return None
 
 
-def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
+def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: bool) -> Repair | None:
     """The repair over the main model's calls and the assistant's (the same class): where the
     assistant's inputs differ by whole keys, the main model's later differences may follow from the
     other candidates it proposed, and re-verification tests that."""
@@ -265,13 +318,13 @@ def _scenario_repair(old: dict, new: dict, *, crashed: bool) -> Repair | None:
     return main or helper
 
 
-def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> ScenarioOutcome:
+def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True) -> ScenarioOutcome:
     """One scenario's outcome. Without ``same_inputs`` (two releases) the prepared inputs are not
     held against each other: a difference there is noted on a scenario whose outputs agree."""
     if same_inputs:
         outcome = _compare_scenario(old, new)
     else:
-        blind = {"calls": [], "assistant_calls": [], "outer_calls": [], "received": []}
+        blind: ScenarioDocument = {"calls": [], "assistant_calls": [], "outer_calls": [], "received": []}
         outcome = _compare_scenario({**old, **blind}, {**new, **blind})
         if outcome.status is ScenarioStatus.SAME:
             noted = _compare_scenario(old, new)
@@ -282,7 +335,7 @@ def compare_scenario(old: dict, new: dict, *, same_inputs: bool = True) -> Scena
                                variant=old.get("variant", ""))
 
 
-def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
+def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument) -> ScenarioOutcome:
     name = old["name"]
     if _status(old) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
@@ -323,7 +376,7 @@ def _compare_scenario(old: dict, new: dict) -> ScenarioOutcome:
     return ScenarioOutcome(name, ScenarioStatus.SAME)
 
 
-def _status(document: dict) -> WorkerStatus | None:
+def _status(document: ScenarioDocument | ResultDocument) -> WorkerStatus | None:
     """The status a worker wrote into a result document (None when it wrote none)."""
     status = document.get("status")
     return WorkerStatus(status) if status is not None else None
@@ -334,7 +387,7 @@ def _error_kind(error: str) -> str:
     return error.splitlines()[0] if error else ""
 
 
-def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dict]) -> list[ScenarioOutcome]:
+def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[ScenarioDocument]) -> list[ScenarioOutcome]:
     """A key one scenario saw as None on every step (no cache, say) may carry a value in another
     (a cache): the class's repair must not set it to None. A repair is one reduction for every
     scenario, so set-none keeps only keys the old code never passed a value for."""
@@ -349,7 +402,7 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[dic
     ]
 
 
-def compare(override_id: str, old: dict, new: dict, *, same_inputs: bool = True) -> ClassVerdict:
+def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True) -> ClassVerdict:
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if _status(old) is not WorkerStatus.OK:
         return ClassVerdict(override_id, Verdict.UNVERIFIED, detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
@@ -404,7 +457,7 @@ def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> st
     return ""
 
 
-def asks_no_cache(inputs: dict) -> bool:
+def asks_no_cache(inputs: dict[str, Any]) -> bool:
     """Whether a scenario's generate() call was told not to cache (by its flag, or by the config it
     ran with): the uncached path, even where an override hands the model a cache object anyway."""
     flag = inputs.get("use_cache")
@@ -425,7 +478,9 @@ def _new_tokens(sequences: Sequence[Sequence[int]], count: int) -> list[list[int
     return [list(row)[-count:] for row in sequences]
 
 
-def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[str, dict]) -> list[ScenarioOutcome]:
+def _consistent_extensions(
+    outcomes: list[ScenarioOutcome], new_by_name: dict[str, ScenarioDocument]
+) -> list[ScenarioOutcome]:
     """An extension (the old code failed, the new one generates) is evidence of nothing unless what it
     generates is right: the new code must generate the same tokens there as in its greedy run. If
     not, it differs; where the old code refused up front (generate() checked the override's
@@ -453,7 +508,7 @@ def _consistent_extensions(outcomes: list[ScenarioOutcome], new_by_name: dict[st
     return out
 
 
-def built_from(side: dict) -> str:
+def built_from(side: ResultDocument) -> str:
     """What the building side said about its tiny model: the tester it used, or a generic shrink."""
     notes = side.get("notes") or []
     found = next((str(note) for note in notes if str(note).startswith("config from ")), None)

@@ -22,6 +22,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypedDict
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 #: when one node id is reported twice (a call failure, then a teardown error), the worst wins
@@ -59,6 +60,16 @@ class TestRun:
         return f"{counts} in {self.seconds:.0f}s" + (f" ({self.error})" if self.error else "")
 
 
+class OwnTestsCounts(TypedDict):
+    """``OwnTestsVerdict.counts``: each run's outcomes counted, and how many tests changed between them."""
+
+    before: dict[str, int]
+    after: dict[str, int]
+    regressions: int
+    fixed: int
+    flaky: int
+
+
 @dataclasses.dataclass(frozen=True)
 class OwnTestsVerdict:
     model: str
@@ -84,7 +95,7 @@ class OwnTestsVerdict:
         )
 
     @property
-    def counts(self) -> dict:
+    def counts(self) -> OwnTestsCounts:
         """``{"before": {outcome: n}, "after": {outcome: n}, "regressions": n, "fixed": n, "flaky": n}``."""
         return {
             "before": self.before.counts, "after": self.after.counts,
@@ -114,7 +125,7 @@ class OwnTestsVerdict:
             text += f"; {len(self.flaky)} flaky (passed when run again)"
         return text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model, "ok": self.ok, "conclusive": self.conclusive, "counts": self.counts,
             "regressions": list(self.regressions), "flaky": sorted(self.flaky),
@@ -221,7 +232,7 @@ def _environment(tree: Path, jobs: int) -> dict[str, str]:
     return env
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -22,10 +22,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, TypedDict
 
-from codemod.contracts import WorkerStatus
+from codemod.contracts import Verdict, WorkerStatus
 from codemod.errors import CodemodError
-from codemod.verify.compare import ClassVerdict, compare
+from codemod.verify.compare import ClassVerdict, ResultDocument, compare
 
 VERIFY_DIR = Path(__file__).resolve().parent
 DEFAULT_SCENARIOS = (
@@ -33,6 +34,25 @@ DEFAULT_SCENARIOS = (
     "inputs-embeds", "static-cache", "encoder-outputs", "multimodal", "contrastive",
     "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
     "encoder-hidden-states", "long",
+)
+
+
+#: One request to a worker (one JSON line on its stdin; see ``worker.py``): build or load one class's
+#: tiny models, run the scenarios, write the result document to ``result``.
+WorkerRequest = TypedDict(
+    "WorkerRequest",
+    {
+        "id": int,
+        "module": str,
+        "class": str,
+        "model_dir": str,
+        "mode": str,  # "build" or "load"
+        "scenarios": list[str],
+        "seed": int,
+        "device": str,
+        "result": str,
+    },
+    total=False,
 )
 
 
@@ -112,7 +132,7 @@ class Worker:
     def __init__(self, side: Side, device: str, log: Path, memory_mb: int = 0) -> None:
         self.side, self.device, self.log_path = side, device, log
         self.memory_mb = memory_mb
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[str] | None = None
         self.counter = 0
         self.recycled = 0
 
@@ -137,7 +157,8 @@ class Worker:
     def stop(self) -> None:
         if self.process is not None:
             with contextlib.suppress(OSError):
-                self.process.stdin.close()  # type: ignore[union-attr]
+                if self.process.stdin is not None:  # a pipe: always there
+                    self.process.stdin.close()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -154,7 +175,7 @@ class Worker:
             self.log.close()
         self.start()
 
-    def request(self, payload: dict, timeout: float) -> dict:
+    def request(self, payload: WorkerRequest, timeout: float) -> ResultDocument:
         """Send one request and wait for its result; a timeout or a dead worker is an error result."""
         if self.process is None or self.process.poll() is not None:
             self.restart()
@@ -187,11 +208,11 @@ class Worker:
                 self.restart()
                 return {"status": WorkerStatus.WORKER_ERROR,
                         "error": f"the worker exited ({code}): {' '.join(last)[:300]}; see {self.log_path}"}
-            answer = json.loads(line)
+            answer: dict[str, Any] = json.loads(line)
             if answer.get("id") == self.counter:
                 break
         with open(payload["result"], encoding="utf-8") as handle:
-            result = json.load(handle)
+            result: ResultDocument = json.load(handle)  # written by the worker
         if self.memory_mb and int(answer.get("resident_mb", 0)) > self.memory_mb // 2:
             self.stop()  # the next request starts a fresh one
             self.recycled += 1
@@ -248,8 +269,8 @@ def verify_targets(
                 model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
                 try:
                     model_dir.mkdir(parents=True)
-                    request = {"module": target.module, "class": target.class_name, "model_dir": str(model_dir),
-                               "scenarios": list(scenarios), "seed": seed}
+                    request: WorkerRequest = {"module": target.module, "class": target.class_name,
+                                              "model_dir": str(model_dir), "scenarios": list(scenarios), "seed": seed}
                     old_result = old_worker.request({**request, "mode": "build", "result": str(model_dir / "old.json")},
                                                     timeout)
                     if old_result.get("status") == WorkerStatus.OK:
@@ -260,7 +281,7 @@ def verify_targets(
                     verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs)
                     verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
-                    verdict = ClassVerdict(target.override_id, "unverified",
+                    verdict = ClassVerdict(target.override_id, Verdict.UNVERIFIED,
                                            detail=f"the verification harness failed: {type(error).__name__}: {error}")
                 for heavy in ("variants", "inputs"):  # weights and tensors are large; results stay
                     shutil.rmtree(model_dir / heavy, ignore_errors=True)

@@ -14,9 +14,22 @@ import functools
 import hashlib
 import inspect
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import tiny
 import torch
+
+# torch and transformers exist only in the verification environment this module runs in, not in the
+# tool's venv where it is type-checked: their objects (models, tensors, generate() outputs) are Any.
+if TYPE_CHECKING:  # annotations only: the verification environment may run an older Python
+    #: keyword arguments for ``generate()`` (tensors, flags, the assistant), as a scenario builds them
+    Kwargs = dict[str, Any]
+    #: what :func:`summarize` makes of a value: JSON (scalars, lists, dicts)
+    Summary = Any
+    #: one dict ``prepare_inputs_for_generation`` returned (or the keys its caller passed), summarised
+    Call = dict[str, Summary]
+    #: a scenario: (model, assistant, seed) -> the generate() kwargs, or Skip
+    Builder = Callable[[Any, Any, int], Kwargs]
 
 MAX_NEW_TOKENS = 6
 #: new tokens of the long scenario: enough to cross a length-dependent branch of a tiny config
@@ -48,7 +61,7 @@ class BuildFailed(Exception):
 # --------------------------------------------------------------------------------------------- recording
 
 
-def summarize(value, depth: int = 0):
+def summarize(value: Any, depth: int = 0) -> Summary:
     """A JSON-able account of a prepared input: tensors in full (small) or by hash, caches by type and length."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -79,7 +92,7 @@ def summarize(value, depth: int = 0):
     return {"object": type(value).__name__}
 
 
-def record_calls(model, received: list[dict] | None = None) -> list[dict]:
+def record_calls(model: Any, received: list[Call] | None = None) -> list[Call]:
     """Record every dict ``model.prepare_inputs_for_generation`` returns from now on, and into
     ``received`` what the caller passed for the keys it returns (so that a comparison can tell a
     value passed on unchanged from one the method built).
@@ -87,11 +100,11 @@ def record_calls(model, received: list[dict] | None = None) -> list[dict]:
     ``functools.wraps`` keeps the signature visible to ``inspect.signature``: generate() validates
     model kwargs against it, and a ``(*args, **kwargs)`` wrapper would silently accept anything.
     """
-    calls: list[dict] = []
+    calls: list[Call] = []
     original = model.prepare_inputs_for_generation
 
     @functools.wraps(original)
-    def recorder(*args, **kwargs):
+    def recorder(*args: Any, **kwargs: Any) -> Any:
         given = {k: summarize(kwargs[k]) for k in kwargs if kwargs[k] is not None}
         prepared = original(*args, **kwargs)
         calls.append({str(k): summarize(v) for k, v in prepared.items()})
@@ -106,35 +119,35 @@ def record_calls(model, received: list[dict] | None = None) -> list[dict]:
 # --------------------------------------------------------------------------------------------- scenarios
 
 
-def _accepts(model, name: str) -> bool:
+def _accepts(model: Any, name: str) -> bool:
     return name in inspect.signature(model.forward).parameters
 
 
-def _decoder_only(model) -> bool:
+def _decoder_only(model: Any) -> bool:
     return not getattr(model.config, "is_encoder_decoder", False)
 
 
-def greedy(model, assistant, seed):
+def greedy(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False}
 
 
-def greedy_no_cache(model, assistant, seed):
+def greedy_no_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "use_cache": False}
 
 
-def left_padded_batch(model, assistant, seed):
+def left_padded_batch(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=3), "do_sample": False}
 
 
-def sampling(model, assistant, seed):
+def sampling(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": True, "top_k": 5, "temperature": 0.9}
 
 
-def beam_search(model, assistant, seed):
+def beam_search(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2), "num_beams": 2, "do_sample": False}
 
 
-def assisted(model, assistant, seed):
+def assisted(model: Any, assistant: Any, seed: int) -> Kwargs:
     """Assisted decoding: several candidate tokens per step, with an extra model kwarg passed along.
 
     This is where overrides have historically dropped model kwargs (token_type_ids) or kept only
@@ -147,7 +160,7 @@ def assisted(model, assistant, seed):
     return {**inputs, **extra, "assistant_model": ASSISTANT, "do_sample": False}
 
 
-def inputs_embeds(model, assistant, seed):
+def inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
     if not _decoder_only(model) or not _accepts(model, "inputs_embeds"):
         raise Skip("encoder-decoder model, or forward takes no inputs_embeds")
     inputs = tiny.generation_inputs(model, seed=seed)
@@ -159,13 +172,13 @@ def inputs_embeds(model, assistant, seed):
     return {**inputs, "do_sample": False}
 
 
-def static_cache(model, assistant, seed):
+def static_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     if not getattr(model, "_supports_static_cache", False):
         raise Skip("the model does not support a static cache")
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "cache_implementation": "static"}
 
 
-def encoder_outputs(model, assistant, seed):
+def encoder_outputs(model: Any, assistant: Any, seed: int) -> Kwargs:
     if _decoder_only(model):
         raise Skip("decoder-only model")
     inputs = tiny.generation_inputs(model, seed=seed)
@@ -176,7 +189,7 @@ def encoder_outputs(model, assistant, seed):
     return {**rest, "encoder_outputs": encoded, "do_sample": False}
 
 
-def multimodal(model, assistant, seed):
+def multimodal(model: Any, assistant: Any, seed: int) -> Kwargs:
     inputs = tiny.generation_inputs(model, seed=seed)
     extra = tiny.multimodal_inputs(model, inputs, seed=seed)
     if extra is None:
@@ -184,30 +197,30 @@ def multimodal(model, assistant, seed):
     return {**extra, "do_sample": False}
 
 
-def contrastive(model, assistant, seed):
+def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
 
 
-def _takes_cache_flag(model) -> None:
+def _takes_cache_flag(model: Any) -> None:
     if not _accepts(model, "use_cache"):
         raise Skip("forward takes no use_cache")
 
 
-def config_no_cache(model, assistant, seed):
+def config_no_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     """A config that says ``use_cache=False`` (generate() follows it): an override that did not pass
     ``use_cache`` let the forward read the config, the mixin passes generate()'s flag."""
     _takes_cache_flag(model)
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, CONFIG: {"use_cache": False}}
 
 
-def config_no_cache_generate_cache(model, assistant, seed):
+def config_no_cache_generate_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     """The reverse: the config says no cache, the caller asks ``generate(use_cache=True)``."""
     _takes_cache_flag(model)
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "use_cache": True,
             CONFIG: {"use_cache": False}}
 
 
-def no_attention_mask(model, assistant, seed):
+def no_attention_mask(model: Any, assistant: Any, seed: int) -> Kwargs:
     """The ids alone: generate() builds the mask, an override may default one of its own."""
     inputs = tiny.generation_inputs(model, seed=seed)
     if "input_ids" not in inputs or "attention_mask" not in inputs:
@@ -216,7 +229,7 @@ def no_attention_mask(model, assistant, seed):
     return {**inputs, "do_sample": False}
 
 
-def token_type_ids(model, assistant, seed):
+def token_type_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     """An extra kwarg the caller passes (segment ids, both types where the model has two), in a
     left-padded batch: overrides slice it, drop it, or forget it on later steps."""
     if not _accepts(model, "token_type_ids"):
@@ -232,7 +245,7 @@ def token_type_ids(model, assistant, seed):
     return {**inputs, "token_type_ids": segments, "do_sample": False}
 
 
-def encoder_hidden_states(model, assistant, seed):
+def encoder_hidden_states(model: Any, assistant: Any, seed: int) -> Kwargs:
     """A decoder with cross-attention, given encoder states by the caller (as a custom
     encoder-decoder pipeline does): the states must reach every step's forward, or none."""
     if not getattr(model.config, "add_cross_attention", False) or not _accepts(model, "encoder_hidden_states"):
@@ -249,12 +262,12 @@ def encoder_hidden_states(model, assistant, seed):
     return {**inputs, **extra, "do_sample": False}
 
 
-def long_generation(model, assistant, seed):
+def long_generation(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
 
 #: name -> builder of generate() kwargs; the order is the report's
-SCENARIOS: dict[str, Callable] = {
+SCENARIOS: dict[str, Builder] = {
     "greedy": greedy,
     "greedy-no-cache": greedy_no_cache,
     "left-padded-batch": left_padded_batch,
@@ -279,7 +292,7 @@ SCENARIOS: dict[str, Callable] = {
 CACHE_KEYS = ("past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states", "state")
 
 
-def _to(value, device: str):
+def _to(value: Any, device: str) -> Any:
     """Tensors, also inside dicts, tuples and model outputs, onto ``device``."""
     if torch.is_tensor(value):
         return value.to(device)
@@ -292,11 +305,11 @@ def _to(value, device: str):
     return value
 
 
-def _failure(name: str, error: BaseException, calls: list | None = None) -> dict:
+def _failure(name: str, error: BaseException, calls: list[Call] | None = None) -> dict[str, Any]:
     return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": calls or []}
 
 
-def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: bool) -> dict:
+def prepare_inputs(name: str, model: Any, assistant: Any, *, seed: int, path: str, build: bool) -> Kwargs:
     """The scenario's generate() kwargs: built and saved by the old side, loaded by the new one.
 
     Building inputs may look at the model (its config, its forward); doing it once, on the old side,
@@ -314,7 +327,7 @@ def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: 
             raise BuildFailed(message) from error
         torch.save(kwargs, path)
         return kwargs
-    saved = torch.load(path, weights_only=False)
+    saved: Kwargs = torch.load(path, weights_only=False)  # what the build side saved: a dict
     if "__skip__" in saved:
         raise Skip(saved["__skip__"])
     if "__error__" in saved:
@@ -322,7 +335,7 @@ def prepare_inputs(name: str, model, assistant, *, seed: int, path: str, build: 
     return saved
 
 
-def holds_cache(call: dict) -> bool:
+def holds_cache(call: Call) -> bool:
     """Whether a recorded call passed a cache that holds something: a legacy tuple, or a Cache whose
     length is not 0 (generate() hands an empty one to the first step)."""
     for key in CACHE_KEYS:
@@ -335,9 +348,9 @@ def holds_cache(call: dict) -> bool:
     return False
 
 
-def describe(kwargs: dict) -> dict:
+def describe(kwargs: Kwargs) -> dict[str, Any]:
     """What a scenario's generate() call was given, for the report: tensors by shape, flags by value."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in kwargs.items():
         if torch.is_tensor(value):
             out[key] = list(value.shape)
@@ -356,7 +369,7 @@ class _Settings:
     """Config (and generation config) attributes set for one run and put back afterwards: the same
     model serves every scenario."""
 
-    def __init__(self, model, settings: dict) -> None:
+    def __init__(self, model: Any, settings: dict[str, Any]) -> None:
         self.targets = [model.config, model.generation_config]
         self.settings = settings
         self.saved: list[tuple[object, str, object]] = []
@@ -372,8 +385,8 @@ class _Settings:
             setattr(target, key, value)
 
 
-def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_path: str, build: bool,
-                 recorded=None) -> dict:
+def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: str, inputs_path: str, build: bool,
+                 recorded: Any = None) -> dict[str, Any]:
     """Run one scenario; the result is JSON-able.
 
     ``recorded`` is the module whose ``prepare_inputs_for_generation`` is under test, when it is not
@@ -390,8 +403,8 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
     kwargs = _to(dict(kwargs), device)
     settings = kwargs.pop(CONFIG, {})
     new_tokens = int(kwargs.pop(NEW_TOKENS, MAX_NEW_TOKENS))
-    assistant_calls: list[dict] = []
-    received: list[dict] = []
+    assistant_calls: list[Call] = []
+    received: list[Call] = []
     target = recorded if recorded is not None else model
     calls = record_calls(target, received)
     outer_calls = record_calls(model) if target is not model else []
@@ -429,7 +442,7 @@ def run_scenario(name: str, model, assistant, *, seed: int, device: str, inputs_
     }
 
 
-def _output_flags(model) -> dict:
+def _output_flags(model: Any) -> dict[str, bool]:
     """Ask generate() for scores in a dict. Speech models that generate text, then units from it
     (seamless: ``generate_speech``, ``return_intermediate_token_ids``) pass unprefixed kwargs to both
     stages and expect a tensor back from the second: there the flags go to the text stage only (the
@@ -441,7 +454,7 @@ def _output_flags(model) -> dict:
     return flags
 
 
-def outputs(out) -> tuple[list, list]:
+def outputs(out: Any) -> tuple[list[Any], list[list[list[float]]]]:
     """(token sequences, float outputs per step) of whatever generate() returned: a generation output
     with scores, or (speech models) a tuple of tensors such as waveforms, compared like scores."""
     if hasattr(out, "sequences"):
@@ -462,7 +475,8 @@ def compact_row(row: torch.Tensor) -> list[float]:
     full, made documents of a hundred megabytes; the tokens themselves are compared exactly)."""
     flat = row.flatten()
     if flat.numel() <= FULL_VALUES:
-        return flat.tolist()
+        values: list[float] = flat.tolist()
+        return values
     wide = flat.double()
     finite = wide[torch.isfinite(wide)]
     extremes = [finite.min().item(), finite.max().item()] if finite.numel() else [0.0, 0.0]

@@ -32,10 +32,24 @@ import math
 import random
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import transformers
+
+# torch and transformers exist only in the verification environment this module runs in, not in the
+# tool's venv where it is type-checked: their objects (models, configs, tensors, generators) are Any.
+if TYPE_CHECKING:  # annotations only: the verification environment may run an older Python
+    from typing import TypeGuard
+
+    #: a config as a dict (``PretrainedConfig.to_dict()``, or a sub-config's): JSON-able values by key
+    ConfigDict = dict[str, Any]
+    #: one row of :data:`SIZES`: a size for each kind of attribute in :data:`GROUPS`
+    Size = dict[str, int]
+    #: a per-model adjustment of a shrunk config dict, in place (see :data:`FIXUPS`)
+    Fixup = Callable[[ConfigDict, Size], None]
+    #: keyword arguments for ``generate()`` (tensors, and a few other values some models need)
+    Inputs = dict[str, Any]
 
 __all__ = [
     "TinyModelError",
@@ -125,25 +139,25 @@ _BOOKKEEPING = {"transformers_version", "_name_or_path", "architectures", "_comm
 # Each fixup gets the config dict (already shrunk by the table, at the level of the config whose
 # model_type it is keyed by) and the size; it edits the dict in place.
 
-def _fix_gpt_neo(d: dict, size: dict) -> None:
+def _fix_gpt_neo(d: ConfigDict, size: Size) -> None:
     # attention_types ([[pattern, repeats]]) must expand to exactly num_layers entries
     d["attention_types"] = [[["global", "local"], size["layers"] // 2]]
     d.pop("attention_layers", None)
     d["window_size"] = min(d.get("window_size", 256), 8)  # a local window shorter than the prompt
 
 
-def _fix_led(d: dict, size: dict) -> None:
+def _fix_led(d: ConfigDict, size: Size) -> None:
     # the encoder pads to a multiple of the (even) attention window: keep it small
     d["attention_window"] = [4] * size["layers"]
 
 
-def _fix_mllama_text(d: dict, size: dict) -> None:
+def _fix_mllama_text(d: ConfigDict, size: Size) -> None:
     # cross_attention_layers are layer indices: keep one, inside the shrunk stack
     d["cross_attention_layers"] = [size["layers"] - 1]
     _fix_mllama_text_rope(d, size)
 
 
-def _fix_mllama_vision(d: dict, size: dict) -> None:
+def _fix_mllama_vision(d: ConfigDict, size: Size) -> None:
     # the global stack and the intermediate-layer taps are indices into the local stack
     d["num_global_layers"] = 1
     d["intermediate_layers_indices"] = [0]
@@ -153,13 +167,13 @@ def _fix_mllama_vision(d: dict, size: dict) -> None:
     d["supported_aspect_ratios"] = [[1, 1], [1, 2], [2, 1]]
 
 
-def _fix_jetmoe(d: dict, size: dict) -> None:
+def _fix_jetmoe(d: ConfigDict, size: Size) -> None:
     # heads are num_key_value_heads * num_experts_per_tok; kv_channels is the head size
     d["num_key_value_heads"] = size["heads"] // size["top_k"]
     d["kv_channels"] = size["hidden"] // size["heads"]
 
 
-def _fix_dbrx(d: dict, size: dict) -> None:
+def _fix_dbrx(d: ConfigDict, size: Size) -> None:
     # the attention and ffn sizes live in plain dicts, not sub-configs with a model_type
     attn = dict(d.get("attn_config") or {})
     attn["kv_n_heads"] = 1 if attn.get("kv_n_heads", 1) == 1 else 2
@@ -168,7 +182,7 @@ def _fix_dbrx(d: dict, size: dict) -> None:
     d["attn_config"], d["ffn_config"] = attn, ffn
 
 
-def _fix_seamless(d: dict, size: dict) -> None:
+def _fix_seamless(d: ConfigDict, size: Size) -> None:
     # the vocoder's upsampling halves its channels at every stage, and its unit/lang/speaker
     # embeddings feed it: small but still >= 1 channel at the end; the conformer's depthwise
     # conv and relative positions are sized for long speech
@@ -184,7 +198,7 @@ def _fix_seamless(d: dict, size: dict) -> None:
     d["t2u_max_new_tokens"] = 16
 
 
-def _fix_speecht5(d: dict, size: dict) -> None:
+def _fix_speecht5(d: ConfigDict, size: Size) -> None:
     # a small conv feature encoder (the raw audio is downsampled 5*2*2=20x) and positional conv
     d["conv_dim"] = [32, 32, 32]
     d["conv_stride"] = [5, 2, 2]
@@ -199,12 +213,12 @@ def _fix_speecht5(d: dict, size: dict) -> None:
     d["apply_spec_augment"] = False
 
 
-def _fix_speech_to_text(d: dict, size: dict) -> None:
+def _fix_speech_to_text(d: ConfigDict, size: Size) -> None:
     # the conv subsampler's channels are free; the features per frame are the input's shape
     d["conv_channels"] = 32
 
 
-def _fix_chameleon(d: dict, size: dict) -> None:
+def _fix_chameleon(d: ConfigDict, size: Size) -> None:
     # the VQ image tokenizer: a small resolution, few levels; its GroupNorms have 32 groups, so
     # every channel count stays a multiple of 32
     vq = dict(d.get("vq_config") or {})
@@ -214,7 +228,7 @@ def _fix_chameleon(d: dict, size: dict) -> None:
     _fix_chameleon_vocab(d, size)
 
 
-def _fix_fuyu(d: dict, size: dict) -> None:
+def _fix_fuyu(d: ConfigDict, size: Size) -> None:
     # Fuyu keeps text sizes both at top level and in text_config; they must agree
     text = dict(d.get("text_config") or {})
     for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -224,31 +238,31 @@ def _fix_fuyu(d: dict, size: dict) -> None:
     d["text_config"] = text
 
 
-def _fix_nllb_moe(d: dict, size: dict) -> None:
+def _fix_nllb_moe(d: ConfigDict, size: Size) -> None:
     # every other layer is sparse by default (step 4): make both layers sparse so experts run
     d["encoder_sparse_step"] = d["decoder_sparse_step"] = 1
     d["expert_capacity"] = 16
 
 
-def _fix_switch(d: dict, size: dict) -> None:
+def _fix_switch(d: ConfigDict, size: Size) -> None:
     # sparse every other layer, with room for every token in each expert
     d["encoder_sparse_step"] = d["decoder_sparse_step"] = 1
     d["expert_capacity"] = 16
 
 
-def _fix_llava_onevision(d: dict, size: dict) -> None:
+def _fix_llava_onevision(d: ConfigDict, size: Size) -> None:
     # anyres pinpoints must be multiples of the (tiny) image size
     s = size["image"]
     d["image_grid_pinpoints"] = [[s, s], [s, 2 * s], [2 * s, s], [2 * s, 2 * s]]
 
 
-def _fix_mllama_text_rope(d: dict, size: dict) -> None:
+def _fix_mllama_text_rope(d: ConfigDict, size: Size) -> None:
     # the rotary embedding reads rope_scaling["rope_type"], and the default rope_scaling is None
     if d.get("rope_scaling") is None:
         d["rope_scaling"] = {"rope_type": "default"}
 
 
-def _fix_chameleon_vocab(d: dict, size: dict) -> None:
+def _fix_chameleon_vocab(d: ConfigDict, size: Size) -> None:
     # the model maps VQ codes to BPE tokens through a tokenizer's vocabulary_map (None by default):
     # name each code as the real tokenizer does (IMGIMG + the code's digits as letters A-J + Z),
     # with the codes' tokens and <image> past the ids used for text
@@ -260,39 +274,39 @@ def _fix_chameleon_vocab(d: dict, size: dict) -> None:
     d["vocab_size"] = first + codes + 1
 
 
-def _fix_xmod(d: dict, size: dict) -> None:
+def _fix_xmod(d: ConfigDict, size: Size) -> None:
     # forward refuses to run until a default language (one of its adapters) is chosen
     if d.get("default_language") is None and d.get("languages"):
         d["default_language"] = list(d["languages"])[0]
 
 
-def _fix_rag(d: dict, size: dict) -> None:
+def _fix_rag(d: ConfigDict, size: Size) -> None:
     # retrieved documents are passed as context_input_ids: two per question keeps them small
     d["n_docs"] = 2
     d["max_combined_length"] = 32
 
 
-def _fix_bamba(d: dict, size: dict) -> None:
+def _fix_bamba(d: ConfigDict, size: Size) -> None:
     # attn_layer_indices defaults to None: every layer is Mamba and generate() finds no attention
     # cache to measure; real checkpoints mix them, so make the last layer attention
     if not d.get("attn_layer_indices"):
         d["attn_layer_indices"] = [size["layers"] - 1]
 
 
-def _fix_zamba(d: dict, size: dict) -> None:
+def _fix_zamba(d: ConfigDict, size: Size) -> None:
     # the hybrid layers share one transformer block, tied across them: that needs two of them
     d["layers_block_type"] = ["linear_attention"] * max(size["layers"] - 2, 1) + ["hybrid", "hybrid"]
     d["num_hidden_layers"] = len(d["layers_block_type"])
 
 
-def _fix_molmo2(d: dict, size: dict) -> None:
+def _fix_molmo2(d: ConfigDict, size: Size) -> None:
     # the adapter reads vision layers by index (24 and 18 by default): read the last two
     adapter = dict(d.get("adapter_config") or {})
     adapter["vision_feature_layer"] = [-1, -2]
     d["adapter_config"] = adapter
 
 
-def _fix_reformer(d: dict, size: dict) -> None:
+def _fix_reformer(d: ConfigDict, size: Size) -> None:
     # the LM head needs is_decoder; axial position embeddings factor max_position_embeddings
     # (shape) and the hidden size (dims); attention chunks (64) stay longer than prompt + new tokens,
     # as in the released checkpoints' use
@@ -302,7 +316,7 @@ def _fix_reformer(d: dict, size: dict) -> None:
     d["axial_pos_embds_dim"] = [size["hidden"] // 4, size["hidden"] - size["hidden"] // 4]
 
 
-def _fix_mamba2(d: dict, size: dict) -> None:
+def _fix_mamba2(d: ConfigDict, size: Size) -> None:
     # the SSM heads must cover hidden_size * expand exactly, in groups dividing them
     head_dim = d.get("head_dim") or 16
     d["num_heads"] = size["hidden"] * int(d.get("expand", 2)) // head_dim
@@ -310,13 +324,14 @@ def _fix_mamba2(d: dict, size: dict) -> None:
     d["time_step_rank"] = max(size["hidden"] // 16, 1)
 
 
-def _mrope_fixup(default_sections: list[int], old_head: int) -> Callable[[dict, dict], None]:
+def _mrope_fixup(default_sections: list[int], old_head: int) -> Fixup:
     # the modeling code falls back to sections sized for the released head when the config has
     # none: put them in the config, scaled to the tiny head (they add up to half of it)
-    def fix(d: dict, size: dict) -> None:
+    def fix(d: ConfigDict, size: Size) -> None:
         rope = dict(d.get("rope_parameters") or {"rope_type": "default", "rope_theta": 10000.0})
         if "mrope_section" not in rope:
-            head = d.get("head_dim") if _is_int(d.get("head_dim")) else size["hidden"] // size["heads"]
+            head_dim = d.get("head_dim")
+            head = head_dim if _is_int(head_dim) else size["hidden"] // size["heads"]
             total = sum(default_sections) * (head // 2) // (old_head // 2)
             rope["mrope_section"] = scale_sections(default_sections, max(total, len(default_sections)))
         d["rope_parameters"] = rope
@@ -324,7 +339,7 @@ def _mrope_fixup(default_sections: list[int], old_head: int) -> Callable[[dict, 
     return fix
 
 
-def _fix_csm(d: dict, size: dict) -> None:
+def _fix_csm(d: ConfigDict, size: Size) -> None:
     # vocab_size counts audio codebook entries (2051), the text ids (bos 128000...) are
     # text_vocab_size's: the codebooks keep their size (the depth decoder embeds 32 of them)
     d["vocab_size"] = 2051
@@ -335,30 +350,30 @@ def _fix_csm(d: dict, size: dict) -> None:
         d["depth_decoder_config"] = depth
 
 
-def _fix_csm_depth(d: dict, size: dict) -> None:
+def _fix_csm_depth(d: ConfigDict, size: Size) -> None:
     # the depth decoder alone: its vocabulary is a codebook's (see _fix_csm)
     d["vocab_size"] = 2051
 
 
-def _fix_mimi(d: dict, size: dict) -> None:
+def _fix_mimi(d: ConfigDict, size: Size) -> None:
     # the codec's upsampling conv is depthwise: one group per hidden channel
     d["upsample_groups"] = d.get("hidden_size", size["hidden"])
 
 
-def _fix_musicgen_decoder(d: dict, size: dict) -> None:
+def _fix_musicgen_decoder(d: ConfigDict, size: Size) -> None:
     # the vocabulary is one codebook; pad/bos is one past it on purpose (the embeddings have an
     # extra row), so it must not grow to hold them
     if _is_int(d.get("pad_token_id")):
         d["vocab_size"] = d["pad_token_id"]
 
 
-def _fix_encodec(d: dict, size: dict) -> None:
+def _fix_encodec(d: ConfigDict, size: Size) -> None:
     # the convolutions double num_filters at each of the four upsampling ratios (32 -> 512
     # channels, 7M weights a side): start from 4
     d["num_filters"] = 4
 
 
-def _fix_musicgen(d: dict, size: dict) -> None:
+def _fix_musicgen(d: ConfigDict, size: Size) -> None:
     # the decoder's codes are decoded by the audio encoder's codebook: they must be as large
     # (the defaults disagree, 2048 vs 1024); see _fix_musicgen_decoder for the decoder's size
     decoder, audio = dict(d.get("decoder") or {}), dict(d.get("audio_encoder") or {})
@@ -368,16 +383,17 @@ def _fix_musicgen(d: dict, size: dict) -> None:
     d["decoder"], d["audio_encoder"] = decoder, audio
 
 
-def _fix_gemma4_text(d: dict, size: dict) -> None:
+def _fix_gemma4_text(d: ConfigDict, size: Size) -> None:
     # full-attention layers get their own head size (a __post_init__ kwarg, 512 by default), and
     # every layer a second, per-layer embedding table as large as the vocabulary
-    head = d.get("head_dim") if _is_int(d.get("head_dim")) else size["hidden"] // size["heads"]
+    head_dim = d.get("head_dim")
+    head = head_dim if _is_int(head_dim) else size["hidden"] // size["heads"]
     d["global_head_dim"] = 2 * head
     d["vocab_size_per_layer_input"] = d.get("vocab_size", MIN_VOCAB)
     d["hidden_size_per_layer_input"] = 16
 
 
-def _fix_vibevoice_tokenizer(d: dict, size: dict) -> None:
+def _fix_vibevoice_tokenizer(d: ConfigDict, size: Size) -> None:
     # the audio tokenizers (acoustic and semantic share this class) double their filters at each
     # downsampling stage (32 -> 2048): start from 4, one block per stage
     d["num_filters"] = 4
@@ -385,7 +401,7 @@ def _fix_vibevoice_tokenizer(d: dict, size: dict) -> None:
         d["depths"] = [1] * len(d["depths"])
 
 
-FIXUPS: dict[str, Callable[[dict, dict], None]] = {
+FIXUPS: dict[str, Fixup] = {
     "gemma4_text": _fix_gemma4_text,
     "vibevoice_acoustic_tokenizer_encoder": _fix_vibevoice_tokenizer,
     "musicgen": _fix_musicgen,
@@ -424,17 +440,17 @@ FIXUPS: dict[str, Callable[[dict, dict], None]] = {
 }
 
 
-def _rag_parts() -> dict:
+def _rag_parts() -> ConfigDict:
     # RagConfig() refuses to exist without its two halves: a DPR question encoder and a BART generator
     from transformers import BartConfig, DPRConfig
 
     return {"question_encoder": DPRConfig().to_dict(), "generator": BartConfig().to_dict()}
 
 
-def _musicgen_parts(decoder_class: str) -> Callable[[], dict]:
+def _musicgen_parts(decoder_class: str) -> Callable[[], ConfigDict]:
     # before 4.46, MusicgenConfig() refuses to exist without a T5 text encoder, an EnCodec audio
     # encoder and its decoder (the released checkpoints' choice)
-    def parts() -> dict:
+    def parts() -> ConfigDict:
         from transformers import EncodecConfig, T5Config
 
         return {"text_encoder": T5Config().to_dict(), "audio_encoder": EncodecConfig().to_dict(),
@@ -443,7 +459,7 @@ def _musicgen_parts(decoder_class: str) -> Callable[[], dict]:
 
 
 #: config classes whose defaults need sub-configs passed in (model_type -> the kwargs)
-COMPOSITE_DEFAULTS: dict[str, Callable[[], dict]] = {
+COMPOSITE_DEFAULTS: dict[str, Callable[[], ConfigDict]] = {
     "rag": _rag_parts,
     "musicgen": _musicgen_parts("MusicgenDecoderConfig"),
     "musicgen_melody": _musicgen_parts("MusicgenMelodyDecoderConfig"),
@@ -452,7 +468,7 @@ COMPOSITE_DEFAULTS: dict[str, Callable[[], dict]] = {
 
 # ------------------------------------------------------------------------------------------ config
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -479,7 +495,7 @@ def special_token_ids(config: Any) -> set[int]:
     tree = config.to_dict() if hasattr(config, "to_dict") else config
     found: set[int] = set()
 
-    def walk(d: dict) -> None:
+    def walk(d: ConfigDict) -> None:
         for key, value in d.items():
             if _is_subconfig(key, value) or (isinstance(value, dict) and key not in _NOT_SUBCONFIGS):
                 walk(value)
@@ -490,7 +506,7 @@ def special_token_ids(config: Any) -> set[int]:
     return found
 
 
-def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dict:
+def _shrink(d: ConfigDict, size: Size, vocab: int, notes: list[str], path: str) -> ConfigDict:
     """A copy of config dict ``d`` with every size in :data:`GROUPS` made tiny (recursively)."""
     out = dict(d)
     old_layers = {v for k, v in d.items() if _GROUP_OF.get(k) == "layers" and _is_int(v) and v > size["layers"]}
@@ -530,7 +546,8 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
     old_heads = next((v for k, v in d.items() if _GROUP_OF.get(k) == "heads" and _is_int(v)), None)
     for key, value in d.items():
         group = _GROUP_OF.get(key)
-        if value is None and group in ("kv_heads", "head_dim") and _is_int(out.get(_first_key(out, "heads"))):
+        if (value is None and group in ("kv_heads", "head_dim") and (heads_key := _first_key(out, "heads")) is not None
+                and _is_int(out.get(heads_key))):
             # None means "derive it" in most configs, but some models read it raw (Nemotron 4.45's kv
             # heads, HunYuan-VL's head_dim): what it would be derived as, explicitly
             out[key] = heads if group == "kv_heads" else max(hidden // max(heads, 1), 4)
@@ -601,11 +618,11 @@ def _shrink(d: dict, size: dict, vocab: int, notes: list[str], path: str) -> dic
     return out
 
 
-def _first_key(d: dict, group: str) -> str | None:
+def _first_key(d: ConfigDict, group: str) -> str | None:
     return next((k for k, v in d.items() if _GROUP_OF.get(k) == group and _is_int(v)), None)
 
 
-def _half_head(d: dict, heads: int | None) -> int | None:
+def _half_head(d: ConfigDict, heads: int | None) -> int | None:
     """Half the head size of an (unshrunk) config dict: the rotary frequencies' count."""
     head = d.get("head_dim")
     if not _is_int(head):
@@ -624,7 +641,7 @@ def scale_sections(sections: list[int], total: int) -> list[int]:
     return scaled
 
 
-def _shrink_rope(rope: dict, old_half: int, new_half: int) -> dict:
+def _shrink_rope(rope: ConfigDict, old_half: int, new_half: int) -> ConfigDict:
     """Rope parameters (or per-layer-type dicts of them) with sections scaled to the new head."""
     out = dict(rope)
     for key, value in rope.items():
@@ -638,7 +655,7 @@ def _shrink_rope(rope: dict, old_half: int, new_half: int) -> dict:
     return out
 
 
-def _per_layer(values: list, layers: int) -> list:
+def _per_layer(values: list[Any], layers: int) -> list[Any]:
     """The first ``layers`` entries of a per-layer list, with each kind of entry still present."""
     head = values[:layers]
     try:
@@ -651,12 +668,13 @@ def _per_layer(values: list, layers: int) -> list:
     return head[: layers - len(missing)] + missing
 
 
-def _vision_layers(d: dict) -> int | None:
+def _vision_layers(d: ConfigDict) -> int | None:
     vision = d.get("vision_config")
     if isinstance(vision, dict):
         for key in GROUPS["layers"]:
-            if _is_int(vision.get(key)):
-                return vision[key]
+            layers = vision.get(key)
+            if _is_int(layers):
+                return layers
     return None
 
 
@@ -690,26 +708,27 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _class_defaults(model_type: Any) -> dict | None:
+def _class_defaults(model_type: Any) -> ConfigDict | None:
     """The defaults of the config class registered for ``model_type`` (None when unknown)."""
     mapping = getattr(transformers, "CONFIG_MAPPING", None)
     if not isinstance(model_type, str) or mapping is None:
         return None
     try:
         with _quiet():
-            return mapping[model_type]().to_dict()
+            defaults: ConfigDict = mapping[model_type]().to_dict()
+            return defaults
     except Exception:  # noqa: BLE001 - not registered, or needs arguments
         return None
 
 
-def _changes(old: dict, new: dict) -> dict:
+def _changes(old: ConfigDict, new: ConfigDict) -> ConfigDict:
     """Only what differs (sub-config dicts keep their ``model_type`` so the right class is built).
 
     A sub-config is rebuilt from a dict, on top of its *class's* defaults, which need not be the
     composite's (PaliGemma's text config has one kv head, GemmaConfig's default is 16): so it is
     diffed against those class defaults where the class is known.
     """
-    changed: dict = {}
+    changed: ConfigDict = {}
     for key, value in new.items():
         if key in _BOOKKEEPING:
             continue
@@ -729,7 +748,7 @@ def _changes(old: dict, new: dict) -> dict:
 _MISSING = object()
 
 
-def _quiet() -> contextlib.AbstractContextManager:
+def _quiet() -> contextlib.ExitStack[bool | None]:
     stack = contextlib.ExitStack()
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
@@ -744,7 +763,7 @@ def _quiet() -> contextlib.AbstractContextManager:
     return stack
 
 
-def _default_config(config_class: type) -> Any:
+def _default_config(config_class: Any) -> Any:  # a PretrainedConfig subclass
     parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
     try:
         with _quiet():
@@ -772,7 +791,7 @@ def portable(config: Any) -> Any:
     return config
 
 
-def _build_config(config_class: type, size: dict, notes: list[str], base: dict | None = None) -> Any:
+def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigDict | None = None) -> Any:
     """A tiny config: ``base`` (a repository's ``config.json``) or the class's defaults, shrunk."""
     if base is not None:
         with _quiet():
@@ -805,7 +824,7 @@ def _build_config(config_class: type, size: dict, notes: list[str], base: dict |
     return portable(config)
 
 
-def tiny_config(model_class: type, *, seed: int = 0, size: dict | None = None) -> Any:
+def tiny_config(model_class: type, *, seed: int = 0, size: Size | None = None) -> Any:
     """A small config for ``model_class``, derived from its config class's defaults (see the module doc).
 
     ``size`` overrides the first entry of :data:`SIZES`. ``seed`` is accepted for symmetry with
@@ -821,9 +840,9 @@ def tiny_model(
     model_class: type,
     *,
     seed: int = 0,
-    settings: dict | None = None,
-    primary: Callable[[type, Any], dict] | None = None,
-    base: dict | None = None,
+    settings: dict[str, Any] | None = None,
+    primary: Callable[[type, Any], dict[str, Any]] | None = None,
+    base: ConfigDict | None = None,
 ) -> tuple[Any, list[str]]:
     """``model_class`` built from a tiny config under ``torch.manual_seed(seed)``, in eval mode, and notes.
 
@@ -963,6 +982,7 @@ def _float_input(model: Any, name: str, batch_size: int, seq_len: int, generator
     """A float main input of the shape the config implies (speech features, raw audio, pixels, embeddings)."""
     config = model.config
     model_type = str(getattr(config, "model_type", ""))
+    shape: tuple[int, ...]
     if name == "input_features":
         if hasattr(config, "input_feat_per_channel"):  # speech_to_text: (batch, frames, features x channels)
             shape = (batch_size, 4 * seq_len, config.input_feat_per_channel * getattr(config, "input_channels", 1))
@@ -1066,7 +1086,7 @@ def _check_generative(model: Any) -> None:
 
 # Extra inputs some models need besides the main one: (model, inputs, context) -> None, editing inputs.
 
-def _extra_bbox(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_bbox(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # layout models take one box (x0, y0, x1, y1) per token: LayoutLM-style integers in [0, 1000],
     # or UDOP's floats in [0, 1]
     if "input_ids" not in inputs or not _forward_takes(model, "bbox"):
@@ -1078,7 +1098,7 @@ def _extra_bbox(model: Any, inputs: dict, ctx: dict) -> None:
     inputs["bbox"] = boxes / 1000.0 if getattr(model.config, "model_type", "") == "udop" else boxes
 
 
-def _extra_tgt_lang(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_tgt_lang(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # seamless models need a target language (text, units, vocoder) for speech output; there is no
     # tokenizer, so the generation config gets one made-up language mapped to valid ids
     if not _generate_takes(model, "tgt_lang"):
@@ -1097,7 +1117,7 @@ def _extra_tgt_lang(model: Any, inputs: dict, ctx: dict) -> None:
         gen.char_to_id = {chr(ord("a") + i): 2 + i % max(char_vocab - 2, 1) for i in range(26)}
 
 
-def _extra_rag(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_rag(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # no retriever: the retrieved documents come as context ids and scores, n_docs per question
     if getattr(model.config, "model_type", "") != "rag" or "input_ids" not in inputs:
         return
@@ -1110,7 +1130,7 @@ def _extra_rag(model: Any, inputs: dict, ctx: dict) -> None:
     inputs["doc_scores"] = torch.randn((batch, n_docs), generator=ctx["generator"])
 
 
-def _extra_pop2piano(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_pop2piano(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # generate() prepends a composer embedding picked through generation_config.composer_to_feature_token
     if getattr(model.config, "model_type", "") != "pop2piano":
         return
@@ -1122,7 +1142,7 @@ def _extra_pop2piano(model: Any, inputs: dict, ctx: dict) -> None:
 #: (seamless' text-to-unit model is fed the text decoder's hidden states)
 EMBEDS_ONLY = {"SeamlessM4TTextToUnitForConditionalGeneration", "SeamlessM4Tv2TextToUnitForConditionalGeneration"}
 
-def _extra_backbone_state(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_backbone_state(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # CSM's depth decoder is driven by the backbone's last hidden state (one vector per sequence)
     if "input_ids" not in inputs or not _forward_takes(model, "backbone_last_hidden_state"):
         return
@@ -1131,7 +1151,7 @@ def _extra_backbone_state(model: Any, inputs: dict, ctx: dict) -> None:
     inputs["backbone_last_hidden_state"] = torch.randn((batch, hidden), generator=ctx["generator"])
 
 
-def _extra_audio(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_audio(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # speech-text models whose text is ids but that also need the audio it goes with, long enough for
     # the prompt and the new tokens: kyutai (raw audio, one codec frame per token), voxtral realtime
     # (mel features, audio_length_per_tok frames per token), moshi (user and moshi codebook codes)
@@ -1156,7 +1176,7 @@ def _extra_audio(model: Any, inputs: dict, ctx: dict) -> None:
         inputs["input_features"] = torch.randn((batch, mel, frames), generator=generator)
 
 
-def _extra_codebooks(model: Any, inputs: dict, ctx: dict) -> None:
+def _extra_codebooks(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # a codebook decoder used alone (musicgen's) reads one row per codebook: (batch x codebooks, length)
     if "input_ids" in inputs and str(getattr(model.config, "model_type", "")).endswith("_decoder"):
         books = getattr(model.config, "num_codebooks", None)
@@ -1164,13 +1184,13 @@ def _extra_codebooks(model: Any, inputs: dict, ctx: dict) -> None:
             inputs["input_ids"] = inputs["input_ids"].repeat_interleave(books, dim=0)
 
 
-EXTRA_INPUTS: tuple[Callable[[Any, dict, dict], None], ...] = (
+EXTRA_INPUTS: tuple[Callable[[Any, Inputs, dict[str, Any]], None], ...] = (
     _extra_codebooks,
     _extra_bbox, _extra_tgt_lang, _extra_rag, _extra_pop2piano, _extra_backbone_state, _extra_audio,
 )
 
 
-def generation_inputs(model: Any, *, batch_size: int = 1, seq_len: int = 7, seed: int = 0, left_pad: int = 0) -> dict:
+def generation_inputs(model: Any, *, batch_size: int = 1, seq_len: int = 7, seed: int = 0, left_pad: int = 0) -> Inputs:
     """The main input for ``generate()`` (``input_ids`` + ``attention_mask`` for text models).
 
     Ids are random and avoid every special token. ``left_pad`` pad tokens (masked out) start the
@@ -1230,8 +1250,9 @@ def _image_token_id(config: Any) -> int | None:
             if _is_int(value):
                 return value
     vocabulary_map = getattr(config, "vocabulary_map", None)  # chameleon
-    if isinstance(vocabulary_map, dict) and _is_int(vocabulary_map.get("<image>")):
-        return vocabulary_map["<image>"]
+    image = vocabulary_map.get("<image>") if isinstance(vocabulary_map, dict) else None
+    if _is_int(image):
+        return image
     return None
 
 
@@ -1273,7 +1294,7 @@ class _ScatterProbe:
         torch.Tensor.masked_scatter = self._original
 
 
-def _with_image_tokens(inputs: dict, token: int, count: int) -> dict:
+def _with_image_tokens(inputs: Inputs, token: int, count: int) -> Inputs:
     """``inputs`` with ``count`` image tokens after each row's left padding."""
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     rows, masks = [], []
@@ -1284,7 +1305,7 @@ def _with_image_tokens(inputs: dict, token: int, count: int) -> dict:
     return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
 
 
-def _try_generate(model: Any, inputs: dict) -> str | None:
+def _try_generate(model: Any, inputs: Inputs) -> str | None:
     """None when a short greedy ``generate()`` on ``inputs`` runs (its first step is a forward pass
     over the whole prompt), else the error's one-line text."""
     try:
@@ -1308,7 +1329,7 @@ def _feature_count_from(error: str | None, probe: _ScatterProbe, images: int) ->
     return None
 
 
-def _llava_like(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """pixel_values (+ image_sizes) and as many image tokens per row as the model makes features."""
     config = model.config
     shape = _image_side(config)
@@ -1316,7 +1337,7 @@ def _llava_like(model: Any, inputs: dict, generator: torch.Generator) -> dict | 
         return None
     channels, side = shape
     batch = inputs["input_ids"].shape[0]
-    extra: dict = {}
+    extra: Inputs = {}
     if getattr(config, "image_grid_pinpoints", None) and _forward_takes(model, "image_sizes"):
         # anyres (llava-next family): the base image plus one tile at the smallest pinpoint
         extra["pixel_values"] = torch.randn((batch, 2, channels, side, side), generator=generator)
@@ -1341,7 +1362,7 @@ def _llava_like(model: Any, inputs: dict, generator: torch.Generator) -> dict | 
     return None
 
 
-def _fuyu(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+def _fuyu(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """Fuyu embeds raw patches in place of placeholder tokens, located by image_patches_indices."""
     config = model.config
     patch, channels = config.patch_size, config.num_channels
@@ -1358,7 +1379,7 @@ def _fuyu(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
     return candidate if _try_generate(model, candidate) is None else None
 
 
-def _idefics(model: Any, inputs: dict, generator: torch.Generator) -> dict | None:
+def _idefics(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """IDEFICS cross-attends to images: (batch, images, C, H, W) and a per-token image mask."""
     shape = _image_side(model.config)
     if shape is None:
@@ -1372,7 +1393,7 @@ def _idefics(model: Any, inputs: dict, generator: torch.Generator) -> dict | Non
 
 
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess
-MULTIMODAL: dict[str, Callable[[Any, dict, torch.Generator], dict | None]] = {
+MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] = {
     "fuyu": _fuyu,
     "idefics": _idefics,
 }
@@ -1381,7 +1402,7 @@ MULTIMODAL: dict[str, Callable[[Any, dict, torch.Generator], dict | None]] = {
 NEEDS_IMAGE = {"idefics"}
 
 
-def multimodal_inputs(model: Any, inputs: dict, *, seed: int = 0) -> dict | None:
+def multimodal_inputs(model: Any, inputs: Inputs, *, seed: int = 0) -> Inputs | None:
     """Best effort: ``inputs`` plus an image (``pixel_values``, ``image_sizes``..., and image tokens
     in ``input_ids``) for a multimodal model, or ``None`` when this model's image input isn't known.
 

@@ -24,6 +24,9 @@ import inspect
 import re
 from typing import Any
 
+# torch and transformers exist only in the verification environment this module runs in, not in the
+# tool's venv where it is type-checked: their objects (model classes, configs, models) are Any.
+
 #: class names of language-model heads that may be the decoder half of an encoder family
 DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder)$")
 
@@ -77,7 +80,7 @@ def _source(obj: Any) -> str:
         return ""
 
 
-def _forward_takes(model_class: type, name: str) -> bool:
+def _forward_takes(model_class: type[Any], name: str) -> bool:
     try:
         return name in inspect.signature(model_class.forward).parameters
     except (TypeError, ValueError):

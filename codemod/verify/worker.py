@@ -23,6 +23,7 @@ import resource
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
 
 PROTOCOL = sys.stdout
 sys.stdout = sys.stderr  # whatever the models print must not reach the protocol stream
@@ -33,8 +34,17 @@ import tiny  # noqa: E402
 import torch  # noqa: E402
 import usage  # noqa: E402
 
+# torch and transformers exist only in the verification environment this module runs in, not in the
+# tool's venv where it is type-checked: their objects (model classes, models, configs) are Any. The
+# request and result documents are JSON objects (``codemod.verify.runner.WorkerRequest`` and
+# ``codemod.verify.compare.ResultDocument`` describe them; this side cannot import those).
+if TYPE_CHECKING:  # annotations only: the verification environment may run an older Python
+    Document = dict[str, Any]
+    #: a model as built: (model, notes, the settings it was built with)
+    Built = tuple[Any, list[str], dict[str, Any]]
 
-def _load(model_class, path: str, device: str, variant: usage.Variant):
+
+def _load(model_class: type[Any], path: str, device: str, variant: usage.Variant) -> Any:
     if variant.composite == "encoder-decoder":
         from transformers import EncoderDecoderModel
 
@@ -45,7 +55,7 @@ def _load(model_class, path: str, device: str, variant: usage.Variant):
     return model.to(device)
 
 
-def _from_tester(model_class, seed: int, settings: dict | None = None):
+def _from_tester(model_class: type[Any], seed: int, settings: dict[str, Any] | None = None) -> Built | None:
     """The model built from the checkout's own tester config (None when there is none or it fails)."""
     found = testers.tester_config(model_class, os.getcwd())
     if found is None:
@@ -68,15 +78,15 @@ def _from_tester(model_class, seed: int, settings: dict | None = None):
     return model, notes, settings
 
 
-def _built(model_class, seed: int, settings: dict | None):
+def _built(model_class: type[Any], seed: int, settings: dict[str, Any] | None) -> Built:
     """(model, notes, settings): from the checkout's tester when it has one, else a generic shrink;
     with ``settings`` (None: the class's primary settings) set on the config before it is built."""
     found = _from_tester(model_class, seed, settings)
     if found is not None:
         return found
-    chosen: dict = {}
+    chosen: dict[str, Any] = {}
 
-    def primary(cls, config) -> dict:
+    def primary(cls: type[Any], config: Any) -> dict[str, Any]:
         chosen.update(usage.primary_settings(cls, config))
         return chosen
 
@@ -85,7 +95,7 @@ def _built(model_class, seed: int, settings: dict | None):
     return model, notes, settings if settings is not None else chosen
 
 
-def repository_config(model_class) -> dict | None:
+def repository_config(model_class: type[Any]) -> dict[str, Any] | None:
     """The ``config.json`` beside a remote-code model's file, when it is this class's config (a
     repository ships the sizes and options its model runs with; shrunk, they make the tiny model)."""
     import inspect
@@ -106,7 +116,7 @@ def repository_config(model_class) -> dict | None:
     return data if isinstance(data, dict) and wanted and data.get("model_type") == wanted else None
 
 
-def _as_loaded(model_class):
+def _as_loaded(model_class: type[Any]) -> type[Any]:
     """The class as transformers' auto classes load remote code: from 4.45 on they add
     ``GenerationMixin`` to a class that defines its own ``prepare_inputs_for_generation`` (or
     ``generate``) without inheriting it, and from 4.52 ``PreTrainedModel`` no longer brings it."""
@@ -116,14 +126,15 @@ def _as_loaded(model_class):
         from transformers.models.auto.auto_factory import add_generation_mixin_to_remote_model
     except ImportError:  # before 4.45: PreTrainedModel is a GenerationMixin
         return model_class
-    return add_generation_mixin_to_remote_model(model_class)
+    loaded: type[Any] = add_generation_mixin_to_remote_model(model_class)
+    return loaded
 
 
 def _variant_dir(model_dir: str, index: int) -> str:
     return os.path.join(model_dir, "variants", str(index))
 
 
-def _build(model_class, model_dir: str, seed: int) -> tuple[list[str], list[usage.Variant]]:
+def _build(model_class: type[Any], model_dir: str, seed: int) -> tuple[list[str], list[usage.Variant]]:
     """Build and save every variant's model and assistant; the variants, primary first."""
     notes: list[str] = []
     main, built_notes, primary = _built(model_class, seed, None)
@@ -154,9 +165,9 @@ def _saved_variants(model_dir: str) -> list[usage.Variant]:
         return [usage.Variant.from_json(v) for v in json.load(handle)]
 
 
-def handle(request: dict) -> dict:
+def handle(request: Document) -> Document:
     started = time.perf_counter()
-    result: dict = {"class": request["class"], "module": request["module"], "mode": request["mode"]}
+    result: Document = {"class": request["class"], "module": request["module"], "mode": request["mode"]}
     try:
         module = importlib.import_module(request["module"])
         model_class = _as_loaded(getattr(module, request["class"]))
@@ -217,7 +228,7 @@ def handle(request: dict) -> dict:
     return result
 
 
-def _caches(model_class) -> bool:
+def _caches(model_class: type[Any]) -> bool:
     """Whether the class can cache at all: its forward takes a cache (or the flag that turns one on)."""
     import inspect
 

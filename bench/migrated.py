@@ -1,0 +1,75 @@
+"""How much override code a migration leaves: per override, lines before and after.
+
+    .venv/bin/python bench/migrated.py BASE MIGRATED [--all] [--top 20]
+
+BASE is a pristine checkout (a release's sdist from ``codemod fetch``), MIGRATED the same after
+``codemod apply`` (with or without ``--verify``). Counts the *current* overrides (modeling files,
+not ``models/deprecated``), as the README's "Measured" table does: how many are deleted, reduced
+(the method's code changed) or kept, and the lines of override code before and after, then the
+overrides that keep the most lines. Prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from codemod.checkout import resolve  # noqa: E402
+from codemod.scan import scan  # noqa: E402
+from codemod.sources import METHOD, FileKind  # noqa: E402
+
+
+def method(root: Path, file: str, class_name: str) -> tuple[str, int] | None:
+    """(the method's code without comments, its lines) in ``root``; ("", 0) when the class has none."""
+    path = root / file
+    if not path.is_file():
+        return None
+    for node in ast.parse(path.read_bytes()).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == METHOD:
+                    start = min([d.lineno for d in item.decorator_list] + [item.lineno])
+                    return ast.unparse(item), (item.end_lineno or start) - start + 1
+            return "", 0
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("base", type=Path)
+    parser.add_argument("migrated", type=Path)
+    parser.add_argument("--all", action="store_true", help="also count deprecated and modular overrides")
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args()
+    result = scan(resolve(args.base, with_git=False))
+    counts = {"deleted": 0, "reduced": 0, "kept": 0}
+    before = after = 0
+    rows = []
+    for finding in result.findings:
+        o = finding.override
+        if not args.all and (o.deprecated or o.kind is not FileKind.MODELING):
+            continue
+        old, new = method(args.base, o.file, o.class_name), method(args.migrated, o.file, o.class_name)
+        assert old is not None
+        before += old[1]
+        if new is None or new == ("", 0):
+            counts["deleted"] += 1
+            continue
+        counts["reduced" if new[0] != old[0] else "kept"] += 1
+        after += new[1]
+        rows.append((new[1], old[1], o.id, "reduced" if new[0] != old[0] else "kept"))
+    total = sum(counts.values())
+    print(f"{total} overrides: {counts['deleted']} deleted, {counts['reduced']} reduced, {counts['kept']} kept "
+          f"({counts['deleted'] + counts['reduced']} changed); override code {before} -> {after} lines "
+          f"({after / before:.0%} left)")
+    for lines, old_lines, override_id, what in sorted(rows, reverse=True)[: args.top]:
+        print(f"{lines:5} (from {old_lines:4}) {what:8} {override_id}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,702 @@
+"""The verifier's kill rate: mutants of the migrated code, run through ``codemod verify``, judged by crosscheck.
+
+    .venv/bin/python bench/mutants.py --migrated REPO --python ENV_PY [--tests CLONE]
+        [--kinds ids-unsliced,positions-none] [--sample 12] [--classes LlamaForCausalLM,...] [--only llama,gpt2]
+        [--jobs 2] [--json out.json] [--work DIR] [--list]
+
+``REPO`` is a migrated transformers 4.45.2: a git repository whose ``HEAD`` is the pristine release and
+whose working tree holds ``codemod apply --verify``'s result (without ``--migrated``, one is made once
+with ``codemod apply --verify --no-own-tests`` in the user cache). It is never written: the bench
+works on a clone of it with the same changes applied.
+
+Each **mutant** breaks one behaviour of the migrated code, textually, and fails loudly when its
+pattern is not found exactly once:
+
+- in the generic mixin hoisted into ``generation/utils.py`` (every class that falls back to it):
+  ``ids-unsliced``, ``ids-last-token``, ``positions-none``, ``positions-pad-zero``,
+  ``positions-off-by-one``, ``token-type-ids-dropped-assisted``, ``inputs-embeds-every-step``,
+  ``cache-key-renamed``, ``closed-dict``, ``use-cache-dropped``, ``cache-position-dropped``;
+- in the reduced overrides: ``first-step-input-every-step`` (``if cache_position[0] == 0:``
+  around ``pixel_values`` & co. made unconditional);
+- ``upstream-4.46``: upstream's own deletions, applied to a pristine 4.45.2 (every override that
+  4.45.2 has and 4.46.3 no longer has is deleted), with 4.46.3's
+  ``GenerationMixin.prepare_inputs_for_generation`` installed into 4.45.2's stub mixin. Its source
+  is taken from the 4.46.3 release at run time; adapted to 4.45's APIs in three places only:
+  ``StaticCache`` imported inside the method (4.45's ``generation/utils.py`` does not import it),
+  ``get_max_cache_shape()`` -> ``get_max_length()``, and the static-cache mask helper, which 4.46
+  finds on the base model and 4.45 defines in the model's module (looked up there when the base
+  model has none, and called with 4.45's signature: ``min_dtype``, no ``config``/``past_key_values``).
+
+For each mutant and each class it touches (its ``prepare_inputs_for_generation`` resolves to the
+mutated code; composites through their decoder), the **oracle** (``bench/crosscheck.py``, tiny models
+of its own) compares the pristine release with the mutant: *affected* when a case generates
+differently or crashes only on the mutant, not counting the cases where the unmutated migration
+already differs from the pristine release (those are the migration's own bugs, reported by
+crosscheck on the baseline). The **verifier** (``codemod verify MUTANT --base HEAD --format json
+--no-own-tests``, the CLI as users run it) *catches* an affected class when its verdict is not
+``identical``; a composite counts as caught when its decoder's verdict is not ``identical``. A class
+the oracle finds unaffected is *equivalent* and not counted; one the oracle cannot build or run is
+*unknown*. Kill rate = caught / affected, per kind.
+
+Results are cached in ``--work`` (default: the user cache), keyed by the trees' contents: a second
+run only runs what changed. ``--fresh`` ignores the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def _load_crosscheck():
+    """``bench/crosscheck.py`` as the module ``crosscheck`` (bench/ is no package; its directory stays
+    off ``sys.path``, where ``scan.py`` and ``verify.py`` would shadow other modules)."""
+    if "crosscheck" in sys.modules:
+        return sys.modules["crosscheck"]
+    spec = importlib.util.spec_from_file_location("crosscheck", Path(__file__).with_name("crosscheck.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["crosscheck"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+crosscheck = _load_crosscheck()
+
+MIXIN = "src/transformers/generation/utils.py"
+METHOD = "prepare_inputs_for_generation"
+UPSTREAM = "4.46.3"
+#: what makes a class affected: the tokens, or a crash the pristine code does not have. Both sides
+#: crashing with different messages (crosscheck's crashed-both-differently) is not counted: the
+#: pristine code fails there too, so the oracle's input is one no user runs.
+AFFECTING = ("differs", "crashed-new", "extended-inconsistent")
+
+
+class MutantError(Exception):
+    """A mutant's pattern is not where it should be: the code it mutates is not what it expects."""
+
+
+# ============================================================================================ mutants
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    name: str
+    what: str
+    #: textual (old, new) replacements in the generic mixin's method, each expected exactly once;
+    #: (old, new, "all"): every occurrence, at least one (a key renamed wherever it is set)
+    replacements: tuple[tuple[str, ...], ...] = ()
+    #: or an edit of the tree (in place), returning the files it changed
+    edit: Callable[[Path], list[str]] | None = None
+
+    def mutate(self, source: str, where: str = "the mixin") -> str:
+        """``source`` (a ``prepare_inputs_for_generation``) with this mutant's replacements."""
+        for old, new, *every in self.replacements:
+            if every:
+                if old not in source:
+                    raise MutantError(f"{where}: expected the pattern at least once: {old.strip()[:80]!r}")
+                source = source.replace(old, new)
+            else:
+                source = replace_once(source, old, new, where)
+        return source
+
+    def apply(self, root: Path) -> list[str]:
+        return self.edit(root) if self.edit is not None else edit_mixin(self)(root)
+
+
+def method_span(text: str, class_name: str, method: str = METHOD) -> tuple[int, int] | None:
+    """Character offsets of ``class_name.method`` in ``text`` (decorators included), or None."""
+    tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    first = min([item.lineno] + [d.lineno for d in item.decorator_list])
+                    lines = text.splitlines(keepends=True)
+                    start = sum(len(line) for line in lines[: first - 1])
+                    end = sum(len(line) for line in lines[: item.end_lineno])
+                    return start, end
+    return None
+
+
+def replace_once(text: str, old: str, new: str, where: str) -> str:
+    count = text.count(old)
+    if count != 1:
+        raise MutantError(f"{where}: expected the pattern once, found it {count} times: {old.strip()[:80]!r}")
+    return text.replace(old, new)
+
+
+def edit_mixin(mutant: Mutant) -> Callable[[Path], list[str]]:
+    """The mutant's replacements inside ``GenerationMixin.prepare_inputs_for_generation`` only."""
+
+    def apply(root: Path) -> list[str]:
+        path = root / MIXIN
+        text = path.read_text(encoding="utf-8")
+        span = method_span(text, "GenerationMixin")
+        if span is None:
+            raise MutantError(f"{MIXIN}: no GenerationMixin.{METHOD}")
+        body = mutant.mutate(text[span[0]:span[1]], f"{MIXIN}::GenerationMixin")
+        path.write_text(text[: span[0]] + body + text[span[1]:], encoding="utf-8")
+        return [MIXIN]
+
+    return apply
+
+
+def first_step_every_step(root: Path) -> list[str]:
+    """In every reduced override (one that calls ``super().prepare_inputs_for_generation``), an input
+    guarded by ``cache_position[0] == 0`` is passed on every step."""
+    changed = []
+    models = root / "src" / "transformers" / "models"
+    for path in sorted(models.rglob("modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if f"super().{METHOD}" not in text:
+            continue
+        tree = ast.parse(text)
+        spans = []
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == METHOD and any(
+                        isinstance(n, ast.Attribute) and n.attr == METHOD and isinstance(n.value, ast.Call)
+                        and isinstance(n.value.func, ast.Name) and n.value.func.id == "super"
+                        for n in ast.walk(item)
+                    ):
+                        spans.append((item.lineno, item.end_lineno))
+        if not spans:
+            continue
+        lines = text.splitlines(keepends=True)
+        hit = False
+        for first, last in spans:
+            for i in range(first - 1, last):
+                stripped = lines[i].strip()
+                if stripped in ("if cache_position[0] == 0:", "if legacy_processing or cache_position[0] == 0:"):
+                    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+                    lines[i] = f"{indent}if True:  # mutant: was `{stripped[3:-1]}`\n"
+                    hit = True
+        if hit:
+            path.write_text("".join(lines), encoding="utf-8")
+            changed.append(path.relative_to(root).as_posix())
+    if not changed:
+        raise MutantError("no reduced override guards an input with `cache_position[0] == 0`")
+    return changed
+
+
+MUTANTS = [
+    Mutant("ids-unsliced", "the ids are never cut to the tokens the cache has not seen", (
+        ("                input_ids = input_ids[:, -cache_position.shape[0] :]\n", "                pass  # mutant\n"),
+        ("                input_ids = input_ids[:, cache_position]\n", "                pass  # mutant\n"),
+    )),
+    Mutant("ids-last-token", "with a cache, only the last token is kept (several new tokens: assisted decoding)", (
+        ("                input_ids = input_ids[:, cache_position]\n", "                input_ids = input_ids[:, -1:]  # mutant\n"),
+    )),
+    Mutant("positions-none", "position_ids are not built from the attention mask", (
+        ('            kwargs["position_ids"] = position_ids\n', "            pass  # mutant\n"),
+    )),
+    Mutant("positions-pad-zero", "padding positions filled with 0 instead of 1 (masked anyway: equivalent?)", (
+        ("            position_ids.masked_fill_(attention_mask == 0, 1)\n",
+         "            position_ids.masked_fill_(attention_mask == 0, 0)  # mutant\n"),
+    )),
+    Mutant("positions-off-by-one", "positions start at 1", (
+        ("            position_ids = attention_mask.long().cumsum(-1) - 1\n",
+         "            position_ids = attention_mask.long().cumsum(-1)  # mutant\n"),
+    )),
+    Mutant("token-type-ids-dropped-assisted", "token_type_ids dropped when several tokens are new with a cache", (
+        ("            model_input = kwargs.get(model_input_name)\n",
+         "            model_input = kwargs.get(model_input_name)\n"
+         '            if model_input_name == "token_type_ids" and past_key_values and input_ids.shape[1] > 1:\n'
+         "                kwargs.pop(model_input_name, None)  # mutant\n"
+         "                continue\n"),
+    )),
+    Mutant("inputs-embeds-every-step", "inputs_embeds (a first-step input) sent on every step", (
+        ("            if inputs_embeds is not None and cache_position[0] == 0:\n",
+         "            if inputs_embeds is not None:  # mutant\n"),
+    )),
+    Mutant("first-step-input-every-step", "a reduced override's first-step-only input sent on every step",
+           edit=first_step_every_step),
+    Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
+        ('model_inputs["past_key_values"] = past_key_values\n',
+         'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),
+    )),
+    Mutant("closed-dict", "a closed dict: only use_cache of the other kwargs is forwarded", (
+        ("            if key not in model_inputs:\n                model_inputs[key] = value\n",
+         '            if key not in model_inputs and key == "use_cache":  # mutant\n                model_inputs[key] = value\n'),
+    )),
+    Mutant("use-cache-dropped", "use_cache is not forwarded", (
+        ("            if key not in model_inputs:\n                model_inputs[key] = value\n",
+         '            if key not in model_inputs and key != "use_cache":  # mutant\n                model_inputs[key] = value\n'),
+    )),
+    Mutant("contiguous-refactor", "a refactor that changes nothing: .contiguous() for .clone(contiguous_format) (equivalent)", (
+        ("                    model_input = model_input.clone(memory_format=torch.contiguous_format)\n",
+         "                    model_input = model_input.contiguous()  # mutant (equivalent)\n"),
+    )),
+    Mutant("cache-position-dropped", "cache_position not forwarded (models then derive it from the cache)", (
+        ('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),
+    )),
+]
+KINDS = {m.name: m for m in MUTANTS}
+
+
+# ------------------------------------------------------------------------------------- upstream 4.46
+
+
+def _delete_method(text: str, class_name: str) -> str:
+    """``text`` without ``class_name``'s own prepare_inputs_for_generation (decorators and the comment
+    lines right above it too); ``pass`` when the class body would be empty."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == METHOD:
+                    first = min([item.lineno] + [d.lineno for d in item.decorator_list]) - 1
+                    while first > 0 and lines[first - 1].strip().startswith("#"):
+                        first -= 1
+                    last = item.end_lineno
+                    keep_pass = len(node.body) == 1
+                    indent = lines[item.lineno - 1][: len(lines[item.lineno - 1]) - len(lines[item.lineno - 1].lstrip())]
+                    new = lines[:first] + ([f"{indent}pass\n"] if keep_pass else []) + lines[last:]
+                    return "".join(new)
+    raise MutantError(f"{class_name} has no {METHOD}")
+
+
+def text_bases(text: str, class_name: str) -> list[str]:
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return [ast.unparse(b) for b in node.bases]
+    return []
+
+
+def add_generation_mixin(text: str, class_name: str) -> str:
+    """4.46 also made the composites GenerationMixin subclasses (without it, 4.45's ``can_generate()``
+    refuses a class that no longer overrides the method): the same base, and its import."""
+    lines = text.splitlines(keepends=True)
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    line = lines[node.lineno - 1]
+    if not line.rstrip().endswith("):"):
+        raise MutantError(f"{class_name}: a class line this bench does not edit: {line.strip()}")
+    lines[node.lineno - 1] = line.rstrip()[:-2] + ", GenerationMixin):\n"
+    text = "".join(lines)
+    if "import GenerationMixin" not in text:
+        anchor = "from ...modeling_utils import PreTrainedModel\n"
+        text = replace_once(text, anchor, "from ...generation import GenerationMixin\n" + anchor, class_name)
+    return text
+
+
+def upstream_deletions(old_root: Path, new_root: Path) -> list[tuple[str, str]]:
+    """(file, class) of every override the old release has and the new one does not (same file, same class)."""
+    out = []
+    for rel in crosscheck.model_files(old_root):
+        old = crosscheck.parse_file(old_root, rel)
+        if old is None or not (new_root / rel).is_file():
+            continue
+        new = crosscheck.parse_file(new_root, rel)
+        for name, info in old.classes.items():
+            if info.method is not None and new is not None and name in new.classes and new.classes[name].method is None:
+                out.append((rel, name))
+    return out
+
+
+def upstream_mixin_source(new_root: Path) -> str:
+    """4.46's GenerationMixin.prepare_inputs_for_generation, adapted to 4.45's APIs (see the module docstring)."""
+    text = (new_root / MIXIN).read_text(encoding="utf-8")
+    span = method_span(text, "GenerationMixin")
+    if span is None:
+        raise MutantError(f"{UPSTREAM}: no GenerationMixin.{METHOD}")
+    source = text[span[0]:span[1]]
+    source = replace_once(source, "        # 6. Create 4D attention mask",
+                          "        from ..cache_utils import StaticCache  # adapted: 4.45's module does not import it\n\n"
+                          "        # 6. Create 4D attention mask", "upstream mixin")
+    source = replace_once(source, "target_length=past_key_values.get_max_cache_shape(),",
+                          "target_length=past_key_values.get_max_length(),  # adapted: 4.45's Cache API", "upstream mixin")
+    source = replace_once(
+        source,
+        "            if causal_mask_creation_function is None:\n                logger.warning_once(",
+        "            # adapted: in 4.45 the helper is a function of the model's module, with 4.45's signature\n"
+        "            legacy_mask_function = None\n"
+        "            if causal_mask_creation_function is None:\n"
+        "                legacy_mask_function = getattr(\n"
+        '                    inspect.getmodule(type(self)), "_prepare_4d_causal_attention_mask_with_cache_position", None\n'
+        "                )\n"
+        "            if causal_mask_creation_function is None and legacy_mask_function is not None:\n"
+        "                attention_mask = legacy_mask_function(\n"
+        "                    attention_mask,\n"
+        "                    sequence_length=sequence_length,\n"
+        "                    target_length=past_key_values.get_max_length(),\n"
+        "                    dtype=self.dtype,\n"
+        "                    device=device,\n"
+        "                    min_dtype=torch.finfo(self.dtype).min,\n"
+        "                    cache_position=cache_position,\n"
+        "                    batch_size=batch_size,\n"
+        "                )\n"
+        "            elif causal_mask_creation_function is None:\n"
+        "                logger.warning_once(",
+        "upstream mixin",
+    )
+    return source
+
+
+def apply_upstream(root: Path, upstream_root: Path) -> list[str]:
+    """Upstream's 4.46 deletions and mixin on the pristine 4.45.2 at ``root``."""
+    changed = set()
+    by_file: dict[str, list[str]] = {}
+    for rel, name in upstream_deletions(root, upstream_root):
+        by_file.setdefault(rel, []).append(name)
+    for rel, names in by_file.items():
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        upstream = crosscheck.parse_file(upstream_root, rel)
+        for name in names:
+            text = _delete_method(text, name)
+            if "GenerationMixin" in upstream.classes[name].bases and "GenerationMixin" not in text_bases(text, name):
+                text = add_generation_mixin(text, name)
+        compile(text, rel, "exec")
+        path.write_text(text, encoding="utf-8")
+        changed.add(rel)
+    path = root / MIXIN
+    text = path.read_text(encoding="utf-8")
+    span = method_span(text, "GenerationMixin")
+    if span is None:
+        raise MutantError(f"4.45.2: no GenerationMixin.{METHOD}")
+    text = text[: span[0]] + upstream_mixin_source(upstream_root) + text[span[1]:]
+    compile(text, MIXIN, "exec")
+    path.write_text(text, encoding="utf-8")
+    changed.add(MIXIN)
+    return sorted(changed)
+
+
+# ============================================================================================ running
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=check)
+    return done.stdout
+
+
+def tree_digest(root: Path, files: list[str]) -> str:
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode())
+        path = root / rel
+        digest.update(path.read_bytes() if path.is_file() else b"<absent>")
+    return digest.hexdigest()[:16]
+
+
+def changed_files(root: Path) -> list[str]:
+    """Files of ``root``'s working tree that differ from HEAD."""
+    return [line for line in git(root, "diff", "--name-only", "HEAD").splitlines() if line]
+
+
+class Cache:
+    """JSON results in ``work``, by name."""
+
+    def __init__(self, work: Path, fresh: bool):
+        self.work, self.fresh = work, fresh
+        work.mkdir(parents=True, exist_ok=True)
+
+    def get(self, name: str):
+        path = self.work / f"{name}.json"
+        if self.fresh or not path.is_file():
+            return None
+        return json.loads(path.read_text())
+
+    def put(self, name: str, value) -> None:
+        (self.work / f"{name}.json").write_text(json.dumps(value))
+
+
+def oracle_side(label: str, root: Path, targets: list[crosscheck.Target], models: Path, cache: Cache, *,
+                python: str, jobs: int, tests: str | None, build: bool, key: str, say) -> dict[str, dict]:
+    """crosscheck's results for ``targets`` on ``root`` (cached by ``key``, per target)."""
+    stored = cache.get(f"oracle-{label}-{key}") or {}
+    missing = [t for t in targets if t.id not in stored]
+    if missing:
+        say(f"oracle: {label}: {len(missing)} classes")
+        fresh = crosscheck.run_side(label, root, missing, models, python=python, jobs=jobs, build=build,
+                                    tests=tests, say=None)
+        stored.update(fresh)
+        cache.put(f"oracle-{label}-{key}", stored)
+    return {t.id: stored[t.id] for t in targets}
+
+
+def run_verifier(root: Path, models: list[str], *, python: str, jobs: int, cache: Cache, key: str, say) -> dict:
+    cached = cache.get(f"verify-{key}")
+    if cached is not None:
+        return cached
+    out = Path(tempfile.mkdtemp(prefix="mutants-verify-")) / "verify.json"
+    command = [str(REPO / ".venv" / "bin" / "codemod") if (REPO / ".venv" / "bin" / "codemod").is_file() else "codemod",
+               "verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(out), "--no-own-tests",
+               "--jobs", str(jobs), "--python", python]
+    if models:
+        command += ["--only", ",".join(sorted(set(models)))]
+    say("verifier: " + " ".join(command[1:3]) + f" --only {len(set(models))} models")
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if not out.is_file():
+        raise RuntimeError(f"codemod verify wrote no report (exit {done.returncode}): {done.stderr[-2000:]}")
+    doc = json.loads(out.read_text())
+    shutil.rmtree(out.parent, ignore_errors=True)
+    doc["bench_seconds"] = round(time.perf_counter() - started, 1)
+    cache.put(f"verify-{key}", doc)
+    return doc
+
+
+def _status_by_case(classes: list[dict]) -> dict[str, dict[str, dict]]:
+    return {c["id"]: {case["name"]: case for case in c["cases"]} for c in classes}
+
+
+def judge(targets: list[crosscheck.Target], pristine: dict, migrated: dict | None, mutant: dict,
+          verdicts: dict[tuple[str, str], dict]) -> list[dict]:
+    """Per touched class: the oracle's finding (affected / equivalent / unknown) and the verifier's verdict."""
+    against_pristine = _status_by_case(crosscheck.compare(targets, pristine, mutant))
+    baseline = _status_by_case(crosscheck.compare(targets, pristine, migrated)) if migrated is not None else {}
+    summary = {c["id"]: c for c in crosscheck.compare(targets, pristine, mutant)}
+    rows = []
+    for t in targets:
+        entry = summary[t.id]
+        cases = against_pristine.get(t.id, {})
+        already = {name for name, case in baseline.get(t.id, {}).items() if case["status"] in crosscheck.DIFFERENT}
+        differing = [case for name, case in cases.items() if case["status"] in AFFECTING and name not in already]
+        exercised = [case for case in cases.values() if case["status"] not in ("crashed-both-alike", "missing")]
+        if entry["status"] in ("unbuildable", "error", "not-applicable"):
+            oracle = "unknown" if entry["status"] != "not-applicable" else "not-applicable"
+        elif differing:
+            oracle = "affected"
+        elif not exercised:
+            oracle = "unknown"
+        else:
+            oracle = "equivalent"
+        file = t.id.split("::")[0]
+        if t.kind == "model":
+            found = [verdicts.get((file, t.cls))]
+        else:  # a composite: its own verdict when the verifier ran it, and its decoder's
+            decoder_file = "src/" + t.decoder_module.replace(".", "/") + ".py"
+            found = [verdicts.get((file, t.cls)), verdicts.get((decoder_file, t.decoder_cls))]
+        found = [v for v in found if v is not None]
+        verdict = next((v for v in found if v["verdict"] != "identical"), found[0] if found else None)
+        rows.append({
+            "id": t.id, "class": entry["class"], "oracle": oracle,
+            "reason": entry.get("reason"),
+            "baseline_differs": sorted(already),
+            "evidence": [{"case": c["name"], "status": c["status"], "old": crosscheck._short_out(c.get("base")),
+                          "new": crosscheck._short_out(c.get("new"))} for c in differing[:4]],
+            "verdict": verdict["verdict"] if verdict else None,
+            "verdict_detail": (verdict or {}).get("detail", "")[:300],
+            "verdict_via": None if t.kind == "model" else (t.cls if verdict and verdict["class"] == t.cls else t.decoder_cls),
+            "caught": bool(verdict) and verdict["verdict"] != "identical",
+        })
+    return rows
+
+
+def tally(rows: list[dict]) -> dict:
+    affected = [r for r in rows if r["oracle"] == "affected"]
+    caught = [r for r in affected if r["caught"]]
+    return {
+        "touched": len(rows),
+        "affected": len(affected),
+        "caught": len(caught),
+        "missed": len(affected) - len(caught),
+        "equivalent": sum(r["oracle"] == "equivalent" for r in rows),
+        "flagged_equivalent": sum(r["oracle"] == "equivalent" and r["caught"] for r in rows),
+        "unknown": sum(r["oracle"] == "unknown" for r in rows),
+        "not_applicable": sum(r["oracle"] == "not-applicable" for r in rows),
+        "kill_rate": round(len(caught) / len(affected), 3) if affected else None,
+    }
+
+
+def _sample(targets: list[crosscheck.Target], n: int, seed: int) -> list[crosscheck.Target]:
+    if not n or n >= len(targets):
+        return targets
+    models = [t for t in targets if t.kind == "model"]
+    chosen = sorted(random.Random(seed).sample(models, min(n, len(models))), key=lambda t: t.id)
+    names = {t.cls for t in chosen}
+    return chosen + [t for t in targets if t.kind != "model" and t.decoder_cls in names]
+
+
+def default_migrated(python: str | None, say) -> Path:
+    """A migrated 4.45.2 in the user cache: ``codemod apply --verify --no-own-tests`` on a fresh copy, once."""
+    from codemod.cache import cache_dir
+    from codemod.fetch import fetch_release
+
+    root = cache_dir("bench") / "mutants" / "migrated-4.45.2"
+    if (root / ".done").is_file():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    fetch_release("4.45.2", root)
+    say(f"making the migrated baseline in {root} (codemod apply --verify, minutes)")
+    command = [str(REPO / ".venv" / "bin" / "codemod"), "apply", str(root), "--verify", "--no-own-tests",
+               "--jobs", "2", "--report", str(root.parent / "migrated-4.45.2.report.json")]
+    if python:
+        command += ["--python", python]
+    subprocess.run(command, check=False)
+    (root / ".done").write_text("")
+    return root
+
+
+def clone_with_changes(source: Path, dest: Path) -> None:
+    """``dest``: a clone of ``source``'s HEAD with ``source``'s uncommitted changes applied (source untouched)."""
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(dest)], check=True)
+    patch = subprocess.run(["git", "-C", str(source), "diff", "--binary", "HEAD"], capture_output=True, check=True).stdout
+    if patch:
+        subprocess.run(["git", "-C", str(dest), "apply", "--whitespace=nowarn", "-"], input=patch, check=True)
+    for rel in git(source, "ls-files", "--others", "--exclude-standard").splitlines():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / rel, dest / rel)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--migrated", type=Path, help="a migrated 4.45.2 repo (HEAD pristine, working tree migrated)")
+    parser.add_argument("--python", help="the verification environment's interpreter (default: made for the release)")
+    parser.add_argument("--tests", help="a v4.45.2 checkout with tests/: the oracle builds from its model testers")
+    parser.add_argument("--kinds", default="", help="mutant kinds, comma-separated (default: all, and upstream-4.46)")
+    parser.add_argument("--sample", type=int, default=0, help="this many model classes per kind (random, --seed)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--classes", default="", help="only these classes")
+    parser.add_argument("--only", default="", help="only these models (directory names)")
+    parser.add_argument("--jobs", "-j", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write every row here")
+    parser.add_argument("--work", type=Path, help="cache of models and results (default: the user cache)")
+    parser.add_argument("--fresh", action="store_true", help="ignore cached results")
+    parser.add_argument("--list", action="store_true", help="list the kinds and exit")
+    args = parser.parse_args(argv)
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.list:
+        for m in MUTANTS:
+            print(f"{m.name:<34} {m.what}")
+        print(f"{'upstream-4.46':<34} 4.46.3's deletions and mixin applied to 4.45.2")
+        return 0
+    kinds = split(args.kinds) or [m.name for m in MUTANTS] + ["upstream-4.46"]
+    unknown = [k for k in kinds if k not in KINDS and k != "upstream-4.46"]
+    if unknown:
+        parser.error(f"unknown kinds: {', '.join(unknown)} (see --list)")
+
+    from codemod.cache import cache_dir
+    from codemod.fetch import fetch_release
+
+    migrated_source = args.migrated or default_migrated(args.python, say)
+    python = args.python or crosscheck.default_python(migrated_source, None)
+    work = args.work or cache_dir("bench") / "mutants" / "work"
+    cache = Cache(work / "results", args.fresh)
+    models_dir = work / "models"
+    started_all = time.perf_counter()
+    report: dict = {"migrated": str(migrated_source), "python": python, "tests": args.tests, "sample": args.sample,
+                    "seed": args.seed, "kinds": {}}
+    scratch = Path(tempfile.mkdtemp(prefix="mutants-"))
+    try:
+        tree = scratch / "migrated"
+        clone_with_changes(migrated_source, tree)
+        pristine = scratch / "pristine"
+        git(tree, "worktree", "add", "--detach", str(pristine), "HEAD")
+        baseline_files = changed_files(tree)
+        baseline_key = tree_digest(tree, baseline_files)
+        pristine_tree = crosscheck.Tree(pristine)
+        migrated_tree = crosscheck.Tree(tree)
+        originals = {rel: (tree / rel).read_bytes() for rel in crosscheck.model_files(tree) + [crosscheck.MIXIN_FILE]}
+        pristine_key = "pristine-" + (args.tests and "tests" or "defaults")
+        for kind in kinds:
+            started = time.perf_counter()
+            if kind == "upstream-4.46":
+                target_root = scratch / "upstream"
+                fetch_release("4.45.2", target_root)
+                changed = apply_upstream(target_root, fetch_release(UPSTREAM))
+                base_tree = pristine_tree
+            else:
+                target_root = tree
+                changed = KINDS[kind].apply(tree)
+                base_tree = migrated_tree
+            try:
+                mutant_tree = crosscheck.Tree(target_root)
+                touched = crosscheck.changed_targets(base_tree, mutant_tree)
+                touched = crosscheck.select(touched, split(args.only), split(args.classes))
+                touched = _sample(touched, args.sample, args.seed)
+                key = tree_digest(target_root, changed_files(target_root))
+                say(f"== {kind}: {len(changed)} files changed, {len(touched)} targets touched")
+                prist = oracle_side("pristine", pristine, touched, models_dir, cache, python=python, jobs=args.jobs,
+                                    tests=args.tests, build=True, key=pristine_key, say=say)
+                migr = None
+                if kind != "upstream-4.46":
+                    migr = oracle_side("migrated", migrated_source, touched, models_dir, cache, python=python, jobs=args.jobs, tests=args.tests,
+                                       build=False, key=f"migrated-{baseline_key}-{pristine_key}", say=say)
+                mut = oracle_side(f"mutant-{kind}", target_root, touched, models_dir, cache, python=python,
+                                  jobs=args.jobs, tests=args.tests, build=False, key=f"{key}-{pristine_key}", say=say)
+                oracle_seconds = time.perf_counter() - started
+                model_names = sorted({t.model for t in touched}
+                                     | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"})
+                verify_doc = run_verifier(target_root, model_names, python=python, jobs=args.jobs, cache=cache,
+                                          key=f"{kind}-{key}-{hashlib.sha256(','.join(model_names).encode()).hexdigest()[:8]}",
+                                          say=say)
+                verdicts = {(v["file"], v["class"]): v for v in verify_doc["verdicts"]}
+                rows = judge(touched, prist, migr, mut, verdicts)
+            finally:
+                if kind != "upstream-4.46":
+                    for rel in changed:
+                        (tree / rel).write_bytes(originals[rel])
+                else:
+                    shutil.rmtree(target_root, ignore_errors=True)
+            numbers = tally(rows)
+            numbers["seconds"] = round(time.perf_counter() - started, 1)
+            numbers["verify_seconds"] = verify_doc.get("seconds")
+            numbers["files"] = changed
+            report["kinds"][kind] = {"numbers": numbers, "rows": rows,
+                                     "what": KINDS[kind].what if kind in KINDS else "4.46.3's deletions and mixin"}
+            print_kind(kind, numbers, rows)
+    finally:
+        with_worktrees = scratch / "migrated"
+        if with_worktrees.is_dir():
+            git(with_worktrees, "worktree", "prune", check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+    report["seconds"] = round(time.perf_counter() - started_all, 1)
+    print_table(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+def print_kind(kind: str, numbers: dict, rows: list[dict]) -> None:
+    rate = f"{numbers['kill_rate']:.0%}" if numbers["kill_rate"] is not None else "-"
+    print(f"\n{kind}: touched {numbers['touched']}, affected {numbers['affected']}, caught {numbers['caught']}, "
+          f"missed {numbers['missed']}, equivalent {numbers['equivalent']} "
+          f"(flagged anyway {numbers['flagged_equivalent']}), unknown {numbers['unknown']}; kill rate {rate}; "
+          f"{numbers['seconds']:.0f}s")
+    for r in rows:
+        if r["oracle"] == "affected" and not r["caught"]:
+            via = f" (verdict of its decoder {r['verdict_via']})" if r["verdict_via"] else ""
+            print(f"  MISSED {r['class']}: verifier {r['verdict']}{via}")
+            for e in r["evidence"][:3]:
+                print(f"     {e['status']:<22} {e['case']}\n        old: {e['old']}\n        new: {e['new']}")
+    unknown = [r for r in rows if r["oracle"] == "unknown"]
+    if unknown:
+        print("  unknown (oracle could not exercise): " + ", ".join(r["class"] for r in unknown))
+
+
+def print_table(report: dict) -> None:
+    print("\nkind                               touched affected caught missed equiv unknown  kill   time")
+    for kind, entry in report["kinds"].items():
+        n = entry["numbers"]
+        rate = f"{n['kill_rate']:.0%}" if n["kill_rate"] is not None else "-"
+        print(f"{kind:<34} {n['touched']:>7} {n['affected']:>8} {n['caught']:>6} {n['missed']:>6} {n['equivalent']:>5} "
+              f"{n['unknown']:>7} {rate:>5} {n['seconds']:>5.0f}s")
+    print(f"total {report['seconds']:.0f}s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""The verifier must catch what a broken migration does: mutants of the generic mixin, on fixture models.
+
+The fast version of ``bench/mutants.py`` (which runs the mutants on a whole migrated 4.45.2 and
+measures the kill rate against an independent oracle, ``bench/crosscheck.py``):
+
+- ``fixtures/mutants/modeling_mutant_lm.py`` is dropped into a copy of the 4.45.2 release (with the
+  ``fixtures/verify_models`` module it builds on); one class
+  per mutant is appended whose ``prepare_inputs_for_generation`` is the generic mixin that ``apply``
+  installs (``rules/generic_mixin.METHOD_SOURCE``), and that is committed as the base;
+- in the working tree each class's method is that mutant of the mixin (the mutants are
+  ``bench/mutants.py``'s own, applied to the same text), and one class gets a refactor that
+  changes nothing;
+- ``codemod verify --format json --no-own-tests`` runs once over all of them: every mutant must be
+  caught (verdict not ``identical``), the refactor must be ``identical``.
+
+The mutants that today's verifier misses are marked ``xfail(strict=True)`` with the reason: when
+the verifier learns to catch them the mark fails and must go.
+
+The other tests here need neither torch nor the release: the mutants apply where they should, and
+the oracle's discovery and the upstream-4.46 helpers do what the bench relies on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codemod.cli import app
+from rules.generic_mixin import METHOD_SOURCE
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "fixtures" / "mutants" / "modeling_mutant_lm.py"
+#: the token-type model the mutant fixture builds on
+VERIFY_FIXTURE = REPO / "fixtures" / "verify_models" / "modeling_fixture_lm.py"
+PACKAGE = "src/transformers/models/mutant_lm"
+FILE = f"{PACKAGE}/modeling_mutant_lm.py"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mutants = _load("bench_mutants", REPO / "bench" / "mutants.py")
+crosscheck = sys.modules["crosscheck"]
+
+#: (class name, base, mutant kind or None for the unchanged mixin, expected)
+CASES = [
+    ("MutantIdsUnslicedForCausalLM", "MutantLlamaBase", "ids-unsliced", "caught"),
+    ("MutantIdsLastTokenForCausalLM", "MutantLlamaBase", "ids-last-token", "caught"),
+    ("MutantPositionsNoneForCausalLM", "MutantLlamaBase", "positions-none", "caught"),
+    ("MutantTokenTypesAssistedForCausalLM", "MutantLlamaBase", "token-type-ids-dropped-assisted", "caught"),
+    ("MutantEmbedsEveryStepForCausalLM", "MutantLlamaBase", "inputs-embeds-every-step", "caught"),
+    ("MutantUseCacheForCausalLM", "MutantLlamaBase", "use-cache-dropped", "caught"),
+    ("MutantRefactorForCausalLM", "MutantLlamaBase", "contiguous-refactor", "identical"),
+    ("MutantIdsUnslicedBertLMHeadModel", "BertLMHeadModel", "ids-unsliced", "caught"),
+    ("MutantIdsLastTokenBertLMHeadModel", "BertLMHeadModel", "ids-last-token", "caught"),
+    ("MutantUseCacheBertLMHeadModel", "BertLMHeadModel", "use-cache-dropped", "caught"),
+]
+#: mutant classes today's verifier misses, with why (a strict xfail each). Empty since the BERT-family
+#: heads are built as they are used (is_decoder=True, so their cache is on): they were missed before.
+XFAIL: dict[str, str] = {}
+
+
+def module_text(mutated: bool) -> str:
+    """The fixture module with the mutant classes appended: the mixin as is, or each class's mutant."""
+    method = METHOD_SOURCE.replace("from ..cache_utils import", "from ...cache_utils import")  # one package deeper
+    parts = [FIXTURE.read_text()]
+    for name, base, kind, _ in CASES:
+        source = mutants.KINDS[kind].mutate(method, name) if mutated else method
+        parts.append(f"\n\nclass {name}({base}):\n{source}")
+    return "".join(parts)
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+# ----------------------------------------------------------------------------------- no torch needed
+
+
+@pytest.mark.parametrize("mutant", [m for m in mutants.MUTANTS if m.edit is None], ids=lambda m: m.name)
+def test_each_mixin_mutant_applies_once_to_the_generic_mixin_and_compiles(mutant) -> None:
+    mutated = mutant.mutate(METHOD_SOURCE)
+    assert mutated != METHOD_SOURCE
+    compile("class GenerationMixin:\n" + mutated, mutant.name, "exec")
+
+
+def test_a_mutant_whose_pattern_is_missing_fails_loudly() -> None:
+    with pytest.raises(mutants.MutantError, match="found it 0 times"):
+        mutants.KINDS["ids-unsliced"].mutate("def prepare_inputs_for_generation(self):\n    return {}\n")
+
+
+def test_the_mixin_mutants_edit_only_the_mixin_method(tmp_path) -> None:
+    mixin = tmp_path / mutants.MIXIN
+    mixin.parent.mkdir(parents=True)
+    other = "\n    def other(self, cache_position):\n        input_ids = input_ids[:, cache_position]\n"
+    mixin.write_text("class GenerationMixin:\n" + METHOD_SOURCE + other)
+    assert mutants.KINDS["ids-last-token"].apply(tmp_path) == [mutants.MIXIN]
+    text = mixin.read_text()
+    assert text.endswith(other) and "input_ids[:, -1:]  # mutant" in text
+
+
+def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> None:
+    model = tmp_path / "src/transformers/models/lynx/modeling_lynx.py"
+    model.parent.mkdir(parents=True)
+    model.write_text(
+        "class LynxForConditionalGeneration(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):\n"
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)\n"
+        "        if cache_position[0] == 0:\n"
+        '            model_inputs["pixel_values"] = pixel_values\n'
+        "        return model_inputs\n\n\n"
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, cache_position=None, **kwargs):\n"
+        "        if cache_position[0] == 0:\n"
+        "            return {}\n"
+        "        return {'input_ids': input_ids}\n"
+    )
+    assert mutants.first_step_every_step(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
+    text = model.read_text()
+    assert text.count("if True:  # mutant") == 1 and text.count("if cache_position[0] == 0:") == 1
+
+
+def test_upstream_deletions_and_the_composites_generation_mixin_base() -> None:
+    text = (
+        "from ...modeling_utils import PreTrainedModel\n\n\n"
+        "class EncoderDecoderModel(PreTrainedModel):\n"
+        "    x = 1\n\n"
+        "    # Copied from somewhere\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        return {}\n\n"
+        "    def other(self):\n"
+        "        return 2\n"
+    )
+    deleted = mutants._delete_method(text, "EncoderDecoderModel")
+    assert "prepare_inputs_for_generation" not in deleted and "Copied from" not in deleted and "def other" in deleted
+    based = mutants.add_generation_mixin(deleted, "EncoderDecoderModel")
+    assert "class EncoderDecoderModel(PreTrainedModel, GenerationMixin):" in based
+    assert "from ...generation import GenerationMixin\nfrom ...modeling_utils import PreTrainedModel" in based
+    compile(based, "x", "exec")
+
+
+def test_the_oracle_finds_classes_whose_inherited_method_changed(tmp_path) -> None:
+    """crosscheck's discovery: own method, a same-file base's, an imported base's, and the mixin's."""
+    def tree(root: Path, llama_method: str, mixin_body: str) -> Path:
+        (root / "src/transformers/generation").mkdir(parents=True)
+        (root / "src/transformers/generation/utils.py").write_text(
+            f"class GenerationMixin:\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        {mixin_body}\n")
+        (root / "src/transformers/models/llama").mkdir(parents=True)
+        (root / "src/transformers/models/llama/modeling_llama.py").write_text(
+            "class LlamaPreTrainedModel(PreTrainedModel):\n    pass\n\n\n"
+            f"class LlamaForCausalLM(LlamaPreTrainedModel, GenerationMixin):\n{llama_method}\n\n"
+            "class LlamaChild(LlamaForCausalLM):\n    pass\n\n\n"
+            "class LlamaModel(LlamaPreTrainedModel):\n    pass\n")
+        (root / "src/transformers/models/fixture").mkdir(parents=True)
+        (root / "src/transformers/models/fixture/modeling_fixture.py").write_text(
+            "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FixtureLM(LlamaForCausalLM):\n    pass\n")
+        return root
+
+    own = "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return {'input_ids': input_ids}\n"
+    base = tree(tmp_path / "base", own, "raise NotImplementedError('stub')")
+    new = tree(tmp_path / "new", "    pass\n", "return {'input_ids': input_ids}")
+    found = {t.cls for t in crosscheck.changed_targets(crosscheck.Tree(base), crosscheck.Tree(new))}
+    # LlamaModel falls back to the mixin on both sides and never generated: not a target
+    assert found == {"LlamaForCausalLM", "LlamaChild", "FixtureLM"}
+    # a change of the mixin alone reaches every generative class that falls back to it
+    newer = tree(tmp_path / "newer", "    pass\n", "return {'input_ids': input_ids[:, -1:]}")
+    found = {t.cls for t in crosscheck.changed_targets(crosscheck.Tree(new), crosscheck.Tree(newer))}
+    assert found == {"LlamaForCausalLM", "LlamaChild", "FixtureLM"}
+
+
+def test_the_oracle_compares_cases_as_documented() -> None:
+    ok = lambda ids: {"ok": True, "out": {"ids": ids}}  # noqa: E731
+    err = lambda text: {"ok": False, "error": text}  # noqa: E731
+    case = {"name": "greedy-b1", "embeds": False, "reference": None}
+    assert crosscheck.compare_case(case, ok([[1, 2]]), ok([[1, 2]]), {}, 1) == "same"
+    assert crosscheck.compare_case(case, ok([[1, 2]]), ok([[1, 3]]), {}, 1) == "differs"
+    assert crosscheck.compare_case(case, ok([[1, 2]]), err("RuntimeError: x"), {}, 1) == "crashed-new"
+    assert crosscheck.compare_case(case, err("E: a"), err("E: a"), {}, 1) == "crashed-both-alike"
+    assert crosscheck.compare_case(case, err("E: a"), err("E: b"), {}, 1) == "crashed-both-differently"
+    embeds = {"name": "inputs-embeds-b1", "embeds": True, "reference": "greedy-b1"}
+    reference = {"greedy-b1": ok([[7, 7, 5, 6]])}
+    assert crosscheck.compare_case(embeds, err("E: refused"), ok([[5, 6]]), reference, 2) == "extended"
+    assert crosscheck.compare_case(embeds, err("E: refused"), ok([[5, 9]]), reference, 2) == "extended-inconsistent"
+
+
+# ----------------------------------------------------------------------------------- on the release
+
+
+@pytest.fixture(scope="module")
+def mutant_verdicts(tmp_path_factory) -> dict[str, dict]:
+    from codemod.fetch import fetch_release
+
+    root = fetch_release("4.45.2", tmp_path_factory.mktemp("mutants") / "transformers")
+    for package in (root / PACKAGE, root / "src/transformers/models/fixture_lm"):
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+    shutil.copy(VERIFY_FIXTURE, root / "src/transformers/models/fixture_lm" / VERIFY_FIXTURE.name)
+    (root / FILE).write_text(module_text(mutated=False))
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the mutant fixture, with the generic mixin")
+    (root / FILE).write_text(module_text(mutated=True))
+    report = root.parent / "verify.json"
+    done = CliRunner().invoke(app, ["verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(report),
+                                    "--no-own-tests", "--jobs", "2", "--only", "mutant_lm"])
+    assert report.is_file(), done.output
+    doc = json.loads(report.read_text())
+    shutil.rmtree(root, ignore_errors=True)
+    return {v["class"]: v for v in doc["verdicts"]}
+
+
+def _case_params():
+    for name, _, kind, expected in CASES:
+        marks = [pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []
+        yield pytest.param(name, kind, expected, marks=marks, id=f"{kind}-{re.sub('^Mutant', '', name)}")
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kind", "expected"), list(_case_params()))
+def test_the_verifier_catches_the_mutant(mutant_verdicts, name, kind, expected) -> None:
+    verdict = mutant_verdicts.get(name)
+    assert verdict is not None, f"{name} was not verified: {sorted(mutant_verdicts)}"
+    if expected == "identical":
+        assert verdict["verdict"] == "identical", verdict
+    else:
+        assert verdict["verdict"] != "identical", f"{kind} missed on {name}: {verdict['detail']}"
