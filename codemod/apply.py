@@ -165,7 +165,8 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
     return None
 
 
-def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False) -> Plan:
+def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False,
+                 trims: dict[str, tuple[int, ...]] | None = None) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
     return make_plan(
@@ -178,6 +179,7 @@ def initial_plan(result: ScanResult, repairs: dict[str, Repair] | None = None, *
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),
         mark_kept=mark_kept,
+        trims=trims,
     )
 
 

@@ -495,11 +495,29 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     a = o.analysis
     model = o.model or o.class_name
     context = _context(o, profile)
-    touched = [t for t in a.top_level if not t.recognised and (key in t.reads or key in t.writes)]
-    if touched:
-        return Part(o.id, model, key, None, opaque=f"its value passes through a statement no rule understands "
-                                                   f"(line {touched[0].line})")
+    if a.unrecognised:
+        # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
+        # does not name it): its value cannot be read off the recognised writes
+        return Part(o.id, model, key, None, opaque=f"a statement no rule understands (line {a.unrecognised[0].line}) "
+                                                   "may change it")
+    early = next((t for t in sorted(a.top_level, key=lambda t: t.index)[:-1] if t.returns), None)
+    if early is not None:
+        # the writes after an early return hold only when it does not return: a condition no write records
+        return Part(o.id, model, key, None, opaque=f"returns early (line {early.line}): the writes after it are "
+                                                   "conditional on a test they do not record")
+    strict = next((r for r in a.recognised if r.behaviour == "drop-key" and r.detail == key
+                   and r.facet("missing") == "raises"), None)
+    if strict is not None:
+        # ``model_inputs.pop(key)`` / ``del model_inputs[key]``: a KeyError where nothing prepared it, which a hook's
+        # ``pop(name, None)`` would not raise
+        return Part(o.id, model, key, None, opaque=f"drops it without a default (line {strict.line}): raises when it is "
+                                                   "missing")
     handled = key in handled_keys(profile)
+    before = next((out for out in a.outputs if out.key == key and out.via_kwargs
+                   and out.value.origin not in (ValueOrigin.NONE, ValueOrigin.DROPPED)), None)
+    if handled and before is not None:
+        # handed to super() in **kwargs: the mixin prepares it from there (slices it, drops it after the first step)
+        return Part(o.id, model, key, None, opaque=f"set before super() (line {before.line}), which prepares it further")
     mixin_params = {p.name for p in profile.analysis.params if p.kind.named} if profile.analysis else set()
     # what the key is when no write applies: what super() prepared, or nothing at all
     withheld = key in a.withheld or _popped_before(a, key)
@@ -520,6 +538,9 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
             writes.extend(_value(out, key, context))
     if not writes and not withheld and key not in a.dropped:
         return Part(o.id, model, key, None, opaque="no assignment of it was recognised")
+    if handled and a.delegation is not None and any(w.value is ValueKind.CALLER_OR_DEFAULT for w in writes):
+        # a default handed to super() is prepared further by the mixin (sliced, dropped after the first step)
+        return Part(o.id, model, key, None, opaque="its default is handed to super(), which prepares it further")
     if not handled:
         # a key the mixin does not handle: when the caller gives none, whatever passes it on passes None, the
         # same to the forward as leaving it out; so "only if given" adds nothing
@@ -606,11 +627,12 @@ def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
     return " or ".join(terms)
 
 
-def _spelling(era: Era, kwargs: str) -> dict[str, tuple[str, str]]:
-    """How the mixin of ``era`` spells each atom, and its negation."""
+def _spelling(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tuple[str, str]]:
+    """How the mixin of ``era`` spells each atom, and its negation (``use_cache`` as its parameter, where it
+    names one, else read from ``**kwargs`` with generate()'s default, as the 5.x mixin reads it)."""
     first = ("is_first_iteration", "not is_first_iteration") if era is Era.NEXT_SEQUENCE_LENGTH else \
         ("cache_position[0] == 0", "cache_position[0] != 0")
-    use_cache = f'{kwargs}.get("use_cache", True)'
+    use_cache = "use_cache" if "use_cache" in set(params) else f'{kwargs}.get("use_cache", True)'
     return {Atom.FIRST.value: first, Atom.USE_CACHE.value: (use_cache, f"not {use_cache}"),
             Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None")}
 
@@ -647,12 +669,17 @@ def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[
     return " or ".join(terms)
 
 
-#: names of the attributes of known conditions: (kind, the condition's words)
+#: the attributes of the conditions models use: (kind, the condition's words) -> (name, why models set it)
 _NAMES = {
-    (HookKind.DROPPED_WHEN, "after the first step and with a cache"): "_generation_inputs_dropped_after_prefill",
-    (HookKind.DROPPED_WHEN, "after the first step"): "_generation_inputs_dropped_after_first_step",
-    (HookKind.UNSLICED_WHEN, "on the first step or without a cache"): "_generation_unsliced_prefill_inputs",
-    (HookKind.UNSLICED_WHEN, "on the first step"): "_generation_unsliced_first_step_inputs",
+    (HookKind.DROPPED_WHEN, "after the first step and with a cache"): (
+        "_generation_inputs_dropped_after_prefill", "the model reads them only while it fills its cache"),
+    (HookKind.DROPPED_WHEN, "after the first step"): (
+        "_generation_inputs_dropped_after_first_step", "the model reads them only on the first forward"),
+    (HookKind.UNSLICED_WHEN, "on the first step or without a cache"): (
+        "_generation_unsliced_prefill_inputs", "a mask that reads them by position needs them from the start of the "
+        "sequence, also for a prefill cut in chunks"),
+    (HookKind.UNSLICED_WHEN, "on the first step"): (
+        "_generation_unsliced_first_step_inputs", "a mask that reads them by position needs them from the start"),
 }
 
 
@@ -664,39 +691,48 @@ def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
 
 
 def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None, str]:
-    """The hook a cluster of ``idiom`` proposes: (kind, the hook or None, its name or why there is none)."""
+    """The hook a cluster of ``idiom`` proposes: (kind, the hook or None, its name or why there is none).
+
+    Each hook's code runs right before the mixin's ``return model_inputs``, where the members' own
+    statements ran (after ``super()``); the unsliced inputs are read before the mixin pops and cuts them."""
     kinds = set(idiom.table)
     analysis = profile.analysis
     kwargs = next((p.name for p in analysis.params if p.kind is ParamKind.VAR_KEYWORDS), None) if analysis else None
     typed = profile.era is Era.NEXT_SEQUENCE_LENGTH  # 5.x: Python ≥ 3.10, annotated like the rest of the class
-    names_type, mapping_type = ("tuple[str, ...]", "dict[str, str]") if typed else ("", "")
+    names_type, mapping_type, values_type = ("tuple[str, ...]", "dict[str, str]", "dict[str, object]") if typed else ("", "", "")
     if kinds == {ValueKind.NONE}:
         kind, name = HookKind.DROPPED, "_generation_dropped_inputs"
-        return kind, _hook(kind, name, names_type, "()", "inputs this model's forward computes itself: never passed on",
-                           epilogue=f"for name in self.{name}:\n    model_inputs.pop(name, None)\n"), name
+        return kind, _hook(kind, name, names_type, "()", "Inputs the model's forward computes itself, never passed to it "
+                           "(left out: the forward's default is None, the same as passing None)",
+                           epilogue=f"# Inputs the model computes itself (`{name}`)\n"
+                                    f"for name in self.{name}:\n    model_inputs.pop(name, None)\n"), name
     if len(kinds) == 1 and idiom.atoms == ():
         value = idiom.table[0]
         if value is ValueKind.CONFIG:
             kind, name = HookKind.FROM_CONFIG, "_generation_inputs_from_config"
-            return kind, _hook(kind, name, mapping_type, "{}", "inputs set from the config: input name -> config attribute",
-                               epilogue=f"for name, attribute in self.{name}.items():\n"
+            return kind, _hook(kind, name, mapping_type, "{}", "Inputs set from the model's config, whatever the caller "
+                               "passes: input name -> config attribute",
+                               epilogue=f"# Inputs set from the config (`{name}`)\n"
+                                        f"for name, attribute in self.{name}.items():\n"
                                         "    model_inputs[name] = getattr(self.config, attribute)\n"), name
         if value is ValueKind.CALLER_OR_DEFAULT:
             kind, name = HookKind.DEFAULT, "_generation_input_defaults"
-            return kind, _hook(kind, name, "dict[str, object]" if typed else "", "{}",
-                               "inputs with a default when the caller gives none: input name -> default",
-                               epilogue=f"for name, default in self.{name}.items():\n"
+            return kind, _hook(kind, name, values_type, "{}", "Inputs with a model-specific default when the caller "
+                               "gives none: input name -> default",
+                               epilogue=f"# Model-specific defaults (`{name}`)\n"
+                                        f"for name, default in self.{name}.items():\n"
                                         "    model_inputs.setdefault(name, default)\n"), name
         if value is ValueKind.LITERAL:
             kind, name = HookKind.CONSTANT, "_generation_constant_inputs"
-            return kind, _hook(kind, name, "dict[str, object]" if typed else "", "{}",
-                               "inputs that are always the same: input name -> value",
-                               epilogue=f"for name, value in self.{name}.items():\n    model_inputs[name] = value\n"), name
+            return kind, _hook(kind, name, values_type, "{}", "Inputs the model always gets with the same value, "
+                               "whatever the caller passes: input name -> value",
+                               epilogue=f"# Inputs with a fixed value (`{name}`)\n"
+                                        f"for name, value in self.{name}.items():\n    model_inputs[name] = value\n"), name
     if kwargs is None:
         return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
-    spelling = _spelling(profile.era, kwargs)
-    needs = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position"}
     params = {p.name for p in analysis.params} if analysis else set()
+    spelling = _spelling(profile.era, kwargs, params)
+    needs = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position"}
     for atom in idiom.atoms:
         if atom in needs and needs[atom] not in params:
             return HookKind.OTHER, None, f"the mixin has no {needs[atom]} parameter to tell the first step by"
@@ -707,10 +743,10 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
             return HookKind.OTHER, None, "its condition is code no rule understands"
         words = _simple_words(idiom.atoms, rows)
         kind = HookKind.DROPPED_WHEN
-        name = _NAMES.get((kind, words), "_generation_inputs_dropped_when_" + _slug(words))
-        return kind, _hook(kind, name, names_type, "()", f"inputs left out {words}",
-                           epilogue=f"if self.{name} and {_group(code)}:\n    for name in self.{name}:\n"
-                                    "        model_inputs.pop(name, None)\n"), name
+        name, why = _NAMES.get((kind, words), ("_generation_inputs_dropped_" + _slug(words), ""))
+        return kind, _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
+                           epilogue=f"# Inputs left out {words} (`{name}`)\n"
+                                    f"if {code}:\n    for name in self.{name}:\n        model_inputs.pop(name, None)\n"), name
     if kinds == {ValueKind.CALLER, ValueKind.NONE}:
         rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.CALLER]
         code = condition_code(idiom.atoms, rows, spelling)
@@ -718,18 +754,15 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
             return HookKind.OTHER, None, "its condition is code no rule understands"
         words = _simple_words(idiom.atoms, rows)
         kind = HookKind.UNSLICED_WHEN
-        name = _NAMES.get((kind, words), "_generation_unsliced_inputs_when_" + _slug(words))
-        local = name.strip("_").replace("generation_", "")
-        return kind, _hook(kind, name, names_type, "()", f"inputs passed as the caller gives them (not cut to the new "
-                                                         f"tokens) {words}, None otherwise",
-                           prologue=f"{local} = {{name: {kwargs}.get(name) for name in self.{name}}}\n",
-                           epilogue=f"for name, value in {local}.items():\n"
+        name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + _slug(words), ""))
+        return kind, _hook(kind, name, names_type, "()", f"Inputs passed whole (as the caller gives them, not cut to the "
+                           f"new tokens) {words}, and as None otherwise" + (f": {why}" if why else ""),
+                           prologue=f"# Read before they are cut to the new tokens (`{name}`)\n"
+                                    f"unsliced_inputs = {{name: {kwargs}.get(name) for name in self.{name}}}\n",
+                           epilogue=f"# Whole {words}, None otherwise (`{name}`)\n"
+                                    "for name, value in unsliced_inputs.items():\n"
                                     f"    model_inputs[name] = value if {code} else None\n"), name
     return HookKind.OTHER, None, f"no hook template for an input {idiom.describe()}"
-
-
-def _group(code: str) -> str:
-    return f"({code})" if " or " in code else code
 
 
 def _slug(words: str) -> str:
@@ -739,8 +772,7 @@ def _slug(words: str) -> str:
 def _hook(kind: HookKind, name: str, annotation: str, empty: str, summary: str, *, prologue: str = "",
           epilogue: str = "") -> Hook:
     typed = f": {annotation}" if annotation else ""
-    comment = textwrap.wrap(f"{summary}. Set by model classes, read by prepare_inputs_for_generation (a hook mined "
-                            "by transformers-codemod from their overrides).", 110)
+    comment = textwrap.wrap(f"{summary}.", 110)
     declaration = "".join(f"# {line}\n" for line in comment) + f"{name}{typed} = {empty}\n"
     return Hook(kind, name, declaration, prologue, epilogue, summary)
 
@@ -759,6 +791,9 @@ def assignment(cluster_kind: HookKind, attribute: str, parts: Sequence[Part]) ->
 
 # --------------------------------------------------------------------------------------------- members
 
+#: values a hook always sets (never None, never left out)
+_ALWAYS_SET = frozenset({ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT})
+
 
 def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom]) -> tuple[Change, str, tuple[int, ...]]:
     """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it: (change, why blocked,
@@ -774,6 +809,14 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     if bespoke is not None:
         return Change.BLOCKED, f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other " \
                                "statements are not all recognised, so nothing checks the part can move", ()
+    if o.forward_params is not None and any(p.startswith("**") for p in o.forward_params):
+        # a hook leaves out what a member may have set to None (and the other way round): the same to a forward
+        # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
+        named = {p for p in o.forward_params if not p.startswith("*")}
+        loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named)
+        if loose:
+            return Change.BLOCKED, (f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
+                                    "may not be the same to it"), ()
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
     if not remaining:
@@ -806,6 +849,14 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     removed = _statements_of(a, hooked)
     if removed is None:
         return Change.BLOCKED, "a statement setting a hooked input also does something else", ()
+    ordered = sorted(a.top_level, key=lambda t: t.index)
+    call = next((t.index for t in ordered if "super" in t.reads), None)
+    between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed),
+                   None)
+    if between is not None:
+        # the hook runs inside super(): a statement between the call and the removed ones would see its values
+        return Change.BLOCKED, (f"line {between.line} runs between super() and the statements the hook replaces: it "
+                                "would see the hook's values where it saw the mixin's"), ()
     return Change.TRIM, "", removed
 
 
@@ -1031,12 +1082,24 @@ def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, R
     (the same edit in every member's shard, written once: the hook stays as long as one member does)."""
     from codemod.apply import initial_plan
 
-    plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept)
+    plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept, trims=trims(report))
     return extend(plan, report)
 
 
+def trims(report: HookReport) -> dict[str, tuple[int, ...]]:
+    """Override id -> the statements to remove, for the applicable members that call ``super()`` already
+    (the statements every hook it takes does in the mixin now)."""
+    out: dict[str, set[int]] = {}
+    for cluster in report.applied():
+        for member in cluster.members:
+            if member.applicable and member.change is Change.TRIM:
+                out.setdefault(member.override, set()).update(member.removed)
+    return {oid: tuple(sorted(removed)) for oid, removed in out.items()}
+
+
 def extend(plan: Plan, report: HookReport) -> Plan:
-    """``plan`` (made from the hooked findings) with the hook edits added to the members' shards."""
+    """``plan`` (made from the hooked findings, with the trims) with the hook edits added to the shards of
+    the members it changes: a member the planner keeps (held back, refused) takes no hook."""
     if report.mixin_file is None:
         return plan
     members: dict[str, list[tuple[Cluster, Member]]] = {}
@@ -1045,28 +1108,14 @@ def extend(plan: Plan, report: HookReport) -> Plan:
             if member.applicable:
                 members.setdefault(member.override, []).append((cluster, member))
     actions = dict(plan.actions)
-    held = {oid for oid, _ in plan.held}
     shards = []
     for shard in plan.shards:
         edits = list(shard.edits)
         for oid in shard.members:
-            if oid not in members or oid in held:
+            if oid not in members or actions.get(oid, Action.KEEP) is Action.KEEP:
                 continue
-            mine = members[oid]
-            trim = next((m for _, m in mine if m.change is Change.TRIM), None)
-            if trim is not None:
-                if actions.get(oid) is not Action.KEEP:
-                    continue  # the planner changed it some other way: leave it
-                removed = tuple(sorted({i for _, m in mine for i in m.removed}))
-                # in front of the override's other edits (a mark goes on the first statement that stays)
-                first = next((i for i, e in enumerate(edits) if e.override_id == oid), len(edits))
-                edits.insert(first, Edit(trim.file, trim.class_name, EditKind.TRIM, oid,
-                                         "trimmed: the mixin's hook does what the removed statements did", remove=removed))
-                actions[oid] = Action.REDUCE
-            elif actions.get(oid) is Action.KEEP:
-                continue  # held or refused by the planner: no hook for it
-            for cluster, member in mine:
-                assert cluster.hook is not None
+            for cluster, member in members[oid]:
+                assert cluster.hook is not None  # an applied cluster has one
                 edits.append(Edit(member.file, member.class_name, EditKind.SET_ATTRIBUTE, oid,
                                   f"takes the mixin's {cluster.name} hook", member.assignment))
                 edits.append(Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, oid,
@@ -1075,7 +1124,7 @@ def extend(plan: Plan, report: HookReport) -> Plan:
     hoist = plan.hoist
     if hoist is None and report.hoisted and any(a is not Action.KEEP for a in actions.values()):
         hoist = _hoist(report.mixin_file)
-    return dataclasses.replace(plan, shards=tuple(shards), actions=tuple(sorted(actions.items())), hoist=hoist)
+    return dataclasses.replace(plan, shards=tuple(shards), hoist=hoist)
 
 
 def _hoist(mixin_file: str) -> Edit:
@@ -1112,4 +1161,4 @@ def shards_of_members(plan: Plan, report: HookReport) -> set[str]:
 
 __all__ = ["MIN_MODELS", "Atom", "Change", "Cluster", "Hook", "HookKind", "HookReport", "Idiom", "Member", "NearMiss",
            "Part", "ValueKind", "extend", "failing_clusters", "hook_for", "hooked_findings", "hooked_result", "mine",
-           "part_of", "parts", "plan_with_hooks", "shards_of_members"]
+           "part_of", "parts", "plan_with_hooks", "shards_of_members", "trims"]

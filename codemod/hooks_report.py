@@ -15,6 +15,8 @@ from rich.table import Table
 
 from codemod import __version__
 from codemod.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
+from codemod.hooks import MIN_MODELS
+from codemod.layout import fills_width
 from codemod.scan import ScanResult
 
 SCHEMA_VERSION = 1
@@ -93,39 +95,77 @@ def _status(c: ClusterChanges) -> str:
     return "applied" if c.cluster.applied else f"proposal: {c.cluster.not_applied}"
 
 
+#: the width of a heading's rule in a log (a terminal's rule spans the terminal)
+_HEADING_WIDTH = 100
+
+
+def _heading(console: Console, title: str) -> None:
+    """A cluster's heading: rich's rule across a terminal; in a log (``LOG_WIDTH`` wide, where a rule would be a
+    line of 65536 dashes) the title between a few dashes, as long as a reader's screen at most."""
+    if fills_width(console):
+        console.rule(title)
+    else:
+        console.print(f"── {title} " + "─" * max(3, _HEADING_WIDTH - len(title) - 4), markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+def _code(console: Console, text: str, lexer: str) -> None:
+    """Code or a diff: highlighted on a terminal; in a log its lines as they are (no colours, no padding to the
+    console's width)."""
+    if fills_width(console):
+        console.print(Syntax(text, lexer, theme="ansi_dark", background_color="default"))
+    else:
+        console.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+
+
+def _table(console: Console, table: Table) -> None:
+    """A table: in a log, its lines without the spaces rich pads each cell (and the title) with."""
+    if fills_width(console):
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    console.print("\n".join(line.rstrip() for line in captured.get().splitlines()), markup=False, highlight=False,
+                  soft_wrap=True)
+
+
 def render_hooks_table(result: ScanResult, changes: HookChanges, console: Console, diffs: bool = True) -> None:
     document = hooks_document(result, changes)
     summary = document["summary"]
+    wide = fills_width(console)
     console.print(f"{result.index.checkout.root} (transformers {result.index.checkout.version or '?'}), mixin "
                   f"{result.profile.source}", highlight=False, soft_wrap=True)
-    table = Table(title=f"{summary['clusters']} clusters of {3}+ models, {summary['applied']} with a hook to apply")
+    table = Table(title=f"{summary['clusters']} clusters of {MIN_MODELS}+ models, {summary['applied']} with a hook to apply",
+                  expand=wide)
     for column in ("hook", "what the members do to the inputs", "models", "changed", "lines saved", "status"):
         table.add_column(column, overflow="fold")
     for c in changes.clusters:
         changed = sum(1 for m in c.members if m.status is MemberStatus.APPLIED)
         table.add_row(c.cluster.name, c.cluster.description, f"{len(c.cluster.models)}: {', '.join(c.cluster.models)}",
                       f"{changed}/{len(c.members)}", str(c.lines_saved) if c.cluster.applied else "-", _status(c))
-    console.print(table)
+    _table(console, table)
     for c in changes.clusters:
-        console.rule(f"{c.cluster.name} ({c.cluster.kind.value})")
-        members = Table(show_header=True, box=None)
+        _heading(console, f"{c.cluster.name} ({c.cluster.kind.value})")
+        members = Table(show_header=True, box=None, expand=wide)
         for column in ("model", "class", "file", "keys", "change", "saved", "status"):
             members.add_column(column, overflow="fold")
         for m in c.members:
             members.add_row(m.member.model, m.member.class_name, m.member.file, ", ".join(m.member.keys),
                             m.member.change.value, str(m.lines_saved), m.describe())
-        console.print(members)
+        _table(console, members)
         for near in c.cluster.near_misses:
-            console.print(f"  near miss {near.model} ({near.key}): {near.why}", highlight=False, soft_wrap=True)
+            console.print(f"  near miss {near.model} ({near.key}): {near.why}", markup=False, highlight=False,
+                          soft_wrap=True)
         if c.cluster.code:
-            console.print(Syntax(c.cluster.code, "python", theme="ansi_dark", background_color="default"))
+            _code(console, c.cluster.code, "python")
         if not diffs:
             continue
         for text in [c.mixin_diff, *(m.diff for m in c.members)]:
             if text:
-                console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+                _code(console, text, "diff")
     console.print(f"{summary['members_changed']} overrides changed by {summary['applied']} hooks, "
-                  f"{summary['lines_saved']} lines saved (the members' lines less the mixin's)", highlight=False)
+                  f"{summary['lines_saved']} lines saved (the members' lines less the mixin's)", highlight=False,
+                  soft_wrap=True)
 
 
 def _md(text: str) -> str:

@@ -365,6 +365,7 @@ class _Decision:
     keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
     keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
     extras: tuple[Extra, ...] = ()  # what a REDUCE re-creates after super()
+    remove: tuple[int, ...] = ()  # statements a TRIM removes (see Edit.remove)
 
 
 def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
@@ -395,8 +396,10 @@ class _Planner:
         override_enables_generation: bool = False,
         mixin_reach: soundness.Reach | None = None,
         mark_kept: bool = False,
+        trims: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         self.repairs = repairs or {}
+        self.trims = trims or {}
         #: mark the overrides that stay as they are (comment-only edits: only when asked)
         self.mark_kept = mark_kept
         self.override_enables_generation = override_enables_generation
@@ -460,6 +463,12 @@ class _Planner:
                     # (no base defines the method): nothing to add
                     mark = ""
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
+        for oid, removed in self.trims.items():
+            if oid in self.decisions and self.decisions[oid].action is Action.KEEP:
+                # statements a mined hook does in the mixin now (codemod.hooks); the rest of the method stays as
+                # the maintainers wrote it, comments and all, so it gets no mark
+                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=removed,
+                                                reason="trimmed: the mixin's hook does what the removed statements did")
         for oid, decision in list(self.decisions.items()):
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
@@ -648,7 +657,7 @@ class _Planner:
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
                 own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
-                                decision.keep_params))
+                                decision.keep_params, remove=decision.remove))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone",
@@ -743,6 +752,7 @@ def make_plan(
     override_enables_generation: bool = False,
     mixin_reach: soundness.Reach | None = None,
     mark_kept: bool = False,
+    trims: dict[str, tuple[int, ...]] | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -754,10 +764,12 @@ def make_plan(
     ``repairs`` maps an override to the fixes verification found its reduction needs (keys the mixin
     adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
     reduction. ``mixin_reach``: what the mixin passes to ``forward`` (``soundness.Reach``), for the check that
-    every key a change makes reach ``forward`` is one it takes.
+    every key a change makes reach ``forward`` is one it takes. ``trims`` maps an override the findings keep
+    to the statements of its body to remove (the members of a mined hook, ``codemod.hooks``, that call
+    ``super()`` already): planned like any change, so a generated file and its modular source trim together.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept)
+                       mixin_reach, mark_kept, trims)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

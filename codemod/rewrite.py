@@ -333,7 +333,8 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
     if not body or not m.matches(body[-1], m.SimpleStatementLine([m.Return(m.Name("model_inputs"))])):
         raise RewriteError(f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the "
                            f"{hook.attribute} hook")
-    comment = _comment_line(f"# the {hook.attribute} hook: see its declaration on {MIXIN_CLASS}")
+    # the hook's code says why in its own first comment; without one, where to read about it
+    comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
     prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
     epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
     for statement in prologue:
@@ -343,14 +344,17 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
             if m.findall(function, m.Name(local)):
                 raise RewriteError(f"{MIXIN_CLASS}.{METHOD} already uses the name {local!r} the hook needs")
     if prologue:
-        prologue[0] = _statement(prologue[0]).with_changes(leading_lines=[comment])
+        first = _statement(prologue[0])
+        prologue[0] = first.with_changes(leading_lines=list(first.leading_lines) or [comment])
         start = 1 if _is_docstring(body[0]) else 0
         following = _statement(body[start]) if start < len(body) else None
-        if following is not None and not following.leading_lines:
-            body[start] = following.with_changes(leading_lines=[_BLANK_LINE])
+        if following is not None and not (following.leading_lines and following.leading_lines[0].comment is None):
+            # a blank line between the hook's statements and the method's own (and the comment above them)
+            body[start] = following.with_changes(leading_lines=[_BLANK_LINE, *following.leading_lines])
         body = [*body[:start], *prologue, *body[start:]]
     if epilogue:
-        epilogue[0] = _statement(epilogue[0]).with_changes(leading_lines=[_BLANK_LINE, comment])
+        first = _statement(epilogue[0])
+        epilogue[0] = first.with_changes(leading_lines=[_BLANK_LINE, *(first.leading_lines or [comment])])
         last = _statement(body[-1])
         if not last.leading_lines:
             last = last.with_changes(leading_lines=[_BLANK_LINE])
