@@ -85,7 +85,9 @@ def hooks_document(result: ScanResult, changes: HookChanges) -> dict[str, Any]:
             "models": len({model for c in changes.clusters for model in c.cluster.models}),
             "members": sum(len(c.members) for c in changes.clusters),
             "members_changed": len(changed),
-            "lines_saved": sum(c.lines_saved for c in applied),
+            # a member that takes two hooks has one diff, listed under both: counted once
+            "lines_saved": sum({m.member.override: m.lines_saved for c in applied for m in c.members}.values())
+            - sum(c.mixin_added for c in applied),
         },
         "clusters": [cluster_record(c) for c in changes.clusters],
     }
