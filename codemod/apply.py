@@ -167,6 +167,7 @@ def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int
 
 def initial_plan(
     result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
+    trims: dict[str, tuple[int, ...]] | None = None,
 ) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
@@ -181,6 +182,7 @@ def initial_plan(
         mixin_reach=mixin_reach(result.profile),
         mark_kept=mark_kept,
         hold_unproven=hold_unproven,
+        trims=trims,
     )
 
 
@@ -196,9 +198,17 @@ def mixin_reach(profile: MixinProfile) -> soundness.Reach:
 
 def compute_changes(
     result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
+    hooks: bool = False,
 ) -> Changes:
     """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
-    overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``)."""
+    overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``;
+    ``hooks``: the hooks mined from them too, ``codemod.hooks``: the hook in the mixin, its members rewritten)."""
+    if hooks:
+        from codemod.hooks import hooked_result, mine, plan_with_hooks
+
+        report = mine(result)
+        plan = plan_with_hooks(result, report, mark_kept=mark_kept, hold_unproven=hold_unproven)
+        return settle(hooked_result(result, report), plan, jobs)
     return settle(result, initial_plan(result, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
 
 

@@ -265,6 +265,49 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
         stderr.print(f"{generated}: same edit as its modular source {source} ({after})", style="dim", highlight=False)
 
 
+HooksOpt = Annotated[
+    bool,
+    typer.Option("--hooks", help="Also add the hooks mined from repeated overrides (see `codemod hooks`) to the mixin "
+                                 "and rewrite their members."),
+]
+
+
+@app.command()
+def hooks(
+    path: PathArg = None,
+    release: ReleaseOpt = DEFAULT_RELEASE,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    only: OnlyOpt = None,
+    skip: SkipOpt = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    jobs: JobsOpt = None,
+    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    diffs: Annotated[bool, typer.Option("--diffs/--no-diffs", help="The table with each hook's and member's diff.")] = True,
+    target: TargetOpt = None,
+    mixin: MixinOpt = None,
+) -> None:
+    """Cluster the model-specific parts of the overrides and, where three or more models share one, propose a hook on
+    the mixin: each cluster's members, the lines they save, the mixin change and each member's change as a diff."""
+    from codemod.hook_changes import compute
+    from codemod.hooks import mine
+    from codemod.hooks_report import render_hooks
+
+    if fmt not in ("table", "json", "markdown"):
+        raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
+    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
+    changes = compute(result, mine(result), jobs)
+    if output is not None and fmt == "table":
+        with output.open("w", encoding="utf-8") as handle:
+            render_hooks(result, changes, fmt, Console(file=handle, width=LOG_WIDTH), diffs)
+        return
+    text = render_hooks(result, changes, fmt, stdout, diffs)
+    if text is not None:
+        if output is not None:
+            output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+
+
 @app.command()
 def diff(
     path: PathArg = None,
@@ -276,6 +319,7 @@ def diff(
     target: TargetOpt = None,
     mixin: MixinOpt = None,
     mark: MarkOpt = False,
+    hooks: HooksOpt = False,
 ) -> None:
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
@@ -283,7 +327,8 @@ def diff(
     from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result))
+    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result),
+                              hooks=hooks)
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -480,6 +525,7 @@ def apply(
     from_release: FromOpt = None,
     requirement: RequirementOpt = None,
     mark: MarkOpt = False,
+    hooks: HooksOpt = False,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
     from codemod.apply import compute_changes, write
@@ -501,8 +547,11 @@ def apply(
     _check_releases(checkout, target, from_release)
     if not allow_dirty:
         _refuse_dirty(checkout)
+    if hooks and checkout.mixin_file is None:
+        raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
     if not verify:
-        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result))
+        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result),
+                                  hooks=hooks)
         written = write(checkout, changes)
         _print_summary(result, changes, checkout)
         stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
@@ -517,7 +566,7 @@ def apply(
             checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
             keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
             own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
-            requirements=_split(requirement),
+            requirements=_split(requirement), mark_kept=mark, hooks=hooks,
         )
     _emit_verify(run.report, "table", None)
     if report_file is not None:

@@ -13,7 +13,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from codemod.apply import Changes, WriteError, compute_changes, initial_plan, restore, settle, write
+from codemod import hooks as hook_stage
+from codemod.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action, Finding
 from codemod.contracts import OriginKind, Verdict
@@ -93,12 +94,24 @@ def run_migration_on(
     from_release: str | None = None,
     requirements: Sequence[str] = (),
     mark_kept: bool = False,
+    hooks: bool = False,
 ) -> MigrationRun:
     """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
     target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
-    outside transformers, the releases the new and the old code run on (see ``verify_change``)."""
+    outside transformers, the releases the new and the old code run on (see ``verify_change``);
+    ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.hooks``), a member that fails taking
+    its part of the hook with it, and a hook that fewer than three models would keep going altogether."""
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
-    first = compute_changes(result, jobs, mark_kept=mark_kept)
+    mined = hook_stage.mine(result) if hooks else None
+    planned = hook_stage.hooked_result(result, mined) if mined is not None else result
+    hook_drops: dict[str, str] = {}
+
+    def make_plan(repairs: dict[str, Repair] | None = None) -> Plan:
+        if mined is None:
+            return initial_plan(result, repairs, mark_kept=mark_kept)
+        return hook_stage.plan_with_hooks(result, mined, repairs, mark_kept=mark_kept)
+
+    first = settle(planned, make_plan(), jobs)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
 
     def verify(changes: Changes, which: set[str] | None = None) -> VerifyReport:
@@ -112,7 +125,7 @@ def run_migration_on(
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
         _restore(checkout, originals)
-        changes = settle(result, plan, jobs)
+        changes = settle(planned, plan, jobs)
         originals.update({r.path: r.old for r in changes.rewrites if r.changed and r.path not in originals})
         write(checkout, changes)
         return changes
@@ -126,19 +139,24 @@ def run_migration_on(
         # verify those classes again
         repairs = _repairs(report, result)
         if repairs:
-            current = rewrite(initial_plan(result, repairs, mark_kept=mark_kept))
+            current = rewrite(make_plan(repairs))
             report = _merge(report, verify(current, set(repairs)))
         failed = failing(report, keep_unverified)
         final = current
         if failed:
-            final = rewrite(current.plan.without(_shards_to_drop(current.plan, failed, result),
-                                                 "reverted: verification failed"))
+            drops = _shards_to_drop(current.plan, failed, result)
+            if mined is not None:
+                hook_drops = hook_stage.failing_clusters(current.plan, mined, failed)
+                for shard, why in hook_drops.items():
+                    drops.setdefault(shard, why)
+            final = rewrite(current.plan.without(drops, "reverted: verification failed"))
     except BaseException:
         _restore(checkout, originals)
         raise
     kept = {s.id for s in final.plan.shards}
     reverted = {
-        m: failed.get(m) or "reverted with its shard" for s in current.plan.shards if s.id not in kept for m in s.members
+        m: failed.get(m) or hook_drops.get(s.id) or "reverted with its shard"
+        for s in current.plan.shards if s.id not in kept for m in s.members
     }
     return MigrationRun(result, first, final, report, reverted)
 

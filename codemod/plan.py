@@ -51,6 +51,21 @@ class EditKind(Vocabulary):
     HOIST = "hoist"  # install the generic implementation in the stub mixin
     ADD_MIXIN_BASE = "add-mixin-base"  # GenerationMixin among the bases, so can_generate() stays true
     SWAP_DELEGATE = "swap-delegate"  # ask super() where the override asked a sub-model; keep the rest
+    HOOK = "hook"  # a mined hook in the mixin: its class attribute and the code that reads it (``Edit.hook``)
+    SET_ATTRIBUTE = "set-attribute"  # a class attribute on the model class (``text``: the assignment)
+    TRIM = "trim"  # remove the method's top-level statements at ``Edit.remove`` (a hook does what they did)
+
+
+@dataclasses.dataclass(frozen=True)
+class HookCode:
+    """What a mined hook (``codemod.hooks``) adds to the mixin: a class attribute that model classes set,
+    and the statements of ``prepare_inputs_for_generation`` that read it, at its start (``prologue``) and
+    right before its final ``return model_inputs`` (``epilogue``); each 4-space indented at level 0."""
+
+    attribute: str
+    declaration: str
+    prologue: str = ""
+    epilogue: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +104,10 @@ class Edit:
     #: REDUCE: the parameters the reduced method still names (others reach super() through **kwargs);
     #: empty to keep the signature as it is
     keep_params: tuple[str, ...] = ()
+    #: HOOK: the attribute and code to add to the mixin
+    hook: HookCode | None = None
+    #: TRIM: indices of the original body's statements to remove
+    remove: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,6 +366,7 @@ class _Decision:
     keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
     keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
     extras: tuple[Extra, ...] = ()  # what a REDUCE re-creates after super()
+    remove: tuple[int, ...] = ()  # statements a TRIM removes (see Edit.remove)
 
 
 def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
@@ -378,10 +398,12 @@ class _Planner:
         mixin_reach: soundness.Reach | None = None,
         mark_kept: bool = False,
         hold_unproven: bool = False,
+        trims: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         self.repairs = repairs or {}
         #: no verification follows: hold back the changes only verification could prove
         self.hold_unproven = hold_unproven
+        self.trims = trims or {}
         #: mark the overrides that stay as they are (comment-only edits: only when asked)
         self.mark_kept = mark_kept
         self.override_enables_generation = override_enables_generation
@@ -445,6 +467,12 @@ class _Planner:
                     # (no base defines the method): nothing to add
                     mark = ""
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
+        for oid, removed in self.trims.items():
+            if oid in self.decisions and self.decisions[oid].action is Action.KEEP:
+                # statements a mined hook does in the mixin now (codemod.hooks); the rest of the method stays as
+                # the maintainers wrote it, comments and all, so it gets no mark
+                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=removed,
+                                                reason="trimmed: the mixin's hook does what the removed statements did")
         for oid, decision in list(self.decisions.items()):
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
@@ -638,7 +666,7 @@ class _Planner:
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
                 own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
-                                decision.keep_params))
+                                decision.keep_params, remove=decision.remove))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone",
@@ -708,6 +736,7 @@ def make_plan(
     mixin_reach: soundness.Reach | None = None,
     mark_kept: bool = False,
     hold_unproven: bool = False,
+    trims: dict[str, tuple[int, ...]] | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -721,10 +750,13 @@ def make_plan(
     reduction. ``mixin_reach``: what the mixin passes to ``forward`` (``soundness.Reach``), for the check that
     every key a change makes reach ``forward`` is one it takes. ``hold_unproven``: no verification
     follows (``apply`` on model code outside transformers), so a change that would alter what the
-    standard generate flow prepares (``Finding.flow``) is held back with its reason.
+    standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
+    override the findings keep to the statements of its body to remove (the members of a mined hook,
+    ``codemod.hooks``, that call ``super()`` already): planned like any change, so a generated file and
+    its modular source trim together.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept, hold_unproven)
+                       mixin_reach, mark_kept, hold_unproven, trims)
     planner.initial()
     planner.generated()
     planner.modular_trap(inherited or {})

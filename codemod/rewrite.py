@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import Edit, EditKind
+from codemod.plan import Edit, EditKind, HookCode
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
@@ -240,15 +240,165 @@ def _import_mixin(module: cst.Module, path: str, statement_code: str = "") -> cs
     return module.with_changes(body=body)
 
 
-def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+# --------------------------------------------------------------------------------------------- hooks
+
+_CLASS_LEVEL_EDITS = (EditKind.SET_ATTRIBUTE, EditKind.HOOK)
+
+
+def _assigned_name(statement: cst.CSTNode) -> str | None:
+    """The name a class-level ``name = …`` / ``name: T = …`` assigns, or None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target.value
+    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+        return small.target.value
+    return None
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return m.matches(statement, m.SimpleStatementLine([m.Expr(m.SimpleString() | m.ConcatenatedString())]))
+
+
+def _class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
+    """Statements for a class body (4-space indented code at level 0), in the module's style."""
+    parsed = _in_module_style(module, "class _:", code)
+    cls = parsed.body[0]
+    assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
+    return list(cls.body.body)
+
+
+_BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
+
+
+def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+    """A body's statement as the type that has ``leading_lines`` (every ``BaseStatement`` is one of the two)."""
+    assert isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    return node
+
+
+def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str) -> list[cst.BaseStatement]:
+    """``code`` (one class-level assignment) among the class attributes at the top of the body, after
+    the last of them (or first, with a blank line before the member that follows); an assignment to the
+    same name is replaced."""
+    new = _class_statements(module, code)
+    if len(new) != 1 or _assigned_name(new[0]) is None:
+        raise RewriteError(f"not one class attribute assignment: {code!r}")
+    statement, name = new[0], _assigned_name(new[0])
+    statement = _statement(statement)
+    for i, existing in enumerate(body):
+        if _assigned_name(existing) == name:
+            body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
+            return body
+    if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
+        return [statement]
+    position = 0
+    while position < len(body) and isinstance(body[position], cst.SimpleStatementLine):
+        position += 1
+    if position == 0:
+        follower = _statement(body[0])
+        if not follower.leading_lines:
+            body[0] = follower.with_changes(leading_lines=[_BLANK_LINE])
+        return [statement, *body]
+    if _is_docstring(body[position - 1]):
+        statement = statement.with_changes(leading_lines=[_BLANK_LINE])
+    following = _statement(body[position]) if position < len(body) else None
+    if following is not None and not following.leading_lines:
+        body[position] = following.with_changes(leading_lines=[_BLANK_LINE])
+    return [*body[:position], statement, *body[position:]]
+
+
+def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode) -> list[cst.BaseStatement]:
+    """The hook's attribute declared right above the mixin's method (once)."""
+    if any(_assigned_name(s) == hook.attribute for s in body):
+        return body
+    statements = _class_statements(module, hook.declaration)
+    first = _statement(statements[0])
+    statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
+    method = _statement(body[position])
+    if not method.leading_lines:
+        body[position] = method.with_changes(leading_lines=[_BLANK_LINE])
+    return [*body[:position], *statements, *body[position:]]
+
+
+def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) -> cst.FunctionDef:
+    """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
+    final ``return model_inputs`` (once: a method that already reads the attribute is left as it is)."""
+    function = _indented(function)
+    assert isinstance(function.body, cst.IndentedBlock)
+    if m.findall(function, m.Attribute(value=m.Name("self"), attr=m.Name(hook.attribute))):
+        return function
+    body = list(function.body.body)
+    if not body or not m.matches(body[-1], m.SimpleStatementLine([m.Return(m.Name("model_inputs"))])):
+        raise RewriteError(f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the "
+                           f"{hook.attribute} hook")
+    # the hook's code says why in its own first comment; without one, where to read about it
+    comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
+    prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
+    epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
+    for statement in prologue:
+        for target in findall_of(cst.AssignTarget, statement, m.AssignTarget(target=m.Name())):
+            assert isinstance(target.target, cst.Name)  # what the matcher asked for
+            local = target.target.value
+            if m.findall(function, m.Name(local)):
+                raise RewriteError(f"{MIXIN_CLASS}.{METHOD} already uses the name {local!r} the hook needs")
+    if prologue:
+        first = _statement(prologue[0])
+        prologue[0] = first.with_changes(leading_lines=list(first.leading_lines) or [comment])
+        start = 1 if _is_docstring(body[0]) else 0
+        following = _statement(body[start]) if start < len(body) else None
+        if following is not None and not (following.leading_lines and following.leading_lines[0].comment is None):
+            # a blank line between the hook's statements and the method's own (and the comment above them)
+            body[start] = following.with_changes(leading_lines=[_BLANK_LINE, *following.leading_lines])
+        body = [*body[:start], *prologue, *body[start:]]
+    if epilogue:
+        first = _statement(epilogue[0])
+        epilogue[0] = first.with_changes(leading_lines=[_BLANK_LINE, *(first.leading_lines or [comment])])
+        last = _statement(body[-1])
+        if not last.leading_lines:
+            last = last.with_changes(leading_lines=[_BLANK_LINE])
+        body = [*body[:-1], *epilogue, last]
+    return function.with_changes(body=function.body.with_changes(body=body))
+
+
+def _trim(function: cst.FunctionDef, remove: Sequence[int]) -> cst.FunctionDef:
+    """The method without its top-level statements at ``remove`` (with the comments above them)."""
+    function = _indented(function)
+    assert isinstance(function.body, cst.IndentedBlock)
+    old = list(function.body.body)
+    if not remove or any(i >= len(old) for i in remove):
+        raise RewriteError(f"cannot remove statements {list(remove)} of a body of {len(old)}")
+    kept = [s for i, s in enumerate(old) if i not in set(remove)]
+    if not kept:
+        raise RewriteError("a trim may not remove every statement")
+    return function.with_changes(body=function.body.with_changes(body=kept))
+
+
+def _class_level(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+    """The class attributes a model class sets (``SET_ATTRIBUTE``), after its method's edits."""
     assert isinstance(cls.body, cst.IndentedBlock)
+    body = list(cls.body.body)
+    for edit in edits:
+        if edit.kind is EditKind.SET_ATTRIBUTE:
+            body = _set_attribute(module, body, edit.text)
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+    attributes = [e for e in edits if e.kind is EditKind.SET_ATTRIBUTE]
+    if attributes:
+        edits = [e for e in edits if e.kind is not EditKind.SET_ATTRIBUTE]
+        if edits:
+            cls = _apply_to_class(module, cls, edits)
+        return _class_level(module, cls, attributes)
     if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
         cls = _add_mixin_base(cls)
         edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
         if not edits:
             return cls
-        assert isinstance(cls.body, cst.IndentedBlock)
-    body = list(cls.body.body)
+    assert isinstance(cls.body, cst.IndentedBlock)
+    body: list[cst.BaseStatement] = list(cls.body.body)
     position = next(
         (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None
     )
@@ -258,6 +408,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
     assert isinstance(method, cst.FunctionDef)
     function = method
     deleted = False
+    hooks: list[HookCode] = []
     for edit in edits:
         if edit.kind is EditKind.DELETE:
             deleted = True
@@ -276,6 +427,11 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = _drop_marker(function)
         elif edit.kind is EditKind.IGNORE_COPY:
             function = _ignore_copy(function)
+        elif edit.kind is EditKind.TRIM:
+            function = _trim(function, edit.remove)
+        elif edit.kind is EditKind.HOOK and edit.hook is not None:
+            function = _hook_method(module, function, edit.hook)
+            hooks.append(edit.hook)
     if deleted:
         body.pop(position)  # the method
         following = body[position] if position < len(body) else None
@@ -288,6 +444,10 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
         body[position] = function
+        for hook in hooks:
+            before = len(body)
+            body = _declare(module, body, position, hook)
+            position += len(body) - before
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
@@ -386,7 +546,7 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
-    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE)}
+    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)}
     out: list[cst.CSTNode] = []
     for statement in old.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:

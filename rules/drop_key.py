@@ -12,6 +12,10 @@ from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse
 from rules.values import string_key
 
 
+#: the facet of a drop that raises KeyError where the key is missing (``del d[key]``, ``d.pop(key)``)
+_RAISES = {"missing": "raises"}
+
+
 class DropKey(Rule):
     kind = Kind.PLUMBING
 
@@ -31,7 +35,7 @@ class DropKey(Rule):
         elif isinstance(small, cst.Del) and isinstance(small.target, cst.Subscript) and isinstance(small.target.value, cst.Name):
             key = _subscript_key(small.target)
             if key is not None and small.target.value.value in ctx.output_names:
-                return Match(1, self.name, key, drops=(key,))
+                return Match(1, self.name, key, drops=(key,), facets=_RAISES)
             return None
         names = m.OneOf(*(m.Name(n) for n in (*ctx.output_names, *([ctx.var_kwargs] if ctx.var_kwargs else []))))
         if not isinstance(call, cst.Call) or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
@@ -39,7 +43,8 @@ class DropKey(Rule):
         key = string_key(call.args[0].value) if call.args else None
         if key is None:
             return None
-        return Match(1, self.name, key, drops=(key,))
+        # ``pop(key)`` with no default raises where the key is missing, as ``del`` does
+        return Match(1, self.name, key, drops=(key,), facets=_RAISES if len(call.args) == 1 else {})
 
 
 def _subscript_key(node: cst.Subscript) -> str | None:
@@ -62,6 +67,7 @@ CASES = (
         _ = model_inputs.pop('labels')
         """,
         detail="labels",
+        facets={"missing": "raises"},
     ),
     Case(
         "del",
@@ -69,6 +75,7 @@ CASES = (
         del model_inputs["token_type_ids"]
         """,
         detail="token_type_ids",
+        facets={"missing": "raises"},
     ),
     NoOp(
         "variable-key",

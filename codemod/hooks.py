@@ -1,0 +1,1165 @@
+"""Hooks mined from repeated bodies: model-specific parts that three or more models share, moved into the mixin.
+
+Pure: a function of the scan. Each override's model-specific parts are the keys its finding lists as
+extras (``classify.Extra``). A part is normalised to what it *does* to its key, whatever the names,
+the layout or the model prefix: the value the key ends with (the caller's, what the mixin prepared,
+None, a config attribute, a default, a literal, or other code) under every combination of the
+conditions it depends on (the first step, ``use_cache``, whether the caller gave the input, or a test
+no rule understands, normalised with ``ast``), a truth table with the conditions it does not depend on
+left out. Two parts with the same table are the same idiom: ``model_inputs["position_ids"] = None``
+and ``model_inputs.pop("token_type_ids", None)`` both leave their key out (the model's forward sees
+None either way), ``if use_cache and not is_first_iteration: model_inputs["attention_mask"] = None``
+and ``if is_first_iteration or not use_cache: model_inputs["target_sizes"] = target_sizes`` (a
+parameter not handed to ``super()``) both pass the key on the first step or without a cache only.
+
+Parts are clustered by idiom; where three or more *models* share one (a modular source and the file
+generated from it are one model), the cluster proposes a hook: a class attribute naming the inputs
+(or mapping them to a config attribute, a default, a literal) and the few lines of the mixin's
+``prepare_inputs_for_generation`` that read it. Each member's change follows: the override deleted
+when nothing model-specific is left, reduced to ``super()`` with what is left (overrides that build
+their own dict, ≤ 4.45), or trimmed of the statements the hook takes over (overrides that already call
+``super()``); with the attribute set on the class. A member whose change cannot be made safely is
+listed with why (a sub-model delegation, a statement no rule understands, a parameter ``generate()``
+accepts only because the override names it, ...), and so are the near misses: parts of the same
+kind whose table differs, with how.
+
+Statements no rule understands are clustered too (normalised code, model prefixes abstracted): those
+clusters are proposals for a maintainer (an overridable mixin method), never applied.
+
+``plan_with_hooks`` turns the clusters into a plan (``codemod.plan``): the members' findings as the
+hooked mixin would classify them go through ``make_plan`` like any other (modular families, copies,
+the soundness checks), and the hook edits are added to each member's shard, so that a member whose
+verification fails is reverted with its part of the hook, as other shards are.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import itertools
+import json
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+
+from codemod.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
+from codemod.classify import Action, Category, Extra, Finding, Reason
+from codemod.contracts import ExtraHow, OverrideId, ParamKind, ReasonKind, ValueOrigin, Vocabulary
+from codemod.fallback import FallbackKind
+from codemod.index import Override
+from codemod.mixin import MIXIN_CLASS, Era, MixinProfile
+from codemod.plan import Edit, EditKind, HookCode, Plan, Repair
+from codemod.scan import ScanResult
+
+#: a hook is proposed where at least this many models share an idiom
+MIN_MODELS = 3
+#: a part whose value depends on more conditions than this is not tabulated (nothing real comes close)
+_MAX_ATOMS = 4
+
+
+class HookKind(Vocabulary):
+    """What a mined hook does to the inputs a model names in its class attribute."""
+
+    DROPPED = "dropped"  # left out, always (the model's forward builds them itself)
+    DROPPED_WHEN = "dropped-when"  # left out when a step condition holds (after the first step / prefill)
+    UNSLICED_WHEN = "unsliced-when"  # the caller's value, unsliced, while a condition holds; None otherwise
+    FROM_CONFIG = "from-config"  # a config attribute
+    DEFAULT = "default"  # a default when the caller gives none
+    CONSTANT = "constant"  # a literal
+    STATEMENTS = "statements"  # repeated statements no rule understands: a proposal, never applied
+    OTHER = "other"  # an idiom with no template: a proposal
+
+
+class ValueKind(Vocabulary):
+    """The value a part's key ends with, for one combination of its conditions."""
+
+    NONE = "none"  # None, or left out: the model's forward sees None either way
+    PREPARED = "prepared"  # what the fallback prepared (for a key it does not handle: the caller's value)
+    CALLER = "caller"  # the caller's value as given, where the fallback would prepare another (sliced)
+    CALLER_OR_DEFAULT = "caller-or-default"  # the caller's value, or a default when none is given
+    CONFIG = "config"  # ``self.config.<attribute>``
+    LITERAL = "literal"  # a literal
+    OTHER = "other"  # any other code
+
+
+class Atom(Vocabulary):
+    """The conditions a part may depend on that mean the same in every model."""
+
+    FIRST = "first-step"  # ``is_first_iteration`` (5.x), ``cache_position[0] == 0`` (cache-position era)
+    USE_CACHE = "use-cache"  # ``use_cache`` (a parameter, or read from ``**kwargs``)
+    NO_PAST = "no-cache-yet"  # ``past_key_values is None``
+    GIVEN = "given"  # the caller gave the input (``<input> is not None``)
+
+
+class Change(Vocabulary):
+    """What happens to a member's override when its class takes the hook."""
+
+    DELETE = "delete"  # nothing model-specific is left
+    REDUCE = "reduce"  # super() and what is left (an override that builds its own dict)
+    TRIM = "trim"  # the statements the hook takes over removed; the rest stays
+    BLOCKED = "blocked"  # not changed: ``why``
+
+
+@dataclasses.dataclass(frozen=True)
+class Idiom:
+    """What a part does to its key: the value (a ``ValueKind``) for each combination of ``atoms`` (the
+    first atom the most significant bit of the row number), the atoms it does not depend on left out."""
+
+    atoms: tuple[str, ...]
+    table: tuple[ValueKind, ...]
+
+    def describe(self) -> str:
+        kinds = set(self.table)
+        if len(kinds) == 1:
+            return _PHRASE[self.table[0]] + " always"
+        parts = []
+        for kind in dict.fromkeys(self.table):
+            rows = [i for i, value in enumerate(self.table) if value is kind]
+            parts.append(f"{_PHRASE[kind]} {_simple_words(self.atoms, rows)}")
+        return "; ".join(parts)
+
+
+_PHRASE = {
+    ValueKind.NONE: "left out",
+    ValueKind.PREPARED: "as the mixin prepares it",
+    ValueKind.CALLER: "the caller's value, unsliced",
+    ValueKind.CALLER_OR_DEFAULT: "the caller's value or a default",
+    ValueKind.CONFIG: "a config attribute",
+    ValueKind.LITERAL: "a literal",
+    ValueKind.OTHER: "computed by other code",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One model-specific key of one override, normalised."""
+
+    override: OverrideId
+    model: str
+    key: str
+    idiom: Idiom | None  # None: its value passes through code no rule understands
+    #: what the key is set to where the idiom abstracts it (the config attribute, the default's or literal's code)
+    argument: str = ""
+    #: why the part could not be tabulated (``idiom`` None)
+    opaque: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Hook:
+    """The mixin change a cluster proposes: the class attribute and the code that reads it."""
+
+    kind: HookKind
+    attribute: str
+    #: the attribute's declaration on the mixin (with a comment line), 4-space indented at class level
+    declaration: str
+    #: statements at the start of the mixin's method (before it prepares anything), and before its return
+    prologue: str
+    epilogue: str
+    summary: str
+
+    def code(self) -> HookCode:
+        return HookCode(self.attribute, self.declaration, self.prologue, self.epilogue)
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """An override whose class would set the hook's attribute."""
+
+    override: OverrideId
+    model: str
+    class_name: str
+    file: str
+    keys: tuple[str, ...]
+    #: the attribute as the class sets it (``_generation_dropped_inputs = ("position_ids",)``)
+    assignment: str
+    change: Change
+    why: str = ""  # why it is blocked
+    #: TRIM: the top-level statements removed (indices into the method body, the docstring counts)
+    removed: tuple[int, ...] = ()
+    lines: int = 0  # the override's lines today
+
+    @property
+    def applicable(self) -> bool:
+        return self.change is not Change.BLOCKED
+
+
+@dataclasses.dataclass(frozen=True)
+class NearMiss:
+    """A part like the cluster's that does not join it."""
+
+    override: OverrideId
+    model: str
+    key: str
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    name: str  # the hook's attribute (or, for a proposal, a name for it)
+    kind: HookKind
+    idiom: Idiom | None  # None for repeated statements
+    description: str
+    hook: Hook | None  # None: a proposal with no template (or statements no rule understands)
+    members: tuple[Member, ...]
+    near_misses: tuple[NearMiss, ...] = ()
+    #: repeated statements: the representative code
+    code: str = ""
+    #: why the hook is not applied (no template, too few members it can change, no mixin to add it to)
+    not_applied: str = ""
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(sorted({m.model for m in self.members}))
+
+    @property
+    def applicable_models(self) -> tuple[str, ...]:
+        return tuple(sorted({m.model for m in self.members if m.applicable}))
+
+    @property
+    def applied(self) -> bool:
+        return self.hook is not None and not self.not_applied
+
+
+@dataclasses.dataclass(frozen=True)
+class HookReport:
+    """Every cluster of three or more models, in the order: applied hooks first, largest first."""
+
+    clusters: tuple[Cluster, ...]
+    era: Era
+    #: the mixin file a hook is added to (the checkout's ``generation/utils.py``), None for a tree
+    mixin_file: str | None
+    #: the hooks go into the generic implementation apply installs first (a ≤ 4.45 stub mixin)
+    hoisted: bool
+
+    def applied(self) -> tuple[Cluster, ...]:
+        return tuple(c for c in self.clusters if c.applied)
+
+    def hooked_keys(self, override_id: str) -> dict[str, Cluster]:
+        """Key -> the applied cluster that takes it over, for an override that is an applicable member."""
+        out: dict[str, Cluster] = {}
+        for cluster in self.applied():
+            for member in cluster.members:
+                if member.override == override_id and member.applicable:
+                    out.update({key: cluster for key in member.keys})
+        return out
+
+
+# --------------------------------------------------------------------------------------------- normalise
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What the normaliser needs to know about one override."""
+
+    params: frozenset[str]
+    kwargs: str | None  # the name of its ``**kwargs``
+    era: Era
+    #: ``past_key_values is None`` is the first step: a legacy-cache model of the cache-position era
+    #: (generate() passes no cache on the first step; only models with Cache classes get one)
+    no_past_is_first: bool
+    prefix: str  # the model prefix of its class name (``LlavaNext``), abstracted in code
+    defaults: tuple[Param, ...] = ()  # its parameters, with their defaults
+
+
+def _context(o: Override, profile: MixinProfile) -> _Context:
+    params = o.analysis.params
+    kwargs = next((p.name for p in params if p.kind is ParamKind.VAR_KEYWORDS), None)
+    legacy = profile.era is Era.CACHE_POSITION and o.attribute("_supports_cache_class") != "True"
+    return _Context(frozenset(p.name for p in params), kwargs, profile.era, legacy, model_prefix(o.class_name), params)
+
+
+_CLASS_SUFFIXES = ("For", "Model", "LMHead", "WithLMHead", "PreTrained", "TextModel", "Text", "Generation", "Decoder")
+
+
+def model_prefix(class_name: str) -> str:
+    """``LlavaNextForConditionalGeneration`` -> ``LlavaNext``: what the class name says before its role."""
+    cut = len(class_name)
+    for suffix in _CLASS_SUFFIXES:
+        found = class_name.find(suffix, 1)
+        if found > 0:
+            cut = min(cut, found)
+    return class_name[:cut]
+
+
+class _Abstract(ast.NodeTransformer):
+    """Names that differ between models for no reason: the ``**kwargs`` name, the model prefix."""
+
+    def __init__(self, context: _Context) -> None:
+        self.context = context
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if self.context.kwargs is not None and node.id == self.context.kwargs:
+            return ast.copy_location(ast.Name("kwargs", node.ctx), node)
+        prefix = self.context.prefix
+        if prefix and node.id.startswith(prefix) and node.id != prefix:
+            return ast.copy_location(ast.Name("Model" + node.id[len(prefix):], node.ctx), node)
+        return node
+
+
+def normalised_code(code: str, context: _Context) -> str | None:
+    """``code`` laid out by ``ast`` with the names ``_Abstract`` abstracts; None when it does not parse."""
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return None
+    return ast.unparse(_Abstract(context).visit(tree))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Formula:
+    """A condition: an atom, its negation, a conjunction or disjunction, or a constant."""
+
+    op: str  # "atom", "not", "and", "or", "const"
+    atom: str = ""
+    args: tuple[_Formula, ...] = ()
+    value: bool = True
+
+
+_TRUE = _Formula("const")
+
+
+def _a(name: str) -> _Formula:
+    return _Formula("atom", name)
+
+
+def _not(formula: _Formula) -> _Formula:
+    return _Formula("not", args=(formula,))
+
+
+def _all(*formulas: _Formula) -> _Formula:
+    return _Formula("and", args=formulas)
+
+
+def _formula(node: ast.expr, context: _Context, key: str) -> _Formula:
+    if isinstance(node, ast.BoolOp):
+        return _Formula("and" if isinstance(node.op, ast.And) else "or", args=tuple(_formula(v, context, key) for v in node.values))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _not(_formula(node.operand, context, key))
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return _Formula("const", value=node.value)
+    atom = _atom(node, context, key)
+    if atom is not None:
+        return atom
+    return _a("code: " + ast.unparse(_Abstract(context).visit(node)))
+
+
+def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
+    """A condition that means the same in every model, with its polarity; None for other code."""
+    if isinstance(node, ast.Name):
+        if node.id == "is_first_iteration" and "is_first_iteration" in context.params:
+            return _a(Atom.FIRST.value)
+        if node.id == "use_cache" and "use_cache" in context.params:
+            # its default does not matter: generate() always passes use_cache (classify.GENERATE_PROVIDES)
+            return _a(Atom.USE_CACHE.value)
+        return None
+    if _reads_kwarg(node, context, "use_cache"):
+        return _a(Atom.USE_CACHE.value)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, op, right = node.left, node.ops[0], node.comparators[0]
+        # cache_position[0] == 0 / != 0 / > 0
+        if (
+            isinstance(left, ast.Subscript) and isinstance(left.value, ast.Name) and left.value.id == "cache_position"
+            and isinstance(left.slice, ast.Constant) and left.slice.value == 0
+            and isinstance(right, ast.Constant) and right.value == 0 and context.era is Era.CACHE_POSITION
+        ):
+            if isinstance(op, ast.Eq):
+                return _a(Atom.FIRST.value)
+            if isinstance(op, (ast.NotEq, ast.Gt)):
+                return _not(_a(Atom.FIRST.value))
+        if isinstance(right, ast.Constant) and right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
+            positive = isinstance(op, ast.Is)  # ``x is None``
+            if isinstance(left, ast.Name) and left.id == "past_key_values":
+                atom = _a(Atom.FIRST.value if context.no_past_is_first else Atom.NO_PAST.value)
+                return atom if positive else _not(atom)
+            if (isinstance(left, ast.Name) and left.id == key) or _reads_kwarg(left, context, key):
+                given = _a(Atom.GIVEN.value)
+                return _not(given) if positive else given
+    return None
+
+
+def _reads_kwarg(node: ast.expr, context: _Context, name: str) -> bool:
+    """``kwargs.get("name"[, default])`` or ``kwargs["name"]``."""
+    if context.kwargs is None:
+        return False
+    if (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == context.kwargs
+        and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == name
+    ):
+        return True
+    return (
+        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == context.kwargs
+        and isinstance(node.slice, ast.Constant) and node.slice.value == name
+    )
+
+
+def _atoms_of(formula: _Formula) -> set[str]:
+    if formula.op == "atom":
+        return {formula.atom}
+    return set().union(*(_atoms_of(f) for f in formula.args))
+
+
+def _holds(formula: _Formula, assignment: Mapping[str, bool]) -> bool:
+    if formula.op == "atom":
+        return assignment[formula.atom]
+    if formula.op == "not":
+        return not _holds(formula.args[0], assignment)
+    if formula.op == "and":
+        return all(_holds(f, assignment) for f in formula.args)
+    if formula.op == "or":
+        return any(_holds(f, assignment) for f in formula.args)
+    return formula.value
+
+
+# --------------------------------------------------------------------------------------------- parts
+
+
+@dataclasses.dataclass(frozen=True)
+class _Write:
+    condition: _Formula  # _TRUE when unconditional
+    value: ValueKind
+    argument: str = ""
+
+
+def handled_keys(profile: MixinProfile) -> frozenset[str]:
+    """The keys the mixin prepares itself (slices, builds, drops): for any other key, what it prepares is
+    the caller's value as given."""
+    analysis = profile.analysis
+    if analysis is None:
+        return frozenset()
+    named = {p.name for p in analysis.params if p.kind.named} - {"self"}
+    return frozenset(named | set(analysis.output_values()) | set(profile.never_forwarded)
+                     | set(profile.first_step_only_inputs) | {"decoder_attention_mask", "decoder_position_ids"})
+
+
+def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
+    """The writes one output assignment makes (a ``a if test else b`` is two)."""
+    condition = _TRUE
+    conditions = []
+    for text in out.conditions:
+        try:
+            conditions.append(_formula(ast.parse(text, mode="eval").body, context, key))
+        except SyntaxError:
+            conditions.append(_a("code: " + text))
+    if conditions:
+        condition = _all(*conditions) if len(conditions) > 1 else conditions[0]
+    origin, name = out.value.origin, out.value.name
+    if origin in (ValueOrigin.NONE, ValueOrigin.DROPPED):
+        return [_Write(condition, ValueKind.NONE)]
+    if origin is ValueOrigin.CONST:
+        if re.fullmatch(r"self\.config\.[A-Za-z_][A-Za-z0-9_]*", out.expr.replace(" ", "")):
+            return [_Write(condition, ValueKind.CONFIG, out.expr.replace(" ", "").split(".")[-1])]
+        return [_Write(condition, ValueKind.LITERAL, name)]
+    if origin is ValueOrigin.PARAM_DEFAULT:
+        given, _, default = name.partition("=")
+        if given == key:
+            return [_Write(condition, ValueKind.CALLER_OR_DEFAULT, default)]
+    if origin is ValueOrigin.PARAM and name == key and not out.conditions:
+        declared = next((p.default for p in context.defaults if p.name == key), None)
+        if declared is not None and declared != "None":
+            return [_Write(condition, ValueKind.CALLER_OR_DEFAULT, declared)]
+    if origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP, ValueOrigin.LATER_STEP) and name == key:
+        expression = _expression(out.expr)
+        if isinstance(expression, ast.IfExp):
+            # ``x if test else None``: the recogniser folded the step test into the value
+            test = _formula(expression.test, context, key)
+            body = _plain_value(expression.body, key, context)
+            orelse = _plain_value(expression.orelse, key, context)
+            if body is not None and orelse is not None:
+                return [_Write(_all(condition, test), body), _Write(_all(condition, _not(test)), orelse)]
+            return [_Write(condition, ValueKind.OTHER, out.expr)]
+        if origin is not ValueOrigin.PARAM and not out.conditions:
+            return [_Write(condition, ValueKind.OTHER, out.expr)]  # a step test somewhere else: not ours to read
+        return [_Write(condition, ValueKind.CALLER)]
+    return [_Write(condition, ValueKind.OTHER, out.expr or str(out.value))]
+
+
+def _expression(code: str) -> ast.expr | None:
+    try:
+        return ast.parse(code, mode="eval").body if code else None
+    except SyntaxError:
+        return None
+
+
+def _plain_value(node: ast.expr, key: str, context: _Context) -> ValueKind | None:
+    if isinstance(node, ast.Constant) and node.value is None:
+        return ValueKind.NONE
+    if (isinstance(node, ast.Name) and node.id == key) or _reads_kwarg(node, context, key):
+        return ValueKind.CALLER
+    return None
+
+
+def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
+    """Normalise what ``f``'s override does to ``key``."""
+    o = f.override
+    a = o.analysis
+    model = o.model or o.class_name
+    context = _context(o, profile)
+    if a.unrecognised:
+        # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
+        # does not name it): its value cannot be read off the recognised writes
+        return Part(o.id, model, key, None, opaque=f"a statement no rule understands (line {a.unrecognised[0].line}) "
+                                                   "may change it")
+    early = next((t for t in sorted(a.top_level, key=lambda t: t.index)[:-1] if t.returns), None)
+    if early is not None:
+        # the writes after an early return hold only when it does not return: a condition no write records
+        return Part(o.id, model, key, None, opaque=f"returns early (line {early.line}): the writes after it are "
+                                                   "conditional on a test they do not record")
+    strict = next((r for r in a.recognised if r.behaviour == "drop-key" and r.detail == key
+                   and r.facet("missing") == "raises"), None)
+    if strict is not None:
+        # ``model_inputs.pop(key)`` / ``del model_inputs[key]``: a KeyError where nothing prepared it, which a hook's
+        # ``pop(name, None)`` would not raise
+        return Part(o.id, model, key, None, opaque=f"drops it without a default (line {strict.line}): raises when it is "
+                                                   "missing")
+    handled = key in handled_keys(profile)
+    before = next((out for out in a.outputs if out.key == key and out.via_kwargs
+                   and out.value.origin not in (ValueOrigin.NONE, ValueOrigin.DROPPED)), None)
+    if handled and before is not None:
+        # handed to super() in **kwargs: the mixin prepares it from there (slices it, drops it after the first step)
+        return Part(o.id, model, key, None, opaque=f"set before super() (line {before.line}), which prepares it further")
+    mixin_params = {p.name for p in profile.analysis.params if p.kind.named} if profile.analysis else set()
+    # what the key is when no write applies: what super() prepared, or nothing at all
+    withheld = key in a.withheld or _popped_before(a, key)
+    if key in mixin_params and a.delegation is Delegation.SUPER and (
+            withheld or key not in {out.key for out in a.outputs}
+            or any(out.key == key and (out.via_kwargs or _before_super(a, out.line)) for out in a.outputs)):
+        return Part(o.id, model, key, None, opaque=f"changes {key}, which the mixin reads itself: not an input it "
+                                                   "passes on, but how it prepares the others")
+    if a.delegation is None:
+        base = ValueKind.PREPARED if a.forwards_kwargs and key not in {p.name for p in a.params} else ValueKind.NONE
+    elif a.delegation is Delegation.STORED_METHOD:
+        return Part(o.id, model, key, None, opaque=f"takes its inputs from {a.delegates_to}, bound at run time")
+    else:  # super(), or a sub-model of the release, prepared by the same mixin
+        base = ValueKind.NONE if withheld else ValueKind.PREPARED
+    writes: list[_Write] = []
+    for out in a.outputs:
+        if out.key == key:
+            writes.extend(_value(out, key, context))
+    if not writes and not withheld and key not in a.dropped:
+        return Part(o.id, model, key, None, opaque="no assignment of it was recognised")
+    if handled and a.delegation is not None and any(w.value is ValueKind.CALLER_OR_DEFAULT for w in writes):
+        # a default handed to super() is prepared further by the mixin (sliced, dropped after the first step)
+        return Part(o.id, model, key, None, opaque="its default is handed to super(), which prepares it further")
+    if not handled:
+        # a key the mixin does not handle: when the caller gives none, whatever passes it on passes None, the
+        # same to the forward as leaving it out; so "only if given" adds nothing
+        writes = [dataclasses.replace(w, condition=_given(w.condition)) for w in writes]
+    atoms = sorted(set().union(*(_atoms_of(w.condition) for w in writes)) if writes else set())
+    if any(w.value is ValueKind.CALLER and not handled for w in writes):
+        # for a key the mixin does not handle, what it prepares is the caller's value
+        writes = [dataclasses.replace(w, value=ValueKind.PREPARED) if w.value is ValueKind.CALLER else w for w in writes]
+    if len(atoms) > _MAX_ATOMS:
+        return Part(o.id, model, key, None, opaque=f"depends on {len(atoms)} conditions")
+    arguments = {w.argument for w in writes if w.value in (ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT)}
+    table = []
+    for bits in itertools.product((False, True), repeat=len(atoms)):
+        assignment = dict(zip(atoms, bits))
+        value = base
+        for write in writes:
+            if _holds(write.condition, assignment):
+                value = write.value
+        table.append(value)
+    idiom = _minimal(tuple(atoms), tuple(table))
+    argument = next(iter(arguments)) if len(arguments) == 1 else ""
+    if any(w.value is ValueKind.OTHER for w in writes):
+        other = next(w.argument for w in writes if w.value is ValueKind.OTHER)
+        argument = normalised_code(other, context) or other
+    return Part(o.id, model, key, idiom, argument)
+
+
+def _owner(a: BodyAnalysis, line: int) -> TopLevel | None:
+    """The top-level statement that holds ``line``."""
+    found = None
+    for t in sorted(a.top_level, key=lambda t: t.line):
+        if t.line <= line:
+            found = t
+    return found
+
+
+def _before_super(a: BodyAnalysis, line: int) -> bool:
+    """``line`` is in the statement that calls ``super()`` or in one before it: what it sets is an input of
+    the mixin, not something the mixin prepared."""
+    call = next((t for t in sorted(a.top_level, key=lambda t: t.line) if "super" in t.reads), None)
+    owner = _owner(a, line)
+    return call is not None and owner is not None and owner.line <= call.line
+
+
+def _given(formula: _Formula) -> _Formula:
+    """``formula`` with "the caller gave the input" taken as true."""
+    if formula.op == "atom" and formula.atom == Atom.GIVEN.value:
+        return _TRUE
+    if formula.args:
+        return dataclasses.replace(formula, args=tuple(_given(f) for f in formula.args))
+    return formula
+
+
+def _popped_before(a: BodyAnalysis, key: str) -> bool:
+    """``kwargs.pop(key)`` in front of ``super()``: a key dropped with no output assignment recording it."""
+    return key in a.dropped and not any(out.key == key and out.value.origin is ValueOrigin.DROPPED for out in a.outputs)
+
+
+def _minimal(atoms: tuple[str, ...], table: tuple[ValueKind, ...]) -> Idiom:
+    """The same function without the atoms it does not depend on."""
+    for position in range(len(atoms) - 1, -1, -1):
+        bit = len(atoms) - 1 - position
+        if all(table[row] is table[row | (1 << bit)] for row in range(len(table)) if not row & (1 << bit)):
+            atoms = atoms[:position] + atoms[position + 1:]
+            table = tuple(value for row, value in enumerate(table) if not row & (1 << bit))
+    return Idiom(atoms, table)
+
+
+# --------------------------------------------------------------------------------------------- hooks
+
+
+def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
+    words = {Atom.FIRST.value: "on the first step", Atom.USE_CACHE.value: "with a cache",
+             Atom.NO_PAST.value: "before there is a cache", Atom.GIVEN.value: "the caller gives it"}
+    negated = {Atom.FIRST.value: "after the first step", Atom.USE_CACHE.value: "without a cache",
+               Atom.NO_PAST.value: "once there is a cache", Atom.GIVEN.value: "the caller gives none"}
+    terms = []
+    for row in rows:
+        literals = []
+        for position, atom in enumerate(atoms):
+            on = bool(row >> (len(atoms) - 1 - position) & 1)
+            literals.append((words if on else negated).get(atom, f"{'' if on else 'not '}{atom}"))
+        terms.append(" and ".join(literals) or "always")
+    return " or ".join(terms)
+
+
+def _spelling(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tuple[str, str]]:
+    """How the mixin of ``era`` spells each atom, and its negation (``use_cache`` as its parameter, where it
+    names one, else read from ``**kwargs`` with generate()'s default, as the 5.x mixin reads it)."""
+    first = ("is_first_iteration", "not is_first_iteration") if era is Era.NEXT_SEQUENCE_LENGTH else \
+        ("cache_position[0] == 0", "cache_position[0] != 0")
+    use_cache = "use_cache" if "use_cache" in set(params) else f'{kwargs}.get("use_cache", True)'
+    return {Atom.FIRST.value: first, Atom.USE_CACHE.value: (use_cache, f"not {use_cache}"),
+            Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None")}
+
+
+def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[str, tuple[str, str]]) -> str | None:
+    """Python for "the row is one of ``rows``", as short as a person would write it (one literal, a
+    conjunction, a disjunction, or else every row spelt out); None when an atom has no spelling."""
+    if any(atom not in spelling for atom in atoms):
+        return None
+    size = 1 << len(atoms)
+    chosen = set(rows)
+
+    def literal(position: int, on: bool) -> str:
+        return spelling[atoms[position]][0 if on else 1]
+
+    def bit(row: int, position: int) -> bool:
+        return bool(row >> (len(atoms) - 1 - position) & 1)
+
+    # a conjunction of literals
+    for signs in itertools.product((None, False, True), repeat=len(atoms)):
+        if all(s is None for s in signs):
+            continue
+        covered = {row for row in range(size) if all(s is None or bit(row, p) is s for p, s in enumerate(signs))}
+        if covered == chosen:
+            return " and ".join(literal(p, s) for p, s in enumerate(signs) if s is not None)
+    # a disjunction of literals
+    for signs in itertools.product((None, False, True), repeat=len(atoms)):
+        if all(s is None for s in signs):
+            continue
+        covered = {row for row in range(size) if any(s is not None and bit(row, p) is s for p, s in enumerate(signs))}
+        if covered == chosen:
+            return " or ".join(literal(p, s) for p, s in enumerate(signs) if s is not None)
+    terms = ["(" + " and ".join(literal(p, bit(row, p)) for p in range(len(atoms))) + ")" for row in sorted(chosen)]
+    return " or ".join(terms)
+
+
+#: the attributes of the conditions models use: (kind, the condition's words) -> (name, why models set it)
+_NAMES = {
+    (HookKind.DROPPED_WHEN, "after the first step and with a cache"): (
+        "_generation_inputs_dropped_after_prefill", "the model reads them only while it fills its cache"),
+    (HookKind.DROPPED_WHEN, "after the first step"): (
+        "_generation_inputs_dropped_after_first_step", "the model reads them only on the first forward"),
+    (HookKind.UNSLICED_WHEN, "on the first step or without a cache"): (
+        "_generation_unsliced_prefill_inputs", "a mask that reads them by position needs them from the start of the "
+        "sequence, also for a prefill cut in chunks"),
+    (HookKind.UNSLICED_WHEN, "on the first step"): (
+        "_generation_unsliced_first_step_inputs", "a mask that reads them by position needs them from the start"),
+}
+
+
+def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
+    spelling = {Atom.FIRST.value: ("on the first step", "after the first step"),
+                Atom.USE_CACHE.value: ("with a cache", "without a cache"),
+                Atom.NO_PAST.value: ("before there is a cache", "once there is a cache")}
+    return condition_code(atoms, rows, spelling) or _condition_words(atoms, rows)
+
+
+def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None, str]:
+    """The hook a cluster of ``idiom`` proposes: (kind, the hook or None, its name or why there is none).
+
+    Each hook's code runs right before the mixin's ``return model_inputs``, where the members' own
+    statements ran (after ``super()``); the unsliced inputs are read before the mixin pops and cuts them."""
+    kinds = set(idiom.table)
+    analysis = profile.analysis
+    kwargs = next((p.name for p in analysis.params if p.kind is ParamKind.VAR_KEYWORDS), None) if analysis else None
+    typed = profile.era is Era.NEXT_SEQUENCE_LENGTH  # 5.x: Python ≥ 3.10, annotated like the rest of the class
+    names_type, mapping_type, values_type = ("tuple[str, ...]", "dict[str, str]", "dict[str, object]") if typed else ("", "", "")
+    if kinds == {ValueKind.NONE}:
+        kind, name = HookKind.DROPPED, "_generation_dropped_inputs"
+        return kind, _hook(kind, name, names_type, "()", "Inputs the model's forward computes itself, never passed to it "
+                           "(left out: the forward's default is None, the same as passing None)",
+                           epilogue=f"# Inputs the model computes itself (`{name}`)\n"
+                                    f"for name in self.{name}:\n    model_inputs.pop(name, None)\n"), name
+    if len(kinds) == 1 and idiom.atoms == ():
+        value = idiom.table[0]
+        if value is ValueKind.CONFIG:
+            kind, name = HookKind.FROM_CONFIG, "_generation_inputs_from_config"
+            return kind, _hook(kind, name, mapping_type, "{}", "Inputs set from the model's config, whatever the caller "
+                               "passes: input name -> config attribute",
+                               epilogue=f"# Inputs set from the config (`{name}`)\n"
+                                        f"for name, attribute in self.{name}.items():\n"
+                                        "    model_inputs[name] = getattr(self.config, attribute)\n"), name
+        if value is ValueKind.CALLER_OR_DEFAULT:
+            kind, name = HookKind.DEFAULT, "_generation_input_defaults"
+            return kind, _hook(kind, name, values_type, "{}", "Inputs with a model-specific default when the caller "
+                               "gives none: input name -> default",
+                               epilogue=f"# Model-specific defaults (`{name}`)\n"
+                                        f"for name, default in self.{name}.items():\n"
+                                        "    model_inputs.setdefault(name, default)\n"), name
+        if value is ValueKind.LITERAL:
+            kind, name = HookKind.CONSTANT, "_generation_constant_inputs"
+            return kind, _hook(kind, name, values_type, "{}", "Inputs the model always gets with the same value, "
+                               "whatever the caller passes: input name -> value",
+                               epilogue=f"# Inputs with a fixed value (`{name}`)\n"
+                                        f"for name, value in self.{name}.items():\n    model_inputs[name] = value\n"), name
+    if kwargs is None:
+        return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
+    params = {p.name for p in analysis.params} if analysis else set()
+    spelling = _spelling(profile.era, kwargs, params)
+    needs = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position"}
+    for atom in idiom.atoms:
+        if atom in needs and needs[atom] not in params:
+            return HookKind.OTHER, None, f"the mixin has no {needs[atom]} parameter to tell the first step by"
+    if kinds == {ValueKind.PREPARED, ValueKind.NONE}:
+        rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.NONE]
+        code = condition_code(idiom.atoms, rows, spelling)
+        if code is None:
+            return HookKind.OTHER, None, "its condition is code no rule understands"
+        words = _simple_words(idiom.atoms, rows)
+        kind = HookKind.DROPPED_WHEN
+        name, why = _NAMES.get((kind, words), ("_generation_inputs_dropped_" + _slug(words), ""))
+        return kind, _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
+                           epilogue=f"# Inputs left out {words} (`{name}`)\n"
+                                    f"if {code}:\n    for name in self.{name}:\n        model_inputs.pop(name, None)\n"), name
+    if kinds == {ValueKind.CALLER, ValueKind.NONE}:
+        rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.CALLER]
+        code = condition_code(idiom.atoms, rows, spelling)
+        if code is None:
+            return HookKind.OTHER, None, "its condition is code no rule understands"
+        words = _simple_words(idiom.atoms, rows)
+        kind = HookKind.UNSLICED_WHEN
+        name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + _slug(words), ""))
+        return kind, _hook(kind, name, names_type, "()", f"Inputs passed whole (as the caller gives them, not cut to the "
+                           f"new tokens) {words}, and as None otherwise" + (f": {why}" if why else ""),
+                           prologue=f"# Read before they are cut to the new tokens (`{name}`)\n"
+                                    f"unsliced_inputs = {{name: {kwargs}.get(name) for name in self.{name}}}\n",
+                           epilogue=f"# Whole {words}, None otherwise (`{name}`)\n"
+                                    "for name, value in unsliced_inputs.items():\n"
+                                    f"    model_inputs[name] = value if {code} else None\n"), name
+    return HookKind.OTHER, None, f"no hook template for an input {idiom.describe()}"
+
+
+def _slug(words: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
+
+
+def _hook(kind: HookKind, name: str, annotation: str, empty: str, summary: str, *, prologue: str = "",
+          epilogue: str = "") -> Hook:
+    typed = f": {annotation}" if annotation else ""
+    comment = textwrap.wrap(f"{summary}.", 110)
+    declaration = "".join(f"# {line}\n" for line in comment) + f"{name}{typed} = {empty}\n"
+    return Hook(kind, name, declaration, prologue, epilogue, summary)
+
+
+def assignment(cluster_kind: HookKind, attribute: str, parts: Sequence[Part]) -> str:
+    """The class attribute a member sets."""
+    if cluster_kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
+        if cluster_kind is HookKind.FROM_CONFIG:
+            items = ", ".join(f"{json.dumps(p.key)}: {json.dumps(p.argument)}" for p in parts)
+        else:
+            items = ", ".join(f"{json.dumps(p.key)}: {p.argument}" for p in parts)
+        return f"{attribute} = {{{items}}}"
+    names = ", ".join(json.dumps(p.key) for p in parts)
+    return f"{attribute} = ({names}{',' if len(parts) == 1 else ''})"
+
+
+# --------------------------------------------------------------------------------------------- members
+
+#: values a hook always sets (never None, never left out)
+_ALWAYS_SET = frozenset({ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT})
+
+
+def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom]) -> tuple[Change, str, tuple[int, ...]]:
+    """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it: (change, why blocked,
+    the statements a trim removes)."""
+    o = f.override
+    a = o.analysis
+    hooked = set(hooked)
+    if o.fallback is not None and o.fallback.kind is not FallbackKind.MIXIN:
+        return Change.BLOCKED, f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into", ()
+    if a.delegation in (Delegation.SUBMODEL, Delegation.STORED_METHOD):
+        return Change.BLOCKED, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()", ()
+    bespoke = next((r for r in f.reasons if r.kind.keeps), None)
+    if bespoke is not None:
+        return Change.BLOCKED, f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other " \
+                               "statements are not all recognised, so nothing checks the part can move", ()
+    if o.forward_params is not None and any(p.startswith("**") for p in o.forward_params):
+        # a hook leaves out what a member may have set to None (and the other way round): the same to a forward
+        # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
+        named = {p for p in o.forward_params if not p.startswith("*")}
+        loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named)
+        if loose:
+            return Change.BLOCKED, (f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
+                                    "may not be the same to it"), ()
+    remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
+    mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
+    if not remaining:
+        forward = set(o.forward_params or ())
+        if o.forward_params is not None:
+            ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+            unknown = sorted(p.name for p in a.params if p.kind.named and p.name not in ("self", ids)
+                             and p.name not in forward and p.name not in mixin_params)
+            if unknown:
+                return Change.BLOCKED, (f"generate() accepts {', '.join(unknown)} only because the override names "
+                                        f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
+                                        "deleting it would make generate() refuse the input"), ()
+        return Change.DELETE, "", ()
+    if a.delegation is None:
+        return Change.REDUCE, "", ()
+    # already super(): remove the statements that only set hooked keys
+    if not a.forwards_kwargs:
+        return Change.BLOCKED, "its super() call hands on no **kwargs: the hooked inputs would not reach the mixin", ()
+    for key in sorted(hooked):
+        if key in a.withheld or _popped_before(a, key):
+            return Change.BLOCKED, (f"it does not hand {key} to super(): removing its statement would lose the input "
+                                    "(a deletion would not, but something else stays)"), ()
+    atoms = set().union(*(set(idioms[k].atoms) for k in hooked if k in idioms))
+    flags = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position",
+             Atom.USE_CACHE.value: "use_cache"}
+    for atom in sorted(atoms):
+        flag = flags.get(atom)
+        if flag is not None and flag in a.withheld:
+            return Change.BLOCKED, f"it does not hand {flag} to super(): the mixin's test is not the override's", ()
+    removed = _statements_of(a, hooked)
+    if removed is None:
+        return Change.BLOCKED, "a statement setting a hooked input also does something else", ()
+    ordered = sorted(a.top_level, key=lambda t: t.index)
+    call = next((t.index for t in ordered if "super" in t.reads), None)
+    between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed),
+                   None)
+    if between is not None:
+        # the hook runs inside super(): a statement between the call and the removed ones would see its values
+        return Change.BLOCKED, (f"line {between.line} runs between super() and the statements the hook replaces: it "
+                                "would see the hook's values where it saw the mixin's"), ()
+    return Change.TRIM, "", removed
+
+
+def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
+    """The top-level statements that do nothing but set ``keys`` (None when one of them does more)."""
+    def owner(line: int) -> TopLevel | None:
+        return _owner(a, line)
+
+    chosen: dict[int, TopLevel] = {}
+    for out in a.outputs:
+        if out.key in keys:
+            t = owner(out.line)
+            if t is None:
+                return None
+            chosen[t.index] = t
+    for t in chosen.values():
+        others = [out for out in a.outputs if owner(out.line) is t and out.key not in keys]
+        if others or t.returns or set(t.writes) - {"_"} or "super" in t.reads or not t.recognised:
+            return None
+    return tuple(sorted(chosen))
+
+
+# --------------------------------------------------------------------------------------------- mine
+
+
+def parts(result: ScanResult) -> list[Part]:
+    """Every model-specific key of every override the scan selected, normalised."""
+    out = []
+    for f in result.findings:
+        keys = dict.fromkeys(e.key for e in f.extras if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS,
+                                                                                ExtraHow.SWAP_DELEGATE))
+        for key in keys:
+            out.append(part_of(f, key, result.profile))
+    return out
+
+
+@dataclasses.dataclass
+class _Draft:
+    """A cluster being mined: its idiom, hook, and the parts of each member override."""
+
+    idiom: Idiom
+    kind: HookKind
+    hook: Hook | None
+    name: str
+    parts: dict[OverrideId, list[Part]]
+    members: list[Part]
+
+    def models(self, overrides: Iterable[str]) -> set[str]:
+        return {self.parts[OverrideId(o)][0].model for o in overrides}
+
+
+def mine(result: ScanResult) -> HookReport:
+    """Cluster the overrides' model-specific parts; keep the idioms three or more models share."""
+    profile = result.profile
+    checkout = result.index.checkout
+    mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file is not None and profile.analysis else None
+    hoisted = profile.hoisted and mixin_file is not None
+    findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
+    found = parts(result)
+    by_idiom: dict[Idiom, list[Part]] = {}
+    for part in found:
+        if part.idiom is not None and set(part.idiom.table) != {ValueKind.PREPARED}:
+            by_idiom.setdefault(part.idiom, []).append(part)
+    idioms_of: dict[str, dict[str, Idiom]] = {}
+    for part in found:
+        if part.idiom is not None:
+            idioms_of.setdefault(part.override, {})[part.key] = part.idiom
+    drafts = []
+    for idiom, members in by_idiom.items():
+        if len({p.model for p in members}) < MIN_MODELS:
+            continue
+        kind, hook, name = hook_for(idiom, profile)
+        if hook is not None and kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
+            # a dict attribute maps each key to its argument: parts without one single argument cannot say it
+            members = [p for p in members if p.argument]
+        by_override: dict[OverrideId, list[Part]] = {}
+        for part in members:
+            by_override.setdefault(part.override, []).append(part)
+        drafts.append(_Draft(idiom, kind, hook, name, by_override, members))
+    # A member's change depends on every hook it takes: with all of them, nothing may be left (a deletion);
+    # with some, a trim. Which hooks are applied depends on how many models each can change: settle both.
+    applied = {id(d) for d in drafts if d.hook is not None and mixin_file is not None}
+    changes: dict[tuple[int, str], tuple[Change, str, tuple[int, ...]]] = {}
+    for _ in range(len(drafts) + 1):
+        joint: dict[str, list[str]] = {}
+        for d in drafts:
+            if id(d) in applied:
+                for override_id, own in d.parts.items():
+                    joint.setdefault(override_id, []).extend(p.key for p in own)
+        for d in drafts:
+            for override_id, own in d.parts.items():
+                if d.hook is None:
+                    changes[id(d), override_id] = (Change.BLOCKED, "no hook template", ())
+                    continue
+                keys = joint[override_id] if id(d) in applied else [p.key for p in own]
+                changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
+                                                            idioms_of.get(override_id, {}))
+        settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
+            o for o in d.parts if changes[id(d), o][0] is not Change.BLOCKED)) >= MIN_MODELS}
+        if settled == applied:
+            break
+        applied = settled
+    clusters = []
+    for d in drafts:
+        cluster_members = []
+        for override_id, own in d.parts.items():
+            o = findings[override_id].override
+            change, why, removed = changes[id(d), override_id]
+            cluster_members.append(Member(
+                OverrideId(override_id), own[0].model, o.class_name, o.file, tuple(p.key for p in own),
+                assignment(d.kind, d.hook.attribute, own) if d.hook else "", change, why, removed, o.lines,
+            ))
+        cluster_members.sort(key=lambda m: (m.model, m.file, m.class_name))
+        not_applied = ""
+        applicable = {m.model for m in cluster_members if m.applicable}
+        if d.hook is None:
+            not_applied = d.name
+        elif mixin_file is None:
+            not_applied = f"no mixin file to add it to ({profile.source})"
+        elif id(d) not in applied:
+            not_applied = f"only {len(applicable)} of its models can take it (at least {MIN_MODELS} needed)"
+        name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
+        clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
+                                tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
+    clusters += _statement_clusters(result)
+    clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
+    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted)
+
+
+def _near_misses(idiom: Idiom, members: Sequence[Part], found: Sequence[Part]) -> list[NearMiss]:
+    """Parts that look like the cluster's and do not join it, with why: the same key done differently
+    (or through code no rule understands), or the same kinds of value under other conditions."""
+    inside = {p.override for p in members}
+    keys = {p.key for p in members}
+    kinds = set(idiom.table)
+    out: dict[tuple[str, str], NearMiss] = {}
+    for part in found:
+        if part.override in inside or (part.model, part.key) in out:
+            continue
+        if part.idiom is None:
+            if part.key in keys:
+                out[part.model, part.key] = NearMiss(part.override, part.model, part.key, part.opaque)
+            continue
+        if part.idiom == idiom:
+            continue
+        if part.key in keys or (set(part.idiom.table) == kinds and len(kinds) > 1):
+            out[part.model, part.key] = NearMiss(part.override, part.model, part.key,
+                                                 f"{part.idiom.describe()}; the cluster's are {idiom.describe()}")
+    return sorted(out.values(), key=lambda n: (n.model, n.key))
+
+
+def _statement_clusters(result: ScanResult) -> list[Cluster]:
+    """Overrides whose statements no rule understands are the same code (normalised): proposals."""
+    groups: dict[str, list[tuple[Finding, str]]] = {}
+    for f in result.findings:
+        o = f.override
+        unrecognised = o.analysis.unrecognised
+        if not unrecognised:
+            continue
+        context = _context(o, result.profile)
+        codes = [normalised_code(u.code, context) for u in unrecognised]
+        if any(c is None for c in codes):
+            continue
+        code = "\n".join(c for c in codes if c)
+        groups.setdefault(code, []).append((f, code))
+    out = []
+    for code, found in groups.items():
+        models = {f.override.model or f.override.class_name for f, _ in found}
+        if len(models) < MIN_MODELS:
+            continue
+        members = tuple(sorted(
+            (Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file, (),
+                    "", Change.BLOCKED, "statements no rule understands: a proposal, not applied", (), f.override.lines)
+             for f, _ in found), key=lambda m: (m.model, m.file, m.class_name)))
+        first = code.splitlines()[0]
+        lines = code.count("\n") + 1
+        out.append(Cluster(
+            "_prepare_" + _slug(first)[:40], HookKind.STATEMENTS, None,
+            f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each (first: {first[:70]})",
+            None, members, code=code,
+            not_applied="statements no rule understands: a proposal for an overridable mixin method, not applied",
+        ))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- plan
+
+
+def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ...]:
+    """The findings as the mixin with the applied hooks would classify them: a member's hooked keys are
+    the mixin's, so its extras lose them (none left: generic, deleted)."""
+    out = []
+    for f in result.findings:
+        hooked = report.hooked_keys(f.override.id)
+        if not hooked:
+            out.append(f)
+            continue
+        remaining = tuple(e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS,
+                                                                                  ExtraHow.SWAP_DELEGATE))
+        lines = {out_.line for out_ in f.override.analysis.outputs if out_.key in hooked}
+        reasons = tuple(r for r in f.reasons if not (r.kind is ReasonKind.EXTRA and (
+            r.line in lines or (r.text.split() or [""])[0] in hooked)))
+        reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
+                                                 f"the mixin's {cluster.name} hook ({cluster.description})")
+                         for cluster in dict.fromkeys(hooked.values()))
+        if not remaining:
+            out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
+        elif f.override.analysis.delegation is None:
+            out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
+        else:  # already super(): trimmed below, not by the planner
+            out.append(dataclasses.replace(f, action=Action.KEEP, reasons=reasons, extras=remaining))
+    return tuple(out)
+
+
+def hooked_result(result: ScanResult, report: HookReport) -> ScanResult:
+    return dataclasses.replace(result, findings=hooked_findings(result, report))
+
+
+def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None, *,
+                    mark_kept: bool = False, hold_unproven: bool = False) -> Plan:
+    """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
+    (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
+    (the same edit in every member's shard, written once: the hook stays as long as one member does)."""
+    from codemod.apply import initial_plan
+
+    plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept, hold_unproven=hold_unproven,
+                        trims=trims(report))
+    return extend(plan, report)
+
+
+def trims(report: HookReport) -> dict[str, tuple[int, ...]]:
+    """Override id -> the statements to remove, for the applicable members that call ``super()`` already
+    (the statements every hook it takes does in the mixin now)."""
+    out: dict[str, set[int]] = {}
+    for cluster in report.applied():
+        for member in cluster.members:
+            if member.applicable and member.change is Change.TRIM:
+                out.setdefault(member.override, set()).update(member.removed)
+    return {oid: tuple(sorted(removed)) for oid, removed in out.items()}
+
+
+def extend(plan: Plan, report: HookReport) -> Plan:
+    """``plan`` (made from the hooked findings, with the trims) with the hook edits added to the shards of
+    the members it changes: a member the planner keeps (held back, refused) takes no hook."""
+    if report.mixin_file is None:
+        return plan
+    members: dict[str, list[tuple[Cluster, Member]]] = {}
+    for cluster in report.applied():
+        for member in cluster.members:
+            if member.applicable:
+                members.setdefault(member.override, []).append((cluster, member))
+    actions = dict(plan.actions)
+    shards = []
+    for shard in plan.shards:
+        edits = list(shard.edits)
+        for oid in shard.members:
+            if oid not in members or actions.get(oid, Action.KEEP) is Action.KEEP:
+                continue
+            for cluster, member in members[oid]:
+                assert cluster.hook is not None  # an applied cluster has one
+                edits.append(Edit(member.file, member.class_name, EditKind.SET_ATTRIBUTE, oid,
+                                  f"takes the mixin's {cluster.name} hook", member.assignment))
+                edits.append(Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, oid,
+                                  f"the {cluster.name} hook ({cluster.description})", hook=cluster.hook.code()))
+        shards.append(dataclasses.replace(shard, edits=tuple(edits)))
+    hoist = plan.hoist
+    if hoist is None and report.hoisted and any(a is not Action.KEEP for a in actions.values()):
+        hoist = _hoist(report.mixin_file)
+    return dataclasses.replace(plan, shards=tuple(shards), hoist=hoist)
+
+
+def _hoist(mixin_file: str) -> Edit:
+    from rules.generic_mixin import METHOD_SOURCE
+
+    return Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None, "the mixin is a stub: install the generic implementation "
+                "first", METHOD_SOURCE)
+
+
+def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> dict[str, str]:
+    """Shards to revert besides the failed ones: the members of a hook that, without the failed members,
+    fewer than ``MIN_MODELS`` models would still use (the hook is not worth adding for them)."""
+    failed = set(failed)
+    actions = dict(plan.actions)
+    shard_of = {m: s.id for s in plan.shards for m in s.members}
+    out: dict[str, str] = {}
+    for cluster in report.applied():
+        staying = [m for m in cluster.members if m.applicable and m.override not in failed
+                   and actions.get(m.override, Action.KEEP) is not Action.KEEP]
+        if staying and len({m.model for m in staying}) < MIN_MODELS:
+            why = (f"reverted: the {cluster.name} hook would serve {len({m.model for m in staying})} model(s) once the "
+                   f"failed members are reverted (at least {MIN_MODELS} needed)")
+            for member in staying:
+                if member.override in shard_of:
+                    out.setdefault(shard_of[member.override], why)
+    return out
+
+
+def shards_of_members(plan: Plan, report: HookReport) -> set[str]:
+    """The shards that hold an applied hook's members."""
+    ids = {m.override for c in report.applied() for m in c.members if m.applicable}
+    return {s.id for s in plan.shards if set(s.members) & ids}
+
+
+__all__ = ["MIN_MODELS", "Atom", "Change", "Cluster", "Hook", "HookKind", "HookReport", "Idiom", "Member", "NearMiss",
+           "Part", "ValueKind", "extend", "failing_clusters", "hook_for", "hooked_findings", "hooked_result", "mine",
+           "part_of", "parts", "plan_with_hooks", "shards_of_members", "trims"]

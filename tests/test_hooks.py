@@ -1,0 +1,552 @@
+"""Tests for ``codemod.hooks`` (the miner), ``codemod.hook_changes`` and ``codemod hooks`` / ``apply --hooks``.
+
+Three levels:
+
+- parts and clustering on small hand-written override snippets, classified against the 5.x-shaped
+  mixin of ``fixtures/hooks_checkout`` (no checkout is scanned for the parts; the clustering tests put
+  the snippets' findings into the fixture's scan result);
+- the whole tree: ``fixtures/hooks_checkout`` (see fixtures/README.md) through ``codemod hooks`` and
+  ``codemod apply --hooks`` in process, as a CI log sees them;
+- the acceptance numbers on transformers 5.23.0 (network: the release is fetched once and cached).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codemod.checkout import resolve
+from codemod.classify import Finding, classify_override
+from codemod.cli import app
+from codemod.hooks import (
+    MIN_MODELS,
+    Atom,
+    Change,
+    HookKind,
+    Idiom,
+    ValueKind,
+    condition_code,
+    hook_for,
+    member_change,
+    mine,
+    model_prefix,
+    normalised_code,
+    part_of,
+    _context,
+)
+from codemod.index import Override
+from codemod.mixin import Era, MixinProfile, profile_from_source
+from codemod.recognise import analyse_source
+from codemod.scan import ScanResult, scan
+from codemod.sources import FileKind
+from tests.conftest import FIXTURES, copy_fixture
+
+HOOKS_CHECKOUT = FIXTURES / "hooks_checkout"
+MIXIN = "src/transformers/generation/utils.py"
+PKG = "src/transformers/models"
+runner = CliRunner()
+
+FIRST, USE_CACHE = Atom.FIRST.value, Atom.USE_CACHE.value
+NONE, PREPARED, CALLER, CONFIG = ValueKind.NONE, ValueKind.PREPARED, ValueKind.CALLER, ValueKind.CONFIG
+
+
+@pytest.fixture(scope="module")
+def profile() -> MixinProfile:
+    """The fixture's mixin: the 5.x shape (ids cut by next_sequence_length, multimodal inputs on the first step)."""
+    return profile_from_source((HOOKS_CHECKOUT / MIXIN).read_text(encoding="utf-8"), MIXIN)
+
+
+def override(source: str, *, model: str = "toy", class_name: str = "ToyForCausalLM",
+             forward_params: tuple[str, ...] | None = None) -> Override:
+    source = textwrap.dedent(source).lstrip("\n")
+    path = f"{PKG}/{model}/modeling_{model}.py"
+    return Override(
+        id=f"{path}::{class_name}", file=path, kind=FileKind.MODELING, model=model, class_name=class_name, line=1,
+        start_line=1, end_line=source.count("\n"), bases=("ToyPreTrainedModel", "GenerationMixin"),
+        analysis=analyse_source(source), forward_params=forward_params, attributes=(), module_functions=(),
+        copied_from=None, copy_group=None, generated_from=None, overwritten=None, deprecated=False, in_library=True,
+    )
+
+
+def finding(source: str, profile: MixinProfile, forward_params: tuple[str, ...] | None = None) -> Finding:
+    return classify_override(override(source, forward_params=forward_params), profile)
+
+
+def method(*body: str, params: str = "input_ids, **kwargs", call: str = "input_ids, **kwargs") -> str:
+    """An override that calls super() first, then ``body`` (lines of the method, 4-space indented)."""
+    lines = "".join(f"    {line}\n" for line in body)
+    return (f"def prepare_inputs_for_generation(self, {params}):\n"
+            f"    model_inputs = super().prepare_inputs_for_generation({call})\n{lines}    return model_inputs\n")
+
+
+STEP = "input_ids, use_cache=True, is_first_iteration=False, **kwargs"
+STEP_CALL = "input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs"
+
+# --------------------------------------------------------------------------------------------- parts
+
+#: (id, override, key, the idiom's atoms, its table, the argument it abstracts)
+PARTS = [
+    ("set-to-none", method('model_inputs["position_ids"] = None'), "position_ids", (), (NONE,), ""),
+    ("popped", method('model_inputs.pop("position_ids", None)'), "position_ids", (), (NONE,), ""),
+    ("popped-from-kwargs-before-super",
+     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
+     '    kwargs.pop("position_ids", None)\n'
+     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n', "position_ids", (), (NONE,), ""),
+    ("after-prefill", method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None',
+                             params=STEP, call=STEP_CALL),
+     "attention_mask", (FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED), ""),
+    # a parameter not handed to super(), passed on the first step or without a cache: the same function of the
+    # step as the mask above (for a key the mixin does not prepare, "prepared" is the caller's value)
+    ("prefill-only-parameter", method('if is_first_iteration or not kwargs.get("use_cache", True):',
+                                      '    model_inputs["image_grid"] = image_grid',
+                                      params="input_ids, image_grid=None, is_first_iteration=False, **kwargs",
+                                      call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
+     "image_grid", (FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED), ""),
+    ("first-step-only", method("if not is_first_iteration:", '    model_inputs["attention_mask"] = None',
+                               params="input_ids, is_first_iteration=False, **kwargs",
+                               call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
+     "attention_mask", (FIRST,), (NONE, PREPARED), ""),
+    ("from-config-before-super",
+     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
+     '    kwargs["logits_to_keep"] = self.config.num_logits_to_keep\n'
+     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n',
+     "logits_to_keep", (), (CONFIG,), "num_logits_to_keep"),
+    ("from-config-after-super", method('model_inputs["logits_to_keep"] = self.config.num_logits_to_keep'),
+     "logits_to_keep", (), (CONFIG,), "num_logits_to_keep"),
+    ("unsliced-prefill", method("if is_first_iteration or not use_cache:",
+                                '    model_inputs["token_type_ids"] = kwargs.get("token_type_ids")',
+                                "else:", '    model_inputs["token_type_ids"] = None', params=STEP, call=STEP_CALL),
+     "token_type_ids", (FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER), ""),
+]
+
+
+@pytest.mark.parametrize(("source", "key", "atoms", "table", "argument"), [p[1:] for p in PARTS],
+                         ids=[p[0] for p in PARTS])
+def test_a_part_is_what_it_does_to_its_key(profile: MixinProfile, source: str, key: str, atoms: tuple[str, ...],
+                                           table: tuple[ValueKind, ...], argument: str) -> None:
+    part = part_of(finding(source, profile), key, profile)
+    assert part.opaque == ""
+    assert part.idiom == Idiom(atoms, table)
+    assert part.argument == argument
+
+
+#: the same idiom written differently: the names, the layout and the order of a condition do not count
+SAME = [
+    ("none-or-popped", method('model_inputs["position_ids"] = None'), method('model_inputs.pop("position_ids", None)')),
+    ("laid-out", method('model_inputs["position_ids"] = None'),
+     'def prepare_inputs_for_generation(\n    self,\n    input_ids,\n    **model_kwargs,\n):\n'
+     '    model_inputs = super().prepare_inputs_for_generation(\n        input_ids,\n        **model_kwargs,\n    )\n'
+     '    # the forward builds them\n\n    model_inputs["position_ids"] = None\n\n    return model_inputs\n'),
+    ("condition-reordered",
+     method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None', params=STEP,
+            call=STEP_CALL),
+     method("if not is_first_iteration and use_cache:", '    model_inputs["attention_mask"] = None', params=STEP,
+            call=STEP_CALL)),
+    ("use-cache-from-kwargs",
+     method("if is_first_iteration or not use_cache:", '    model_inputs["image_grid"] = image_grid',
+            params="input_ids, image_grid=None, use_cache=True, is_first_iteration=False, **kwargs",
+            call="input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs"),
+     method('if is_first_iteration or not kwargs.get("use_cache", True):', '    model_inputs["image_grid"] = image_grid',
+            params="input_ids, image_grid=None, is_first_iteration=False, **kwargs",
+            call="input_ids, is_first_iteration=is_first_iteration, **kwargs")),
+]
+
+
+@pytest.mark.parametrize(("one", "other"), [s[1:] for s in SAME], ids=[s[0] for s in SAME])
+def test_parts_written_differently_are_one_idiom(profile: MixinProfile, one: str, other: str) -> None:
+    key = next(k for k in ("position_ids", "attention_mask", "image_grid") if k in one)
+    first, second = part_of(finding(one, profile), key, profile), part_of(finding(other, profile), key, profile)
+    assert first.idiom is not None and first.idiom == second.idiom
+
+
+#: parts that are not tabulated (never a member; a near miss where the key is a cluster's), with why
+OPAQUE = [
+    # the write after the return holds only after the first step; the recognised writes do not say so
+    ("early-return", method("if is_first_iteration:", "    return model_inputs", 'model_inputs["position_ids"] = None',
+                            params="input_ids, is_first_iteration=False, **kwargs",
+                            call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
+     "position_ids", "returns early"),
+    # ``update`` names no key: it could set position_ids again
+    ("unrecognised-statement", method('model_inputs["position_ids"] = None', "model_inputs.update(self.extra_inputs)"),
+     "position_ids", "a statement no rule understands"),
+    # pop without a default raises where nothing prepared the key; a hook's pop(name, None) would not
+    ("pop-without-default", method('model_inputs.pop("position_ids")'), "position_ids", "without a default"),
+    ("del", method('del model_inputs["token_type_ids"]'), "token_type_ids", "without a default"),
+    # the mixin cuts token_type_ids to the new tokens: a value handed to super() is not the value the model gets
+    ("handled-key-before-super",
+     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
+     '    kwargs["token_type_ids"] = self.config.default_token_types\n'
+     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n', "token_type_ids", "before super()"),
+]
+
+
+@pytest.mark.parametrize(("source", "key", "why"), [o[1:] for o in OPAQUE], ids=[o[0] for o in OPAQUE])
+def test_a_part_that_cannot_be_read_is_opaque(profile: MixinProfile, source: str, key: str, why: str) -> None:
+    part = part_of(finding(source, profile), key, profile)
+    assert part.idiom is None
+    assert why in part.opaque
+
+
+@pytest.mark.parametrize(("class_name", "prefix"), [
+    ("LlavaNextForConditionalGeneration", "LlavaNext"),
+    ("Qwen2_5OmniTalkerForConditionalGeneration", "Qwen2_5OmniTalker"),
+    ("MambaForCausalLM", "Mamba"),
+    ("CTRLLMHeadModel", "CTRL"),
+    ("GPT2LMHeadModel", "GPT2"),
+])
+def test_model_prefix(class_name: str, prefix: str) -> None:
+    assert model_prefix(class_name) == prefix
+
+
+def test_normalised_code_abstracts_the_model_prefix_and_the_kwargs_name(profile: MixinProfile) -> None:
+    code = "model_inputs = LlavaNextHelper(model_kwargs)\nvalue  =  ( LlavaNext )"
+    o = override("def prepare_inputs_for_generation(self, input_ids, **model_kwargs):\n    return {}\n",
+                 class_name="LlavaNextForConditionalGeneration")
+    other = override("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n    return {}\n",
+                     class_name="FuyuForCausalLM")
+    assert normalised_code(code, _context(o, profile)) == "model_inputs = ModelHelper(kwargs)\nvalue = LlavaNext"
+    assert normalised_code("model_inputs = FuyuHelper(kwargs)", _context(other, profile)) == \
+        "model_inputs = ModelHelper(kwargs)"
+    assert normalised_code("if x:", _context(o, profile)) is None  # does not parse
+
+
+SPELLING = {FIRST: ("is_first_iteration", "not is_first_iteration"),
+            USE_CACHE: ('kwargs.get("use_cache", True)', 'not kwargs.get("use_cache", True)')}
+
+
+@pytest.mark.parametrize(("atoms", "rows", "code"), [
+    ((FIRST,), [0], "not is_first_iteration"),
+    ((FIRST, USE_CACHE), [1], 'not is_first_iteration and kwargs.get("use_cache", True)'),
+    ((FIRST, USE_CACHE), [0, 2, 3], 'is_first_iteration or not kwargs.get("use_cache", True)'),
+    # no conjunction or disjunction of literals: the rows spelt out
+    ((FIRST, USE_CACHE), [0, 3], '(not is_first_iteration and not kwargs.get("use_cache", True)) or '
+                                 '(is_first_iteration and kwargs.get("use_cache", True))'),
+])
+def test_condition_code_is_as_short_as_a_person_would_write_it(atoms: tuple[str, ...], rows: list[int],
+                                                               code: str) -> None:
+    assert condition_code(atoms, rows, SPELLING) == code
+
+
+def test_a_condition_no_rule_understands_has_no_code() -> None:
+    assert condition_code(("code: self.foo",), [1], SPELLING) is None
+
+
+@pytest.mark.parametrize(("idiom", "kind", "name"), [
+    (Idiom((), (NONE,)), HookKind.DROPPED, "_generation_dropped_inputs"),
+    (Idiom((FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED)), HookKind.DROPPED_WHEN,
+     "_generation_inputs_dropped_after_prefill"),
+    (Idiom((FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER)), HookKind.UNSLICED_WHEN,
+     "_generation_unsliced_prefill_inputs"),
+    (Idiom((), (CONFIG,)), HookKind.FROM_CONFIG, "_generation_inputs_from_config"),
+])
+def test_each_idiom_has_its_hook(profile: MixinProfile, idiom: Idiom, kind: HookKind, name: str) -> None:
+    found, hook, _ = hook_for(idiom, profile)
+    assert found is kind and hook is not None and hook.attribute == name
+    # the declaration and the code parse, and the code reads the attribute
+    ast.parse(hook.declaration)
+    ast.parse(hook.prologue + hook.epilogue)
+    assert f"self.{name}" in hook.prologue + hook.epilogue
+    assert hook.declaration.startswith("# ")  # says why models set it
+
+
+def test_an_idiom_with_no_template_is_a_proposal(profile: MixinProfile) -> None:
+    kind, hook, why = hook_for(Idiom((FIRST,), (CONFIG, NONE)), profile)
+    assert (kind, hook) == (HookKind.OTHER, None)
+    assert "no hook template" in why
+
+
+# --------------------------------------------------------------------------------------------- members
+
+
+def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: MixinProfile) -> None:
+    """None and left out are the same to a forward that names the input, not to one that hands **kwargs on."""
+    source = method('model_inputs["position_ids"] = None')
+    idioms = {"position_ids": Idiom((), (NONE,))}
+    named = finding(source, profile, forward_params=("input_ids", "position_ids", "**kwargs"))
+    loose = finding(source, profile, forward_params=("input_ids", "**kwargs"))
+    assert member_change(named, ["position_ids"], profile, idioms)[0] is Change.DELETE
+    change, why, _ = member_change(loose, ["position_ids"], profile, idioms)
+    assert change is Change.BLOCKED and "does not name position_ids" in why
+
+
+def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> None:
+    source = method('model_inputs["position_ids"] = None', 'model_inputs["output_router_logits"] = True')
+    f = finding(source, profile)
+    change, _, removed = member_change(f, ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert (change, removed) == (Change.TRIM, (1,))
+
+
+def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile: MixinProfile) -> None:
+    """It would see the hook's value (set inside super()) where it saw the mixin's."""
+    source = method('model_inputs["output_router_logits"] = True', 'model_inputs["position_ids"] = None')
+    change, why, _ = member_change(finding(source, profile), ["position_ids"], profile,
+                                   {"position_ids": Idiom((), (NONE,))})
+    assert change is Change.BLOCKED and "between super()" in why
+
+
+# --------------------------------------------------------------------------------------------- clustering
+
+
+@pytest.fixture(scope="module")
+def fixture_scan(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
+    root = copy_fixture(HOOKS_CHECKOUT, tmp_path_factory.mktemp("hooks") / "checkout")
+    return scan(resolve(root), use_cache=False)
+
+
+def mined(base: ScanResult, *snippets: tuple[str, str]) -> list:
+    """The clusters of ``(model, override)`` snippets, in the fixture's checkout (its mixin, its profile)."""
+    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
+                                                forward_params=("input_ids", "position_ids", "attention_mask")),
+                                       base.profile)
+                     for model, code in snippets)
+    return list(mine(dataclasses.replace(base, findings=findings)).clusters)
+
+
+NONE_POSITIONS = method('model_inputs["position_ids"] = None')
+POPPED_POSITIONS = method('model_inputs.pop("position_ids", None)')
+
+
+def test_three_models_sharing_an_idiom_make_a_hook(fixture_scan: ScanResult) -> None:
+    clusters = mined(fixture_scan, ("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS), ("cat", NONE_POSITIONS))
+    assert [(c.name, c.models, c.applied) for c in clusters] == [("_generation_dropped_inputs", ("ant", "bee", "cat"),
+                                                                  True)]
+    assert {m.change for m in clusters[0].members} == {Change.DELETE}
+    assert {m.assignment for m in clusters[0].members} == {'_generation_dropped_inputs = ("position_ids",)'}
+
+
+def test_two_models_are_no_cluster(fixture_scan: ScanResult) -> None:
+    """Noop: fewer than MIN_MODELS models share the idiom, so nothing is proposed."""
+    assert MIN_MODELS == 3
+    assert mined(fixture_scan, ("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS)) == []
+
+
+def test_a_near_miss_is_listed_and_does_not_join(fixture_scan: ScanResult) -> None:
+    after_prefill = method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None',
+                           params=STEP, call=STEP_CALL)
+    every_later_step = method("if not is_first_iteration:", '    model_inputs["attention_mask"] = None',
+                              params="input_ids, is_first_iteration=False, **kwargs",
+                              call="input_ids, is_first_iteration=is_first_iteration, **kwargs")
+    clusters = mined(fixture_scan, ("ant", after_prefill), ("bee", after_prefill), ("cat", after_prefill),
+                     ("dog", every_later_step))
+    (cluster,) = clusters
+    assert cluster.name == "_generation_inputs_dropped_after_prefill" and cluster.models == ("ant", "bee", "cat")
+    (near,) = cluster.near_misses
+    assert (near.model, near.key) == ("dog", "attention_mask")
+    assert "left out after the first step" in near.why
+
+
+def test_a_hook_too_few_members_can_take_is_a_proposal(fixture_scan: ScanResult) -> None:
+    """Noop: three models share the idiom, but one is blocked (its forward hands **kwargs on): no hook."""
+    loose = override(NONE_POSITIONS, model="cat", class_name="CatForCausalLM", forward_params=("input_ids", "**kwargs"))
+    findings = [classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
+                                           forward_params=("input_ids", "position_ids")), fixture_scan.profile)
+                for model, code in (("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS))]
+    findings.append(classify_override(loose, fixture_scan.profile))
+    (cluster,) = mine(dataclasses.replace(fixture_scan, findings=tuple(findings))).clusters
+    assert not cluster.applied and "only 2 of its models" in cluster.not_applied
+    assert cluster.applicable_models == ("ant", "bee")
+
+
+# --------------------------------------------------------------------------------------------- the tree
+
+#: the fixture's clusters: hook -> (members it changes, members it cannot)
+TREE = {
+    "_generation_dropped_inputs": ({"newt", "owl", "pike", "toad", "wren"}, {"mole"}),
+    "_generation_inputs_dropped_after_prefill": ({"heron", "ibis", "koi"}, {"mole"}),
+    "_generation_inputs_from_config": ({"jay", "kite", "lark", "wren"}, set()),
+}
+#: files no hook may touch: the near miss (its mask left out after the first step, cache or not) and the blocked
+NOT_TOUCHED = [f"{PKG}/loon/modeling_loon.py", f"{PKG}/mole/modeling_mole.py"]
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, codemod_cache: Path) -> Path:
+    return copy_fixture(HOOKS_CHECKOUT, tmp_path / "hooks_checkout")
+
+
+def invoke(*args: str | Path):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def python_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))}
+
+
+def test_hooks_json_lists_each_cluster_with_its_members(checkout: Path) -> None:
+    result = invoke("hooks", checkout, "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    clusters = {c["name"]: c for c in document["clusters"]}
+    assert set(clusters) == set(TREE)
+    for name, (changed, blocked) in TREE.items():
+        c = clusters[name]
+        assert c["applied"] and c["mixin_diff"].startswith(f"--- a/{MIXIN}")
+        assert {m["model"] for m in c["members"] if m["status"] == "applied"} == changed
+        assert {m["model"] for m in c["members"] if m["status"] != "applied"} == blocked
+        assert all(m["diff"] for m in c["members"] if m["status"] == "applied")
+        assert c["lines_saved"] == c["member_lines_saved"] - c["mixin_lines_added"]
+    assert [(n["model"], n["key"]) for n in clusters["_generation_inputs_dropped_after_prefill"]["near_misses"]] == \
+        [("loon", "attention_mask")]
+    assert document["summary"]["applied"] == 3
+    # Wren takes two hooks: its one diff is listed under both, and counted once
+    wren = [m for c in document["clusters"] for m in c["members"] if m["model"] == "wren"]
+    assert len(wren) == 2 and wren[0]["diff"] == wren[1]["diff"] and wren[0]["lines_saved"] > 0
+    assert document["summary"]["lines_saved"] == sum(c["lines_saved"] for c in document["clusters"]) - wren[0]["lines_saved"]
+
+
+def test_hooks_table_in_a_log_has_no_line_longer_than_its_content(checkout: Path) -> None:
+    """Before: each cluster's heading was rich's rule at LOG_WIDTH (65536 columns), and table cells padded."""
+    result = invoke("hooks", checkout)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) < 400
+    assert [line for line in lines if line.startswith("── ")] == [
+        f"── {name} ({kind}) " + "─" * (100 - len(f"{name} ({kind})") - 4)
+        for name, kind in (("_generation_dropped_inputs", "dropped"),
+                           ("_generation_inputs_dropped_after_prefill", "dropped-when"),
+                           ("_generation_inputs_from_config", "from-config"))]
+    table = [line for line in lines if line.startswith(("│", " mole", " newt"))]
+    assert table and all(line == line.rstrip() for line in table)
+    assert "near miss loon (attention_mask): left out after the first step" in result.stdout
+    assert result.stdout.rstrip().endswith("lines saved (the members' lines less the mixin's)")
+
+
+def test_hooks_without_diffs(checkout: Path) -> None:
+    result = invoke("hooks", checkout, "--no-diffs")
+    assert result.exit_code == 0, result.output
+    assert "+++ b/" not in result.stdout and "_generation_dropped_inputs" in result.stdout
+
+
+def test_hooks_markdown(checkout: Path) -> None:
+    result = invoke("hooks", checkout, "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("## Hooks mined from repeated overrides")
+    assert "| `_generation_inputs_from_config` |" in result.stdout and "```diff" in result.stdout
+
+
+def test_diff_with_hooks_reports_changes_and_writes_nothing(checkout: Path) -> None:
+    before = python_files(checkout)
+    result = invoke("diff", checkout, "--hooks")
+    assert result.exit_code == 1, result.output
+    assert f"+++ b/{MIXIN}" in result.stdout and "+    _generation_inputs_from_config: dict[str, str] = {}" in result.stdout
+    assert python_files(checkout) == before
+
+
+def _changed_lines(old: bytes, new: bytes) -> tuple[list[str], list[str]]:
+    """The lines a rewrite removes and adds."""
+    diff = list(difflib.ndiff(old.decode().splitlines(), new.decode().splitlines()))
+    return [d[2:] for d in diff if d.startswith("- ")], [d[2:] for d in diff if d.startswith("+ ")]
+
+
+def test_apply_with_hooks_adds_the_hooks_and_rewrites_the_members(checkout: Path) -> None:
+    before = python_files(checkout)
+    result = invoke("apply", checkout, "--hooks")
+    assert result.exit_code == 0, result.output
+    after = python_files(checkout)
+    changed = {path for path in after if after[path] != before[path]}
+    members = {f"{PKG}/{model}/modeling_{model}.py" for changed_models, _ in TREE.values() for model in changed_models}
+    assert changed == members | {MIXIN, f"{PKG}/pike/modular_pike.py"}
+    for path in NOT_TOUCHED:
+        assert after[path] == before[path]
+    for path in changed:
+        ast.parse(after[path])  # every written file parses
+    # the mixin: each hook declared once and read once; nothing of the method removed
+    mixin = after[MIXIN].decode()
+    removed, added = _changed_lines(before[MIXIN], after[MIXIN])
+    assert removed == []
+    for name in TREE:
+        assert mixin.count(f"    {name}: ") == 1 and f"self.{name}" in mixin
+    assert 'if not is_first_iteration and kwargs.get("use_cache", True):' in [line.strip() for line in added]
+    # each member: its class sets the attribute, its override is gone (or, Ibis, trimmed), the rest byte for byte
+    after_prefill = '_generation_inputs_dropped_after_prefill = ("{}",)'.format
+    from_config = '_generation_inputs_from_config = {"logits_to_keep": "num_logits_to_keep"}'
+    positions = '_generation_dropped_inputs = ("position_ids",)'
+    expect = {
+        "heron": [after_prefill("attention_mask")], "ibis": [after_prefill("image_grid")],
+        "koi": [after_prefill("image_grid")], "jay": [from_config], "kite": [from_config], "lark": [from_config],
+        "newt": [positions], "owl": [positions], "pike": [positions], "toad": [positions],
+        "wren": [positions, from_config],  # deleted: with both hooks, nothing model-specific is left
+    }
+    for model, assignments in expect.items():
+        for path in {f"{PKG}/{model}/modeling_{model}.py", f"{PKG}/{model}/modular_{model}.py"} & changed:
+            removed, added = _changed_lines(before[path], after[path])
+            assert [line.strip() for line in added if line.strip()] == assignments, (path, added)
+            old_method = _method_lines(before[path])
+            assert set(removed) <= old_method, (path, set(removed) - old_method)
+            if model == "ibis":
+                assert [line.strip() for line in removed] == ['if not is_first_iteration and use_cache:',
+                                                              'model_inputs["image_grid"] = None']
+                assert "def prepare_inputs_for_generation" in after[path].decode()
+            else:
+                assert "def prepare_inputs_for_generation" not in after[path].decode()
+
+
+def _method_lines(text: bytes) -> set[str]:
+    """The lines of the file's prepare_inputs_for_generation (and the blank line above it)."""
+    source = text.decode()
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == "prepare_inputs_for_generation":
+            assert node.end_lineno is not None
+            return set(lines[node.lineno - 2:node.end_lineno])
+    return set()
+
+
+def test_apply_with_hooks_twice_changes_nothing_more(checkout: Path) -> None:
+    """Noop: once applied, no override has a part left to mine, and the mixin's hooks are not added again."""
+    assert invoke("apply", checkout, "--hooks").exit_code == 0
+    once = python_files(checkout)
+    result = invoke("apply", checkout, "--hooks")
+    assert result.exit_code == 0, result.output
+    assert python_files(checkout) == once
+
+
+def test_apply_with_hooks_needs_a_mixin_of_its_own(tmp_path: Path, codemod_cache: Path) -> None:
+    """A tree of model code (no generation/utils.py) has nowhere to put a hook: one error line, exit 2."""
+    tree = tmp_path / "models"
+    tree.mkdir()
+    (tree / "modeling_owl.py").write_bytes((HOOKS_CHECKOUT / PKG / "owl" / "modeling_owl.py").read_bytes())
+    result = invoke("apply", tree, "--hooks")
+    assert result.exit_code == 2
+    assert "no mixin of its own to add hooks to" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------- 5.23.0
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
+    """The issue's acceptance: on 5.23.0 ``codemod hooks`` reports at least three clusters of at least three
+    models, with the hooks the issue expects, each changing at least three models, and the plan that
+    ``apply --hooks`` writes rewrites every file cleanly."""
+    from codemod.apply import compute_changes
+    from codemod.fetch import fetch_release
+
+    result = scan(resolve(fetch_release("5.23.0")))  # the shared cached checkout: read only
+    report = mine(result)
+    applied = {c.name: c for c in report.applied()}
+    big = [c for c in report.clusters if len(c.models) >= MIN_MODELS]
+    assert len(big) >= 3
+    for cluster in applied.values():
+        assert len(cluster.applicable_models) >= MIN_MODELS, cluster.name
+    assert set(applied["_generation_inputs_from_config"].applicable_models) == {
+        "bamba", "falcon_h1", "nemotron_h", "zamba", "zamba2"}
+    assert {"exaone4_5", "glm_image", "hyperclovax_vision_v2", "qwen2_5_omni"} <= set(
+        applied["_generation_dropped_inputs"].applicable_models)
+    assert {"gemma3", "gemma4", "gemma4_unified", "molmo2"} <= set(
+        applied["_generation_unsliced_prefill_inputs"].applicable_models)
+    assert "ernie4_5_vl_moe" in applied["_generation_inputs_dropped_after_prefill"].applicable_models
+    changes = compute_changes(result, hooks=True)
+    assert changes.dropped == ()
+    assert all(r.error is None for r in changes.rewrites)
+    mixin = next(r for r in changes.rewrites if r.path == MIXIN)
+    for name in applied:
+        assert f"self.{name}" in mixin.new_text()
