@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from codemod import copies, modular, soundness
+from codemod import copies, soundness
 from codemod.checkout import Checkout, real_path
 from codemod.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, ValueOrigin
@@ -76,26 +76,22 @@ class Reader:
         return read_source(path)
 
 
-def _inherited(result: ScanResult, overrides: Iterable[Override]) -> dict[str, str | None]:
-    """For modular overrides: the override the converter would copy in if they were deleted."""
-    checkout = result.index.checkout
-    out: dict[str, str | None] = {}
-    read = Reader(checkout, ())
-    for o in overrides:
-        if o.kind is not FileKind.MODULAR:
-            continue
-        origin = modular.inherited_origin(checkout, checkout.root / o.file, o.class_name, "prepare_inputs_for_generation", read)
-        out[o.id] = origin.source_id if origin is not None else None
-    return out
+def _inherited(overrides: Iterable[Override]) -> dict[str, str | None]:
+    """For modular overrides: the override the converter would copy in if they were deleted (from the index)."""
+    return {o.id: o.inherited_from for o in overrides if o.kind is FileKind.MODULAR}
 
 
 def _rewrite_job(job: tuple[str, bytes, list[Edit]]) -> FileRewrite:
     return rewrite_source(*job)
 
 
-def _rewrite_all(checkout: Checkout, plan: Plan, jobs: int | None = None) -> list[FileRewrite]:
-    """Rewrite every planned file in memory; libcst is slow on big modules, so in a process pool."""
-    work = [(path, (checkout.root / path).read_bytes(), edits) for path, edits in sorted(plan.by_file().items())]
+def _rewrite_all(
+    checkout: Checkout, by_file: dict[str, list[Edit]], jobs: int | None = None, only: set[str] | None = None,
+) -> list[FileRewrite]:
+    """Rewrite the planned files (``only`` these, if given) in memory; libcst is slow on big modules, so
+    in a process pool."""
+    work = [(path, (checkout.root / path).read_bytes(), edits) for path, edits in sorted(by_file.items())
+            if only is None or path in only]
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if workers <= 1 or len(work) < 4:
         return [_rewrite_job(job) for job in work]
@@ -176,7 +172,7 @@ def initial_plan(
         result.findings,
         mixin_era=_checkout_era(result),
         mixin_file=mixin_file,
-        inherited=_inherited(result, (f.override for f in result.findings)),
+        inherited=_inherited(f.override for f in result.findings),
         repairs=repairs,
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),
@@ -219,10 +215,22 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
     index = result.index
     checkout = index.checkout
     dropped: list[tuple[str, str]] = []
+    done: dict[str, FileRewrite] = {}  # path -> its rewrite under the current plan's edits
+    flakes: dict[str, str] = {}  # path -> the pyflakes problems its rewrite adds
+    edits_of: dict[str, list[Edit]] = {}
     for _ in range(_MAX_ROUNDS):
-        rewrites = _rewrite_all(checkout, plan, jobs)
+        # a later round rewrites (and re-checks) only the files whose edits dropping shards changed
+        by_file = plan.by_file()
+        stale = {path for path, edits in by_file.items() if edits_of.get(path) != edits}
+        fresh = _rewrite_all(checkout, by_file, jobs, only=stale)
+        edits_of = by_file
+        done = {path: r for path, r in done.items() if path in by_file and path not in stale}
+        done.update((r.path, r) for r in fresh)
+        flakes = {path: why for path, why in flakes.items() if path in done and path not in stale}
+        flakes.update(_new_flakes(fresh, jobs))
+        rewrites = [done[path] for path in sorted(done)]
         failing = {r.path: r.error for r in rewrites if r.error}
-        failing.update(_new_flakes(rewrites, jobs))
+        failing.update(flakes)
         problems = {shard: f"{path}: {error}" for path, error in failing.items() for shard in _shards_of(plan, {path})}
         if plan.hoist is not None and plan.hoist.file in failing:
             # no change stands without the implementation it hands the work to

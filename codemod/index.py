@@ -120,6 +120,9 @@ class Override:
     fallback: Fallback | None = None
     #: the override is code of the transformers package being migrated (a checkout or an installed package)
     in_library: bool = False
+    #: a modular source's override only: the override the converter would copy in if it were deleted (the
+    #: modular trap, ``modular.inherited_origin``); None when no parent defines the method
+    inherited_from: OverrideId | None = None
 
     @property
     def lines(self) -> int:
@@ -541,6 +544,10 @@ def _assemble(
             origin = None
             if facts.generated_from is not None:
                 origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
+            inherited = None
+            if facts.kind is FileKind.MODULAR:
+                trap = modular.inherited_origin(checkout, path, found.class_name, METHOD, read)
+                inherited = trap.source_id if trap is not None else None
             overrides.append(
                 Override(
                     id=override_id,
@@ -565,6 +572,7 @@ def _assemble(
                     inherits_generation_mixin=inherits,
                     fallback=view.fallback if view is not None else None,
                     in_library=in_library,
+                    inherited_from=inherited,
                 )
             )
             if found.marker is not None:
