@@ -19,11 +19,11 @@ from pathlib import Path
 from codemod import copies, soundness
 from codemod.checkout import Checkout, real_path
 from codemod.classify import Action
-from codemod.contracts import CopyScope, CopyStatus, ValueOrigin
+from codemod.contracts import CopyScope, CopyStatus, Repair, ValueOrigin
 from codemod.errors import CodemodError
 from codemod.index import Override
 from codemod.mixin import Era, MixinProfile
-from codemod.plan import Edit, Plan, Repair, make_plan
+from codemod.plan import Edit, Plan, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
 from codemod.sources import FileKind, read_source

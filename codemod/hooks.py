@@ -43,12 +43,20 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
 from codemod.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
-from codemod.classify import Action, Category, Extra, Finding, Reason
-from codemod.contracts import ExtraHow, OverrideId, ParamKind, ReasonKind, ValueOrigin, Vocabulary
+from codemod.classify import Action, Category, Finding, Reason
+from codemod.contracts import (
+    ExtraHow,
+    OverrideId,
+    ParamKind,
+    ReasonKind,
+    Repair,
+    ValueOrigin,
+    Vocabulary,
+)
 from codemod.fallback import FallbackKind
 from codemod.index import Override
 from codemod.mixin import MIXIN_CLASS, Era, MixinProfile
-from codemod.plan import Edit, EditKind, HookCode, Plan, Repair
+from codemod.plan import Edit, EditKind, HookCode, Plan
 from codemod.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom

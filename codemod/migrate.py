@@ -17,9 +17,9 @@ from codemod import hooks as hook_stage
 from codemod.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action, Finding
-from codemod.contracts import OriginKind, Verdict
+from codemod.contracts import OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.plan import Plan, Repair
+from codemod.plan import Plan
 from codemod.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress

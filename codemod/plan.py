@@ -31,6 +31,7 @@ from codemod.contracts import (
     OriginKind,
     ParamKind,
     ReasonKind,
+    Repair,
     ValueOrigin,
     Vocabulary,
 )
@@ -66,28 +67,6 @@ class HookCode:
     declaration: str
     prologue: str = ""
     epilogue: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Repair:
-    """How a reduced override (``super()`` plus these fixes) would prepare what the old code prepared:
-    the keys to remove, the keys to pass as None when nothing else gave them a value (the old code
-    passed None, the mixin leaves them out, and a forward may require them), the keys the old
-    code passed that the reduction must keep passing (its parameters, handed to ``super()``), and
-    the keys the old code passed on exactly as the caller gave them where the mixin rebuilds them
-    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter."""
-
-    remove: tuple[str, ...] = ()
-    set_none: tuple[str, ...] = ()
-    keep: tuple[str, ...] = ()
-    passthrough: tuple[str, ...] = ()
-
-    def __or__(self, other: Repair) -> Repair:
-        def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-            return tuple(sorted(set(a) | set(b)))
-
-        return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
-                      union(self.passthrough, other.passthrough))
 
 
 @dataclasses.dataclass(frozen=True)

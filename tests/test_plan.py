@@ -18,9 +18,10 @@ from codemod.analysis import Param
 from codemod.apply import initial_plan
 from codemod.checkout import resolve
 from codemod.classify import Action, Category, Extra
+from codemod.contracts import Repair
 from codemod.copies import apply_replacements
 from codemod.mixin import Era
-from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, Repair, make_plan, reduce_override
+from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.rewrite import rewrite_source
 from codemod.scan import ScanResult, scan
 from rules.generic_mixin import METHOD_SOURCE

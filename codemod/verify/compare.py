@@ -22,8 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from codemod.contracts import ScenarioStatus, Verdict, WorkerStatus
-from codemod.plan import Repair
+from codemod.contracts import Repair, ScenarioStatus, Verdict, WorkerStatus
 
 RTOL = 1e-4
 ATOL = 1e-5

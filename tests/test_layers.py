@@ -1,0 +1,66 @@
+"""The pipeline reads left to right: no module imports a later stage.
+
+Every module of ``codemod/`` has a layer; an import (at the top or inside a function) may reach its
+own layer or an earlier one, never a later one. A new module must be given its layer here: where it
+sits in the pipeline is a decision, not an accident of what it happened to import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
+
+#: bottom to top: the contracts and edges, the analysis, the transformation, verification, what
+#: reports and publishes the result (and the orchestration of apply --verify and the bot), the CLI
+LAYERS: dict[str, tuple[str, ...]] = {
+    "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
+    "edges": ("fetch", "checkout", "sources", "environment", "tools", "github"),
+    "analyse": ("analysis", "recognise", "modular", "copies", "target", "fallback", "mixin", "index", "classify",
+                "soundness", "scan"),
+    "transform": ("plan", "rewrite", "apply", "hooks", "hook_changes"),
+    "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
+               "verify.sides", "verify.testers", "verify.tiny", "verify.usage", "verify.worker"),
+    "publish": ("migration", "migrate", "report", "hooks_report", "pr"),
+    "cli": ("cli", "__main__"),
+}
+RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
+NAMES = list(LAYERS)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    name = ".".join(p for p in parts if p != "__init__")
+    return name or "codemod"
+
+
+def imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "codemod":
+                found.update(a.name for a in node.names if a.name != "__version__")
+            elif node.module.startswith("codemod."):
+                found.add(node.module.removeprefix("codemod."))
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("codemod.") for a in node.names if a.name.startswith("codemod."))
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    assert sorted(module_name(p) for p in MODULES if module_name(p) not in RANK) == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_no_module_imports_a_later_stage(path: Path) -> None:
+    importer = module_name(path)
+    later = sorted(
+        f"{target} ({NAMES[RANK[target]]})" for target in imports(path) if RANK.get(target, -1) > RANK[importer]
+    )
+    assert later == [], f"{importer} ({NAMES[RANK[importer]]}) imports a later stage"
