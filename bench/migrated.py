@@ -5,7 +5,8 @@
 BASE is a pristine checkout (a release's sdist from ``codemod fetch``), MIGRATED the same after
 ``codemod apply`` (with or without ``--verify``). Counts the *current* overrides (modeling files,
 not ``models/deprecated``), as the README's "Measured" table does: how many are deleted, reduced
-(the method's code changed) or kept, and the lines of override code before and after, then the
+(the method's code changed) or kept, and the lines of override code before and after (in all and by
+the scan's category of the override in BASE), then the
 overrides that keep the most lines. Prints numbers and asserts nothing.
 """
 
@@ -49,6 +50,8 @@ def main() -> int:
     counts = {"deleted": 0, "reduced": 0, "kept": 0}
     before = after = 0
     rows = []
+    #: category -> [overrides, lines before, lines after, deleted, reduced]
+    by_category: dict[str, list[int]] = {}
     for finding in result.findings:
         o = finding.override
         if not args.all and (o.deprecated or o.kind is not FileKind.MODELING):
@@ -56,16 +59,24 @@ def main() -> int:
         old, new = method(args.base, o.file, o.class_name), method(args.migrated, o.file, o.class_name)
         assert old is not None
         before += old[1]
+        row = by_category.setdefault(finding.category.value, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += old[1]
         if new is None or new == ("", 0):
             counts["deleted"] += 1
+            row[3] += 1
             continue
         counts["reduced" if new[0] != old[0] else "kept"] += 1
+        row[4] += new[0] != old[0]
+        row[2] += new[1]
         after += new[1]
         rows.append((new[1], old[1], o.id, "reduced" if new[0] != old[0] else "kept"))
     total = sum(counts.values())
     print(f"{total} overrides: {counts['deleted']} deleted, {counts['reduced']} reduced, {counts['kept']} kept "
           f"({counts['deleted'] + counts['reduced']} changed); override code {before} -> {after} lines "
           f"({after / before:.0%} left)")
+    for category, (n, old_lines, new_lines, deleted, reduced) in sorted(by_category.items()):
+        print(f"  {category:<18} {n:4} overrides ({deleted} deleted, {reduced} reduced): {old_lines} -> {new_lines} lines")
     for lines, old_lines, override_id, what in sorted(rows, reverse=True)[: args.top]:
         print(f"{lines:5} (from {old_lines:4}) {what:8} {override_id}")
     return 0
