@@ -307,8 +307,17 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
     parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras]
     if finding is not None and any(e.how is ExtraHow.KEEP_STATEMENTS for e in extras):
         first = next((r.subject for r in finding.reasons if r.kind is ReasonKind.NOTE and r.subject), "")
-        parts = [p if p != phrases[ExtraHow.KEEP_STATEMENTS] else f"{p} ({first.rstrip(' …')[:60]})" for p in parts]
+        parts = [p if p != phrases[ExtraHow.KEEP_STATEMENTS] else f"{p} ({_quote(first.rstrip(' …'))})" for p in parts]
     return "; ".join(dict.fromkeys(parts))
+
+
+def _quote(code: str, width: int = 60) -> str:
+    """``code`` for a one-line comment: whole when it fits, else cut between words with " …" (a cut in
+    the middle of a name or an unclosed parenthesis reads as a typo)."""
+    if len(code) <= width:
+        return code
+    cut = code[: width - 2].rsplit(" ", 1)[0].rstrip(" ,(")
+    return f"{cut} …"
 
 
 def _keeps_own(finding: Finding) -> bool:
