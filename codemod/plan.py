@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from codemod import soundness
-from codemod.classify import Action, Extra, Finding
+from codemod.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
 from codemod.contracts import (
     CopyScope,
     CopyStatus,
@@ -201,6 +201,11 @@ def _names(code: str) -> set[str]:
         return set()
 
 
+#: keys a mixin of some era, or generate() through it, may put in the prepared inputs itself
+MIXIN_KEYS = CORE_INPUTS | GENERATE_PROVIDES | {"token_type_ids", "num_logits_to_keep", "logits_to_keep",
+                                                "decoder_inputs_embeds"}
+
+
 def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> tuple[str, ...]:
     """The parameters a reduced override still names; the others reach ``super()`` through
     ``**kwargs``, as the mixin takes them (a None the caller leaves out is the same None to the
@@ -259,7 +264,12 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     extra_sources = {e.source for e in extras if e.how in (ExtraHow.FIRST_STEP, ExtraHow.LATER_STEP)} | {
         e.key for e in extras if e.how in (ExtraHow.FIRST_STEP, ExtraHow.LATER_STEP)
     }
-    standard = [p for p in named if p not in extra_sources]
+    # a parameter handed to super() only to be dropped after is not handed at all: where no mixin ever
+    # sets the key itself (a model-specific one), nothing is then left to drop
+    unpassed = {e.key for e in extras if e.how is ExtraHow.DROP and e.key in named and e.key not in MIXIN_KEYS}
+    drops = {f"model_inputs.pop({json.dumps(key)}, None)" for key in unpassed}
+    statements = [s for s in statements if s not in drops]
+    standard = [p for p in named if p not in extra_sources and p not in unpassed]
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
