@@ -989,3 +989,14 @@ def test_same_override_on_two_lines_is_kept(tmp_path: Path) -> None:
     oid = f"{PKG}/quail/modeling_quail.py::QuailForCausalLM"
     assert plan.action_of(oid) is Action.KEEP
     assert edits_by_override(plan)[oid] == [EditKind.MARK]
+
+
+def test_a_dropped_key_a_mixin_may_set_itself_is_still_handed_on_and_dropped(newt: ScanResult) -> None:
+    """A parameter dropped after super() is not handed to it at all (Musicgen's ``delay_pattern_mask``,
+    in the 4.45.2 golden diff), unless a mixin may set that key itself: ``num_logits_to_keep`` reaches
+    super() and is popped after, or the mixin's own value would reach forward."""
+    finding = _finding(newt, "NewtForCausalLM")
+    body = reduced_body(finding.override, (Extra("num_logits_to_keep", "drop"),), slim=False)
+    assert body is not None
+    assert "num_logits_to_keep=num_logits_to_keep" in body
+    assert 'model_inputs.pop("num_logits_to_keep", None)' in body
