@@ -50,6 +50,12 @@ class Checkout:
     git: GitState | None = None
 
     @property
+    def is_tree(self) -> bool:
+        """Model code outside transformers (a directory of it, or one file): judged against and run on a
+        release, not on itself."""
+        return self.kind in (CheckoutKind.TREE, CheckoutKind.FILE)
+
+    @property
     def mixin_file(self) -> Path | None:
         if self.package_dir is None:
             return None

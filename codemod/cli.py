@@ -327,7 +327,8 @@ def diff(
     from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
 
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result),
+    # what apply would write (it holds back the same unproven changes outside transformers)
+    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree,
                               hooks=hooks)
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
@@ -440,9 +441,8 @@ def _refuse_dirty(checkout: Checkout) -> None:
 
 def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
     """A transformers checkout runs on itself: releases to run on are for model code outside it."""
-    from codemod.verify.sides import is_tree
 
-    if (target or from_release) and not is_tree(checkout):
+    if (target or from_release) and not checkout.is_tree:
         raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
                         "(--target and --from are for model code outside transformers)")
 
@@ -492,15 +492,6 @@ def verify(
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
 
-def _outside_transformers(result: ScanResult) -> bool:
-    """Model code outside transformers (a tree, a file): without --verify its changes must be right by
-    construction, so those only verification proves are held back (a transformers checkout's plan is
-    the draft that its maintainers verify)."""
-    from codemod.checkout import CheckoutKind
-
-    return result.index.checkout.kind in (CheckoutKind.TREE, CheckoutKind.FILE)
-
-
 @app.command()
 def apply(
     path: PathArg = None,
@@ -537,10 +528,9 @@ def apply(
     if verify and path is not None and target is None:
         from codemod.checkout import resolve
         from codemod.verify.session import DEFAULT_TREE_TARGET
-        from codemod.verify.sides import is_tree
-
+    
         with contextlib.suppress(CodemodError):  # the scan below says what is wrong with PATH
-            if is_tree(resolve(path, with_git=False)):
+            if resolve(path, with_git=False).is_tree:
                 target = DEFAULT_TREE_TARGET  # classified against the release it is verified on
     result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
     checkout = result.index.checkout
@@ -550,7 +540,8 @@ def apply(
     if hooks and checkout.mixin_file is None:
         raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
     if not verify:
-        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=_outside_transformers(result),
+        # outside transformers nothing verifies a plain apply: what only verification proves is held back
+        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree,
                                   hooks=hooks)
         written = write(checkout, changes)
         _print_summary(result, changes, checkout)

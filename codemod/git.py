@@ -48,12 +48,16 @@ class GitError(CodemodError):
 
 @dataclasses.dataclass(frozen=True)
 class Done:
-    """What a git command returned (stdout decoded as UTF-8 unless ``binary``)."""
+    """What a git command returned: its exit status, its output as bytes (a file's content from ``show``
+    must stay bytes: an encoding cookie or a BOM decides its text) and its error output."""
 
     returncode: int
-    stdout: str
+    raw: bytes
     stderr: str
-    raw: bytes = b""
+
+    @property
+    def stdout(self) -> str:
+        return self.raw.decode("utf-8", "replace")
 
     @property
     def ok(self) -> bool:
@@ -69,7 +73,6 @@ def run(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     isolated: bool = False,
-    binary: bool = False,
     timeout: float = TIMEOUT_S,
 ) -> Done:
     """``git -C root ARGS``. With ``check``, a non-zero exit raises ``error`` with git's last lines."""
@@ -87,8 +90,7 @@ def run(
     except (OSError, subprocess.TimeoutExpired) as failure:
         raise error(redact(f"git {args[0]} failed: {failure}", secrets)) from None
     stderr = completed.stderr.decode("utf-8", "replace")
-    done = Done(completed.returncode, "" if binary else completed.stdout.decode("utf-8", "replace"), stderr,
-                completed.stdout if binary else b"")
+    done = Done(completed.returncode, completed.stdout, stderr)
     if check and not done.ok:
         last = " / ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
         raise error(redact(f"git {' '.join(args[:2])} failed in {root}: {one_line(last) or f'exit {done.returncode}'}",
@@ -108,7 +110,7 @@ def output(root: Path, *args: str) -> str | None:
 def show(root: Path, revision: str, path: str) -> bytes | None:
     """The bytes of ``path`` at ``revision`` (relative to ``root``'s repository top), or None where it has none."""
     try:
-        done = run(root, "show", f"{revision}:{path}", check=False, binary=True)
+        done = run(root, "show", f"{revision}:{path}", check=False)
     except GitError:
         return None
     return done.raw if done.ok else None

@@ -691,6 +691,28 @@ _NAMES = {
 }
 
 
+#: hooks for a key that always ends with one kind of value, whatever the step: value kind -> (hook kind,
+#: attribute, its annotation: a mapping to config attribute names or to values, its doc, the comment
+#: above its code, the code)
+_VALUE_HOOKS: dict[ValueKind, tuple[HookKind, str, str, str, str, str]] = {
+    ValueKind.CONFIG: (
+        HookKind.FROM_CONFIG, "_generation_inputs_from_config", "mapping",
+        "Inputs set from the model's config, whatever the caller passes: input name -> config attribute",
+        "Inputs set from the config",
+        "for name, attribute in self.{name}.items():\n    model_inputs[name] = getattr(self.config, attribute)\n"),
+    ValueKind.CALLER_OR_DEFAULT: (
+        HookKind.DEFAULT, "_generation_input_defaults", "values",
+        "Inputs with a model-specific default when the caller gives none: input name -> default",
+        "Model-specific defaults",
+        "for name, default in self.{name}.items():\n    model_inputs.setdefault(name, default)\n"),
+    ValueKind.LITERAL: (
+        HookKind.CONSTANT, "_generation_constant_inputs", "values",
+        "Inputs the model always gets with the same value, whatever the caller passes: input name -> value",
+        "Inputs with a fixed value",
+        "for name, value in self.{name}.items():\n    model_inputs[name] = value\n"),
+}
+
+
 def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
     spelling = {Atom.FIRST.value: ("on the first step", "after the first step"),
                 Atom.USE_CACHE.value: ("with a cache", "without a cache"),
@@ -714,28 +736,11 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
                            "(left out: the forward's default is None, the same as passing None)",
                            epilogue=f"# Inputs the model computes itself (`{name}`)\n"
                                     f"for name in self.{name}:\n    model_inputs.pop(name, None)\n"), name
-    if len(kinds) == 1 and idiom.atoms == ():
-        value = idiom.table[0]
-        if value is ValueKind.CONFIG:
-            kind, name = HookKind.FROM_CONFIG, "_generation_inputs_from_config"
-            return kind, _hook(kind, name, mapping_type, "{}", "Inputs set from the model's config, whatever the caller "
-                               "passes: input name -> config attribute",
-                               epilogue=f"# Inputs set from the config (`{name}`)\n"
-                                        f"for name, attribute in self.{name}.items():\n"
-                                        "    model_inputs[name] = getattr(self.config, attribute)\n"), name
-        if value is ValueKind.CALLER_OR_DEFAULT:
-            kind, name = HookKind.DEFAULT, "_generation_input_defaults"
-            return kind, _hook(kind, name, values_type, "{}", "Inputs with a model-specific default when the caller "
-                               "gives none: input name -> default",
-                               epilogue=f"# Model-specific defaults (`{name}`)\n"
-                                        f"for name, default in self.{name}.items():\n"
-                                        "    model_inputs.setdefault(name, default)\n"), name
-        if value is ValueKind.LITERAL:
-            kind, name = HookKind.CONSTANT, "_generation_constant_inputs"
-            return kind, _hook(kind, name, values_type, "{}", "Inputs the model always gets with the same value, "
-                               "whatever the caller passes: input name -> value",
-                               epilogue=f"# Inputs with a fixed value (`{name}`)\n"
-                                        f"for name, value in self.{name}.items():\n    model_inputs[name] = value\n"), name
+    if len(kinds) == 1 and idiom.atoms == () and idiom.table[0] in _VALUE_HOOKS:
+        kind, name, typing, doc, comment, loop = _VALUE_HOOKS[idiom.table[0]]
+        annotation = mapping_type if typing == "mapping" else values_type
+        return kind, _hook(kind, name, annotation, "{}", doc,
+                           epilogue=f"# {comment} (`{name}`)\n" + loop.format(name=name)), name
     if kwargs is None:
         return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
     params = {p.name for p in analysis.params} if analysis else set()

@@ -35,9 +35,13 @@ def test_a_failure_is_the_asking_stages_error_with_gits_last_line(tmp_path) -> N
 
 def test_credentials_never_reach_the_message(tmp_path) -> None:
     repo = make_repo(tmp_path / "r")
-    url = "https://ghp_abc123@127.0.0.1:1/o/r.git"
+    # git echoes the revision it cannot find: the secret would be in its last line
+    assert "ghp_abc123" in git.run(repo, "show", "ghp_abc123:a.py", check=False).stderr
     with pytest.raises(git.GitError) as caught:
-        git.run(repo, "ls-remote", url, secrets=("ghp_abc123",), timeout=30)
+        git.run(repo, "show", "ghp_abc123:a.py", secrets=("ghp_abc123",))
+    assert "ghp_abc123" not in str(caught.value) and "***" in str(caught.value)
+    with pytest.raises(git.GitError) as caught:  # a URL's credentials, without being told the secret
+        git.run(repo, "show", "https://ghp_abc123@github.com/o/r:a.py")
     assert "ghp_abc123" not in str(caught.value)
 
 

@@ -4,7 +4,6 @@ once per side."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from codemod import git
@@ -51,9 +50,18 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
         shown.append(path)
         return real_show(top, revision, path)
 
+    parsed: list[str] = []
+    real_methods = session._methods
+
+    def counting_methods(text: str) -> dict[str, str]:
+        parsed.append(text)
+        return real_methods(text)
+
     monkeypatch.setattr(session.git, "show", counting_show)
+    monkeypatch.setattr(session, "_methods", counting_methods)
     targets, not_run = session.targets_from_diff(base, "HEAD")
     assert sorted(t.class_name for t in targets) == ["ChangedLM", "RemovedLM"]
     assert not_run == []
     assert sorted(shown) == sorted(f.override.file for f in base.findings)  # once per file
-    assert subprocess.run(["git", "-C", str(root), "status", "--short"], capture_output=True, text=True).stdout
+    assert not [t for t in parsed if "UntouchedLM" in t]  # the same bytes on both sides: not parsed
+    assert len(parsed) == 6  # both sides of the three files that changed

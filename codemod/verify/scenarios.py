@@ -189,12 +189,16 @@ def encoder_outputs(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**rest, "encoder_outputs": encoded, "do_sample": False}
 
 
-def multimodal(model: Any, assistant: Any, seed: int) -> Kwargs:
-    inputs = tiny.generation_inputs(model, seed=seed)
-    extra = tiny.multimodal_inputs(model, inputs, seed=seed)
+def _with_image(model: Any, seed: int, **shape: int) -> Kwargs:
+    """Greedy generate() kwargs with an image in each row (``shape``: generation_inputs' batch and padding)."""
+    extra = tiny.multimodal_inputs(model, tiny.generation_inputs(model, seed=seed, **shape), seed=seed)
     if extra is None:
         raise Skip("no multimodal inputs known for this model")
     return {**extra, "do_sample": False}
+
+
+def multimodal(model: Any, assistant: Any, seed: int) -> Kwargs:
+    return _with_image(model, seed)
 
 
 def multimodal_assisted(model: Any, assistant: Any, seed: int) -> Kwargs:
@@ -205,11 +209,7 @@ def multimodal_assisted(model: Any, assistant: Any, seed: int) -> Kwargs:
 
 def multimodal_padded(model: Any, assistant: Any, seed: int) -> Kwargs:
     """A left-padded batch of two, each row with its image: positions and masks around the image tokens."""
-    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=3)
-    extra = tiny.multimodal_inputs(model, inputs, seed=seed)
-    if extra is None:
-        raise Skip("no multimodal inputs known for this model")
-    return {**extra, "do_sample": False}
+    return _with_image(model, seed, batch_size=2, left_pad=3)
 
 
 def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:

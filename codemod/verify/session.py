@@ -34,7 +34,7 @@ from codemod.verify.runner import (
     module_of,
     verify_targets,
 )
-from codemod.verify.sides import is_tree, release_environment, tree_module, tree_side
+from codemod.verify.sides import release_environment, tree_module, tree_side
 
 METHOD = "prepare_inputs_for_generation"
 
@@ -95,7 +95,7 @@ def inheriting_targets(result: ScanResult, changed: Sequence[str]) -> list[Targe
 
 def importable_module(checkout: Checkout, path: str) -> str | None:
     """The dotted module a verification worker imports ``path`` (relative to the checkout) as."""
-    if is_tree(checkout):
+    if checkout.is_tree:
         return tree_module(checkout.root, path).module
     return module_of(path)
 
@@ -186,7 +186,7 @@ def verify_change(
     match (``generate()`` itself prepares other keys in another release)."""
     if checkout.git is None:
         raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
-    if is_tree(checkout):
+    if checkout.is_tree:
         return _verify_tree(checkout, targets, base=base, new_root=new_root, old_root=old_root, device=device, jobs=jobs,
                             python=python, scenarios=scenarios, timeout=timeout, progress=progress, say=say, not_run=not_run,
                             target=target or DEFAULT_TREE_TARGET, from_release=from_release, requirements=requirements)
