@@ -26,7 +26,7 @@ from codemod.mixin import Era, MixinProfile
 from codemod.plan import Edit, Plan, make_plan
 from codemod.rewrite import FileRewrite, rewrite_source
 from codemod.scan import ScanResult
-from codemod.sources import FileKind, read_source
+from codemod.sources import read_source
 
 _MAX_ROUNDS = 8
 
@@ -74,11 +74,6 @@ class Reader:
         if path in self.overlay:
             return self.overlay[path]
         return read_source(path)
-
-
-def _inherited(overrides: Iterable[Override]) -> dict[str, str | None]:
-    """For modular overrides: the override the converter would copy in if they were deleted (from the index)."""
-    return {o.id: o.inherited_from for o in overrides if o.kind is FileKind.MODULAR}
 
 
 def _rewrite_job(job: tuple[str, bytes, list[Edit]]) -> FileRewrite:
@@ -172,7 +167,6 @@ def initial_plan(
         result.findings,
         mixin_era=_checkout_era(result),
         mixin_file=mixin_file,
-        inherited=_inherited(f.override for f in result.findings),
         repairs=repairs,
         override_enables_generation=result.profile.override_enables_generation,
         mixin_reach=mixin_reach(result.profile),

@@ -564,12 +564,13 @@ class _Planner:
             if theirs.action is not Action.KEEP and origin.kind is OriginKind.MODULAR_CLASS:
                 self.hold(source, reason)
 
-    def modular_trap(self, inherited: dict[str, str | None]) -> None:
-        """``inherited[modular override id]``: the override the converter would copy in instead."""
+    def modular_trap(self) -> None:
+        """A modular override whose deletion would make the converter copy a parent's override in
+        (``Override.inherited_from``, from the index) is removed with a stub instead."""
         for oid, decision in list(self.decisions.items()):
             if decision.action is not Action.DELETE or self.by_id[oid].kind is not FileKind.MODULAR:
                 continue
-            parent = inherited.get(oid)
+            parent = self.by_id[oid].inherited_from
             if parent is None:
                 continue
             parent_decision = self.decisions.get(parent)
@@ -728,7 +729,6 @@ def make_plan(
     *,
     mixin_era: Era,
     mixin_file: str | None,
-    inherited: dict[str, str | None] | None = None,
     repairs: dict[str, Repair] | None = None,
     override_enables_generation: bool = False,
     mixin_reach: soundness.Reach | None = None,
@@ -741,8 +741,6 @@ def make_plan(
     An override the plan changes carries its ``# Overwritten --`` reason; one that stays as it is is
     marked only with ``mark_kept`` (a comment-only edit is churn in a migration, so it is asked for).
 
-    ``inherited`` maps a modular override's id to the override the converter would copy in if it
-    were deleted (``modular.inherited_origin``); computing it reads files, so the caller does it.
     ``repairs`` maps an override to the fixes verification found its reduction needs (keys the mixin
     adds to drop, keys to set to None, parameters to keep passing); it turns a deletion into such a
     reduction. ``mixin_reach``: what the mixin passes to ``forward`` (``soundness.Reach``), for the check that
@@ -757,7 +755,7 @@ def make_plan(
                        mixin_reach, mark_kept, hold_unproven, trims)
     planner.initial()
     planner.generated()
-    planner.modular_trap(inherited or {})
+    planner.modular_trap()
     planner.copies()
     shards = planner.shards()
     actions = tuple(sorted((oid, d.action) for oid, d in planner.decisions.items()))
