@@ -364,7 +364,7 @@ class _Judge:
                             "this override never passes them", flow=own)
         # the ids: sliced by the mixin
         slicing = {"slice-by-cache-position", "slice-by-past-length", "slice-to-last-token",
-                   "slice-by-next-sequence-length", "state-space-cache"}
+                   "slice-by-next-sequence-length", "state-space-cache", "decoder-delegate"}
         if not behaviours & slicing and any(k in values and values[k].origin is ValueOrigin.IDS for k in IDS_KEYS):
             uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
             if uses_cache:

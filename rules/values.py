@@ -38,6 +38,16 @@ def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:
     return None
 
 
+def _entry(node: cst.BaseExpression) -> str | None:
+    """``name["key"]`` (double quotes) for a string subscript of a name, else None."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        key = string_key(index.value) if isinstance(index, cst.Index) else None
+        if key is not None:
+            return f'{node.value.value}["{key}"]'
+    return None
+
+
 def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
     if isinstance(node, cst.Name):
         if node.value == "None":
@@ -49,6 +59,9 @@ def value_of(node: cst.BaseExpression, ctx: Context) -> Value:
         return Value(ValueOrigin.CONST, node_code(node))
     if m.matches(node, m.Attribute(value=m.Attribute(value=m.Name("self"), attr=m.Name("config")))):
         return Value(ValueOrigin.CONST, node_code(node))  # a config setting is fixed for the model
+    entry = _entry(node)
+    if entry is not None and entry in ctx.symbols:
+        return ctx.symbols[entry]  # ``result["key"]`` of a dict a rule described (``rules.decoder_delegate``)
     key = kwargs_key(node, ctx)
     if key is not None:
         return ctx.value_of(key) if key in ctx.symbols else Value(ValueOrigin.PARAM, key)

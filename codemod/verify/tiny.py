@@ -462,8 +462,20 @@ def _musicgen_parts(decoder_class: str) -> Callable[[], ConfigDict]:
     return parts
 
 
+def _wrapper_parts(encoder_class: str, decoder_class: str) -> Callable[[], ConfigDict]:
+    # the encoder-decoder wrappers refuse to exist without their two halves: an encoder, and a decoder
+    # with cross-attention, as EncoderDecoderConfig.from_encoder_decoder_configs makes it
+    def parts() -> ConfigDict:
+        decoder = getattr(transformers, decoder_class)(is_decoder=True, add_cross_attention=True)
+        return {"encoder": getattr(transformers, encoder_class)().to_dict(), "decoder": decoder.to_dict()}
+    return parts
+
+
 #: config classes whose defaults need sub-configs passed in (model_type -> the kwargs)
 COMPOSITE_DEFAULTS: dict[str, Callable[[], ConfigDict]] = {
+    "encoder-decoder": _wrapper_parts("BertConfig", "BertConfig"),
+    "vision-encoder-decoder": _wrapper_parts("ViTConfig", "GPT2Config"),
+    "speech-encoder-decoder": _wrapper_parts("Wav2Vec2Config", "BertConfig"),
     "rag": _rag_parts,
     "musicgen": _musicgen_parts("MusicgenDecoderConfig"),
     "musicgen_melody": _musicgen_parts("MusicgenMelodyDecoderConfig"),
@@ -1023,7 +1035,7 @@ def _float_input(model: Any, name: str, batch_size: int, seq_len: int, generator
             shape = (batch_size, seq_len, config.d_model)
         else:
             raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
-    elif name == "input_values":  # raw audio: long enough for the conv feature encoder's strides
+    elif name in ("input_values", "inputs"):  # raw audio: long enough for the conv feature encoder's strides
         stride = math.prod(getattr(config, "conv_stride", None) or [320])
         shape = (batch_size, stride * 4 * seq_len)
     elif name in ("input_embeds", "inputs_embeds"):
@@ -1032,7 +1044,7 @@ def _float_input(model: Any, name: str, batch_size: int, seq_len: int, generator
             raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
         shape = (batch_size, seq_len, hidden)
     elif name == "pixel_values":
-        vision = getattr(config, "vision_config", None) or config
+        vision = getattr(config, "vision_config", None) or getattr(config, "encoder", None) or config
         image = getattr(vision, "image_size", None)
         channels = getattr(vision, "num_channels", 3)
         if _is_int(image):

@@ -1,0 +1,122 @@
+"""PI182 decoder-delegate: an encoder-decoder wrapper takes its decoder's ids and cache from the decoder's own method.
+
+The composite wrappers of 4.45 (``EncoderDecoderModel``, ``VisionEncoderDecoderModel``,
+``SpeechEncoderDecoderModel``) ask the decoder to prepare ``input_ids`` and ``past_key_values`` and
+pass them on as ``decoder_input_ids`` and the cache: the decoder's method slices the ids to the
+tokens its cache has not seen, as the mixin slices ``decoder_input_ids``. The decoder's mask, when
+it makes one, is all ones (no mask given), which a decoder reads as no mask at all. Upstream
+deleted these overrides in 4.46; verification compares what each side generates.
+
+Example::
+
+    decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+    decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None
+"""
+
+from collections.abc import Mapping
+
+from rules._pattern import Captures
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    TemplateRule,
+    Value,
+    ValueOrigin,
+    claim,
+)
+from rules.guards import PAST_NAMES
+
+#: what the mixin does in its place: slice decoder_input_ids by the cache
+_SLICING = ("slice-by-cache-position", "slice-by-past-length", "slice-by-next-sequence-length")
+
+
+def entry(result: str, key: str) -> str:
+    """The symbol name of ``result["key"]`` (``rules.values.value_of`` looks subscripts up so)."""
+    return f'{result}["{key}"]'
+
+
+def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
+    if captures.code("ids") != ctx.ids_param or captures.code("past") not in PAST_NAMES:
+        return None
+    result = captures.code("out")
+    if "mask" in variant and captures.code("from") != result:
+        return None  # a mask read from another dict
+    mask = Value(ValueOrigin.BEHAVIOUR, "decoder-delegate")
+    defines = {
+        entry(result, "input_ids"): Value(ValueOrigin.IDS, "sliced by the decoder"),
+        entry(result, "past_key_values"): ctx.value_of(captures.code("past")),
+        entry(result, "attention_mask"): mask,
+    }
+    if "mask" in variant:
+        defines[captures.code("mask")] = mask
+    return claim(detail=variant, facets={"mask": str("mask" in variant).lower()}, defines=defines)
+
+
+class DecoderDelegate(TemplateRule):
+    def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
+        if not any(name in mixin for name in _SLICING):
+            return Coverage(False, missing="the mixin does not slice the decoder's ids by the cache")
+        differences = ["asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
+                       "way is sliced as the mixin slices instead"]
+        if facets.get("mask") == "true":
+            differences.append("passes the decoder's all-ones mask (or none) and ignores a decoder_attention_mask the "
+                               "caller gives; the mixin forwards the caller's")
+        return Coverage(True, differences=tuple(differences))
+
+
+_PREPARE = "$out = self.decoder.prepare_inputs_for_generation($ids, past_key_values=$past)"
+
+RULE = DecoderDelegate(
+    __doc__,
+    Kind.STANDARD,
+    {
+        "ids and cache from self.decoder": _PREPARE,
+        "ids, cache and mask from self.decoder": _PREPARE + '\n$mask = $from["attention_mask"] if "attention_mask" in $from else None',
+    },
+    _check,
+)
+
+ERAS = (EraNote("4.46 +", "the wrappers have no override: the mixin slices decoder_input_ids by the cache"),)
+
+CASES = (
+    Case(
+        "the-wrapper",
+        """
+        decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+        """,
+        detail="ids and cache from self.decoder",
+        facets={"mask": "false"},
+    ),
+    Case(
+        "its-mask",
+        """
+        decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+        decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None
+        """,
+        detail="ids, cache and mask from self.decoder",
+        facets={"mask": "true"},
+        lines=(1, 2),
+    ),
+    NoOp(
+        "other-ids",
+        """
+        decoder_inputs = self.decoder.prepare_inputs_for_generation(labels, past_key_values=past_key_values)
+        """,
+        why="the decoder is given something other than the ids generate() passes",
+        unrecognised="decoder_inputs = self.decoder.prepare_inputs_for_generation(labels",
+    ),
+    NoOp(
+        "mask-of-another-dict",
+        """
+        decoder_attention_mask = inputs["attention_mask"] if "attention_mask" in inputs else None
+        """,
+        why="a mask read from a dict the decoder did not prepare",
+        unrecognised="decoder_attention_mask = inputs['attention_mask']",
+    ),
+)
