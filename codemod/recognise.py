@@ -197,8 +197,95 @@ def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+class _InlineAliases(cst.CSTTransformer):
+    """Reads of a guard alias replaced by the test it names (``not empty_past_kv`` by
+    ``past_key_values is not None``), so that the rules see the guard they know."""
+
+    def __init__(self, aliases: Mapping[str, cst.BaseExpression]) -> None:
+        self.aliases = aliases
+
+    def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
+        if isinstance(updated.operator, cst.Not) and m.matches(original.expression, m.Name()):
+            name = original.expression
+            assert isinstance(name, cst.Name)
+            test = self.aliases.get(name.value)
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+                flipped = {cst.Is: cst.IsNot(), cst.IsNot: cst.Is()}.get(type(test.comparisons[0].operator))
+                if flipped is not None:
+                    return test.with_changes(comparisons=[test.comparisons[0].with_changes(operator=flipped)])
+        return updated
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # the alias's own assignment is not a read
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        test = self.aliases.get(original.value)
+        return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if test is not None else updated
+
+
+def _guard_aliases(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+    """Local names that hold a guard's test, ``empty_past_kv = past_key_values is None`` (Jamba):
+    assigned once, at the top of the body, from a one-line test the engine understands. The name says
+    what the decoding step was when the method began, which is what the guard means."""
+    if not isinstance(function.body, cst.IndentedBlock):
+        return {}
+    stores: dict[str, int] = {}
+    for target in m.findall(function, m.AssignTarget(target=m.Name()) | m.AugAssign(target=m.Name())):
+        assert isinstance(target, (cst.AssignTarget, cst.AugAssign)) and isinstance(target.target, cst.Name)
+        stores[target.target.value] = stores.get(target.target.value, 0) + 1
+    params = {p.name for p in parameters(function)}
+    aliases: dict[str, cst.BaseExpression] = {}
+    for statement in function.body.body:
+        if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
+            continue
+        assert isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
+        assign = statement.body[0]
+        name = assign.targets[0].target
+        assert isinstance(name, cst.Name)
+        if stores.get(name.value) == 1 and name.value not in params and guard_of(assign.value) is not None \
+                and "\n" not in node_code(assign.value):
+            aliases[name.value] = assign.value
+    return aliases
+
+
+def _statement_codes(function: cst.FunctionDef) -> list[str]:
+    """The code of every statement of ``function``, outermost first, in order."""
+    found: list[str] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and node is not function:
+                found.append(node_code(node))
+            return True
+
+    function.visit(Collect())
+    return found
+
+
+def _without_aliases(function: cst.FunctionDef, positions: Positions) -> tuple[cst.FunctionDef, Positions, int, dict[str, str]] | None:
+    """The function with its guard aliases' reads inlined (the assignment itself stays: a reduction may
+    keep it), re-parsed for positions; the line shift from its lines to the original's (a one-line
+    test adds no line); and each changed statement's code -> its code as written. None: no aliases."""
+    aliases = _guard_aliases(function)
+    if not aliases:
+        return None
+    inlined = cst.ensure_type(function.visit(_InlineAliases(aliases)), cst.FunctionDef)
+    wrapper = MetadataWrapper(cst.parse_module(cst.Module(body=[inlined]).code))
+    new = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
+    new_positions = wrapper.resolve(PositionProvider)
+    shift = positions[function].start.line - new_positions[new].start.line
+    written = dict(zip(_statement_codes(new), _statement_codes(function)))
+    return new, new_positions, shift, {k: v for k, v in written.items() if k != v}
+
+
 def analyse_function(function: cst.FunctionDef, positions: Positions, line_offset: int = 0) -> BodyAnalysis:
     """Analyse a function node; ``positions`` maps its nodes to code ranges."""
+    written: Mapping[str, str] = {}
+    as_written = function
+    inlined = _without_aliases(function, positions)
+    if inlined is not None:
+        function, positions, alias_shift, written = inlined
+        line_offset += alias_shift
     params = parameters(function)
     explicit = [p.name for p in params if p.kind is ParamKind.POSITIONAL and p.name != "self"]
     var_kwargs = next((p.name for p in params if p.kind is ParamKind.VAR_KEYWORDS), None)
@@ -225,7 +312,8 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
         params=params,
         recognised=tuple(dataclasses.replace(r, line=shift(r.line), end_line=shift(r.end_line)) for r in walker.recognised),
         unrecognised=tuple(
-            dataclasses.replace(u, line=shift(u.line), end_line=shift(u.end_line)) for u in walker.unrecognised
+            dataclasses.replace(u, line=shift(u.line), end_line=shift(u.end_line), code=written.get(u.code, u.code))
+            for u in walker.unrecognised
         ),
         outputs=tuple(dataclasses.replace(o, line=shift(o.line)) for o in walker.outputs),
         dropped=tuple(walker.dropped),
@@ -233,8 +321,17 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
         delegates_to=walker.delegates_to,
         delegation=walker.delegation,
         withheld=tuple(walker.withheld),
-        top_level=tuple(dataclasses.replace(t, line=shift(t.line)) for t in walker.top_level),
+        top_level=tuple(_as_written(dataclasses.replace(t, line=shift(t.line)), as_written) if written else
+                        dataclasses.replace(t, line=shift(t.line)) for t in walker.top_level),
     )
+
+
+def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
+    """``top`` with the names its statement reads as written (an inlined alias is read, not its test)."""
+    statement = cst.ensure_type(function.body, cst.IndentedBlock).body[top.index]
+    assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    reads, writes = _names(statement)
+    return dataclasses.replace(top, reads=reads, writes=writes)
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:
