@@ -20,6 +20,7 @@ import libcst as cst
 
 from rules._pattern import Template
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from rules.default_attention_mask import RULE as DEFAULT_MASK
 from rules.guards import guard_of
 from rules.values import string_key
 
@@ -114,13 +115,22 @@ class PositionIdsFromMask(Rule):
             details.append("not sliced")
             facets["slice"] = "none"
         orelse = statement.orelse
+        implies: tuple[str, ...] = ()
+        defines = {"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)}
         if orelse is not None:
-            if not isinstance(orelse, cst.Else) or _RESET.match(orelse.body.body, 0) is None or len(orelse.body.body) != 1:
+            if not isinstance(orelse, cst.Else) or _RESET.match(orelse.body.body, 0) is None:
                 return None
+            rest = orelse.body.body[1:]
+            if rest:
+                # XGLM's else: no mask either, so it makes the default one (rules.default_attention_mask)
+                default_mask = DEFAULT_MASK.match(rest, 0, ctx)
+                if default_mask is None or len(rest) != default_mask.consumed:
+                    return None
+                implies, defines = (DEFAULT_MASK.name,), {**defines, **default_mask.defines}
+                details.append("a mask of ones when none is given")
             details.append("ignores position_ids passed without a mask")
             facets["passed"] = "ignored without a mask"
-        return Match(1, self.name, "; ".join(details), defines={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
-                     facets=facets)
+        return Match(1, self.name, "; ".join(details), defines=defines, facets=facets, implies=implies)
 
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         found = mixin.get(self.name)
@@ -216,6 +226,23 @@ CASES = (
         """,
         detail="sliced to the new tokens; ignores position_ids passed without a mask",
         facets={"padding": "1", "passed": "ignored without a mask", "slice": "new tokens", "when": "always"},
+    ),
+    Case(
+        "else-none-and-a-default-mask",
+        """
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        else:
+            position_ids = None
+            if attention_mask is None:
+                attention_mask = input_ids.new_ones(input_ids.shape)
+        """,
+        detail="sliced to the new tokens; a mask of ones when none is given; ignores position_ids passed without a mask",
+        facets={"padding": "1", "passed": "ignored without a mask", "slice": "new tokens", "when": "always"},
+        implies=("default-attention-mask",),
     ),
     Case(
         "alibi",
