@@ -270,6 +270,10 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     drops = {f"model_inputs.pop({json.dumps(key)}, None)" for key in unpassed}
     statements = [s for s in statements if s not in drops]
     standard = [p for p in named if p not in extra_sources and p not in unpassed]
+    # a default the signature keeps reaches super() by keyword, and the mixin hands it on: nothing to set
+    passed_defaults = {f"model_inputs.setdefault({json.dumps(e.key)}, {e.source})" for e in extras
+                       if e.how is ExtraHow.DEFAULT and e.key in standard}
+    statements = [s for s in statements if s not in passed_defaults]
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
