@@ -19,7 +19,7 @@ from pathlib import Path
 from codemod import copies, soundness
 from codemod.checkout import Checkout, real_path
 from codemod.classify import Action
-from codemod.contracts import CopyScope, CopyStatus, Repair, ValueOrigin
+from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
 from codemod.errors import CodemodError
 from codemod.index import Override
 from codemod.mixin import Era, MixinProfile
@@ -35,8 +35,8 @@ _MAX_ROUNDS = 8
 class Changes:
     plan: Plan
     rewrites: tuple[FileRewrite, ...]  # one per changed file, in path order
-    #: (shard id, why it was dropped): a file would not compile, or a copy marker would break
-    dropped: tuple[tuple[str, str], ...]
+    #: the shards settling dropped, and why: a file would not compile, or a copy marker would break
+    dropped: tuple[Held, ...]
     #: (generated file, modular source): same edit made in both, as no converter was run
     mirrored: tuple[tuple[str, str], ...]
 
@@ -98,7 +98,7 @@ def _shards_of(plan: Plan, files: set[str]) -> set[str]:
     return {s.id for s in plan.shards if any(e.file in files for e in s.edits)}
 
 
-def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrite]) -> dict[str, str]:
+def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrite]) -> dict[str, Held]:
     """Shards whose rewrite leaves a consistent ``# Copied from`` marker inconsistent: shard -> why."""
     checkout = result.index.checkout
     changed = {r.path for r in rewrites if r.changed}
@@ -107,7 +107,7 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
     read = Reader(checkout, rewrites)
     actions = dict(plan.actions)
     shard_of = {m: s.id for s in plan.shards for m in s.members}
-    broken: dict[str, str] = {}
+    broken: dict[str, Held] = {}
     for o in result.index.overrides:
         link = o.copied_from
         if link is None or link.check.status is not CopyStatus.CONSISTENT or link.check.target_file is None:
@@ -127,7 +127,8 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
         if check.status is not CopyStatus.CONSISTENT:
             for member in (o.id, link.source_id):
                 if member in shard_of:
-                    broken[shard_of[member]] = f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}"
+                    broken[shard_of[member]] = Held(shard_of[member], HeldCause.COPY_WOULD_BREAK,
+                                                    f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}")
     return broken
 
 
@@ -208,9 +209,9 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
     Files are read from disk: the checkout must hold the code the plan was made from."""
     index = result.index
     checkout = index.checkout
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Held] = []
     done: dict[str, FileRewrite] = {}  # path -> its rewrite under the current plan's edits
-    flakes: dict[str, str] = {}  # path -> the pyflakes problems its rewrite adds
+    flakes: dict[str, Held] = {}  # path -> the pyflakes problems its rewrite adds
     edits_of: dict[str, list[Edit]] = {}
     for _ in range(_MAX_ROUNDS):
         # a later round rewrites (and re-checks) only the files whose edits dropping shards changed
@@ -223,19 +224,20 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
         flakes = {path: why for path, why in flakes.items() if path in done and path not in stale}
         flakes.update(_new_flakes(fresh, jobs))
         rewrites = [done[path] for path in sorted(done)]
-        failing = {r.path: r.error for r in rewrites if r.error}
+        failing = {r.path: Held(r.path, HeldCause.WOULD_NOT_COMPILE, r.error) for r in rewrites if r.error}
         failing.update(flakes)
-        problems = {shard: f"{path}: {error}" for path, error in failing.items() for shard in _shards_of(plan, {path})}
+        problems = {shard: Held(shard, f.cause, f"{path}: {f.detail}") for path, f in failing.items()
+                    for shard in _shards_of(plan, {path})}
         if plan.hoist is not None and plan.hoist.file in failing:
             # no change stands without the implementation it hands the work to
-            why = f"{plan.hoist.file}: {failing[plan.hoist.file]}"
-            problems = {s.id: why for s in plan.shards}
+            why = f"{plan.hoist.file}: {failing[plan.hoist.file].detail}"
+            problems = {s.id: Held(s.id, HeldCause.HOIST_FAILS, why) for s in plan.shards}
         if not problems:
             problems = _broken_copies(result, plan, rewrites)
         if not problems:
             break
-        dropped.extend(sorted(problems.items()))
-        plan = plan.without(problems, "held back: " + "; ".join(sorted(set(problems.values())))[:300])
+        dropped.extend(problems[shard] for shard in sorted(problems))
+        plan = plan.without(problems.values(), "held back: " + "; ".join(sorted({h.detail for h in problems.values()}))[:300])
     else:  # pragma: no cover - each round drops at least one shard
         raise RuntimeError("the plan did not settle")
     mirrored = sorted(
@@ -252,7 +254,7 @@ def _flakes_job(rewrite: FileRewrite) -> tuple[str, list[str]]:
     return rewrite.path, soundness.new_problems(rewrite.old_text(), rewrite.new_text(), rewrite.path)
 
 
-def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, str]:
+def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, Held]:
     """Files whose rewrite adds pyflakes problems (an undefined name, a dead store, an unused import):
     path -> what. A rewrite may remove problems, never add one."""
     changed = [r for r in rewrites if r.changed]
@@ -263,7 +265,8 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             found = list(pool.map(_flakes_job, changed, chunksize=4))
-    return {path: "the rewrite would add " + "; ".join(problems)[:200] for path, problems in found if problems}
+    return {path: Held(path, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add " + "; ".join(problems)[:200])
+            for path, problems in found if problems}
 
 
 def _checkout_era(result: ScanResult) -> Era:

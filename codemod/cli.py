@@ -254,8 +254,8 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
         highlight=False,
     )
     # nothing is held back silently: the plan's own (a check refused the edit) and what settling dropped
-    for held, why in (*changes.plan.held, *changes.dropped):
-        stderr.print(f"held back {held}: {why}", style="yellow", highlight=False)
+    for held in (*changes.plan.held, *changes.dropped):
+        stderr.print(f"held back {held.subject}: {held.detail}", style="yellow", highlight=False)
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
@@ -563,8 +563,8 @@ def apply(
     if report_file is not None:
         _emit_verify(run.report, "json", report_file)
     _print_summary(run.result, run.final, checkout)
-    for override_id, why in sorted(run.reverted.items()):
-        stderr.print(f"reverted {override_id}: {why}", style="yellow", highlight=False, soft_wrap=True)
+    for held in run.reverted:
+        stderr.print(f"reverted {held.subject}: {held.detail}", style="yellow", highlight=False, soft_wrap=True)
     _run_tools(checkout, [r.path for r in run.final.rewrites if r.changed], python)
 
 

@@ -110,6 +110,42 @@ class OverrideId(str):
         return self.rpartition(self.SEPARATOR)[2]
 
 
+class HeldCause(Vocabulary):
+    """Why a change the findings asked for does not happen (``Held.cause``): each place that holds one back."""
+
+    # the plan (codemod.plan)
+    NOT_RECREATABLE = "not-recreatable"  # its extra keys cannot be re-created after super() (a sliced input)
+    REFUSED = "refused"  # a soundness check refused the edit
+    UNPROVEN = "unproven"  # outside transformers, a change only verification can prove (``Finding.flow``)
+    UNTRACED = "untraced"  # a generated file whose method comes from no class this run can edit
+    SOURCE_NOT_CHANGED = "source-not-changed"  # generated from code this run does not change
+    SOURCE_DISAGREES = "source-disagrees"  # a generated override and its source are classified differently
+    COPY_SOURCE_KEEPS = "copy-source-keeps"  # a class-level copy of a class whose method stays
+    # settling (codemod.apply): the shard goes
+    WOULD_NOT_COMPILE = "would-not-compile"  # a rewritten file would not parse or compile (or not rewrite at all)
+    WOULD_ADD_FLAKES = "would-add-flakes"  # a rewrite would add a pyflakes problem
+    HOIST_FAILS = "hoist-fails"  # the mixin's file would not take the generic implementation every change needs
+    COPY_WOULD_BREAK = "copy-would-break"  # a consistent ``# Copied from`` marker would break
+    NOT_A_HOOK_MEMBER = "not-a-hook-member"  # the hook diffs show only the shards of a hook's members
+    # verification (codemod.migrate): the change is reverted
+    NOT_VERIFIED = "not-verified"  # its class (or one inheriting it) did not verify
+    HOOK_TOO_SMALL = "hook-too-small"  # its hook would serve too few models once the failed members go
+    WITH_ITS_SHARD = "with-its-shard"  # another member of its shard was reverted
+    # publishing (codemod.pr): the model is withheld
+    NOT_IDENTICAL = "not-identical"  # a changed class was not verified identical
+    SHARES_A_FILE = "shares-a-file"  # it shares a file with a withheld model
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """A change held back (an override the plan keeps, a shard settling drops, a change verification reverts,
+    a model ``pr`` withholds): what, why (a cause), and the text the user is shown for it."""
+
+    subject: str  # an override id, a shard id or a model, as the record's owner says
+    cause: HeldCause
+    detail: str
+
+
 class ValueOrigin(Vocabulary):
     """Where a value in the prepared dict (or a local name) comes from, as the recognisers see it."""
 

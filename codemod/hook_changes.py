@@ -17,7 +17,7 @@ from pathlib import Path
 
 from codemod.apply import Changes, settle
 from codemod.classify import Action
-from codemod.contracts import Vocabulary
+from codemod.contracts import Held, HeldCause, Vocabulary
 from codemod.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
 from codemod.plan import Edit, EditKind, Plan
 from codemod.rewrite import rewrite_source
@@ -100,7 +100,7 @@ def member_plan(result: ScanResult, report: HookReport) -> Plan:
     """``plan_with_hooks`` with only the shards that hold an applied hook's members."""
     plan = plan_with_hooks(result, report)
     keep = shards_of_members(plan, report)
-    return plan.without([s.id for s in plan.shards if s.id not in keep], "not a hook member")
+    return plan.without(Held(s.id, HeldCause.NOT_A_HOOK_MEMBER, "not a hook member") for s in plan.shards if s.id not in keep)
 
 
 def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> HookChanges:
@@ -109,8 +109,8 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
     changes = settle(hooked_result(result, report), member_plan(result, report), jobs) if report.applied() else None
     plan = changes.plan if changes is not None else None
     actions = dict(plan.actions) if plan is not None else {}
-    held = dict(plan.held) if plan is not None else {}
-    dropped = dict(changes.dropped) if changes is not None else {}
+    held = {h.subject: h.detail for h in plan.held} if plan is not None else {}
+    dropped = {h.subject: h.detail for h in changes.dropped} if changes is not None else {}
     shard_of = {m: s.id for s in plan.shards for m in s.members} if plan is not None else {}
     edits_of: dict[str, list[Edit]] = {}
     if plan is not None:
@@ -125,8 +125,7 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
                 members.append(MemberChanges(member, MemberStatus.NOT_CHANGED, member.why or cluster.not_applied))
                 continue
             if actions.get(member.override, Action.KEEP) is Action.KEEP:
-                why = held.get(member.override) or next((w for s, w in dropped.items() if s == shard_of.get(member.override)),
-                                                        "") or "kept by the plan"
+                why = held.get(member.override) or dropped.get(shard_of.get(member.override, "")) or "kept by the plan"
                 members.append(MemberChanges(member, MemberStatus.HELD, why))
                 continue
             own = [e for e in edits_of.get(member.override, []) if e.file == member.file]

@@ -46,6 +46,8 @@ from codemod.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLeve
 from codemod.classify import Action, Category, Finding, Reason
 from codemod.contracts import (
     ExtraHow,
+    Held,
+    HeldCause,
     OverrideId,
     ParamKind,
     ReasonKind,
@@ -1148,22 +1150,21 @@ def _hoist(mixin_file: str) -> Edit:
                 "first", METHOD_SOURCE)
 
 
-def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> dict[str, str]:
+def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> dict[str, Held]:
     """Shards to revert besides the failed ones: the members of a hook that, without the failed members,
     fewer than ``MIN_MODELS`` models would still use (the hook is not worth adding for them)."""
     failed = set(failed)
     actions = dict(plan.actions)
     shard_of = {m: s.id for s in plan.shards for m in s.members}
-    out: dict[str, str] = {}
+    out: dict[str, Held] = {}
     for cluster in report.applied():
         staying = [m for m in cluster.members if m.applicable and m.override not in failed
                    and actions.get(m.override, Action.KEEP) is not Action.KEEP]
         if staying and len({m.model for m in staying}) < MIN_MODELS:
             why = (f"reverted: the {cluster.name} hook would serve {len({m.model for m in staying})} model(s) once the "
                    f"failed members are reverted (at least {MIN_MODELS} needed)")
-            for member in staying:
-                if member.override in shard_of:
-                    out.setdefault(shard_of[member.override], why)
+            for shard in (shard_of[m.override] for m in staying if m.override in shard_of):
+                out.setdefault(shard, Held(shard, HeldCause.HOOK_TOO_SMALL, why))
     return out
 
 

@@ -17,7 +17,7 @@ from codemod import hooks as hook_stage
 from codemod.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.classify import Action, Finding
-from codemod.contracts import OriginKind, Repair, Verdict
+from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.plan import Plan
 from codemod.scan import ScanResult, scan
@@ -34,8 +34,8 @@ class MigrationRun:
     first: Changes  # what was applied and verified
     final: Changes  # what stays on disk
     report: VerifyReport
-    #: override id -> why its change was reverted
-    reverted: dict[str, str]
+    #: the overrides whose change was reverted, in id order
+    reverted: tuple[Held, ...]
 
     def migration(self) -> Migration:
         return to_migration(self.result, self.final, self.report, self.reverted)
@@ -60,7 +60,7 @@ def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
     return out
 
 
-def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> dict[str, str]:
+def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> dict[str, Held]:
     """The shards holding a failed class, also through the modular source a generated class follows."""
     by_id = result.index.by_id()
     linked: dict[str, str] = dict(failed)
@@ -72,7 +72,7 @@ def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> d
     for shard in plan.shards:
         hit = next((linked[m] for m in shard.members if m in linked), None)
         if hit is not None:
-            drops[shard.id] = hit
+            drops[shard.id] = Held(shard.id, HeldCause.NOT_VERIFIED, hit)
     return drops
 
 
@@ -104,7 +104,7 @@ def run_migration_on(
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
     mined = hook_stage.mine(result) if hooks else None
     planned = hook_stage.hooked_result(result, mined) if mined is not None else result
-    hook_drops: dict[str, str] = {}
+    hook_drops: dict[str, Held] = {}
 
     def make_plan(repairs: dict[str, Repair] | None = None) -> Plan:
         if mined is None:
@@ -147,18 +147,20 @@ def run_migration_on(
             drops = _shards_to_drop(current.plan, failed, result)
             if mined is not None:
                 hook_drops = hook_stage.failing_clusters(current.plan, mined, failed)
-                for shard, why in hook_drops.items():
-                    drops.setdefault(shard, why)
-            final = rewrite(current.plan.without(drops, "reverted: verification failed"))
+                for shard, held in hook_drops.items():
+                    drops.setdefault(shard, held)
+            final = rewrite(current.plan.without(drops.values(), "reverted: verification failed"))
     except BaseException:
         _restore(checkout, originals)
         raise
     kept = {s.id for s in final.plan.shards}
     reverted = {
-        m: failed.get(m) or hook_drops.get(s.id) or "reverted with its shard"
+        m: (Held(m, HeldCause.NOT_VERIFIED, failed[m]) if m in failed
+            else dataclasses.replace(hook_drops[s.id], subject=m) if s.id in hook_drops
+            else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard"))
         for s in current.plan.shards if s.id not in kept for m in s.members
     }
-    return MigrationRun(result, first, final, report, reverted)
+    return MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
 
 
 def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
@@ -191,7 +193,7 @@ def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:
     return run_migration_on(resolve(root), only=only, skip=skip).migration()
 
 
-def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, reverted: dict[str, str]) -> Migration:
+def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, reverted: Sequence[Held]) -> Migration:
     """Per model: the files its kept change touches and each class's finding and verdict."""
     by_id = result.index.by_id()
     findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
@@ -245,7 +247,7 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
         for model, classes in sorted(classes_of.items())
         if files_of.get(model)
     )
-    return Migration(models, tuple(sorted(reverted.items())))
+    return Migration(models, tuple(reverted))
 
 
 def _generated_verdict(result: ScanResult, report: VerifyReport, override_id: str) -> ClassVerdict | None:

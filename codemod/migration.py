@@ -12,7 +12,7 @@ import hashlib
 import json
 
 from codemod.classify import Action, Category
-from codemod.contracts import Verdict
+from codemod.contracts import Held, Verdict
 
 #: the pseudo-model that carries the generic implementation hoisted into a stub ``GenerationMixin``
 #: (transformers <= 4.45): every deletion relies on it, so it travels with them
@@ -56,8 +56,8 @@ class ModelOutcome:
 class Migration:
     #: kept, verified changes, one entry per model, sorted by model name
     models: tuple[ModelOutcome, ...]
-    #: models whose change was reverted, with the reason
-    reverted: tuple[tuple[str, str], ...] = ()
+    #: the overrides whose change was reverted, with why
+    reverted: tuple[Held, ...] = ()
 
     @property
     def plan_hash(self) -> str:

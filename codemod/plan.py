@@ -28,6 +28,8 @@ from codemod.contracts import (
     CopyScope,
     CopyStatus,
     ExtraHow,
+    Held,
+    HeldCause,
     OriginKind,
     ParamKind,
     ReasonKind,
@@ -105,8 +107,8 @@ class Shard:
 class Plan:
     shards: tuple[Shard, ...]
     hoist: Edit | None
-    #: overrides whose finding asked for a change that the plan holds back, with the reason
-    held: tuple[tuple[str, str], ...]
+    #: overrides whose finding asked for a change that the plan holds back, with the cause
+    held: tuple[Held, ...]
     #: the action each selected override ends with
     actions: tuple[tuple[str, Action], ...]
     notes: tuple[str, ...] = ()
@@ -124,14 +126,15 @@ class Plan:
     def action_of(self, override_id: str) -> Action | None:
         return dict(self.actions).get(override_id)
 
-    def without(self, shard_ids: Iterable[str], reason: str) -> Plan:
-        """The same plan minus some shards (their overrides kept, with ``reason``)."""
-        dropped = set(shard_ids)
-        gone = [s for s in self.shards if s.id in dropped]
-        members = {m for s in gone for m in s.members}
-        shards = tuple(s for s in self.shards if s.id not in dropped)
+    def without(self, dropped: Iterable[Held], detail: str | None = None) -> Plan:
+        """The same plan minus the shards ``dropped`` holds back (their overrides kept, each with its shard's
+        cause, and ``detail`` or else the shard's own)."""
+        by_shard = {h.subject: h for h in dropped}
+        members = {m: by_shard[s.id] for s in self.shards if s.id in by_shard for m in s.members}
+        shards = tuple(s for s in self.shards if s.id not in by_shard)
         actions = tuple((i, Action.KEEP if i in members else a) for i, a in self.actions)
-        held = self.held + tuple((m, reason) for m in sorted(members) if dict(self.actions).get(m) is not Action.KEEP)
+        held = self.held + tuple(Held(m, h.cause, h.detail if detail is None else detail)
+                                 for m, h in sorted(members.items()) if self.action_of(m) is not Action.KEEP)
         hoist = self.hoist if any(a is not Action.KEEP for _, a in actions) else None
         return dataclasses.replace(self, shards=shards, actions=actions, held=held, hoist=hoist)
 
@@ -417,14 +420,14 @@ class _Planner:
         self.hoist_needed = hoist_needed
         self.mixin_file = mixin_file
         self.decisions: dict[str, _Decision] = {}
-        self.held: list[tuple[str, str]] = []
+        self.held: list[Held] = []
         self.notes: list[str] = []
         self.extra_edits: list[Edit] = []
 
-    def hold(self, override_id: str, reason: str, mark: str | None = None) -> None:
+    def hold(self, override_id: str, cause: HeldCause, reason: str, mark: str | None = None) -> None:
         decision = self.decisions[override_id]
         if decision.action is not Action.KEEP:
-            self.held.append((override_id, reason))
+            self.held.append(Held(override_id, cause, reason))
         self.decisions[override_id] = _Decision(Action.KEEP, None, mark=reason if mark is None else mark)
 
     def initial(self) -> None:
@@ -456,7 +459,8 @@ class _Planner:
                 if reduction is None:
                     self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f)
                                                     else f"keeps {_extras_summary(f.extras)}")
-                    self.held.append((oid, "its extra keys cannot be re-created after super() (a sliced input)"))
+                    self.held.append(Held(oid, HeldCause.NOT_RECREATABLE,
+                                          "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
                     summary = _extras_summary(f.extras, f)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
@@ -480,12 +484,12 @@ class _Planner:
             why = self.refusal(self.findings[oid], decision)
             if why is not None:
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=_short(why))
-                self.held.append((oid, f"refused: {why}"))
+                self.held.append(Held(oid, HeldCause.REFUSED, f"refused: {why}"))
             elif self.hold_unproven and self.findings[oid].flow and decision.action is not Action.KEEP:
                 # not behaviour-preserving by construction: what generate() feeds the model would change
                 flow = self.findings[oid].flow[0]
-                self.hold(oid, f"unproven without --verify: it would change what is prepared in the standard "
-                               f"generate flow ({flow})", mark=_short(flow))
+                self.hold(oid, HeldCause.UNPROVEN, f"unproven without --verify: it would change what is prepared in "
+                               f"the standard generate flow ({flow})", mark=_short(flow))
 
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
@@ -552,21 +556,23 @@ class _Planner:
             elif origin.kind is OriginKind.INHERITED and origin.source_id is not None:
                 source = origin.source_id
             else:
-                self.hold(oid, f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
+                self.hold(oid, HeldCause.UNTRACED,
+                          f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
                 continue
             theirs = self.decisions.get(source)
             mine = self.decisions[oid]
             if theirs is None:
                 # marked only where its source is marked, or the converter would undo it
-                self.hold(oid, f"generated from {source}, which this run does not change", mark="")
+                self.hold(oid, HeldCause.SOURCE_NOT_CHANGED, f"generated from {source}, which this run does not change",
+                          mark="")
                 continue
             if theirs.action is mine.action:
                 continue
             # disagreement: the source decides for both when it keeps; otherwise hold both
             reason = f"generated from {source}, which the scan classifies differently ({theirs.action.value} vs {mine.action.value})"
-            self.hold(oid, reason)
+            self.hold(oid, HeldCause.SOURCE_DISAGREES, reason)
             if theirs.action is not Action.KEEP and origin.kind is OriginKind.MODULAR_CLASS:
-                self.hold(source, reason)
+                self.hold(source, HeldCause.SOURCE_DISAGREES, reason)
 
     def modular_trap(self) -> None:
         """A modular override whose deletion would make the converter copy a parent's override in
@@ -611,7 +617,7 @@ class _Planner:
                 continue
             # class-level copy
             if my_action is Action.DELETE:
-                self.hold(oid, f"class-level copy of {link.source_id}, whose {METHOD} stays")
+                self.hold(oid, HeldCause.COPY_SOURCE_KEEPS, f"class-level copy of {link.source_id}, whose {METHOD} stays")
                 my_action = Action.KEEP
             self.extra_edits.append(Edit(o.file, o.class_name, EditKind.IGNORE_COPY, oid,
                                          f"class-level copy of {link.source_id}, whose {METHOD} changes differently"))

@@ -34,7 +34,7 @@ from typing import Any
 
 from codemod import __version__, git
 from codemod.classify import Action as OverrideAction
-from codemod.contracts import Verdict
+from codemod.contracts import Held, HeldCause, Verdict
 from codemod.errors import CodemodError, redact
 from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
@@ -79,22 +79,23 @@ def changed_classes(model: ModelOutcome) -> tuple[ClassOutcome, ...]:
     return tuple(c for c in model.classes if c.action is not OverrideAction.KEEP)
 
 
-def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tuple[tuple[str, str], ...]]:
-    """Split models into publishable ones and withheld ``(model, reason)`` pairs.
+def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tuple[Held, ...]]:
+    """Split models into publishable ones and withheld ones (``Held``, by model).
 
     A model is withheld when a changed class is not ``identical``; and because a file holds one
     content, any model that shares a file with a withheld model is withheld too (to a fixpoint).
     """
-    reasons: dict[str, str] = {}
+    reasons: dict[str, Held] = {}
     for model in models:
         bad = next((c for c in changed_classes(model) if c.verdict is not Verdict.IDENTICAL), None)
         if bad is not None:
             detail = f" ({bad.detail})" if bad.detail else ""
-            reasons[model.model] = f"{bad.class_name} was not verified identical: {bad.verdict}{detail}"
+            reasons[model.model] = Held(model.model, HeldCause.NOT_IDENTICAL,
+                                        f"{bad.class_name} was not verified identical: {bad.verdict}{detail}")
     for _ in range(len(models)):
         tainted = {f: m.model for m in models if m.model in reasons for f in m.files}
         newly = {
-            m.model: f"shares {f} with withheld {tainted[f]}"
+            m.model: Held(m.model, HeldCause.SHARES_A_FILE, f"shares {f} with withheld {tainted[f]}")
             for m in models
             if m.model not in reasons
             for f in m.files
@@ -104,7 +105,7 @@ def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tu
             break
         reasons.update(newly)
     kept = tuple(m for m in models if m.model not in reasons and (m.files or changed_classes(m)))
-    return kept, tuple(sorted(reasons.items()))
+    return kept, tuple(reasons[m] for m in sorted(reasons))
 
 
 def family_keys(model: ModelOutcome) -> tuple[str, ...]:
@@ -365,8 +366,8 @@ class BranchPlan:
 @dataclasses.dataclass(frozen=True)
 class PrPlan:
     branches: tuple[BranchPlan, ...]
-    withheld: tuple[tuple[str, str], ...] = ()
-    reverted: tuple[tuple[str, str], ...] = ()
+    withheld: tuple[Held, ...] = ()
+    reverted: tuple[Held, ...] = ()
 
 
 def plan_branch(group: Group, base: str) -> BranchPlan:
@@ -635,14 +636,14 @@ class GroupOutcome:
 @dataclasses.dataclass(frozen=True)
 class PrReport:
     outcomes: tuple[GroupOutcome, ...]
-    withheld: tuple[tuple[str, str], ...] = ()
-    reverted: tuple[tuple[str, str], ...] = ()
+    withheld: tuple[Held, ...] = ()
+    reverted: tuple[Held, ...] = ()
     dry_run: bool = False
 
     def lines(self) -> list[str]:
         lines = [o.line(self.dry_run) for o in self.outcomes] or ["nothing to publish"]
-        lines += [f"withheld {model}: {reason}" for model, reason in self.withheld]
-        lines += [f"reverted {model}: {reason}" for model, reason in self.reverted]
+        lines += [f"withheld {h.subject}: {h.detail}" for h in self.withheld]
+        lines += [f"reverted {h.subject}: {h.detail}" for h in self.reverted]
         return lines
 
     def by_action(self, action: Action) -> tuple[GroupOutcome, ...]:

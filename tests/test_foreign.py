@@ -51,7 +51,7 @@ def outcome(result: ScanResult, class_name: str) -> tuple[Action, FallbackKind, 
     [finding] = [f for f in result.findings if f.override.class_name == class_name]
     plan = compute_changes(result, mark_kept=True).plan  # with --mark: a kept override's reason shows as its mark
     oid = finding.override.id
-    texts = [r.text for r in finding.reasons] + [why for held, why in plan.held if held == oid]
+    texts = [r.text for r in finding.reasons] + [h.detail for h in plan.held if h.subject == oid]
     edits = [e.kind for e in plan.edits() if e.override_id == oid]
     return plan.action_of(oid), finding.override.fallback.kind, " | ".join(texts), edits  # type: ignore[return-value]
 

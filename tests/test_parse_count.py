@@ -20,6 +20,7 @@ import pytest
 
 from codemod import apply
 from codemod.checkout import resolve
+from codemod.contracts import Held, HeldCause
 from codemod.scan import scan
 
 from .conftest import MINI_CHECKOUT, copy_fixture
@@ -84,13 +85,13 @@ def test_a_settling_round_rewrites_only_the_files_whose_edits_changed(monkeypatc
         calls["flakes"] += 1
         found = real_flakes(rewrites, jobs)
         if calls["flakes"] == 1:  # the first round: as if the victim's rewrite added an undefined name
-            found[victim_file] = "the rewrite would add undefined name 'x'"
+            found[victim_file] = Held(victim_file, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add undefined name 'x'")
         return found
 
     monkeypatch.setattr(apply, "_rewrite_job", counting_job)
     monkeypatch.setattr(apply, "_new_flakes", failing_once)
     changes = apply.settle(result, first_plan, jobs=1)
-    assert [shard for shard, _ in changes.dropped] == [victim.id]
+    assert changes.dropped == (Held(victim.id, HeldCause.WOULD_ADD_FLAKES, f"{victim_file}: the rewrite would add undefined name 'x'"),)
     first_round = set(first_plan.by_file())
     assert len(rewritten) >= len(first_round) and calls["flakes"] == 2
     # the second round: only files whose edits changed (the victim's, if another shard still edits it)

@@ -18,7 +18,7 @@ from codemod.analysis import Param
 from codemod.apply import initial_plan
 from codemod.checkout import resolve
 from codemod.classify import Action, Category, Extra
-from codemod.contracts import Repair
+from codemod.contracts import Held, HeldCause, Repair
 from codemod.copies import apply_replacements
 from codemod.mixin import Era
 from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
@@ -85,7 +85,16 @@ def shard_of(plan: Plan, override_id: str):
 
 
 def held(plan: Plan) -> dict[str, str]:
-    return dict(plan.held)
+    return {h.subject: h.detail for h in plan.held}
+
+
+def causes(plan: Plan) -> dict[str, HeldCause]:
+    return {h.subject: h.cause for h in plan.held}
+
+
+def gone(*shards: str, why: str = "why", cause: HeldCause = HeldCause.WOULD_NOT_COMPILE) -> list[Held]:
+    """What settling would drop: ``shards``, each with ``cause`` and ``why``."""
+    return [Held(s, cause, why) for s in shards]
 
 
 @pytest.fixture(scope="module")
@@ -257,15 +266,15 @@ def test_hoist_only_when_the_mixin_is_a_stub_and_something_changes(
 def test_without_drops_a_shard_and_the_hoist_when_nothing_changes(fixture_result: ScanResult) -> None:
     plan = initial_plan(fixture_result.select(["lynx", "heronforcausallm"]), mark_kept=True)
     assert plan.hoist is not None
-    smaller = plan.without([LYNX], "lynx would not compile")
+    smaller = plan.without(gone(LYNX, why="lynx would not compile"))
     assert [s.id for s in smaller.shards] == [HERON]
     assert smaller.action_of(LYNX) is Action.KEEP
-    assert held(smaller) == {LYNX: "lynx would not compile"}
+    assert smaller.held == (Held(LYNX, HeldCause.WOULD_NOT_COMPILE, "lynx would not compile"),)
     assert smaller.hoist is None, "nothing changes any more: the stub mixin stays"
 
 
 def test_without_keeps_the_hoist_while_changes_remain(fixture_plan: Plan) -> None:
-    smaller = fixture_plan.without([LYNX], "why")
+    smaller = fixture_plan.without(gone(LYNX))
     assert smaller.hoist == fixture_plan.hoist
     assert LYNX not in {m for s in smaller.shards for m in s.members}
     assert smaller.action_of(OTTER) is Action.DELETE
@@ -273,21 +282,22 @@ def test_without_keeps_the_hoist_while_changes_remain(fixture_plan: Plan) -> Non
 
 def test_without_holds_every_member_of_a_dropped_copy_group(fixture_plan: Plan) -> None:
     group = shard_of(fixture_plan, OTTER)
-    smaller = fixture_plan.without([group.id], "a copy would break")
+    smaller = fixture_plan.without(gone(group.id, why="its own", cause=HeldCause.COPY_WOULD_BREAK), "a copy would break")
     for member in group.members:
         assert smaller.action_of(member) is Action.KEEP
-        assert held(smaller)[member] == "a copy would break"
+        assert held(smaller)[member] == "a copy would break"  # the detail given, the shard's cause
+        assert causes(smaller)[member] is HeldCause.COPY_WOULD_BREAK
 
 
 def test_without_does_not_hold_what_was_kept_anyway(fixture_plan: Plan) -> None:
-    smaller = fixture_plan.without([HERON], "why")
+    smaller = fixture_plan.without(gone(HERON))
     assert HERON not in held(smaller)
     assert smaller.action_of(HERON) is Action.KEEP
     assert smaller.hoist == fixture_plan.hoist
 
 
 def test_without_unknown_shard_is_the_same_plan(fixture_plan: Plan) -> None:
-    assert fixture_plan.without(["no-such-shard"], "why") == fixture_plan
+    assert fixture_plan.without(gone("no-such-shard")) == fixture_plan
 
 
 # --------------------------------------------------------------------------------------------- generated files
@@ -311,6 +321,7 @@ def test_generated_override_is_held_when_its_source_is_not_in_the_run(fixture_re
     plan = initial_plan(fixture_result.select(skip=["otter"]))
     assert plan.action_of(PUFFIN_CAUSAL) is Action.KEEP
     assert "which this run does not change" in held(plan)[PUFFIN_CAUSAL]
+    assert causes(plan)[PUFFIN_CAUSAL] is HeldCause.SOURCE_NOT_CHANGED
     assert EditKind.DELETE not in edits_by_override(plan).get(PUFFIN_CAUSAL, [])
 
 
@@ -332,6 +343,7 @@ def test_generated_and_modular_classified_differently_are_both_held(tmp_path: Pa
         assert plan.action_of(oid) is Action.KEEP
         assert EditKind.DELETE not in edits_by_override(plan).get(oid, [])
     assert "classifies differently" in held(plan)[PUFFIN_SPEECH_MODULAR]
+    assert causes(plan)[PUFFIN_SPEECH_MODULAR] is HeldCause.SOURCE_DISAGREES
 
 
 # --------------------------------------------------------------------------------------------- copies
@@ -352,6 +364,7 @@ def test_class_level_copy_of_a_kept_source_is_held_and_ignored(fixture_result: S
     plan = initial_plan(fixture_result.select(skip=["otter"]), mark_kept=True)
     assert plan.action_of(MINK) is Action.KEEP
     assert "class-level copy" in held(plan)[MINK]
+    assert causes(plan)[MINK] is HeldCause.COPY_SOURCE_KEEPS
     assert sorted(edits_by_override(plan)[MINK]) == sorted([EditKind.MARK, EditKind.IGNORE_COPY])
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from codemod import pr
+from codemod.contracts import Held, HeldCause
 from codemod.errors import redact
 from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
@@ -147,7 +148,7 @@ class FakeMigrate:
             )
             for name in names
         )
-        return Migration(models=models, reverted=(("bert", "verification crashed"),) if not only else ())
+        return Migration(models=models, reverted=(Held("bert", HeldCause.NOT_VERIFIED, "verification crashed"),) if not only else ())
 
 
 class Boom(RuntimeError):
@@ -347,7 +348,9 @@ def test_only_identical_models_are_published_and_shared_files_follow() -> None:
     )
     kept, withheld = screen(models)
     assert [m.model for m in kept] == ["llama", "opt"]
-    reasons = dict(withheld)
+    reasons = {h.subject: h.detail for h in withheld}
+    assert {h.subject: h.cause for h in withheld} == {"gemma": HeldCause.NOT_IDENTICAL, "gpt2": HeldCause.NOT_IDENTICAL,
+                                                      "gemma2": HeldCause.SHARES_A_FILE}
     assert set(reasons) == {"gemma", "gemma2", "gpt2"}
     assert "differs" in reasons["gemma"] and "unverified" in reasons["gpt2"]
     assert "shares" in reasons["gemma2"] and "gemma" in reasons["gemma2"]
@@ -670,7 +673,7 @@ def test_group_by_family_keeps_a_modular_parent_and_its_child_together(world: Wo
 def test_models_not_verified_identical_stay_out(world: World) -> None:
     report = world.run(group_by="all", only=["llama,gpt2"], migrate=FakeMigrate(verdicts={"gpt2": "differs"}))
     assert report.outcomes[0].models == ("llama",)
-    assert ("gpt2", "GPT2LMHeadModel was not verified identical: differs") in report.withheld
+    assert Held("gpt2", HeldCause.NOT_IDENTICAL, "GPT2LMHeadModel was not verified identical: differs") in report.withheld
     files = git(world.bare, "diff", "--name-only", "refs/heads/main", "refs/heads/codemod/prepare-inputs/all").split()
     assert files == [f"{MODELS}/llama/modeling_llama.py"]
     assert "gpt2" not in world.github.pulls[1]["body"]

@@ -29,7 +29,7 @@ def _vocabulary() -> set[str]:
 
 
 #: the fields (and result-document keys) that hold vocabulary values
-FIELDS = {"status", "verdict", "kind", "how", "origin", "scope", "action", "category", "era", "delegation"}
+FIELDS = {"status", "verdict", "kind", "how", "origin", "scope", "action", "category", "era", "delegation", "cause"}
 
 
 def _is_field(node: ast.expr) -> bool:

@@ -1,0 +1,244 @@
+"""What is held back is a typed record (``contracts.Held``): a subject, a cause and the text shown for it.
+
+The plan's held overrides, the shards settling drops, the changes verification reverts and the models ``pr``
+withholds all say why with a ``HeldCause``. These tests check that every cause has a place that makes it,
+that each place gives its own (on the fixtures, as the pipeline runs), and that no record is an
+``(id, text)`` pair any more.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import typing
+from pathlib import Path
+
+import pytest
+
+from codemod import apply
+from codemod.apply import Changes, compute_changes, initial_plan, settle
+from codemod.checkout import resolve
+from codemod.classify import Action
+from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind, Verdict
+from codemod.copies import CopyCheck
+from codemod.migrate import MigrationRun, run_migration_on
+from codemod.migration import Migration
+from codemod.plan import Plan
+from codemod.pr import PrPlan, PrReport
+from codemod.scan import ScanResult, scan
+
+from .conftest import FIXTURES, MINI_CHECKOUT, copy_fixture
+
+CODEMOD = Path(__file__).resolve().parent.parent / "codemod"
+PKG = "src/transformers/models"
+OTTER = f"{PKG}/otter/modeling_otter.py::OtterForCausalLM"
+PUFFIN_CAUSAL = f"{PKG}/puffin/modeling_puffin.py::PuffinForCausalLM"
+
+
+def scan_tree(root: Path) -> ScanResult:
+    return scan(resolve(root, with_git=False), use_cache=False, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CODEMOD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return scan_tree(copy_fixture(MINI_CHECKOUT, tmp_path_factory.mktemp("held") / "mini_checkout"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(codemod_cache: Path) -> None:
+    """Every test scans with a private cache dir."""
+
+
+def causes(held: tuple[Held, ...]) -> dict[str, HeldCause]:
+    return {h.subject: h.cause for h in held}
+
+
+# --------------------------------------------------------------------------------------------- the records
+
+
+def _cause_argument(call: ast.Call) -> ast.expr | None:
+    """The cause a ``Held(...)`` or ``….hold(...)`` call passes (its second argument, or ``cause=``)."""
+    named = {k.arg: k.value for k in call.keywords}
+    if "cause" in named:
+        return named["cause"]
+    return call.args[1] if len(call.args) > 1 else None
+
+
+def _construction_sites() -> list[tuple[str, int, ast.expr | None]]:
+    sites = []
+    for path in sorted(CODEMOD.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "Held") or (isinstance(func, ast.Attribute) and func.attr == "hold"):
+                sites.append((path.relative_to(CODEMOD).as_posix(), node.lineno, _cause_argument(node)))
+    return sites
+
+
+def test_every_construction_site_names_its_cause_and_every_cause_has_one() -> None:
+    """A record is made with ``HeldCause.X`` (or the cause it was handed, or that of the record it re-states),
+    never a string; and each cause is made somewhere, so none is dead vocabulary."""
+    named: set[str] = set()
+    offences = []
+    for where, line, cause in _construction_sites():
+        if isinstance(cause, ast.Attribute) and isinstance(cause.value, ast.Name) and cause.value.id == "HeldCause":
+            named.add(cause.attr)
+        elif not ((isinstance(cause, ast.Attribute) and cause.attr == "cause")
+                  or (isinstance(cause, ast.Name) and cause.id == "cause")):  # ``hold``'s own parameter
+            offences.append(f"{where}:{line}")
+    assert offences == []
+    assert named == {c.name for c in HeldCause}
+
+
+@pytest.mark.parametrize(
+    ("owner", "field"),
+    [(Plan, "held"), (Changes, "dropped"), (MigrationRun, "reverted"), (Migration, "reverted"), (PrPlan, "withheld"),
+     (PrPlan, "reverted"), (PrReport, "withheld"), (PrReport, "reverted")],
+)
+def test_what_is_held_back_is_a_tuple_of_records(owner: type, field: str) -> None:
+    assert typing.get_type_hints(owner)[field] == tuple[Held, ...]
+
+
+# --------------------------------------------------------------------------------------------- the plan
+
+
+def test_a_generated_override_whose_method_comes_from_nowhere_it_can_follow_is_untraced(mini: ScanResult) -> None:
+    """A generated file's method that no class of the run holds (a removal stub, an unknown origin) stays."""
+    def untraced(f):
+        if f.override.id != PUFFIN_CAUSAL:
+            return f
+        assert f.override.generated_from is not None
+        origin = dataclasses.replace(f.override.generated_from, kind=OriginKind.UNKNOWN, detail="not found")
+        return dataclasses.replace(f, override=dataclasses.replace(f.override, generated_from=origin))
+
+    plan = initial_plan(dataclasses.replace(mini, findings=tuple(map(untraced, mini.findings))))
+    assert Held(PUFFIN_CAUSAL, HeldCause.UNTRACED,
+                "generated file; where its method comes from is unknown: not found") in plan.held
+
+
+def test_a_reduction_that_cannot_be_written_is_not_recreatable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemod import plan as plan_module
+
+    result = scan_tree(copy_fixture(FIXTURES / "foreign", tmp_path / "foreign"))
+    reduced = {f.override.id for f in result.findings
+               if f.action is Action.REDUCE and not any(e.how is ExtraHow.SWAP_DELEGATE for e in f.extras)}
+    assert reduced
+    monkeypatch.setattr(plan_module, "reduce_override", lambda *args, **kwargs: None)
+    held = causes(initial_plan(result).held)
+    assert {held[oid] for oid in reduced} == {HeldCause.NOT_RECREATABLE}
+
+
+def test_outside_transformers_a_refused_edit_and_an_unproven_one_say_so(tmp_path: Path) -> None:
+    result = scan_tree(copy_fixture(FIXTURES / "foreign", tmp_path / "foreign"))
+    by_class = {h.subject.rpartition("::")[2]: h for h in compute_changes(result, hold_unproven=True).plan.held}
+    assert by_class["MaskedForMaskedLM"].cause is HeldCause.REFUSED
+    assert by_class["MaskedForMaskedLM"].detail.startswith("refused: ")
+    assert by_class["FewerForCausalLM"].cause is HeldCause.UNPROVEN
+    assert by_class["FewerForCausalLM"].detail.startswith("unproven without --verify")
+
+
+# --------------------------------------------------------------------------------------------- settling
+
+
+def test_a_file_that_would_not_compile_drops_its_shards(mini: ScanResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    victim = f"{PKG}/otter/modeling_otter.py"
+    real = apply._rewrite_job
+
+    def broken(job):
+        done = real(job)
+        return dataclasses.replace(done, error="SyntaxError: invalid syntax") if done.path == victim else done
+
+    monkeypatch.setattr(apply, "_rewrite_job", broken)
+    changes = settle(mini, initial_plan(mini), jobs=1)
+    assert {h.cause for h in changes.dropped} == {HeldCause.WOULD_NOT_COMPILE}
+    assert [h.detail for h in changes.dropped] == [f"{victim}: SyntaxError: invalid syntax"]
+    assert causes(changes.plan.held)[OTTER] is HeldCause.WOULD_NOT_COMPILE
+    assert changes.plan.action_of(OTTER) is Action.KEEP
+
+
+def test_a_mixin_that_would_not_take_the_implementation_drops_every_shard(mini: ScanResult,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = initial_plan(mini)
+    assert plan.hoist is not None
+    mixin, real = plan.hoist.file, apply._new_flakes
+
+    def flaky_mixin(rewrites, jobs):
+        found = real(rewrites, jobs)
+        if any(r.path == mixin for r in rewrites):
+            found[mixin] = Held(mixin, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add undefined name 'x'")
+        return found
+
+    monkeypatch.setattr(apply, "_new_flakes", flaky_mixin)
+    changes = settle(mini, plan, jobs=1)
+    assert changes.plan.shards == () and changes.plan.hoist is None
+    assert {h.subject for h in changes.dropped} == {s.id for s in plan.shards}
+    assert {h.cause for h in (*changes.dropped, *changes.plan.held)} == {HeldCause.HOIST_FAILS}
+
+
+def test_a_copy_marker_that_would_break_drops_its_shard(mini: ScanResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = apply.copies.check_copy
+
+    def stale_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            return CopyCheck(CopyStatus.STALE, "the copy drifted", None, None, None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply.copies, "check_copy", stale_once)
+    changes = settle(mini, initial_plan(mini), jobs=1)
+    assert changes.dropped and {h.cause for h in changes.dropped} == {HeldCause.COPY_WOULD_BREAK}
+    assert all("would become stale: the copy drifted" in h.detail for h in changes.dropped)
+    assert {h.cause for h in changes.plan.held} == {HeldCause.COPY_WOULD_BREAK}
+
+
+def test_the_hook_diffs_leave_out_what_is_no_hook_member(mini: ScanResult) -> None:
+    from codemod.hook_changes import member_plan
+    from codemod.hooks import mine
+
+    report = mine(mini)
+    assert not report.applied()  # no hook: every change is left out
+    plan = member_plan(mini, report)
+    assert plan.shards == () and plan.held
+    assert {h.cause for h in plan.held} == {HeldCause.NOT_A_HOOK_MEMBER}
+
+
+def test_a_hook_too_few_models_would_keep_is_reverted(tmp_path: Path) -> None:
+    from codemod.hooks import MIN_MODELS, failing_clusters, mine, plan_with_hooks
+
+    result = scan_tree(copy_fixture(FIXTURES / "hooks_checkout", tmp_path / "hooks_checkout"))
+    report = mine(result)
+    plan = plan_with_hooks(result, report)
+    cluster = next(c for c in report.applied() if len(c.applicable_models) == MIN_MODELS)
+    failed = [next(m.override for m in cluster.members if m.applicable)]
+    reverted = failing_clusters(plan, report, failed)
+    assert reverted and {h.cause for h in reverted.values()} == {HeldCause.HOOK_TOO_SMALL}
+    assert all(h.subject == shard for shard, h in reverted.items())
+
+
+# --------------------------------------------------------------------------------------------- verification
+
+
+def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemod import migrate
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    def verify_change(checkout, targets, **kwargs):
+        verdicts = tuple(ClassVerdict(t.override_id, Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
+                                      detail="greedy: tokens differ") for t in targets)
+        return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"), with_git=False))
+    reverted = causes(run.reverted)
+    assert reverted[OTTER] is HeldCause.NOT_VERIFIED
+    assert next(h.detail for h in run.reverted if h.subject == OTTER) == "differs: greedy: tokens differ"
+    assert {c for oid, c in reverted.items() if oid != OTTER} == {HeldCause.WITH_ITS_SHARD}
+    assert [h.subject for h in run.reverted] == sorted(reverted)
+    assert run.migration().reverted == run.reverted
+    assert {h.detail for h in run.final.plan.held} == {"reverted: verification failed"}
