@@ -238,6 +238,26 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     return keep if len(keep) < len(params) else ()
 
 
+def swap_parameters(override: Override) -> tuple[str, ...]:
+    """The parameters a swapped delegation (``super()`` instead of ``self.language_model``) still names;
+    empty: the signature stays. Dropped: those the body reads only in the delegated call (there as
+    ``name=name``: the rewrite checks it), with a None default, that ``forward`` takes, and not the ids
+    or ``inputs_embeds``: through ``**kwargs`` they reach super() as they did (see ``slim_parameters``)."""
+    a = override.analysis
+    params = [p for p in a.params if p.name != "self"]
+    kinds = {p.kind for p in params}
+    if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None \
+            or not a.forwards_kwargs:
+        return ()
+    call_lines = {r.line for r in a.recognised if r.code == "PI181"}
+    others = {n for t in a.top_level if t.line not in call_lines for n in t.reads}
+    ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
+    forward = set(override.forward_params)
+    dropped = {p.name for p in params if p.kind.named and p.default == "None" and p.name in forward
+               and p.name not in others and p.name not in (ids, "inputs_embeds")}
+    return tuple(p.name for p in params if p.name not in dropped) if dropped else ()
+
+
 @dataclasses.dataclass(frozen=True)
 class Reduction:
     """A reduced override: its new body, and the parameters its signature keeps (empty: all)."""
@@ -280,7 +300,7 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
-    call = _call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
+    call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
     return Reduction("\n".join([*call, *statements, "return model_inputs"]) + "\n", keep_params, tuple(standard),
                      bool(kwargs))
 
@@ -290,7 +310,7 @@ LINE_LENGTH = 119
 BODY_INDENT = 8
 
 
-def _call_lines(function: str, arguments: Sequence[str]) -> list[str]:
+def call_lines(function: str, arguments: Sequence[str]) -> list[str]:
     """The call laid out as ruff would: one line if it fits, else the arguments on one line of their
     own, else one argument per line with a trailing comma."""
     joined = ", ".join(arguments)
@@ -453,7 +473,8 @@ class _Planner:
                 delegate = next(e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE)
                 self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, mark=f"asks super() instead of "
                                                 f"{delegate}; keeps its own input handling",
-                                                reason=f"reduced: super() instead of {delegate}")
+                                                reason=f"reduced: super() instead of {delegate}",
+                                                keep_params=swap_parameters(f.override))
             elif f.action is Action.REDUCE:
                 reduction = reduce_override(f.override, f.extras)
                 if reduction is None:

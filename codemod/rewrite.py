@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import Edit, EditKind, HookCode
+from codemod.plan import Edit, EditKind, HookCode, call_lines
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
@@ -126,13 +126,34 @@ class _SuperInsteadOfSubmodel(cst.CSTTransformer):
         return updated
 
 
-def _swap_delegate(function: cst.FunctionDef) -> cst.FunctionDef:
+def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = ()) -> cst.FunctionDef:
+    """The delegation asks super(); with ``keep_params``, the other parameters leave the signature and
+    the call (``name=name`` there), reaching super() through ``**kwargs``."""
     swapper = _SuperInsteadOfSubmodel()
     swapped = function.visit(swapper)
     if swapper.swapped != 1:
         raise RewriteError(f"expected one call to self.<sub-model>.{METHOD}, found {swapper.swapped}")
     assert isinstance(swapped, cst.FunctionDef)
-    return swapped
+    if not keep_params:
+        return swapped
+    dropped = {p.name.value for p in (*swapped.params.params, *swapped.params.kwonly_params)} - set(keep_params) - {"self"}
+    body = list(cst.ensure_type(swapped.body, cst.IndentedBlock).body)
+    call_at = next(i for i, s in enumerate(body) if m.findall(s, m.Call(func=m.Attribute(value=m.Call(func=m.Name("super"))))))
+    statement = cst.ensure_type(body[call_at], cst.SimpleStatementLine)
+    small = statement.body[0]
+    assert isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Call)
+    kept = [a for a in small.value.args if not (a.keyword is not None and a.keyword.value in dropped
+                                                and m.matches(a.value, m.Name(a.keyword.value)))]
+    code = cst.Module(body=[])
+    arguments = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in kept]
+    target = code.code_for_node(small.targets[0].target) + " = " if isinstance(small, cst.Assign) else "return "
+    lines = call_lines(f"{target}super().{METHOD}", arguments)
+    new = _code_block(module, "\n".join(lines) + "\n")[0].with_changes(leading_lines=statement.leading_lines)
+    body[call_at] = new
+    if _names_used([new, *body]) & dropped:
+        raise RewriteError(f"parameters to drop are still read: {sorted(_names_used(body) & dropped)}")
+    slim = _slim_parameters(module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params)
+    return slim
 
 
 def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str]) -> cst.FunctionDef:
@@ -420,7 +441,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         elif edit.kind is EditKind.HOIST:
             function = _replace_function(module, function, edit.text)
         elif edit.kind is EditKind.SWAP_DELEGATE:
-            function = _swap_delegate(function)
+            function = _swap_delegate(module, function, edit.keep_params)
         elif edit.kind is EditKind.MARK:
             function = _mark(function, edit.text)
         elif edit.kind is EditKind.DROP_MARKER:

@@ -10,6 +10,7 @@ Python string literal here cannot show plainly: CRLF line endings, latin-1 bytes
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 import warnings
 
@@ -1385,6 +1386,65 @@ def test_swap_delegate_asks_super_and_keeps_the_rest() -> None:
         "        # Overwritten -- asks super()\n        model_inputs = super().prepare_inputs_for_generation(\n",
     )
     assert_outside_unchanged(result.old, result.new, cls)
+
+
+def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_and_the_call() -> None:
+    """Parameters only handed on as ``name=name`` reach super() through **kwargs: the signature and the
+    call lose them, and the call is laid out again (one line when it fits)."""
+    before = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(
+                self,
+                input_ids,
+                past_key_values=None,
+                pixel_values=None,
+                attention_mask=None,
+                cache_position=None,
+                **kwargs,
+            ):
+                # the delegated call
+                model_inputs = self.language_model.prepare_inputs_for_generation(
+                    input_ids,
+                    past_key_values=past_key_values,
+                    attention_mask=attention_mask,
+                    cache_position=cache_position,
+                    **kwargs,
+                )
+                if cache_position[0] == 0:
+                    model_inputs["pixel_values"] = pixel_values
+                return model_inputs
+    ''')
+    after = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
+                # the delegated call
+                model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)
+                if cache_position[0] == 0:
+                    model_inputs["pixel_values"] = pixel_values
+                return model_inputs
+    ''')
+    cls = "FooForConditionalGeneration"
+    swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls),
+                               keep_params=("input_ids", "pixel_values", "cache_position", "kwargs"))
+    result = rewrite(before, swap)
+    assert result.error is None, result.error
+    assert result.new_text() == after
+    ast.parse(after)
+
+
+def test_swap_delegate_refuses_to_drop_a_parameter_the_body_still_reads() -> None:
+    before = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
+                model_inputs = self.language_model.prepare_inputs_for_generation(
+                    input_ids, attention_mask=attention_mask * 2, **kwargs
+                )
+                return model_inputs
+    ''')
+    cls = "FooForConditionalGeneration"
+    swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls), keep_params=("input_ids", "kwargs"))
+    result = rewrite(before, swap)
+    assert result.error is not None and "attention_mask" in result.error and result.new == before.encode()
 
 
 def test_swap_delegate_with_two_delegate_calls_is_an_error() -> None:
