@@ -595,7 +595,8 @@ def pr(
     label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
-    from codemod.pr import GROUP_BY, run_pr
+    from codemod.pr import run_pr
+    from codemod.pr.plan import GROUP_BY
 
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")

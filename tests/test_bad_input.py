@@ -444,7 +444,7 @@ def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
     from codemod.environment import EnvironmentSetupError
     from codemod.fetch import FetchError
     from codemod.github import GitHubError
-    from codemod.pr import PrError
+    from codemod.pr.plan import PrError
     from codemod.rewrite import RewriteError
     from codemod.scan import SelectionError
     from codemod.target import TargetError

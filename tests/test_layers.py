@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "transform": ("plan", "rewrite", "apply", "hooks", "hook_changes"),
     "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
                "verify.sides", "verify.testers", "verify.tiny", "verify.usage", "verify.worker"),
-    "publish": ("migration", "migrate", "report", "hooks_report", "pr"),
+    "publish": ("migration", "migrate", "report", "hooks_report", "pr", "pr.plan", "pr.branches", "pr.publish"),
     "cli": ("cli", "__main__"),
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
