@@ -30,14 +30,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codemod.errors import redact
-from codemod.github import DEFAULT_API_URL, GitHubError
+from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import Migration
 from codemod.pr import branches, publish
 from codemod.pr.branches import BOT, Identity
 from codemod.pr.plan import GROUP_BY, Action, BranchState, PrError, PrReport, decide, describe_plan, outcome, plan_prs
 
 Migrate = Callable[[Path, list[str], list[str]], Migration]
-Echo = Callable[[str], None]
 
 
 def _default_migrate(root: Path, only: list[str], skip: list[str]) -> Migration:
@@ -62,7 +61,7 @@ def run_pr(
     token: str | None = None,
     identity: Identity = BOT,
     migrate: Migrate | None = None,
-    echo: Echo = print,
+    echo: Callable[[str], None] = print,
     scratch: Path | None = None,
 ) -> PrReport:
     """scan → apply → verify in a throwaway worktree of ``REMOTE/BASE``, then publish one PR per group.
@@ -79,11 +78,11 @@ def run_pr(
     if group_by not in GROUP_BY:
         raise PrError(f"--group-by must be one of {', '.join(GROUP_BY)}, not {group_by!r}")
     secrets = (token,) if token else ()
-    client = publish.connect(repo, token, api_url)
-    top, subdir = branches.repository_root(path)
-    git = branches.Git(top, secrets)
     journal = publish.Journal()
-    try:
+    try:  # every git or API failure becomes one redacted line that says what was already written
+        client = GitHubClient(repo, token, api_url)
+        top, subdir = branches.repository_root(path)
+        git = branches.Git(top, secrets)
         open_count = publish.open_by_bot(client)
         base_sha, remote_branches = branches.fetch(git, remote, base)
         with branches.worktree(git, base_sha, scratch) as tree:
@@ -100,8 +99,6 @@ def run_pr(
                     result = outcome(branch, decision)
                 else:
                     pushed = branches.push_branch(git, tree / subdir, base_sha, remote, branch, decision.lease, identity)
-                    if pushed:
-                        journal.done.append(f"pushed {branch.branch}")
                     result = publish.write(client, branch, decision, plan.labels, journal, remote if pushed else None)
                 if decision.action == Action.CREATE:
                     open_count += 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from codemod.errors import redact
 from codemod.github import GitHubClient, GitHubError
 from codemod.pr.plan import Action, BranchPlan, Decision, GroupOutcome, PrError, PullRequest, outcome
 
@@ -23,13 +22,6 @@ class Journal:
 
     def suffix(self) -> str:
         return f" (done before the error: {'; '.join(self.done)})" if self.done else ""
-
-
-def connect(repo: str, token: str | None, api_url: str) -> GitHubClient:
-    try:
-        return GitHubClient(repo, token, api_url)
-    except GitHubError as error:
-        raise PrError(redact(str(error), [token])) from None
 
 
 def open_by_bot(client: GitHubClient) -> int:
@@ -53,19 +45,19 @@ def write(
         if decision.action == Action.UPDATE:
             assert decision.pull is not None
             data = client.update_pull(decision.pull.number, title=plan.title, body=plan.body)
-            journal.done.append(f"updated #{decision.pull.number}")
+            wrote = f"updated #{decision.pull.number}"
         else:
             data = client.create_pull(title=plan.title, head=plan.branch, base=plan.base, body=plan.body)
-            journal.done.append(f"opened #{data['number']}")
+            wrote = f"opened #{data['number']}"
     except GitHubError as error:
-        if pushed_to is not None:
-            journal.done.remove(f"pushed {plan.branch}")  # the message below says it, once
-            verb, done = ("update", "updated") if decision.action == Action.UPDATE else ("open", "opened")
-            raise PrError(
-                f"{error} — branch {plan.branch} was pushed to {pushed_to} but its pull request could not be {done}; "
-                f"the next run will reuse the branch and {verb} it"
-            ) from None
-        raise
+        if pushed_to is None:
+            raise
+        verb, done = ("update", "updated") if decision.action == Action.UPDATE else ("open", "opened")
+        raise PrError(
+            f"{error} — branch {plan.branch} was pushed to {pushed_to} but its pull request could not be {done}; "
+            f"the next run will reuse the branch and {verb} it"
+        ) from None
+    journal.done += [f"pushed {plan.branch}", wrote] if pushed_to is not None else [wrote]
     pull = PullRequest.from_api(data)
     try:
         client.add_labels(pull.number, labels)
