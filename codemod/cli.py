@@ -1,4 +1,5 @@
-"""The command line: parse arguments, call the pipeline's stages, render. Nothing else lives here.
+"""The command line: parse arguments, call :mod:`codemod.api`'s commands, render what they return and choose
+the exit code. Nothing else lives here.
 
 Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed verification;
 2 usage or tool errors: every ``CodemodError`` is caught once, in ``_Commands.invoke``, and printed as one line.
@@ -6,44 +7,35 @@ Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed 
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from typer.core import TyperGroup
 
-from codemod import __version__
+from codemod import __version__, api
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
-if TYPE_CHECKING:  # the stages are imported by the commands that run them (``--help`` stays quick)
-    from rich.progress import TaskID
-
+if TYPE_CHECKING:  # the stages are imported by the commands that render them (``--help`` stays quick)
     from codemod.apply import Changes
     from codemod.checkout import Checkout
+    from codemod.index import Progress as ScanProgress
     from codemod.scan import ScanResult
-    from codemod.target import Target
     from codemod.verify.compare import ClassVerdict
+    from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
-
-DEFAULT_RELEASE = "4.45.2"
 
 stdout = Console()
 stderr = Console(stderr=True)
-
-
-class ToolError(CodemodError):
-    """A usage error the commands themselves find (options that do not go together, a dirty tree)."""
 
 
 def error_line(error: BaseException) -> str:
@@ -112,96 +104,101 @@ MixinOpt = Annotated[
     typer.Option("--mixin", help="For a tree or file: judge it against this transformers checkout or installed "
                                  "package instead of a --target release."),
 ]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")]
+CacheOpt = Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")]
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Progress | None]:
-    """A progress display on a terminal for runs that take more than a moment; nothing otherwise."""
-    if not enabled or not stderr.is_terminal:
-        yield None
-        return
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=stderr, transient=True,
-    ) as progress:
-        yield progress
-
-
-def _resolve_path(path: Path | None, release: str, writable: bool = False) -> Checkout:
-    """The checkout to work on; without PATH, the pristine release (a fresh copy when it will be written)."""
-    import shutil
-
-    from codemod.cache import cache_dir
-    from codemod.checkout import resolve
-    from codemod.fetch import fetch_release
-
-    if path is None:
-        def say(message: str) -> None:
-            stderr.print(message, style="dim")
-
-        if writable:
-            path = cache_dir("work") / f"transformers-{release}"
-            if path.exists():
-                shutil.rmtree(path)
-            path = fetch_release(release, path, progress=say)
-            say(f"working on a copy: {path}")
-        else:
-            path = fetch_release(release, progress=say)
-    return resolve(path)
-
-
-def _target(checkout: Checkout, target: str | None, mixin: Path | None) -> Target | None:
-    """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
-    from codemod.checkout import CheckoutKind
-    from codemod.target import from_path, from_release
-
-    if target is None and mixin is None:
-        return None
-    if target is not None and mixin is not None:
-        raise ToolError("give --target or --mixin, not both")
-    if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
-        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
-                        "--target and --mixin are for trees and files of model code")
-    if target is not None:
-        return from_release(target, progress=lambda message: stderr.print(message, style="dim"))
-    assert mixin is not None  # one of the two, checked above
-    return from_path(mixin)
-
-
-def run_scan(
-    path: Path | None, release: str, only: list[str], skip: list[str], jobs: int | None, cache: bool, writable: bool = False,
-    target: str | None = None, mixin: Path | None = None,
-) -> ScanResult:
-    """checkout → index → classify; shared by every command that starts with a scan."""
-    from codemod.scan import scan as scan_checkout
-
-    checkout = _resolve_path(path, release, writable)
-    judged_against = _target(checkout, target, mixin)
-    with _progress(True) as progress:
+def _bar(description: str, *columns: ProgressColumn) -> Iterator[Callable[[int, int, str], None]]:
+    """A transient progress bar on stderr: ``update(done, total, current)``, whose first call starts the task."""
+    with Progress(*columns, console=stderr, transient=True) as bar:
         task: TaskID | None = None
 
-        def report(stage: str, done: int, total: int) -> None:
+        def update(done: int, total: int, current: str) -> None:
             nonlocal task
-            if progress is None:
-                return
             if task is None:
-                task = progress.add_task("parsing model files", total=total)
-            progress.update(task, completed=done)
+                task = bar.add_task(description, total=total, current=current)
+            bar.update(task, completed=done, current=current)
 
-        result = scan_checkout(checkout, use_cache=cache, jobs=jobs, progress=report, target=judged_against)
-    return result.select(only, skip)
+        yield update
+
+
+class _Screen:
+    """What the commands show while they run, on stderr: dim notes, and progress bars on a terminal only."""
+
+    def say(self, message: str) -> None:
+        stderr.print(message, style="dim")
+
+    @contextmanager
+    def scanning(self) -> Iterator[ScanProgress | None]:
+        if not stderr.is_terminal:
+            yield None
+            return
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with _bar("parsing model files", *columns) as update:
+            yield lambda stage, done, total: update(done, total, stage)
+
+    @contextmanager
+    def verifying(self) -> Iterator[VerifyProgress]:
+        """A bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
+        if stderr.is_terminal:
+            columns = (TextColumn("verifying {task.fields[current]}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TimeRemainingColumn())
+            with _bar("verify", *columns) as update:
+                yield lambda current, verdict, done, total: update(done, total, current)
+            return
+        started = time.perf_counter()
+
+        def log(current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
+            if verdict is None:
+                return
+            elapsed = time.perf_counter() - started
+            eta = elapsed / done * (total - done) if done else 0
+            stderr.print(
+                f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
+                f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
+                highlight=False, soft_wrap=True,
+            )
+
+        yield log
+
+
+screen = _Screen()
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in ("table", "json", "markdown"):
+        raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def _report(render: Callable[[Console], str | None], fmt: str, output: Path | None) -> None:
+    """A report on stdout or in ``output``: a table is drawn on a console (a file's: LOG_WIDTH wide), JSON
+    and Markdown come back as text."""
+    if output is not None and fmt == "table":
+        with output.open("w", encoding="utf-8") as handle:
+            render(Console(file=handle, width=LOG_WIDTH))
+    elif (text := render(stdout)) is not None:
+        _write(text, output)
 
 
 @app.command()
 def scan(
     path: PathArg = None,
-    release: ReleaseOpt = DEFAULT_RELEASE,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    release: ReleaseOpt = api.DEFAULT_RELEASE,
+    fmt: FormatOpt = "table",
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    output: OutputOpt = None,
     jobs: JobsOpt = None,
-    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    cache: CacheOpt = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every reason in the table.")] = False,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
@@ -210,33 +207,20 @@ def scan(
     this checkout's mixin, or for a tree or file the --target / --mixin release (default: the built-in one)."""
     from codemod.report import render
 
-    if fmt not in ("table", "json", "markdown"):
-        raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
+    _check_format(fmt)
     started = time.perf_counter()
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    if output is not None and fmt == "table":
-        with output.open("w", encoding="utf-8") as handle:
-            render(result, fmt, Console(file=handle, width=LOG_WIDTH), verbose)
-    else:
-        text = render(result, fmt, stdout, verbose)
-        if text is not None:
-            if output is not None:
-                output.write_text(text, encoding="utf-8")
-            else:
-                sys.stdout.write(text)
+    result = api.scan(api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen)
+    _report(lambda console: render(result, fmt, console, verbose), fmt, output)
     if fmt == "table":
         stderr.print(f"scanned in {time.perf_counter() - started:.2f}s", style="dim")
 
 
-def _run_tools(checkout: Checkout, written: list[str], python: Path | None) -> None:
+def _run_tools(applied: api.Applied, python: Path | None) -> None:
     """The checkout's own modular converter and check_copies, when it has them (a git clone)."""
     from codemod.environment import EnvironmentSetupError
-    from codemod.tools import after_rewrite, available
 
-    if not available(checkout):
-        return
     try:
-        runs = after_rewrite(checkout, written, python=python, say=lambda m: stderr.print(m, style="dim"))
+        runs = api.run_tools(applied, python, screen)
     except EnvironmentSetupError as error:
         stderr.print(f"could not run the checkout's utils/ tools: {error}", style="yellow", soft_wrap=True)
         return
@@ -275,47 +259,34 @@ HooksOpt = Annotated[
 @app.command()
 def hooks(
     path: PathArg = None,
-    release: ReleaseOpt = DEFAULT_RELEASE,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    release: ReleaseOpt = api.DEFAULT_RELEASE,
+    fmt: FormatOpt = "table",
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    output: OutputOpt = None,
     jobs: JobsOpt = None,
-    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    cache: CacheOpt = True,
     diffs: Annotated[bool, typer.Option("--diffs/--no-diffs", help="The table with each hook's and member's diff.")] = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
 ) -> None:
     """Cluster the model-specific parts of the overrides and, where three or more models share one, propose a hook on
     the mixin: each cluster's members, the lines they save, the mixin change and each member's change as a diff."""
-    from codemod.hook_changes import compute
-    from codemod.hooks import mine
     from codemod.hooks_report import render_hooks
 
-    if fmt not in ("table", "json", "markdown"):
-        raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    changes = compute(result, mine(result), jobs)
-    if output is not None and fmt == "table":
-        with output.open("w", encoding="utf-8") as handle:
-            render_hooks(result, changes, fmt, Console(file=handle, width=LOG_WIDTH), diffs)
-        return
-    text = render_hooks(result, changes, fmt, stdout, diffs)
-    if text is not None:
-        if output is not None:
-            output.write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text)
+    _check_format(fmt)
+    result, changes = api.hooks(api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen)
+    _report(lambda console: render_hooks(result, changes, fmt, console, diffs), fmt, output)
 
 
 @app.command()
 def diff(
     path: PathArg = None,
-    release: ReleaseOpt = DEFAULT_RELEASE,
+    release: ReleaseOpt = api.DEFAULT_RELEASE,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
     jobs: JobsOpt = None,
-    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    cache: CacheOpt = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
     mark: MarkOpt = False,
@@ -324,12 +295,10 @@ def diff(
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
 
-    from codemod.apply import compute_changes, unified_diff, unified_diff_bytes
+    from codemod.apply import unified_diff, unified_diff_bytes
 
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, target=target, mixin=mixin)
-    # what apply would write (it holds back the same unproven changes outside transformers)
-    changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree,
-                              hooks=hooks)
+    source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
+    result, changes = api.diff(source, screen, mark=mark, hooks=hooks)
     if stdout.is_terminal:
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -346,7 +315,6 @@ PythonOpt = Annotated[
     Optional[Path],
     typer.Option("--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."),
 ]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
 OwnTestsOpt = Annotated[
     bool, typer.Option("--own-tests/--no-own-tests", help="Also run the checkout's tests/models/<m> generate tests.")
 ]
@@ -366,91 +334,23 @@ RequirementOpt = Annotated[
 ]
 
 
-class _VerifyProgress:
-    """A rich progress bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
-
-    def __init__(self) -> None:
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-        self.started = time.perf_counter()
-
-    def __enter__(self) -> _VerifyProgress:
-        if stderr.is_terminal:
-            from rich.progress import TimeRemainingColumn
-
-            self.bar = Progress(
-                TextColumn("verifying {task.fields[current]}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=True,
-            )
-            self.bar.__enter__()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(kind, error, traceback)
-
-    def __call__(self, current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
-        if self.bar is not None:
-            if self.task is None:
-                self.task = self.bar.add_task("verify", total=total, current=current)
-            self.bar.update(self.task, completed=done, current=current)
-            return
-        if verdict is None:
-            return
-        elapsed = time.perf_counter() - self.started
-        eta = elapsed / done * (total - done) if done else 0
-        stderr.print(
-            f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
-            f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
-            highlight=False, soft_wrap=True,
-        )
-
-
 def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
     from codemod.report import render_verify_table, verify_document, verify_markdown
 
     if fmt == "json":
         import json
 
-        text = json.dumps(verify_document(report), indent=2) + "\n"
+        _write(json.dumps(verify_document(report), indent=2) + "\n", output)
     elif fmt == "markdown":
-        text = verify_markdown(report)
+        _write(verify_markdown(report), output)
     else:
         render_verify_table(report, stdout)
-        return
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-
-
-def _refuse_dirty(checkout: Checkout) -> None:
-    """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
-    file is guarded by its own repository, as a directory is."""
-    from codemod.checkout import CheckoutKind, git_state
-
-    git = checkout.git
-    if git is None and checkout.kind is CheckoutKind.FILE:
-        git = git_state(checkout.root)
-    if git is not None and git.dirty:
-        where = f"the git tree of {checkout.target_file}" if checkout.kind is CheckoutKind.FILE else checkout.root
-        raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
-
-
-def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
-    """A transformers checkout runs on itself: releases to run on are for model code outside it."""
-
-    if (target or from_release) and not checkout.is_tree:
-        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
-                        "(--target and --from are for model code outside transformers)")
 
 
 @app.command()
 def verify(
     path: PathArg = None,
-    release: ReleaseOpt = DEFAULT_RELEASE,
+    release: ReleaseOpt = api.DEFAULT_RELEASE,
     base: Annotated[str, typer.Option("--base", help="The revision the working tree is compared with.")] = "HEAD",
     device: DeviceOpt = "cpu",
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Classes verified in parallel.")] = 1,
@@ -459,7 +359,7 @@ def verify(
     skip: SkipOpt = None,
     python: PythonOpt = None,
     fmt: FormatOpt = "table",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    output: OutputOpt = None,
     own_tests: OwnTestsOpt = True,
     target: TargetRunOpt = None,
     from_release: FromOpt = None,
@@ -468,26 +368,9 @@ def verify(
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
     Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
-    from codemod.checkout import resolve
-    from codemod.scan import scan as scan_checkout
-    from codemod.git import worktree
-    from codemod.verify.session import shard as take_shard
-    from codemod.verify.session import targets_from_diff, verify_change
-
-    checkout = _resolve_path(path, release)
-    if checkout.git is None:
-        raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
-    _check_releases(checkout, target, from_release)
-    # one worktree of the base for the whole run: scanned here, then run by the verification
-    with worktree(checkout.root, base, error=ToolError) as old_root, _VerifyProgress() as progress:
-        base_result = scan_checkout(resolve(old_root, with_git=False)).select(_split(only), _split(skip))
-        base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
-        targets, not_run = targets_from_diff(base_result, base)
-        targets = take_shard(targets, shard)
-        report = verify_change(checkout, targets, base=base, old_root=old_root, device=device, jobs=jobs,
-                               python=python, progress=progress, say=lambda m: stderr.print(m, style="dim"),
-                               not_run=not_run, own_tests=own_tests, target=target, from_release=from_release,
-                               requirements=_split(requirement))
+    source = api.Source(path, release, _split(only), _split(skip), jobs, target=target)
+    run = api.Run(device, python, own_tests, from_release, _split(requirement))
+    report = api.verify(source, run, screen, base=base, shard=shard)
     _emit_verify(report, fmt, output)
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
@@ -495,12 +378,12 @@ def verify(
 @app.command()
 def apply(
     path: PathArg = None,
-    release: ReleaseOpt = DEFAULT_RELEASE,
+    release: ReleaseOpt = api.DEFAULT_RELEASE,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
     jobs: JobsOpt = None,
     allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")] = False,
-    cache: Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")] = True,
+    cache: CacheOpt = True,
     verify: Annotated[bool, typer.Option("--verify", help="Verify every changed class; revert what is not identical.")] = False,
     device: DeviceOpt = "cpu",
     python: PythonOpt = None,
@@ -519,53 +402,22 @@ def apply(
     hooks: HooksOpt = False,
 ) -> None:
     """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
-    from codemod.apply import compute_changes, write
-
-    if verify and mixin is not None:
-        raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
-    if from_release is not None and not verify:
-        raise ToolError("--from says which release the old code runs on: it needs --verify")
-    if verify and path is not None and target is None:
-        from codemod.checkout import resolve
-        from codemod.verify.session import DEFAULT_TREE_TARGET
-    
-        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with PATH
-            if resolve(path, with_git=False).is_tree:
-                target = DEFAULT_TREE_TARGET  # classified against the release it is verified on
-    result = run_scan(path, release, _split(only), _split(skip), jobs, cache, writable=True, target=target, mixin=mixin)
-    checkout = result.index.checkout
-    _check_releases(checkout, target, from_release)
-    if not allow_dirty:
-        _refuse_dirty(checkout)
-    if hooks and checkout.mixin_file is None:
-        raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
-    if not verify:
-        # outside transformers nothing verifies a plain apply: what only verification proves is held back
-        changes = compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree,
-                                  hooks=hooks)
-        written = write(checkout, changes)
-        _print_summary(result, changes, checkout)
-        stderr.print(f"wrote {len(written)} files in {checkout.root}", highlight=False)
-        _run_tools(checkout, written, python)
-        return
-    from codemod.migrate import run_migration_on
-
-    if checkout.git is None:
-        raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
-    with _VerifyProgress() as progress:
-        run = run_migration_on(
-            checkout, only=_split(only), skip=_split(skip), jobs=jobs or 1, device=device, python=python,
-            keep_unverified=keep_unverified, progress=progress, say=lambda m: stderr.print(m, style="dim"),
-            own_tests=own_tests, scanned=result, target_release=target, from_release=from_release,
-            requirements=_split(requirement), mark_kept=mark, hooks=hooks,
-        )
-    _emit_verify(run.report, "table", None)
-    if report_file is not None:
-        _emit_verify(run.report, "json", report_file)
-    _print_summary(run.result, run.final, checkout)
-    for held in run.reverted:
-        stderr.print(f"reverted {held.subject}: {held.detail}", style="yellow", highlight=False, soft_wrap=True)
-    _run_tools(checkout, [r.path for r in run.final.rewrites if r.changed], python)
+    source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
+    run = api.Run(device, python, own_tests, from_release, _split(requirement))
+    applied = api.apply(source, screen, run, verify=verify, keep_unverified=keep_unverified, allow_dirty=allow_dirty,
+                        mark=mark, hooks=hooks)
+    checkout = applied.result.index.checkout
+    if applied.report is None:
+        _print_summary(applied.result, applied.changes, checkout)
+        stderr.print(f"wrote {len(applied.written)} files in {checkout.root}", highlight=False)
+    else:
+        _emit_verify(applied.report, "table", None)
+        if report_file is not None:
+            _emit_verify(applied.report, "json", report_file)
+        _print_summary(applied.result, applied.changes, checkout)
+        for held in sorted(applied.reverted, key=lambda h: h.subject):
+            stderr.print(f"reverted {held.subject}: {held.detail}", style="yellow", highlight=False, soft_wrap=True)
+    _run_tools(applied, python)
 
 
 @app.command()
@@ -576,7 +428,7 @@ def fetch(
     """Download a transformers release's sdist from PyPI as a git checkout (one commit on main) and print its path."""
     from codemod.fetch import fetch_release
 
-    root = fetch_release(version, dest, progress=lambda message: stderr.print(message, style="dim"))
+    root = fetch_release(version, dest, progress=screen.say)
     stdout.print(str(root), highlight=False, soft_wrap=True)
 
 
@@ -595,7 +447,8 @@ def pr(
     label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
-    from codemod.pr import GROUP_BY, run_pr
+    from codemod.pr import run_pr
+    from codemod.pr.plan import GROUP_BY
 
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")

@@ -440,11 +440,11 @@ def test_verify_table_in_a_log_is_not_squeezed(repo: Path, monkeypatch: pytest.M
 def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
     from codemod.apply import WriteError
     from codemod.checkout import CheckoutError
-    from codemod.cli import ToolError
+    from codemod.api import ToolError
     from codemod.environment import EnvironmentSetupError
     from codemod.fetch import FetchError
     from codemod.github import GitHubError
-    from codemod.pr import PrError
+    from codemod.pr.plan import PrError
     from codemod.rewrite import RewriteError
     from codemod.scan import SelectionError
     from codemod.target import TargetError

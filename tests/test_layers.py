@@ -15,7 +15,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
 
 #: bottom to top: the contracts and edges, the analysis, the transformation, verification, what
-#: reports and publishes the result (and the orchestration of apply --verify and the bot), the CLI
+#: reports and publishes the result (and the orchestration of apply --verify and the bot), the
+#: commands as functions (api), and the CLI that parses their arguments and renders their results
 LAYERS: dict[str, tuple[str, ...]] = {
     "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
     "edges": ("fetch", "checkout", "sources", "environment", "tools", "github"),
@@ -24,7 +25,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "transform": ("plan", "rewrite", "apply", "hooks", "hook_changes"),
     "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
                "verify.sides", "verify.testers", "verify.tiny", "verify.usage", "verify.worker"),
-    "publish": ("migration", "migrate", "report", "hooks_report", "pr"),
+    "publish": ("migration", "migrate", "report", "hooks_report", "pr", "pr.plan", "pr.branches", "pr.publish"),
+    "api": ("api",),
     "cli": ("cli", "__main__"),
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}

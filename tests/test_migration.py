@@ -12,7 +12,7 @@ from codemod.apply import compute_changes
 from codemod.checkout import resolve
 from codemod.migrate import to_migration
 from codemod.migration import MIXIN_MODEL
-from codemod.pr import group_models, screen
+from codemod.pr.plan import group_models, screen
 from codemod.scan import scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.session import VerifyReport

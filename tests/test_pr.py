@@ -21,11 +21,14 @@ from codemod.contracts import Held, HeldCause
 from codemod.errors import redact
 from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.pr import (
+from codemod.pr import run_pr
+from codemod.pr.plan import (
     BRANCH_PREFIX,
     Action,
+    BranchPlan,
     BranchState,
     PrError,
+    PrReport,
     PullRequest,
     RemoteBranch,
     branch_name,
@@ -33,7 +36,6 @@ from codemod.pr import (
     group_models,
     parse_marker,
     plan_prs,
-    run_pr,
     screen,
 )
 from tests.fake_github import FakeGitHub
@@ -180,7 +182,7 @@ class World:
     scratch: Path
     output: list[str] = dataclasses.field(default_factory=list)
 
-    def run(self, migrate: Any = None, **kwargs: Any) -> pr.PrReport:
+    def run(self, migrate: Any = None, **kwargs: Any) -> PrReport:
         kwargs.setdefault("token", TOKEN)
         kwargs.setdefault("api_url", self.github.url)
         return run_pr(
@@ -374,7 +376,7 @@ def test_the_hoisted_mixin_goes_first_into_every_branch_and_never_alone() -> Non
     assert "Also touched" in body and "olmo/modeling_olmo.py" in body
 
 
-def _branch(hash_: str = "aaaa") -> pr.BranchPlan:
+def _branch(hash_: str = "aaaa") -> BranchPlan:
     return dataclasses.replace(plan_prs(Migration((outcome("llama", [f"{MODELS}/llama/m.py"]),)), "model", "main").branches[0], plan_hash=hash_)
 
 
@@ -457,7 +459,7 @@ def test_error_helpers() -> None:
 
 def test_first_run_pushes_one_branch_and_opens_one_pr(world: World) -> None:
     before = world.checkout_state()
-    report = world.run(group_by="all", only=["llama,gpt2,mistral"], labels=["bot", "generation"])
+    report = world.run(group_by="all", only=["llama", "gpt2", "mistral"], labels=["bot", "generation"])
     (opened,) = report.outcomes
     assert opened.action == Action.CREATE and opened.pushed and opened.pr_number == 1
     branch = "codemod/prepare-inputs/all"
@@ -612,7 +614,7 @@ def test_closed_pr_skips_its_models_until_the_plan_changes(world: World) -> None
 def test_max_open_counts_the_bots_open_prs(world: World) -> None:
     world.github.add_pull(head="codemod/prepare-inputs/opt", body="<!-- transformers-codemod plan=0123 -->")
     world.github.add_pull(head="someone-elses-feature")  # not the bot's: does not count
-    report = world.run(group_by="model", only=["llama,gpt2,mistral"], max_open=2)
+    report = world.run(group_by="model", only=["llama", "gpt2", "mistral"], max_open=2)
     actions = {o.branch.rsplit("/", 1)[1]: o.action for o in report.outcomes}
     assert actions == {"gpt2": Action.CREATE, "llama": Action.SKIP_MAX_OPEN, "mistral": Action.SKIP_MAX_OPEN}
     assert world.remote_sha("codemod/prepare-inputs/llama") is None
@@ -671,7 +673,7 @@ def test_group_by_family_keeps_a_modular_parent_and_its_child_together(world: Wo
 
 
 def test_models_not_verified_identical_stay_out(world: World) -> None:
-    report = world.run(group_by="all", only=["llama,gpt2"], migrate=FakeMigrate(verdicts={"gpt2": "differs"}))
+    report = world.run(group_by="all", only=["llama", "gpt2"], migrate=FakeMigrate(verdicts={"gpt2": "differs"}))
     assert report.outcomes[0].models == ("llama",)
     assert Held("gpt2", HeldCause.NOT_IDENTICAL, "GPT2LMHeadModel was not verified identical: differs") in report.withheld
     files = git(world.bare, "diff", "--name-only", "refs/heads/main", "refs/heads/codemod/prepare-inputs/all").split()
@@ -690,7 +692,7 @@ def test_end_to_end_the_way_ci_runs_it(world: World, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(world.checkout)
     arguments: dict[str, Any] = dict(
         repo=REPO, remote="origin", base="main", api_url=world.github.url, group_by="family", max_open=5,
-        only=["llama,gpt2,mistral"], skip=[], dry_run=False, labels=["ci"], migrate=FakeMigrate(), scratch=world.scratch,
+        only=["llama", "gpt2", "mistral"], skip=[], dry_run=False, labels=["ci"], migrate=FakeMigrate(), scratch=world.scratch,
     )
     first = run_pr(Path("."), **arguments)
     assert sorted(o.pr_number for o in first.outcomes) == [1, 2, 3]

@@ -1,0 +1,256 @@
+"""The commands as plain functions: typed options in, typed results out, nothing drawn.
+
+``codemod.cli`` parses the arguments into these options, calls one function per command, renders what
+it returns and chooses the exit code; what a command does in between (which checkout, judged against
+which release, what it refuses, the worktree ``verify`` compares with) is here. Options that do not go
+together raise :class:`ToolError`, a ``CodemodError`` like every stage's errors, which the CLI reports
+once; progress goes to a :class:`Feedback`. ``fetch`` and ``pr`` add nothing to their stages' own
+functions (``codemod.fetch.fetch_release``, ``codemod.pr.run_pr``): the CLI calls those as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from codemod.contracts import Held
+from codemod.errors import CodemodError
+
+if TYPE_CHECKING:  # the stages are imported by the functions that run them (``--help`` stays quick)
+    from codemod.apply import Changes
+    from codemod.checkout import Checkout
+    from codemod.hook_changes import HookChanges
+    from codemod.index import Progress as ScanProgress
+    from codemod.scan import ScanResult
+    from codemod.target import Target
+    from codemod.tools import ToolRun
+    from codemod.verify.runner import Progress as VerifyProgress
+    from codemod.verify.session import VerifyReport
+
+DEFAULT_RELEASE = "4.45.2"
+
+
+class ToolError(CodemodError):
+    """A usage error the commands themselves find (options that do not go together, a dirty tree)."""
+
+
+class Feedback(Protocol):
+    """What a command shows while it runs: notes, and a progress display around each long stage (one
+    at a time: a terminal holds one live display)."""
+
+    def say(self, message: str) -> None: ...
+
+    def scanning(self) -> contextlib.AbstractContextManager[ScanProgress | None]: ...
+
+    def verifying(self) -> contextlib.AbstractContextManager[VerifyProgress]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The code a command works on: ``path`` (None: the pristine ``release``, fetched and cached), the
+    models it keeps, and for a tree or file of model code the release it is judged against (``target``,
+    or the transformers at ``mixin``), which ``verify`` and ``apply --verify`` also run the new code on."""
+
+    path: Path | None = None
+    release: str = DEFAULT_RELEASE
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    jobs: int | None = None
+    cache: bool = True
+    target: str | None = None
+    mixin: Path | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """How ``verify`` and ``apply --verify`` run the changed classes on tiny models; outside transformers,
+    ``from_release`` is the release the old code runs on."""
+
+    device: str = "cpu"
+    python: Path | None = None
+    own_tests: bool = True
+    from_release: str | None = None
+    requirements: Sequence[str] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """What ``apply`` left on disk: the scan, the changes and the files they wrote; after verification,
+    its report and the overrides whose change was reverted, with why."""
+
+    result: ScanResult
+    changes: Changes
+    written: Sequence[str]
+    report: VerifyReport | None = None
+    reverted: tuple[Held, ...] = ()
+
+
+def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
+    """The checkout to work on; without a path, the pristine release (a fresh copy when it will be written)."""
+    import shutil
+
+    from codemod.cache import cache_dir
+    from codemod.checkout import resolve
+    from codemod.fetch import fetch_release
+
+    path = source.path
+    if path is None and writable:
+        path = cache_dir("work") / f"transformers-{source.release}"
+        if path.exists():
+            shutil.rmtree(path)
+        path = fetch_release(source.release, path, progress=feedback.say)
+        feedback.say(f"working on a copy: {path}")
+    elif path is None:
+        path = fetch_release(source.release, progress=feedback.say)
+    return resolve(path)
+
+
+def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> Target | None:
+    """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
+    from codemod.checkout import CheckoutKind
+    from codemod.target import from_path, from_release
+
+    if source.target is None and source.mixin is None:
+        return None
+    if source.target is not None and source.mixin is not None:
+        raise ToolError("give --target or --mixin, not both")
+    if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
+        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
+                        "--target and --mixin are for trees and files of model code")
+    if source.target is not None:
+        return from_release(source.target, progress=feedback.say)
+    assert source.mixin is not None  # one of the two, checked above
+    return from_path(source.mixin)
+
+
+def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResult:
+    """checkout → index → classify; where every command but ``verify`` starts."""
+    from codemod.scan import scan as scan_checkout
+
+    checkout = _checkout(source, feedback, writable)
+    judged_against = _judged_against(checkout, source, feedback)
+    with feedback.scanning() as progress:
+        result = scan_checkout(checkout, use_cache=source.cache, jobs=source.jobs, progress=progress,
+                               target=judged_against)
+    return result.select(source.only, source.skip)
+
+
+def hooks(source: Source, feedback: Feedback) -> tuple[ScanResult, HookChanges]:
+    """The scan, and the hooks mined from its overrides with each cluster's changes."""
+    from codemod.hook_changes import compute
+    from codemod.hooks import mine
+
+    result = scan(source, feedback)
+    return result, compute(result, mine(result), source.jobs)
+
+
+def _changes(result: ScanResult, jobs: int | None, mark: bool, hooks: bool) -> Changes:
+    from codemod.apply import compute_changes
+
+    # outside transformers nothing verifies a plain apply: what only verification proves is held back
+    return compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree, hooks=hooks)
+
+
+def diff(source: Source, feedback: Feedback, *, mark: bool = False, hooks: bool = False) -> tuple[ScanResult, Changes]:
+    """The scan, and what ``apply`` would write (in memory)."""
+    result = scan(source, feedback)
+    return result, _changes(result, source.jobs, mark, hooks)
+
+
+def _refuse_dirty(checkout: Checkout) -> None:
+    """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
+    file is guarded by its own repository, as a directory is."""
+    from codemod.checkout import CheckoutKind, git_state
+
+    git = checkout.git
+    if git is None and checkout.kind is CheckoutKind.FILE:
+        git = git_state(checkout.root)
+    if git is not None and git.dirty:
+        where = f"the git tree of {checkout.target_file}" if checkout.kind is CheckoutKind.FILE else checkout.root
+        raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+
+
+def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
+    """A transformers checkout runs on itself: releases to run on are for model code outside it."""
+    if (target or from_release) and not checkout.is_tree:
+        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
+                        "(--target and --from are for model code outside transformers)")
+
+
+def verify(source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", shard: str | None = None) -> VerifyReport:
+    """Compare the working tree with ``base`` for every model class the change touches (``shard``: I/N
+    of them), on tiny random models."""
+    from codemod.checkout import resolve
+    from codemod.git import worktree
+    from codemod.scan import scan as scan_checkout
+    from codemod.verify.session import shard as take_shard
+    from codemod.verify.session import targets_from_diff, verify_change
+
+    checkout = _checkout(source, feedback, writable=False)
+    if checkout.git is None:
+        raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
+    _check_releases(checkout, source.target, run.from_release)
+    # one worktree of the base for the whole run: scanned here, then run by the verification
+    with worktree(checkout.root, base, error=ToolError) as old_root, feedback.verifying() as progress:
+        base_result = scan_checkout(resolve(old_root, with_git=False)).select(source.only, source.skip)
+        base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
+        targets, not_run = targets_from_diff(base_result, base)
+        return verify_change(checkout, take_shard(targets, shard), base=base, old_root=old_root, device=run.device,
+                             jobs=source.jobs or 1, python=run.python, progress=progress, say=feedback.say,
+                             not_run=not_run, own_tests=run.own_tests, target=source.target,
+                             from_release=run.from_release, requirements=run.requirements)
+
+
+def apply(
+    source: Source, feedback: Feedback, run: Run = Run(), *, verify: bool = False, keep_unverified: bool = False,
+    allow_dirty: bool = False, mark: bool = False, hooks: bool = False,
+) -> Applied:
+    """Rewrite the checkout (for a pristine release: a fresh copy of it); with ``verify``, verify every
+    changed class and revert what is not identical (``keep_unverified``: keep what could not be verified)."""
+    from codemod.apply import write
+
+    if verify and source.mixin is not None:
+        raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
+    if run.from_release is not None and not verify:
+        raise ToolError("--from says which release the old code runs on: it needs --verify")
+    if verify and source.path is not None and source.target is None:
+        from codemod.checkout import resolve
+        from codemod.verify.session import DEFAULT_TREE_TARGET
+
+        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with the path
+            if resolve(source.path, with_git=False).is_tree:
+                source = dataclasses.replace(source, target=DEFAULT_TREE_TARGET)  # classified against what it runs on
+    result = scan(source, feedback, writable=True)
+    checkout = result.index.checkout
+    _check_releases(checkout, source.target, run.from_release)
+    if not allow_dirty:
+        _refuse_dirty(checkout)
+    if hooks and checkout.mixin_file is None:
+        raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
+    if not verify:
+        changes = _changes(result, source.jobs, mark, hooks)
+        return Applied(result, changes, write(checkout, changes))
+    from codemod.migrate import run_migration_on
+
+    if checkout.git is None:
+        raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
+    with feedback.verifying() as progress:
+        migration = run_migration_on(
+            checkout, only=source.only, skip=source.skip, jobs=source.jobs or 1, device=run.device, python=run.python,
+            keep_unverified=keep_unverified, progress=progress, say=feedback.say, own_tests=run.own_tests,
+            scanned=result, target_release=source.target, from_release=run.from_release,
+            requirements=run.requirements, mark_kept=mark, hooks=hooks,
+        )
+    written = [r.path for r in migration.final.rewrites if r.changed]
+    return Applied(migration.result, migration.final, written, migration.report, migration.reverted)
+
+
+def run_tools(applied: Applied, python: Path | None, feedback: Feedback) -> list[ToolRun]:
+    """After ``apply``: the checkout's own modular converter and check_copies on the files it wrote, when
+    it has them (a git clone). Raises ``EnvironmentSetupError`` when they cannot be run."""
+    from codemod.tools import after_rewrite
+
+    return after_rewrite(applied.result.index.checkout, applied.written, python=python, say=feedback.say)
