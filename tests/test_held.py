@@ -24,7 +24,7 @@ from codemod.copies import CopyCheck
 from codemod.migrate import MigrationRun, run_migration_on
 from codemod.migration import Migration
 from codemod.plan import Plan
-from codemod.pr import PrPlan, PrReport
+from codemod.pr.plan import PrPlan, PrReport
 from codemod.scan import ScanResult, scan
 
 from .conftest import FIXTURES, MINI_CHECKOUT, copy_fixture
