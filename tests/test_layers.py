@@ -23,7 +23,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
                 "soundness", "scan"),
     "transform": ("plan", "rewrite", "apply", "hooks", "hook_changes"),
     "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
-               "verify.sides", "verify.testers", "verify.tiny", "verify.usage", "verify.worker"),
+               "verify.sides", "verify.testers", "verify.tiny", "verify.tiny.common", "verify.tiny.tokens",
+               "verify.tiny.shrink", "verify.tiny.fixups", "verify.tiny.build", "verify.tiny.multimodal",
+               "verify.tiny.inputs", "verify.usage", "verify.worker"),
     "publish": ("migration", "migrate", "report", "hooks_report", "pr"),
     "cli": ("cli", "__main__"),
 }

@@ -1,6 +1,6 @@
-"""Tiny random models (``codemod/verify/tiny.py``): built, fed and run in the verification environment.
+"""Tiny random models (the package ``codemod/verify/tiny``): built, fed and run in the verification environment.
 
-``tiny.py`` runs where torch is (the environment made for a release by ``codemod.environment``),
+``tiny`` runs where torch is (the environment made for a release by ``codemod.environment``),
 not in the repo's own venv: every torch check here is a script run in a subprocess with
 PYTHONPATH = ``<release>/src`` + ``codemod/verify``. One script runs all the model checks and
 prints one JSON document; the tests read it. The environment and the release are made once per
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "codemod" / "verify" / "tiny.py"
+TINY = REPO / "codemod" / "verify" / "tiny"
 VERSION = "4.45.2"
 
 # ----------------------------------------------------------------------------------- the script
@@ -270,10 +270,10 @@ def _ok(results: dict, name: str) -> dict:
 
 
 def test_tiny_imports_only_stdlib_torch_and_transformers():
-    """tiny.py runs in the verification environment: no codemod, no libcst/typer/rich there."""
-    tree = ast.parse(TINY.read_text(encoding="utf-8"))
+    """tiny runs in the verification environment: no codemod, no libcst/typer/rich there (its own
+    modules it imports relatively)."""
     roots = set()
-    for node in ast.walk(tree):
+    for node in (n for path in TINY.glob("*.py") for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
