@@ -165,6 +165,15 @@ CHECKS = textwrap.dedent(
 
     run("composites", composites)
 
+    def fixup_reasons():
+        # every fixup applied to a model is in its build notes, with why the fixup exists
+        _, notes = tiny.tiny_model(load("transformers.models.musicgen.modeling_musicgen",
+                                        "MusicgenForConditionalGeneration"), seed=0)
+        return {"notes": [note for note in notes if ": fixup for " in note],
+                "why": {name: fixup.why for name, fixup in tiny.FIXUPS.items()}}
+
+    run("fixup-reasons", fixup_reasons)
+
     def patches():
         # pix2struct's main input: patches led by their row and column
         model, _ = tiny.tiny_model(load("transformers.models.pix2struct.modeling_pix2struct",
@@ -377,6 +386,18 @@ def test_composite_audio_models_build_and_generate(results):
         assert entry[name]["params"] < 5_000_000
         # the codes come back decoded: a waveform of one hop of samples per new code
         assert entry[name]["shape"] == [1, 1, 4 * entry[name]["hop"]]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_fixups_applied_are_in_the_notes_with_their_reasons(results):
+    entry = _ok(results, "fixup-reasons")
+    why = entry["why"]
+    assert all(why.values()), [name for name, reason in why.items() if not reason]
+    # each level's fixup, where it ran: the composite's after its parts'
+    assert entry["notes"] == [f"audio_encoder.: fixup for encodec: {why['encodec']}",
+                              f"decoder.: fixup for musicgen_decoder: {why['musicgen_decoder']}",
+                              f"config: fixup for musicgen: {why['musicgen']}"]
 
 
 @pytest.mark.network
