@@ -28,7 +28,7 @@ scan: $(STAMP)
 # verification workers import by path, under the names they have there (tiny, scenarios, ...)
 typecheck: $(STAMP)
 	$(BIN)/mypy
-	MYPYPATH=codemod/verify $(BIN)/mypy -m tiny -m scenarios -m testers -m usage -m worker
+	MYPYPATH=codemod/verify $(BIN)/mypy -p tiny -m scenarios -m testers -m usage -m worker
 
 test: $(STAMP) typecheck
 	$(BIN)/python -m pytest -n auto

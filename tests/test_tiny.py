@@ -1,6 +1,6 @@
-"""Tiny random models (``codemod/verify/tiny.py``): built, fed and run in the verification environment.
+"""Tiny random models (the package ``codemod/verify/tiny``): built, fed and run in the verification environment.
 
-``tiny.py`` runs where torch is (the environment made for a release by ``codemod.environment``),
+``tiny`` runs where torch is (the environment made for a release by ``codemod.environment``),
 not in the repo's own venv: every torch check here is a script run in a subprocess with
 PYTHONPATH = ``<release>/src`` + ``codemod/verify``. One script runs all the model checks and
 prints one JSON document; the tests read it. The environment and the release are made once per
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "codemod" / "verify" / "tiny.py"
+TINY = REPO / "codemod" / "verify" / "tiny"
 VERSION = "4.45.2"
 
 # ----------------------------------------------------------------------------------- the script
@@ -165,6 +165,15 @@ CHECKS = textwrap.dedent(
 
     run("composites", composites)
 
+    def fixup_reasons():
+        # every fixup applied to a model is in its build notes, with why the fixup exists
+        _, notes = tiny.tiny_model(load("transformers.models.musicgen.modeling_musicgen",
+                                        "MusicgenForConditionalGeneration"), seed=0)
+        return {"notes": [note for note in notes if ": fixup for " in note],
+                "why": {name: fixup.why for name, fixup in tiny.FIXUPS.items()}}
+
+    run("fixup-reasons", fixup_reasons)
+
     def patches():
         # pix2struct's main input: patches led by their row and column
         model, _ = tiny.tiny_model(load("transformers.models.pix2struct.modeling_pix2struct",
@@ -270,10 +279,10 @@ def _ok(results: dict, name: str) -> dict:
 
 
 def test_tiny_imports_only_stdlib_torch_and_transformers():
-    """tiny.py runs in the verification environment: no codemod, no libcst/typer/rich there."""
-    tree = ast.parse(TINY.read_text(encoding="utf-8"))
+    """tiny runs in the verification environment: no codemod, no libcst/typer/rich there (its own
+    modules it imports relatively)."""
     roots = set()
-    for node in ast.walk(tree):
+    for node in (n for path in TINY.glob("*.py") for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -377,6 +386,18 @@ def test_composite_audio_models_build_and_generate(results):
         assert entry[name]["params"] < 5_000_000
         # the codes come back decoded: a waveform of one hop of samples per new code
         assert entry[name]["shape"] == [1, 1, 4 * entry[name]["hop"]]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_fixups_applied_are_in_the_notes_with_their_reasons(results):
+    entry = _ok(results, "fixup-reasons")
+    why = entry["why"]
+    assert all(why.values()), [name for name, reason in why.items() if not reason]
+    # each level's fixup, where it ran: the composite's after its parts'
+    assert entry["notes"] == [f"audio_encoder.: fixup for encodec: {why['encodec']}",
+                              f"decoder.: fixup for musicgen_decoder: {why['musicgen_decoder']}",
+                              f"config: fixup for musicgen: {why['musicgen']}"]
 
 
 @pytest.mark.network

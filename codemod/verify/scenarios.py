@@ -252,7 +252,7 @@ def token_type_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
     if "input_ids" not in inputs:
         raise Skip("the main input is not input_ids")
-    types = int(getattr(tiny._text_config(model.config), "type_vocab_size", 1) or 1)
+    types = int(getattr(tiny.text_config(model.config), "type_vocab_size", 1) or 1)
     ids = inputs["input_ids"]
     segments = torch.zeros_like(ids)
     if types >= 2:

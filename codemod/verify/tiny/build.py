@@ -1,0 +1,188 @@
+"""Tiny configs and models: a config class's defaults (or a repository's ``config.json``) shrunk and
+fixed up, then rebuilt through the class from only the values that changed, so that ``__init__``
+recomputes what it derives and runs its own validation; the model built from it under a seed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+import transformers
+
+from .common import TinyModelError, one_line, quiet
+from .fixups import COMPOSITE_DEFAULTS, FIXUPS
+from .shrink import GROUP_OF, SIZES, fit_image_seq_length, shrink
+from .tokens import MIN_VOCAB, is_subconfig, special_token_ids
+
+if TYPE_CHECKING:
+    from .common import ConfigDict, Size
+
+#: attributes that every PretrainedConfig has and that don't describe the model
+_BOOKKEEPING = {"transformers_version", "_name_or_path", "architectures", "_commit_hash",
+                "_attn_implementation_autoset", "_attn_implementation_internal", "torch_dtype", "dtype"}
+_MISSING = object()
+#: config flags that select CUDA-only kernels (Jamba's fast Mamba path raises on CPU); off, both
+#: sides take the reference implementation on any device
+KERNEL_FLAGS = {"use_mamba_kernels": False}
+
+
+def _class_defaults(model_type: Any) -> ConfigDict | None:
+    """The defaults of the config class registered for ``model_type`` (None when unknown)."""
+    mapping = getattr(transformers, "CONFIG_MAPPING", None)
+    if not isinstance(model_type, str) or mapping is None:
+        return None
+    try:
+        with quiet():
+            defaults: ConfigDict = mapping[model_type]().to_dict()
+            return defaults
+    except Exception:  # noqa: BLE001 - not registered, or needs arguments
+        return None
+
+
+def _changes(old: ConfigDict, new: ConfigDict) -> ConfigDict:
+    """Only what differs (sub-config dicts keep their ``model_type`` so the right class is built).
+
+    A sub-config is rebuilt from a dict, on top of its *class's* defaults, which need not be the
+    composite's (PaliGemma's text config has one kv head, GemmaConfig's default is 16): so it is
+    diffed against those class defaults where the class is known.
+    """
+    changed: ConfigDict = {}
+    for key, value in new.items():
+        if key in _BOOKKEEPING:
+            continue
+        before = old.get(key, _MISSING)
+        if isinstance(value, dict) and isinstance(before, dict) and is_subconfig(key, value):
+            base = _class_defaults(value.get("model_type"))
+            inner = _changes(base if base is not None else before, value)
+            if inner:
+                if "model_type" in value:
+                    inner["model_type"] = value["model_type"]
+                changed[key] = inner
+        elif value != before:
+            changed[key.lstrip("_") if key.startswith("_") and not key.startswith("__") else key] = value
+    return changed
+
+
+def _default_config(config_class: Any) -> Any:  # a PretrainedConfig subclass
+    parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
+    try:
+        with quiet():
+            return config_class(**parts()) if parts else config_class()
+    except Exception as error:
+        raise TinyModelError(f"{config_class.__name__}() needs arguments: {one_line(error)}") from None
+
+
+def portable(config: Any) -> Any:
+    """``config`` with CUDA-only kernel flags turned off (see :data:`KERNEL_FLAGS`)."""
+    for key, value in KERNEL_FLAGS.items():
+        if hasattr(config, key):
+            setattr(config, key, value)
+    return config
+
+
+def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigDict | None = None) -> Any:
+    """A tiny config: ``base`` (a repository's ``config.json``) or the class's defaults, shrunk."""
+    if base is not None:
+        with quiet():
+            default = config_class.from_dict(dict(base))
+        notes.append("config from the repository's config.json, shrunk")
+    else:
+        default = _default_config(config_class)
+    before = default.to_dict()
+    vocab = max([MIN_VOCAB, *(i + 1 for i in special_token_ids(before))])
+    after = shrink(before, size, vocab, notes, "", FIXUPS)
+    fit_image_seq_length(after, notes)
+    changes = _changes(before, after)
+    parts = COMPOSITE_DEFAULTS.get(str(getattr(config_class, "model_type", "")))
+    if parts:
+        # the halves that didn't change must still be passed
+        names = set(parts())
+        changes = {**{k: v for k, v in before.items() if k in names}, **changes}
+    with quiet():
+        config = config_class(**changes)
+    # attributes that __init__ doesn't take and recomputes from others must still be tiny
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            continue
+        current = getattr(config, key, _MISSING)
+        if current is not _MISSING and current != value and GROUP_OF.get(key) in {"layers", "hidden", "heads", "intermediate"}:
+            try:
+                setattr(config, key, value)
+                notes.append(f"{key}: forced to {value} after __init__ made it {current}")
+            except Exception:  # noqa: BLE001 - a read-only property: the model gets what __init__ made
+                pass
+    return portable(config)
+
+
+def tiny_config(model_class: type, *, seed: int = 0, size: Size | None = None) -> Any:
+    """A small config for ``model_class``, derived from its config class's defaults (see the module doc).
+
+    ``size`` overrides the first entry of :data:`SIZES`. ``seed`` is accepted for symmetry with
+    :func:`tiny_model`; the config itself is deterministic.
+    """
+    config_class = getattr(model_class, "config_class", None)
+    if config_class is None:
+        raise TinyModelError(f"{model_class.__name__} has no config_class")
+    return _build_config(config_class, dict(size or SIZES[0]), [])
+
+
+def tiny_model(
+    model_class: type,
+    *,
+    seed: int = 0,
+    settings: dict[str, Any] | None = None,
+    primary: Callable[[type, Any], dict[str, Any]] | None = None,
+    base: ConfigDict | None = None,
+) -> tuple[Any, list[str]]:
+    """``model_class`` built from a tiny config under ``torch.manual_seed(seed)``, in eval mode, and notes.
+
+    ``settings`` are config attributes set before the model is built (how the class is used, e.g.
+    ``is_decoder=True``); when None, ``primary(model_class, config)`` says which, if given. ``base``
+    replaces the config class's defaults (a remote-code repository's ``config.json``).
+    Tries each of :data:`SIZES` in turn; raises :class:`TinyModelError` with a one-line reason when
+    none builds.
+    """
+    config_class = getattr(model_class, "config_class", None)
+    if config_class is None or not isinstance(config_class, type):
+        raise TinyModelError(f"{model_class.__name__} has no config_class")
+    errors: list[str] = []
+    for index, size in enumerate(SIZES):
+        notes: list[str] = []
+        try:
+            config = _build_config(config_class, dict(size), notes, base)
+        except TinyModelError:
+            raise
+        except Exception as error:
+            errors.append(f"config: {one_line(error)}")
+            continue
+        chosen = settings if settings is not None else (primary(model_class, config) if primary else {})
+        for key, value in chosen.items():
+            setattr(config, key, value)
+            notes.append(f"{key}: {value!r} (how {model_class.__name__} is used)")
+        try:
+            seed_everything(seed)
+            with quiet():
+                model = model_class(config)
+            model.eval()
+        except ImportError as error:  # a package this environment lacks: no size will do
+            raise TinyModelError(f"{model_class.__name__} needs a missing package: {one_line(error)}") from None
+        except Exception as error:
+            errors.append(f"build: {one_line(error)}")
+            continue
+        if index:
+            notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
+        return model, notes
+    raise TinyModelError(f"{model_class.__name__}: no tiny size builds ({errors[0]})")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except Exception:  # numpy is optional
+        pass

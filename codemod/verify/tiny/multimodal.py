@@ -1,0 +1,293 @@
+"""What is not token ids, as a processor prepares it: a float main input (speech features, raw audio,
+pixels, patches, embeddings), the audio a speech-text model needs beside its ids, and images (or video
+frames) with as many image tokens in the prompt as the model makes features, found by running it."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .common import TinyModelError, is_int, one_line, quiet, takes, text_config
+from .tokens import random_ids
+
+if TYPE_CHECKING:
+    from .common import Inputs
+
+
+def float_input(model: Any, name: str, batch_size: int, seq_len: int, generator: torch.Generator) -> torch.Tensor:
+    """A float main input of the shape the config implies (speech features, raw audio, pixels, embeddings)."""
+    config = model.config
+    model_type = str(getattr(config, "model_type", ""))
+    shape: tuple[int, ...]
+    if name == "input_features":
+        if hasattr(config, "input_feat_per_channel"):  # speech_to_text: (batch, frames, features x channels)
+            shape = (batch_size, 4 * seq_len, config.input_feat_per_channel * getattr(config, "input_channels", 1))
+        elif hasattr(config, "feature_projection_input_dim"):  # seamless: (batch, frames, 160)
+            shape = (batch_size, 4 * seq_len, config.feature_projection_input_dim)
+        elif hasattr(config, "num_mel_bins") and is_int(getattr(config, "max_source_positions", None)):
+            # whisper-like: (batch, mel bins, 2 x encoder positions), a fixed-length window
+            shape = (batch_size, config.num_mel_bins, 2 * config.max_source_positions)
+        elif _audio_encoder(config) is not None:
+            # a conformer encoder config (parakeet...): (batch, frames, mel bins), subsampled by its factor
+            audio = _audio_encoder(config)
+            shape = (batch_size, getattr(audio, "subsampling_factor", 4) * seq_len, audio.num_mel_bins)
+        elif model_type == "pop2piano":  # already-embedded features: (batch, frames, d_model)
+            shape = (batch_size, seq_len, config.d_model)
+        else:
+            raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+    elif name in ("input_values", "inputs"):  # raw audio: long enough for the conv feature encoder's strides
+        stride = math.prod(getattr(config, "conv_stride", None) or [320])
+        shape = (batch_size, stride * 4 * seq_len)
+    elif name in ("input_embeds", "inputs_embeds"):
+        hidden = getattr(text_config(config), "hidden_size", None)
+        if not is_int(hidden):
+            raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+        shape = (batch_size, seq_len, hidden)
+    elif name == "pixel_values":
+        vision = getattr(config, "vision_config", None) or getattr(config, "encoder", None) or config
+        image = getattr(vision, "image_size", None)
+        channels = getattr(vision, "num_channels", 3)
+        if is_int(image):
+            shape = (batch_size, channels, image, image)
+        elif isinstance(image, (list, tuple)) and len(image) == 2:
+            shape = (batch_size, channels, *image)
+        else:
+            raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+    elif name == "flattened_patches":
+        # pix2struct: (batch, patches, 2 + patch pixels), each patch led by its 1-based row and
+        # column, as its processor lays them out (an all-zero patch is padding)
+        vision = getattr(config, "vision_config", None) or config
+        pixels = torch.randn((batch_size, seq_len, vision.patch_embed_hidden_size), generator=generator)
+        position = torch.arange(seq_len)
+        rows, columns = (position // 4 + 1).float(), (position % 4 + 1).float()
+        places = torch.stack([rows, columns], dim=-1).expand(batch_size, seq_len, 2)
+        return torch.cat([places, pixels], dim=-1)
+    else:
+        raise TinyModelError(f"main input {name} not supported for {type(model).__name__}")
+    return torch.randn(shape, generator=generator)
+
+
+def _audio_encoder(config: Any) -> Any:
+    for name in ("encoder_config", "audio_config"):
+        sub = getattr(config, name, None)
+        if sub is not None and is_int(getattr(sub, "num_mel_bins", None)):
+            return sub
+    return None
+
+
+def extra_audio(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
+    # speech-text models whose text is ids but that also need the audio it goes with, long enough for
+    # the prompt and the new tokens: kyutai (raw audio, one codec frame per token), voxtral realtime
+    # (mel features, audio_length_per_tok frames per token), moshi (user and moshi codebook codes)
+    if "input_ids" not in inputs:
+        return
+    config, generator = model.config, ctx["generator"]
+    batch, length = inputs["input_ids"].shape
+    tokens = length + 8
+    codec = getattr(config, "codec_config", None)
+    if takes(model.forward, "input_values") and codec is not None and is_int(getattr(codec, "frame_size", None)):
+        inputs["input_values"] = torch.randn((batch, 1, codec.frame_size * tokens), generator=generator)
+    elif takes(model.generate, "user_audio_codes"):
+        encoder = getattr(config, "audio_encoder_config", None)
+        top = min(getattr(config, "audio_vocab_size", 2048), getattr(encoder, "codebook_size", 2048))
+        codes = (batch, config.num_codebooks, length)
+        inputs["user_audio_codes"] = torch.randint(0, top, codes, generator=generator)
+        inputs["moshi_audio_codes"] = torch.randint(0, top, codes, generator=generator)
+    elif takes(model.forward, "input_features") and is_int(getattr(config, "audio_length_per_tok", None)):
+        audio = _audio_encoder(config)
+        mel = audio.num_mel_bins if audio is not None else 128
+        frames = config.audio_length_per_tok * tokens
+        inputs["input_features"] = torch.randn((batch, mel, frames), generator=generator)
+
+
+def _image_token_id(config: Any) -> int | None:
+    """The id that marks where image features go in ``input_ids``, where the config names one."""
+    for source in (config, getattr(config, "text_config", None)):
+        if source is None:
+            continue
+        for name in ("image_token_index", "image_token_id", "image_token"):
+            value = getattr(source, name, None)
+            if is_int(value):
+                return value
+    vocabulary_map = getattr(config, "vocabulary_map", None)  # chameleon
+    image = vocabulary_map.get("<image>") if isinstance(vocabulary_map, dict) else None
+    if is_int(image):
+        return image
+    return None
+
+
+def _image_side(config: Any) -> tuple[int, int] | None:
+    """(channels, side) of the images the vision tower (or VQ tokenizer) expects."""
+    for name in ("vision_config", "vq_config"):
+        vision = getattr(config, name, None)
+        if vision is None:
+            continue
+        channels = getattr(vision, "num_channels", None) or getattr(vision, "in_channels", None) or 3
+        side = getattr(vision, "image_size", None) or getattr(vision, "resolution", None)
+        if isinstance(side, (list, tuple)):
+            side = side[0]
+        if is_int(side):
+            return channels, side
+    return None
+
+
+class _ScatterProbe:
+    """Records the size of what ``masked_scatter`` puts into embeddings (or ids) during a forward:
+    the number of image feature vectors a model makes for an image, whatever version it is."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def __enter__(self) -> "_ScatterProbe":
+        self._original = torch.Tensor.masked_scatter
+        probe = self
+
+        def masked_scatter(target: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+            width = target.shape[-1] if target.dim() == 3 else 1
+            probe.sizes.append(source.numel() // max(width, 1))
+            return probe._original(target, mask, source)
+
+        torch.Tensor.masked_scatter = masked_scatter
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        torch.Tensor.masked_scatter = self._original
+
+
+def _with_image_tokens(inputs: Inputs, token: int, count: int) -> Inputs:
+    """``inputs`` with ``count`` image tokens after each row's left padding."""
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    rows, masks = [], []
+    for row, row_mask in zip(ids, mask):
+        pad = int((row_mask == 0).long().cumprod(0).sum())
+        rows.append(torch.cat([row[:pad], torch.full((count,), token, dtype=row.dtype), row[pad:]]))
+        masks.append(torch.cat([row_mask[:pad], torch.ones(count, dtype=row_mask.dtype), row_mask[pad:]]))
+    return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
+
+
+def _try_generate(model: Any, inputs: Inputs) -> str | None:
+    """None when a short greedy ``generate()`` on ``inputs`` runs (its first step is a forward pass
+    over the whole prompt), else the error's one-line text."""
+    try:
+        with torch.no_grad(), quiet():
+            model.generate(**inputs, max_new_tokens=2, do_sample=False)
+    except Exception as error:  # noqa: BLE001 - the caller tries another layout
+        return one_line(error)
+    return None
+
+
+def _feature_count_from(error: str | None, probe: _ScatterProbe, images: int) -> int | None:
+    for size in reversed(probe.sizes):
+        if size and size % images == 0:
+            return size // images
+    # the count as the mismatch errors word it: llava's "image features: N", PaliGemma's "N tokens
+    # from image embeddings" (models that do not scatter with masked_scatter)
+    for pattern in (r"features:?\s*(\d+)", r"(\d+) tokens from image embeddings"):
+        match = re.search(pattern, error or "")
+        if match and int(match.group(1)) % images == 0:
+            return int(match.group(1)) // images
+    return None
+
+
+def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator, key: str = "pixel_values") -> Inputs | None:
+    """``key`` (pixel_values; Video-LLaVA's pixel_values_images), image_sizes for anyres models, and as
+    many image tokens per row as the model makes features."""
+    config = model.config
+    shape = _image_side(config)
+    if shape is None:
+        return None
+    channels, side = shape
+    batch = inputs["input_ids"].shape[0]
+    extra: Inputs = {}
+    if getattr(config, "image_grid_pinpoints", None) and takes(model.forward, "image_sizes"):
+        # anyres (llava-next family): the base image plus one tile at the smallest pinpoint
+        extra[key] = torch.randn((batch, 2, channels, side, side), generator=generator)
+        extra["image_sizes"] = torch.tensor([[side, side]] * batch)
+    else:
+        extra[key] = torch.randn((batch, channels, side, side), generator=generator)
+    token = _image_token_id(config)
+    if token is None:  # images prepended or cross-attended (GIT): no placeholders
+        candidate = {**inputs, **extra}
+        return candidate if _try_generate(model, candidate) is None else None
+    # as many tokens as the processor would expand an image to, where the config says (a prompt with
+    # fewer takes 4.45's legacy merge path); else found by probing
+    seq_length = getattr(config, "image_seq_length", None)
+    count = seq_length if is_int(seq_length) and seq_length > 0 else 1
+    for _ in range(4):
+        candidate = {**_with_image_tokens(inputs, token, count), **extra}
+        with _ScatterProbe() as probe:
+            error = _try_generate(model, candidate)
+        found = _feature_count_from(error, probe, batch)
+        if error is None and (found is None or found == count):
+            return candidate
+        if found is None or found == count:
+            return None
+        count = found
+    return None
+
+
+def _fuyu(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Fuyu embeds raw patches in place of placeholder tokens, located by image_patches_indices."""
+    config = model.config
+    patch, channels = config.patch_size, config.num_channels
+    count = 4
+    batch = inputs["input_ids"].shape[0]
+    placeholder = int(random_ids(model, (1, 1), generator)[0, 0])
+    candidate = _with_image_tokens(inputs, placeholder, count)
+    indices = torch.full(candidate["input_ids"].shape, -1, dtype=torch.long)
+    for row, row_mask in enumerate(inputs["attention_mask"]):
+        pad = int((row_mask == 0).long().cumprod(0).sum())
+        indices[row, pad : pad + count] = torch.arange(count)
+    candidate["image_patches"] = torch.randn((batch, count, patch * patch * channels), generator=generator)
+    candidate["image_patches_indices"] = indices
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+def _idefics(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """IDEFICS cross-attends to images: (batch, images, C, H, W) and a per-token image mask."""
+    shape = _image_side(model.config)
+    if shape is None:
+        return None
+    channels, side = shape
+    batch, length = inputs["input_ids"].shape
+    candidate = dict(inputs)
+    candidate["pixel_values"] = torch.randn((batch, 1, channels, side, side), generator=generator)
+    candidate["image_attention_mask"] = inputs["attention_mask"].clone().unsqueeze(-1)
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+#: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess
+MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] = {
+    "fuyu": _fuyu,
+    "idefics": _idefics,
+}
+
+#: model types that can't run without an image (their text path still needs one)
+NEEDS_IMAGE = {"idefics"}
+
+
+def multimodal_inputs(model: Any, inputs: Inputs, *, seed: int = 0) -> Inputs | None:
+    """Best effort: ``inputs`` plus an image (``pixel_values``, ``image_sizes``..., and image tokens
+    in ``input_ids``) for a multimodal model, or ``None`` when this model's image input isn't known.
+
+    The number of image tokens is found by running the model: a forward pass records how many
+    feature vectors it scatters into the embeddings (or names them in its mismatch error).
+    """
+    if "input_ids" not in inputs or "attention_mask" not in inputs:
+        return None
+    builder = MULTIMODAL.get(str(getattr(model.config, "model_type", "")))
+    if builder is None:
+        key = next((k for k in ("pixel_values", "pixel_values_images") if takes(model.forward, k)), None)
+        if key is None:
+            return None
+        builder = functools.partial(_llava_like, key=key)
+    generator = torch.Generator().manual_seed(seed + 1)
+    try:
+        return builder(model, inputs, generator)
+    except TinyModelError:
+        return None
