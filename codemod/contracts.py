@@ -131,6 +131,7 @@ class HeldCause(Vocabulary):
     NOT_VERIFIED = "not-verified"  # its class (or one inheriting it) did not verify
     HOOK_TOO_SMALL = "hook-too-small"  # its hook would serve too few models once the failed members go
     WITH_ITS_SHARD = "with-its-shard"  # another member of its shard was reverted
+    VERIFIED_ALONE = "verified-alone"  # other classes are verified inside it: its change needs a run of its own
     # publishing (codemod.pr): the model is withheld
     NOT_IDENTICAL = "not-identical"  # a changed class was not verified identical
     SHARES_A_FILE = "shares-a-file"  # it shares a file with a withheld model

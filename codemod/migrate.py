@@ -19,7 +19,7 @@ from codemod.checkout import Checkout, resolve
 from codemod.classify import Action, Finding
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.plan import Plan
+from codemod.plan import Plan, Shard
 from codemod.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -76,6 +76,26 @@ def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> d
     return drops
 
 
+#: classes that verification builds other classes into (every decoder head also runs as the decoder of an
+#: ``EncoderDecoderModel``, see ``verify.usage``): a change to one would be judged together with each decoder's,
+#: and a revert of one would leave the decoders judged in a tree that is not the one kept
+CONTEXT_CLASSES = ("EncoderDecoderModel",)
+
+
+def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
+    """The plan without the changes to ``CONTEXT_CLASSES`` when it changes anything else: those are
+    verified in a run of their own (``--only`` their model), against decoders as they are."""
+    by_id = result.index.by_id()
+    contexts = [s for s in plan.shards if any(by_id[m].class_name in CONTEXT_CLASSES for m in s.members)]
+    if not contexts or len(contexts) == len(plan.shards):
+        return plan
+    def models(shard: Shard) -> str:
+        return ",".join(sorted({by_id[m].model or "" for m in shard.members if by_id[m].class_name in CONTEXT_CLASSES}))
+
+    return plan.without(Held(s.id, HeldCause.VERIFIED_ALONE, "other classes are verified as its decoder: verify its "
+                                                             f"change alone (--only {models(s)})") for s in contexts)
+
+
 def run_migration_on(
     checkout: Checkout,
     *,
@@ -108,8 +128,8 @@ def run_migration_on(
 
     def make_plan(repairs: dict[str, Repair] | None = None) -> Plan:
         if mined is None:
-            return initial_plan(result, repairs, mark_kept=mark_kept)
-        return hook_stage.plan_with_hooks(result, mined, repairs, mark_kept=mark_kept)
+            return _contexts_alone(initial_plan(result, repairs, mark_kept=mark_kept), result)
+        return _contexts_alone(hook_stage.plan_with_hooks(result, mined, repairs, mark_kept=mark_kept), result)
 
     first = settle(planned, make_plan(), jobs)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}

@@ -242,3 +242,29 @@ def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(tmp_path
     assert [h.subject for h in run.reverted] == sorted(reverted)
     assert run.migration().reverted == run.reverted
     assert {h.detail for h in run.final.plan.held} == {"reverted: verification failed"}
+
+
+def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context class (as EncoderDecoderModel is: every decoder head is also verified as its decoder) is held
+    back when the run changes other classes too, so that no decoder is judged inside a changed wrapper; alone,
+    it is verified like any other class."""
+    from codemod import migrate
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    verified: list[set[str]] = []
+
+    def verify_change(checkout, targets, **kwargs):
+        verified.append({t.override_id for t in targets})
+        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets), tuple(targets), (),
+                            "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    monkeypatch.setattr(migrate, "CONTEXT_CLASSES", ("OtterForCausalLM",))
+    run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "all"), with_git=False))
+    assert OTTER not in verified[0] and len(verified[0]) > 1
+    held = {h.subject: h for h in run.final.plan.held}
+    assert held[OTTER].cause is HeldCause.VERIFIED_ALONE and "--only otter" in held[OTTER].detail
+    alone = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "alone"), with_git=False), only=["otter"])
+    assert OTTER in verified[-1] and OTTER not in {h.subject for h in alone.final.plan.held}
