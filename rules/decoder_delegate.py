@@ -62,12 +62,14 @@ class DecoderDelegate(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in _SLICING):
             return Coverage(False, missing="the mixin does not slice the decoder's ids by the cache")
-        differences = ["asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
-                       "way is sliced as the mixin slices instead"]
-        if facets.get("mask") == "true":
-            differences.append("passes the decoder's all-ones mask (or none) and ignores a decoder_attention_mask the "
-                               "caller gives; the mixin forwards the caller's")
-        return Coverage(True, differences=tuple(differences))
+        differences = ("asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
+                       "way is sliced as the mixin slices instead",)
+        if facets.get("mask") != "true":
+            return Coverage(True, differences=differences)
+        # in the standard flow: a decoder that makes a default mask (BERT's) gets one here, and none from the mixin
+        return Coverage(True, differences=differences, flow_differences=(
+            "passes the decoder's all-ones mask (or none) as decoder_attention_mask and ignores one the caller gives; "
+            "the mixin passes the caller's, none by default",))
 
 
 _PREPARE = "$out = self.decoder.prepare_inputs_for_generation($ids, past_key_values=$past)"

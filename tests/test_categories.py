@@ -29,7 +29,6 @@ AGREEMENT = 0.95
 #: disagreements known today, release -> class -> (the reader's category, the scan's, why they differ)
 KNOWN = {
     "4.45.2": {
-        "XGLMForCausalLM": ("generic", "bespoke", "its position_ids-or-None branch is old boilerplate no recogniser claims"),
         "WhisperForCausalLM": ("generic", "bespoke", "its past-length slicing and cache_position fallback are not recognised: "
                                                      "kept in front of super() as its own input handling"),
         "MllamaForConditionalGeneration": ("kwargs-forwarding", "bespoke", "pixel inputs while the ids hold an image "
