@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codemod.checkout import resolve  # noqa: E402
-from codemod.scan import scan  # noqa: E402
+from codemod.analyse.scan import scan  # noqa: E402
 from codemod.sources import METHOD, FileKind  # noqa: E402
 
 

@@ -20,7 +20,7 @@ naive
 cold
     ``python -m codemod scan PATH -f json -o FILE`` in a fresh process with ``CODEMOD_CACHE_DIR``
     pointing at a new, empty directory: interpreter start-up, imports, the process pool, writing
-    the caches, all counted. Also ``codemod.scan.scan`` in this process, for reference.
+    the caches, all counted. Also ``codemod.analyse.scan.scan`` in this process, for reference.
 warm
     The same command again with the same, now filled, cache directory.
 
@@ -47,14 +47,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from codemod import copies, index, modular  # noqa: E402
+from codemod.analyse import copies, index, modular  # noqa: E402
 from codemod.cache import ENV_VAR  # noqa: E402
 from codemod.checkout import Checkout, resolve  # noqa: E402
-from codemod.classify import classify  # noqa: E402
-from codemod.index import ClassFacts, FileFacts, OverrideFacts, Reader  # noqa: E402
-from codemod.mixin import read_profile  # noqa: E402
-from codemod.report import scan_document  # noqa: E402
-from codemod.scan import ScanResult, scan  # noqa: E402
+from codemod.analyse.classify import classify  # noqa: E402
+from codemod.analyse.index import ClassFacts, FileFacts, OverrideFacts, Reader  # noqa: E402
+from codemod.analyse.mixin import read_profile  # noqa: E402
+from codemod.publish.report import scan_document  # noqa: E402
+from codemod.analyse.scan import ScanResult, scan  # noqa: E402
 from codemod.sources import FileKind, file_kind, python_files  # noqa: E402
 
 DEFAULT_RELEASE = "5.23.0"
@@ -138,7 +138,7 @@ def naive_file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from codemod.recognise import analyse_function
+    from codemod.analyse.recognise import analyse_function
 
     sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     generated = modular.generated_from(text)

@@ -5,7 +5,7 @@ it returns and chooses the exit code; what a command does in between (which chec
 which release, what it refuses, the worktree ``verify`` compares with) is here. Options that do not go
 together raise :class:`ToolError`, a ``CodemodError`` like every stage's errors, which the CLI reports
 once; progress goes to a :class:`Feedback`. ``fetch`` and ``pr`` add nothing to their stages' own
-functions (``codemod.fetch.fetch_release``, ``codemod.pr.run_pr``): the CLI calls those as they are.
+functions (``codemod.fetch.fetch_release``, ``codemod.publish.pr.run_pr``): the CLI calls those as they are.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from codemod.contracts import Held
 from codemod.errors import CodemodError
 
 if TYPE_CHECKING:  # the stages are imported by the functions that run them (``--help`` stays quick)
-    from codemod.apply import Changes
+    from codemod.transform.apply import Changes
     from codemod.checkout import Checkout
-    from codemod.hook_changes import HookChanges
-    from codemod.index import Progress as ScanProgress
-    from codemod.scan import ScanResult
-    from codemod.target import Target
+    from codemod.transform.hook_changes import HookChanges
+    from codemod.analyse.index import Progress as ScanProgress
+    from codemod.analyse.scan import ScanResult
+    from codemod.analyse.target import Target
     from codemod.tools import ToolRun
     from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
@@ -111,7 +111,7 @@ def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
 def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> Target | None:
     """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
     from codemod.checkout import CheckoutKind
-    from codemod.target import from_path, from_release
+    from codemod.analyse.target import from_path, from_release
 
     if source.target is None and source.mixin is None:
         return None
@@ -128,7 +128,7 @@ def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> T
 
 def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResult:
     """checkout → index → classify; where every command but ``verify`` starts."""
-    from codemod.scan import scan as scan_checkout
+    from codemod.analyse.scan import scan as scan_checkout
 
     checkout = _checkout(source, feedback, writable)
     judged_against = _judged_against(checkout, source, feedback)
@@ -140,15 +140,15 @@ def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResu
 
 def hooks(source: Source, feedback: Feedback) -> tuple[ScanResult, HookChanges]:
     """The scan, and the hooks mined from its overrides with each cluster's changes."""
-    from codemod.hook_changes import compute
-    from codemod.hooks import mine
+    from codemod.transform.hook_changes import compute
+    from codemod.transform.hooks import mine
 
     result = scan(source, feedback)
     return result, compute(result, mine(result), source.jobs)
 
 
 def _changes(result: ScanResult, jobs: int | None, mark: bool, hooks: bool) -> Changes:
-    from codemod.apply import compute_changes
+    from codemod.transform.apply import compute_changes
 
     # outside transformers nothing verifies a plain apply: what only verification proves is held back
     return compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree, hooks=hooks)
@@ -185,7 +185,7 @@ def verify(source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", 
     of them), on tiny random models."""
     from codemod.checkout import resolve
     from codemod.git import worktree
-    from codemod.scan import scan as scan_checkout
+    from codemod.analyse.scan import scan as scan_checkout
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
 
@@ -210,7 +210,7 @@ def apply(
 ) -> Applied:
     """Rewrite the checkout (for a pristine release: a fresh copy of it); with ``verify``, verify every
     changed class and revert what is not identical (``keep_unverified``: keep what could not be verified)."""
-    from codemod.apply import write
+    from codemod.transform.apply import write
 
     if verify and source.mixin is not None:
         raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")

@@ -26,10 +26,10 @@ from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
 if TYPE_CHECKING:  # the stages are imported by the commands that render them (``--help`` stays quick)
-    from codemod.apply import Changes
+    from codemod.transform.apply import Changes
     from codemod.checkout import Checkout
-    from codemod.index import Progress as ScanProgress
-    from codemod.scan import ScanResult
+    from codemod.analyse.index import Progress as ScanProgress
+    from codemod.analyse.scan import ScanResult
     from codemod.verify.compare import ClassVerdict
     from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
@@ -205,7 +205,7 @@ def scan(
 ) -> None:
     """Find every prepare_inputs_for_generation override and classify it against what a deletion would reach:
     this checkout's mixin, or for a tree or file the --target / --mixin release (default: the built-in one)."""
-    from codemod.report import render
+    from codemod.publish.report import render
 
     _check_format(fmt)
     started = time.perf_counter()
@@ -272,7 +272,7 @@ def hooks(
 ) -> None:
     """Cluster the model-specific parts of the overrides and, where three or more models share one, propose a hook on
     the mixin: each cluster's members, the lines they save, the mixin change and each member's change as a diff."""
-    from codemod.hooks_report import render_hooks
+    from codemod.publish.hooks_report import render_hooks
 
     _check_format(fmt)
     result, changes = api.hooks(api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen)
@@ -295,7 +295,7 @@ def diff(
     """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
     from rich.syntax import Syntax
 
-    from codemod.apply import unified_diff, unified_diff_bytes
+    from codemod.transform.apply import unified_diff, unified_diff_bytes
 
     source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
     result, changes = api.diff(source, screen, mark=mark, hooks=hooks)
@@ -335,7 +335,7 @@ RequirementOpt = Annotated[
 
 
 def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
-    from codemod.report import render_verify_table, verify_document, verify_markdown
+    from codemod.publish.report import render_verify_table, verify_document, verify_markdown
 
     if fmt == "json":
         import json
@@ -447,8 +447,8 @@ def pr(
     label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
-    from codemod.pr import run_pr
-    from codemod.pr.plan import GROUP_BY
+    from codemod.publish.pr import run_pr
+    from codemod.publish.pr.plan import GROUP_BY
 
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")

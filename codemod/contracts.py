@@ -113,7 +113,7 @@ class OverrideId(str):
 class HeldCause(Vocabulary):
     """Why a change the findings asked for does not happen (``Held.cause``): each place that holds one back."""
 
-    # the plan (codemod.plan)
+    # the plan (codemod.transform.plan)
     NOT_RECREATABLE = "not-recreatable"  # its extra keys cannot be re-created after super() (a sliced input)
     REFUSED = "refused"  # a soundness check refused the edit
     UNPROVEN = "unproven"  # outside transformers, a change only verification can prove (``Finding.flow``)
@@ -121,7 +121,7 @@ class HeldCause(Vocabulary):
     SOURCE_NOT_CHANGED = "source-not-changed"  # generated from code this run does not change
     SOURCE_DISAGREES = "source-disagrees"  # a generated override and its source are classified differently
     COPY_SOURCE_KEEPS = "copy-source-keeps"  # a class-level copy of a class whose method stays
-    # settling (codemod.apply): the shard goes
+    # settling (codemod.transform.apply): the shard goes
     WOULD_NOT_COMPILE = "would-not-compile"  # a rewritten file would not parse or compile (or not rewrite at all)
     WOULD_ADD_FLAKES = "would-add-flakes"  # a rewrite would add a pyflakes problem
     HOIST_FAILS = "hoist-fails"  # the mixin's file would not take the generic implementation every change needs
@@ -132,7 +132,7 @@ class HeldCause(Vocabulary):
     HOOK_TOO_SMALL = "hook-too-small"  # its hook would serve too few models once the failed members go
     WITH_ITS_SHARD = "with-its-shard"  # another member of its shard was reverted
     VERIFIED_ALONE = "verified-alone"  # other classes are verified inside it: its change needs a run of its own
-    # publishing (codemod.pr): the model is withheld
+    # publishing (codemod.publish.pr): the model is withheld
     NOT_IDENTICAL = "not-identical"  # a changed class was not verified identical
     SHARES_A_FILE = "shares-a-file"  # it shares a file with a withheld model
 

@@ -13,14 +13,14 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from codemod import hooks as hook_stage
-from codemod.apply import Changes, WriteError, initial_plan, restore, settle, write
+from codemod.transform import hooks as hook_stage
+from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
-from codemod.classify import Action, Finding
+from codemod.analyse.classify import Action, Finding
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.plan import Plan, Shard
-from codemod.scan import ScanResult, scan
+from codemod.transform.plan import Plan, Shard
+from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
@@ -119,7 +119,7 @@ def run_migration_on(
     """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
     target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
     outside transformers, the releases the new and the old code run on (see ``verify_change``);
-    ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.hooks``), a member that fails taking
+    ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.transform.hooks``), a member that fails taking
     its part of the hook with it, and a hook that fewer than three models would keep going altogether."""
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
     mined = hook_stage.mine(result) if hooks else None

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 
-from codemod.classify import Action, Category
+from codemod.analyse.classify import Action, Category
 from codemod.contracts import Held, Verdict
 
 #: the pseudo-model that carries the generic implementation hoisted into a stub ``GenerationMixin``

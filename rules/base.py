@@ -2,7 +2,7 @@
 
 A recogniser ("rule") looks at the statements of a ``prepare_inputs_for_generation`` body, starting
 at one position, and either declines or claims one or more consecutive statements, saying which
-behaviour they implement. The engine (``codemod.recognise``) walks the body, descends into ``if``
+behaviour they implement. The engine (``codemod.analyse.recognise``) walks the body, descends into ``if``
 blocks whose test is a known guard (``rules.guards``), and reports every statement that no rule
 claims. Rules never see the whole file and never import torch: they are pure functions of syntax.
 
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypedDict
 import libcst as cst
 
 # Value and ValueOrigin are part of the rule authors' API: re-exported for the rule modules
-from codemod.analysis import Delegation
+from codemod.analyse.analysis import Delegation
 from codemod.contracts import Value as Value, ValueOrigin as ValueOrigin, Vocabulary
 from rules._pattern import Captures, Template
 

@@ -15,7 +15,7 @@ Example::
 import libcst as cst
 import libcst.matchers as m
 
-from codemod.analysis import Delegation
+from codemod.analyse.analysis import Delegation
 from codemod.contracts import ValueOrigin
 from rules._pattern import node_code
 from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring

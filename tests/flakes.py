@@ -1,6 +1,6 @@
 """pyflakes before and after: a file a test rewrote has no problem its original did not have.
 
-Independent of the tool's own check (``codemod.soundness``): pyflakes' reporter output, with line
+Independent of the tool's own check (``codemod.analyse.soundness``): pyflakes' reporter output, with line
 numbers taken out, compared as multisets. Problems counted: undefined names, unused variables and
 imports, redefinitions.
 """

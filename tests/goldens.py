@@ -90,8 +90,8 @@ def copy_mini_checkout(workdir: Path) -> Path:
 def scan_reports(root: Path, *, use_cache: bool = False) -> tuple[str, str]:
     """(JSON, Markdown) of the checkout at ``root``, scanned without git state, normalised."""
     from codemod.checkout import resolve
-    from codemod.report import to_json, to_markdown
-    from codemod.scan import scan
+    from codemod.publish.report import to_json, to_markdown
+    from codemod.analyse.scan import scan
 
     checkout = resolve(root, with_git=False)
     result = scan(checkout, use_cache=use_cache, jobs=1)
@@ -132,8 +132,8 @@ def tree_diff(old_root: Path, new_root: Path, paths: list[str]) -> str:
     (so that what ``apply`` wrote can be compared with the diff golden)."""
     from types import SimpleNamespace
 
-    from codemod.apply import unified_diff
-    from codemod.rewrite import FileRewrite
+    from codemod.transform.apply import unified_diff
+    from codemod.transform.rewrite import FileRewrite
 
     rewrites = tuple(
         FileRewrite(path=path, old=(old_root / path).read_bytes(), new=(new_root / path).read_bytes(),
@@ -154,8 +154,8 @@ def release_report(version: str, *, use_cache: bool = True) -> str:
     """The normalised JSON of ``version``'s cached release checkout (downloaded on first use)."""
     from codemod.checkout import resolve
     from codemod.fetch import release_checkout
-    from codemod.report import to_json
-    from codemod.scan import scan
+    from codemod.publish.report import to_json
+    from codemod.analyse.scan import scan
 
     checkout = resolve(release_checkout(version))
     return normalise_json(to_json(scan(checkout, use_cache=use_cache)), checkout.root)

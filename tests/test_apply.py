@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod import apply as apply_module
-from codemod.apply import WriteError, compute_changes, write
+from codemod.transform import apply as apply_module
+from codemod.transform.apply import WriteError, compute_changes, write
 from codemod.checkout import resolve
 from codemod.cli import app
-from codemod.scan import scan
+from codemod.analyse.scan import scan
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 
 from .conftest import MINI_CHECKOUT, REPO, copy_fixture

@@ -29,10 +29,10 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.classify import Action, Category, Finding
+from codemod.analyse.classify import Action, Category, Finding
 from codemod.cli import app
 from codemod.fetch import fetch_release, release_checkout
-from codemod.scan import ScanResult, scan
+from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.runner import module_of
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 

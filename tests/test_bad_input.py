@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from codemod import apply as apply_module
-from codemod.apply import WriteError, write
+from codemod.transform import apply as apply_module
+from codemod.transform.apply import WriteError, write
 from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.errors import CodemodError, redact
-from codemod.rewrite import FileRewrite
+from codemod.transform.rewrite import FileRewrite
 
 from .conftest import MINI_CHECKOUT, REMOTE_CODE, copy_fixture
 from .test_apply import git, make_repo, snapshot
@@ -438,16 +438,16 @@ def test_verify_table_in_a_log_is_not_squeezed(repo: Path, monkeypatch: pytest.M
 
 
 def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
-    from codemod.apply import WriteError
+    from codemod.transform.apply import WriteError
     from codemod.checkout import CheckoutError
     from codemod.api import ToolError
     from codemod.environment import EnvironmentSetupError
     from codemod.fetch import FetchError
     from codemod.github import GitHubError
-    from codemod.pr.plan import PrError
-    from codemod.rewrite import RewriteError
-    from codemod.scan import SelectionError
-    from codemod.target import TargetError
+    from codemod.publish.pr.plan import PrError
+    from codemod.transform.rewrite import RewriteError
+    from codemod.analyse.scan import SelectionError
+    from codemod.analyse.target import TargetError
     from codemod.verify.runner import VerificationError
 
     for error in (ToolError, CheckoutError, TargetError, EnvironmentSetupError, RewriteError, VerificationError,

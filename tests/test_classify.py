@@ -1,4 +1,4 @@
-"""Tests for ``codemod.classify``: generic / kwargs-forwarding / bespoke, and the reasons why.
+"""Tests for ``codemod.analyse.classify``: generic / kwargs-forwarding / bespoke, and the reasons why.
 
 Overrides are built directly from small hand-written methods in the style of the real idioms (no
 checkout is read), and classified against two mixin profiles:
@@ -15,10 +15,10 @@ import textwrap
 
 import pytest
 
-from codemod.classify import Action, Category, Extra, Finding, _handles_inputs, classify_override, select
-from codemod.index import Override
-from codemod.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
-from codemod.recognise import analyse_source
+from codemod.analyse.classify import Action, Category, Extra, Finding, _handles_inputs, classify_override, select
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
+from codemod.analyse.recognise import analyse_source
 from codemod.sources import FileKind
 
 STUB_SOURCE = (

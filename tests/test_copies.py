@@ -1,4 +1,4 @@
-"""Tests for ``codemod.copies``: ``# Copied from`` markers, checking copies, grouping them.
+"""Tests for ``codemod.analyse.copies``: ``# Copied from`` markers, checking copies, grouping them.
 
 The checks run against a tiny synthetic ``transformers`` package written to ``tmp_path``: an ``alpha``
 model holding the originals and a ``beta`` model whose copies each test writes.
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemod.checkout import Checkout, resolve
-from codemod.copies import (
+from codemod.analyse.copies import (
     CopyCheck,
     CopyGroup,
     CopyMarker,

@@ -1,4 +1,4 @@
-"""``codemod.fallback`` (what a deletion or super() reaches) and ``codemod.soundness`` (what an edit must not
+"""``codemod.analyse.fallback`` (what a deletion or super() reaches) and ``codemod.analyse.soundness`` (what an edit must not
 leave behind), on small trees written here."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from codemod.checkout import resolve
-from codemod.fallback import FallbackKind
-from codemod.index import FactsCache, build_index
-from codemod.soundness import dead_statements, new_problems
-from codemod.target import from_path
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import FactsCache, build_index
+from codemod.analyse.soundness import dead_statements, new_problems
+from codemod.analyse.target import from_path
 
 from .conftest import make_target_package
 

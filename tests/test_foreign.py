@@ -1,5 +1,5 @@
 """Model code nobody here wrote: ``fixtures/foreign``, a tree of third-party classes, judged against what a
-deletion or ``super()`` really reaches (``codemod.fallback``) and never rewritten into code that cannot run.
+deletion or ``super()`` really reaches (``codemod.analyse.fallback``) and never rewritten into code that cannot run.
 
 The tree is scanned as a private copy named ``foreign`` (its files import each other relatively and as
 ``foreign.…``). Targets are stand-in ``transformers`` packages (``make_target_package``): one whose
@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.apply import compute_changes
+from codemod.transform.apply import compute_changes
 from codemod.checkout import resolve
-from codemod.classify import Action
+from codemod.analyse.classify import Action
 from codemod.cli import app
-from codemod.fallback import FallbackKind
-from codemod.plan import EditKind
-from codemod.scan import ScanResult, scan
-from codemod.target import Target, TargetOrigin, from_path, from_release
+from codemod.analyse.fallback import FallbackKind
+from codemod.transform.plan import EditKind
+from codemod.analyse.scan import ScanResult, scan
+from codemod.analyse.target import Target, TargetOrigin, from_path, from_release
 
 from .conftest import FOREIGN, copy_fixture, make_target_package
 from .flakes import assert_no_new_flakes

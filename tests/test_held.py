@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from codemod import apply
-from codemod.apply import Changes, compute_changes, initial_plan, settle
+from codemod.transform import apply
+from codemod.transform.apply import Changes, compute_changes, initial_plan, settle
 from codemod.checkout import resolve
-from codemod.classify import Action
+from codemod.analyse.classify import Action
 from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind, Verdict
-from codemod.copies import CopyCheck
+from codemod.analyse.copies import CopyCheck
 from codemod.migrate import MigrationRun, run_migration_on
 from codemod.migration import Migration
-from codemod.plan import Plan
-from codemod.pr.plan import PrPlan, PrReport
-from codemod.scan import ScanResult, scan
+from codemod.transform.plan import Plan
+from codemod.publish.pr.plan import PrPlan, PrReport
+from codemod.analyse.scan import ScanResult, scan
 
 from .conftest import FIXTURES, MINI_CHECKOUT, copy_fixture
 
@@ -120,7 +120,7 @@ def test_a_generated_override_whose_method_comes_from_nowhere_it_can_follow_is_u
 
 
 def test_a_reduction_that_cannot_be_written_is_not_recreatable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from codemod import plan as plan_module
+    from codemod.transform import plan as plan_module
 
     result = scan_tree(copy_fixture(FIXTURES / "foreign", tmp_path / "foreign"))
     reduced = {f.override.id for f in result.findings
@@ -196,8 +196,8 @@ def test_a_copy_marker_that_would_break_drops_its_shard(mini: ScanResult, monkey
 
 
 def test_the_hook_diffs_leave_out_what_is_no_hook_member(mini: ScanResult) -> None:
-    from codemod.hook_changes import member_plan
-    from codemod.hooks import mine
+    from codemod.transform.hook_changes import member_plan
+    from codemod.transform.hooks import mine
 
     report = mine(mini)
     assert not report.applied()  # no hook: every change is left out
@@ -207,7 +207,7 @@ def test_the_hook_diffs_leave_out_what_is_no_hook_member(mini: ScanResult) -> No
 
 
 def test_a_hook_too_few_models_would_keep_is_reverted(tmp_path: Path) -> None:
-    from codemod.hooks import MIN_MODELS, failing_clusters, mine, plan_with_hooks
+    from codemod.transform.hooks import MIN_MODELS, failing_clusters, mine, plan_with_hooks
 
     result = scan_tree(copy_fixture(FIXTURES / "hooks_checkout", tmp_path / "hooks_checkout"))
     report = mine(result)

@@ -1,4 +1,4 @@
-"""Tests for ``codemod.hooks`` (the miner), ``codemod.hook_changes`` and ``codemod hooks`` / ``apply --hooks``.
+"""Tests for ``codemod.transform.hooks`` (the miner), ``codemod.transform.hook_changes`` and ``codemod hooks`` / ``apply --hooks``.
 
 Three levels:
 
@@ -23,9 +23,9 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.classify import Finding, classify_override
+from codemod.analyse.classify import Finding, classify_override
 from codemod.cli import app
-from codemod.hooks import (
+from codemod.transform.hooks import (
     MIN_MODELS,
     Atom,
     Change,
@@ -41,10 +41,10 @@ from codemod.hooks import (
     part_of,
     _context,
 )
-from codemod.index import Override
-from codemod.mixin import Era, MixinProfile, profile_from_source
-from codemod.recognise import analyse_source
-from codemod.scan import ScanResult, scan
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import Era, MixinProfile, profile_from_source
+from codemod.analyse.recognise import analyse_source
+from codemod.analyse.scan import ScanResult, scan
 from codemod.sources import FileKind
 from tests.conftest import FIXTURES, copy_fixture
 
@@ -527,7 +527,7 @@ def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
     """The issue's acceptance: on 5.23.0 ``codemod hooks`` reports at least three clusters of at least three
     models, with the hooks the issue expects, each changing at least three models, and the plan that
     ``apply --hooks`` writes rewrites every file cleanly."""
-    from codemod.apply import compute_changes
+    from codemod.transform.apply import compute_changes
     from codemod.fetch import fetch_release
 
     result = scan(resolve(fetch_release("5.23.0")))  # the shared cached checkout: read only

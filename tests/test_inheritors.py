@@ -1,11 +1,11 @@
-"""Classes that take a changed override from a base are verified too (``codemod.index.inheritors``)."""
+"""Classes that take a changed override from a base are verified too (``codemod.analyse.index.inheritors``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from codemod.checkout import resolve
-from codemod.scan import scan
+from codemod.analyse.scan import scan
 from codemod.verify.session import inheriting_targets
 
 BASE = '''from transformers import PreTrainedModel

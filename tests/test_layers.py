@@ -20,14 +20,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
 LAYERS: dict[str, tuple[str, ...]] = {
     "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
     "edges": ("fetch", "checkout", "sources", "environment", "tools", "github"),
-    "analyse": ("analysis", "recognise", "modular", "copies", "target", "fallback", "mixin", "index", "classify",
-                "soundness", "scan"),
-    "transform": ("plan", "rewrite", "apply", "hooks", "hook_changes"),
+    "analyse": ("analyse", "analyse.analysis", "analyse.recognise", "analyse.modular", "analyse.copies", "analyse.target",
+                "analyse.fallback", "analyse.mixin", "analyse.index", "analyse.classify", "analyse.soundness",
+                "analyse.scan"),
+    "transform": ("transform", "transform.plan", "transform.rewrite", "transform.apply", "transform.hooks",
+                  "transform.hook_changes"),
     "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
                "verify.sides", "verify.testers", "verify.tiny", "verify.tiny.common", "verify.tiny.tokens",
                "verify.tiny.shrink", "verify.tiny.fixups", "verify.tiny.build", "verify.tiny.multimodal",
                "verify.tiny.inputs", "verify.usage", "verify.worker"),
-    "publish": ("migration", "migrate", "report", "hooks_report", "pr", "pr.plan", "pr.branches", "pr.publish"),
+    "publish": ("migration", "migrate", "publish", "publish.report", "publish.hooks_report", "publish.pr",
+                "publish.pr.plan", "publish.pr.branches", "publish.pr.publish"),
     "api": ("api",),
     "cli": ("cli", "__main__"),
 }
@@ -48,7 +51,10 @@ def imports(path: Path) -> set[str]:
             if node.module == "codemod":
                 found.update(a.name for a in node.names if a.name != "__version__")
             elif node.module.startswith("codemod."):
-                found.add(node.module.removeprefix("codemod."))
+                package = node.module.removeprefix("codemod.")
+                found.add(package)
+                # ``from codemod.analyse import copies``: the module, where the name is one
+                found.update(f"{package}.{a.name}" for a in node.names if f"{package}.{a.name}" in RANK)
         elif isinstance(node, ast.Import):
             found.update(a.name.removeprefix("codemod.") for a in node.names if a.name.startswith("codemod."))
     return found

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemod.apply import compute_changes
+from codemod.transform.apply import compute_changes
 from codemod.checkout import resolve
 from codemod.migrate import to_migration
 from codemod.migration import MIXIN_MODEL
-from codemod.pr.plan import group_models, screen
-from codemod.scan import scan
+from codemod.publish.pr.plan import group_models, screen
+from codemod.analyse.scan import scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.session import VerifyReport
 

@@ -1,6 +1,6 @@
 """The mixin of every era is recognised: no statement left over, the right era, behaviours and facets.
 
-``codemod.mixin.profile_from_source`` runs the recognisers over a checkout's own
+``codemod.analyse.mixin.profile_from_source`` runs the recognisers over a checkout's own
 ``GenerationMixin.prepare_inputs_for_generation``; a statement no rule claims adds no behaviour,
 and classification would then be relative to a mixin that seems to do less than it does. The
 bodies below are small hand-written mixins in the shape of each era (the statements that era's
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from codemod.cache import cache_dir
-from codemod.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
-from codemod.recognise import analyse_statements
+from codemod.analyse.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
+from codemod.analyse.recognise import analyse_statements
 
 
 def mixin_source(signature: str, *pieces: str, helpers: str = "") -> str:

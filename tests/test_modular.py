@@ -1,4 +1,4 @@
-"""codemod.modular on tiny synthetic transformers trees (snippets written here, not copied)."""
+"""codemod.analyse.modular on tiny synthetic transformers trees (snippets written here, not copied)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codemod.checkout import Checkout, CheckoutKind, resolve
-from codemod.modular import (
+from codemod.analyse.modular import (
     MethodOrigin,
     ModularPair,
     generated_from,

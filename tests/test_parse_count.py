@@ -18,10 +18,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from codemod import apply
+from codemod.transform import apply
 from codemod.checkout import resolve
 from codemod.contracts import Held, HeldCause
-from codemod.scan import scan
+from codemod.analyse.scan import scan
 
 from .conftest import MINI_CHECKOUT, copy_fixture
 

@@ -1,8 +1,8 @@
-"""``codemod.plan``: from a scan's findings to the edits, on the fixture checkout and small synthetic models.
+"""``codemod.transform.plan``: from a scan's findings to the edits, on the fixture checkout and small synthetic models.
 
 Every test scans a private copy of ``fixtures/mini_checkout`` (plus, where it needs them, model files
-written here in the style of transformers' idioms) with ``codemod.scan.scan`` and plans it with
-``make_plan`` (through ``codemod.apply.initial_plan``, which supplies the mixin era and the modular
+written here in the style of transformers' idioms) with ``codemod.analyse.scan.scan`` and plans it with
+``make_plan`` (through ``codemod.transform.apply.initial_plan``, which supplies the mixin era and the modular
 origins, when the test is not about those arguments).
 """
 
@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from codemod.analysis import Param
-from codemod.apply import initial_plan
+from codemod.analyse.analysis import Param
+from codemod.transform.apply import initial_plan
 from codemod.checkout import resolve
-from codemod.classify import Action, Category, Extra
+from codemod.analyse.classify import Action, Category, Extra
 from codemod.contracts import Held, HeldCause, Repair
-from codemod.copies import apply_replacements
-from codemod.mixin import Era
-from codemod.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
-from codemod.rewrite import rewrite_source
-from codemod.scan import ScanResult, scan
+from codemod.analyse.copies import apply_replacements
+from codemod.analyse.mixin import Era
+from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
+from codemod.transform.rewrite import rewrite_source
+from codemod.analyse.scan import ScanResult, scan
 from rules.generic_mixin import METHOD_SOURCE
 
 from .conftest import MINI_CHECKOUT, copy_fixture

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from codemod import pr
+from codemod.publish import pr
 from codemod.contracts import Held, HeldCause
 from codemod.errors import redact
 from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.pr import run_pr
-from codemod.pr.plan import (
+from codemod.publish.pr import run_pr
+from codemod.publish.pr.plan import (
     BRANCH_PREFIX,
     Action,
     BranchPlan,

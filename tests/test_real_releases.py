@@ -19,8 +19,8 @@ import pytest
 
 from codemod.checkout import resolve
 from codemod.fetch import release_checkout
-from codemod.report import scan_document, to_json
-from codemod.scan import ScanResult, scan
+from codemod.publish.report import scan_document, to_json
+from codemod.analyse.scan import ScanResult, scan
 from tests.goldens import golden_mismatch, golden_path, normalise_json
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]

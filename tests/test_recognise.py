@@ -1,4 +1,4 @@
-"""Tests for ``codemod.recognise``: the engine that walks an override's body.
+"""Tests for ``codemod.analyse.recognise``: the engine that walks an override's body.
 
 The rules themselves are tested in ``test_rules.py``; here: how the engine descends into guarded
 blocks, reports what no rule claims (with absolute lines), ignores inert statements, picks between
@@ -13,8 +13,8 @@ import libcst as cst
 import pytest
 
 import rules
-from codemod.analysis import Param
-from codemod.recognise import analyse_source, analyse_statements, parameters
+from codemod.analyse.analysis import Param
+from codemod.analyse.recognise import analyse_source, analyse_statements, parameters
 from rules.base import Kind, Match, Rule
 
 

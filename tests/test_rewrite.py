@@ -1,4 +1,4 @@
-"""``codemod.rewrite.rewrite_source`` with hand-built edits (the style of pyupgrade's tests).
+"""``codemod.transform.rewrite.rewrite_source`` with hand-built edits (the style of pyupgrade's tests).
 
 Each case is a ``(before, edits, after)`` triple with an id; noops list why nothing changes. Every
 expected output is asserted to parse, and every result is checked to leave the bytes outside the
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from codemod.plan import METHOD, Edit, EditKind
-from codemod.rewrite import FileRewrite, rewrite_source
+from codemod.transform.plan import METHOD, Edit, EditKind
+from codemod.transform.rewrite import FileRewrite, rewrite_source
 from rules.generic_mixin import METHOD_SOURCE
 
 from .conftest import FIXTURES

@@ -26,8 +26,8 @@ import libcst as cst
 import pytest
 
 import rules
-from codemod.analysis import BodyAnalysis
-from codemod.recognise import analyse_statements
+from codemod.analyse.analysis import BodyAnalysis
+from codemod.analyse.recognise import analyse_statements
 from rules.base import Case, Coverage, Kind, NoOp, RuleModuleError, discover, parse_docstring
 
 #: the parameters of the override the loose statements are analysed in

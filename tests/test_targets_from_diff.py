@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codemod import git
 from codemod.checkout import resolve
-from codemod.scan import scan
+from codemod.analyse.scan import scan
 from codemod.verify import session
 
 MODEL = '''

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.fetch import fetch_release
-from codemod.plan import Edit, EditKind
-from codemod.rewrite import rewrite_source
+from codemod.transform.plan import Edit, EditKind
+from codemod.transform.rewrite import rewrite_source
 from codemod.verify.runner import Target
 from codemod.verify.session import verify_change
 from rules.generic_mixin import METHOD_SOURCE

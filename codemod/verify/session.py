@@ -16,12 +16,12 @@ from pathlib import Path
 
 from codemod import git
 from codemod.checkout import Checkout
-from codemod.classify import Action
+from codemod.analyse.classify import Action
 from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
-from codemod.index import Override, inheritors
-from codemod.plan import Plan
-from codemod.scan import ScanResult
+from codemod.analyse.index import Override, inheritors
+from codemod.transform.plan import Plan
+from codemod.analyse.scan import ScanResult
 from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests

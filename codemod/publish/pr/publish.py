@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from codemod.github import GitHubClient, GitHubError
-from codemod.pr.plan import Action, BranchPlan, Decision, GroupOutcome, PrError, PullRequest, outcome
+from codemod.publish.pr.plan import Action, BranchPlan, Decision, GroupOutcome, PrError, PullRequest, outcome
 
 
 @dataclasses.dataclass

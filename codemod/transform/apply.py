@@ -16,16 +16,16 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from codemod import copies, soundness
+from codemod.analyse import copies, soundness
 from codemod.checkout import Checkout, real_path
-from codemod.classify import Action
+from codemod.analyse.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
 from codemod.errors import CodemodError
-from codemod.index import Override
-from codemod.mixin import Era, MixinProfile
-from codemod.plan import Edit, Plan, make_plan
-from codemod.rewrite import FileRewrite, rewrite_source
-from codemod.scan import ScanResult
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import Era, MixinProfile
+from codemod.transform.plan import Edit, Plan, make_plan
+from codemod.transform.rewrite import FileRewrite, rewrite_source
+from codemod.analyse.scan import ScanResult
 from codemod.sources import read_source
 
 _MAX_ROUNDS = 8
@@ -193,9 +193,9 @@ def compute_changes(
 ) -> Changes:
     """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
     overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``;
-    ``hooks``: the hooks mined from them too, ``codemod.hooks``: the hook in the mixin, its members rewritten)."""
+    ``hooks``: the hooks mined from them too, ``codemod.transform.hooks``: the hook in the mixin, its members rewritten)."""
     if hooks:
-        from codemod.hooks import hooked_result, mine, plan_with_hooks
+        from codemod.transform.hooks import hooked_result, mine, plan_with_hooks
 
         report = mine(result)
         plan = plan_with_hooks(result, report, mark_kept=mark_kept, hold_unproven=hold_unproven)

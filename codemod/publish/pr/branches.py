@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from codemod import git
-from codemod.pr.plan import BRANCH_PREFIX, BranchPlan, PrError, RemoteBranch
+from codemod.publish.pr.plan import BRANCH_PREFIX, BranchPlan, PrError, RemoteBranch
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,9 +32,9 @@ from pathlib import Path
 from codemod.errors import redact
 from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import Migration
-from codemod.pr import branches, publish
-from codemod.pr.branches import BOT, Identity
-from codemod.pr.plan import GROUP_BY, Action, BranchState, PrError, PrReport, decide, describe_plan, outcome, plan_prs
+from codemod.publish.pr import branches, publish
+from codemod.publish.pr.branches import BOT, Identity
+from codemod.publish.pr.plan import GROUP_BY, Action, BranchState, PrError, PrReport, decide, describe_plan, outcome, plan_prs
 
 Migrate = Callable[[Path, list[str], list[str]], Migration]
 

@@ -1,6 +1,6 @@
 """What a ``prepare_inputs_for_generation`` body does, as recognised (the data, no parser).
 
-Kept apart from the recogniser engine (``codemod.recognise``) so that cached results load without
+Kept apart from the recogniser engine (``codemod.analyse.recognise``) so that cached results load without
 importing libcst and the rules.
 """
 

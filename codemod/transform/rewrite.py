@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.errors import CodemodError
-from codemod.plan import Edit, EditKind, HookCode, call_lines
+from codemod.transform.plan import Edit, EditKind, HookCode, call_lines
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 

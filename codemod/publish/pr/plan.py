@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from codemod import __version__
-from codemod.classify import Action as OverrideAction
+from codemod.analyse.classify import Action as OverrideAction
 from codemod.contracts import Held, HeldCause, Verdict
 from codemod.errors import CodemodError
 from codemod.groups import UnionFind
@@ -414,7 +414,7 @@ class Decision:
 
 
 def decide(plan: BranchPlan, state: BranchState, *, open_count: int, max_open: int | None) -> Decision:
-    """The idempotency and politeness rules, in order; see :mod:`codemod.pr`."""
+    """The idempotency and politeness rules, in order; see :mod:`codemod.publish.pr`."""
     lease = state.remote.sha if state.remote else ""
     if state.remote and state.remote.foreign:
         more = f" and {len(state.remote.foreign) - 1} more" if len(state.remote.foreign) > 1 else ""

@@ -24,11 +24,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from codemod.analysis import BodyAnalysis
-from codemod.classify import IDS_KEYS, Extra
+from codemod.analyse.analysis import BodyAnalysis
+from codemod.analyse.classify import IDS_KEYS, Extra
 from codemod.contracts import ExtraHow, ParamKind
-from codemod.fallback import FallbackKind
-from codemod.index import Override
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import Override
 
 #: keys generate() puts into the model kwargs in every release; the mixin forwards them to forward
 GENERATE_ALWAYS = frozenset({"use_cache"})

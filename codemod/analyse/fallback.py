@@ -23,10 +23,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from codemod.analysis import BodyAnalysis
+from codemod.analyse.analysis import BodyAnalysis
 from codemod.checkout import Checkout, CheckoutKind
 from codemod.contracts import OverrideId, Vocabulary
-from codemod.modular import (
+from codemod.analyse.modular import (
     dotted_name,
     from_imports,
     function_params,
@@ -36,7 +36,7 @@ from codemod.modular import (
     top_level_classes,
 )
 from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
-from codemod.target import PRETRAINED_CLASS, Target
+from codemod.analyse.target import PRETRAINED_CLASS, Target
 
 Reader = Callable[[Path], str]
 

@@ -22,14 +22,14 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
-from codemod import copies, modular
-from codemod.analysis import BodyAnalysis, Delegation
+from codemod.analyse import copies, modular
+from codemod.analyse.analysis import BodyAnalysis, Delegation
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId
-from codemod.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
+from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
-from codemod.target import Target, for_checkout
+from codemod.analyse.target import Target, for_checkout
 
 _OVERWRITTEN = "# Overwritten --"
 
@@ -73,7 +73,7 @@ class FileFacts:
     overrides: tuple[OverrideFacts, ...]
     functions: tuple[str, ...]  # module-level function names
     error: str | None = None  # why the file could not be parsed
-    #: top-level classes and imports, for resolving bases (``codemod.fallback``)
+    #: top-level classes and imports, for resolving bases (``codemod.analyse.fallback``)
     symbols: ModuleSymbols | None = None
 
 
@@ -116,7 +116,7 @@ class Override:
     #: GenerationMixin among the class's bases, PreTrainedModel's own bases left out (None: unknown, a
     #: base cannot be resolved)
     inherits_generation_mixin: bool | None = None
-    #: what a deletion of the override, or its super() call, reaches (``codemod.fallback``)
+    #: what a deletion of the override, or its super() call, reaches (``codemod.analyse.fallback``)
     fallback: Fallback | None = None
     #: the override is code of the transformers package being migrated (a checkout or an installed package)
     in_library: bool = False
@@ -206,7 +206,7 @@ def _analyse_method(lines: Sequence[str], start: int, end: int) -> BodyAnalysis:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from codemod.recognise import analyse_function
+    from codemod.analyse.recognise import analyse_function
 
     source = textwrap.dedent("".join(lines[start - 1 : end]))
     wrapper = MetadataWrapper(cst.parse_module(source))
@@ -275,16 +275,18 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
 
 
 #: the modules whose code decides what a scan finds; a change to any of them invalidates the caches
-_RESULT_MODULES = ("analysis", "classify", "copies", "fallback", "index", "mixin", "modular", "recognise", "scan", "sources",
-                   "target")
+#: besides this stage's modules, the ones whose code decides facts and findings too
+_RESULT_MODULES = ("sources.py", "contracts.py")
 
 
 @lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
     """A hash of the code that computes facts and findings: a change to a rule invalidates the cache."""
     digest = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    paths = [here / f"{name}.py" for name in _RESULT_MODULES] + sorted((here.parent / "rules").glob("*.py"))
+    stage = Path(__file__).resolve().parent
+    package = stage.parent
+    paths = [*sorted(stage.glob("*.py")), *(package / name for name in _RESULT_MODULES),
+             *sorted((package.parent / "rules").glob("*.py"))]
     for path in paths:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())

@@ -16,11 +16,11 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
-from codemod.analysis import BodyAnalysis, Unrecognised
+from codemod.analyse.analysis import BodyAnalysis, Unrecognised
 from codemod.checkout import Checkout
 from codemod.contracts import Vocabulary
 from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
-from codemod.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
+from codemod.analyse.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 
 __all__ = ["MIXIN_CLASS", "Era", "MixinProfile", "built_in_profile", "hoisted_profile", "profile_from_analysis",
            "profile_from_source", "read_profile"]
@@ -113,7 +113,7 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from codemod.recognise import analyse_function
+    from codemod.analyse.recognise import analyse_function
 
     lines = text.splitlines(keepends=True)
     start = min([d.lineno for d in method_node.decorator_list] + [method_node.lineno])

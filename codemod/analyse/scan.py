@@ -18,12 +18,12 @@ from pathlib import Path
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
-from codemod.classify import Finding, classify, select
+from codemod.analyse.classify import Finding, classify, select
 from codemod.errors import CodemodError
-from codemod.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
-from codemod.mixin import MixinProfile, read_profile
+from codemod.analyse.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
+from codemod.analyse.mixin import MixinProfile, read_profile
 from codemod.sources import READ_ERRORS, model_names, read_source
-from codemod.target import Target, for_checkout
+from codemod.analyse.target import Target, for_checkout
 
 
 @dataclasses.dataclass(frozen=True)

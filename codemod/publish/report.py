@@ -16,12 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
-from codemod.classify import Action, Category, Finding, Reason
+from codemod.analyse.classify import Action, Category, Finding, Reason
 from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
-from codemod.fallback import Fallback, FallbackKind
-from codemod.index import FileError, SkippedFile
+from codemod.analyse.fallback import Fallback, FallbackKind
+from codemod.analyse.index import FileError, SkippedFile
 from codemod.layout import fills_width
-from codemod.scan import ScanResult
+from codemod.analyse.scan import ScanResult
 
 if TYPE_CHECKING:  # verification is imported where it runs
     from codemod.verify.compare import ClassVerdict
@@ -86,7 +86,7 @@ def finding_record(f: Finding) -> dict[str, Any]:
 
 
 def fallback_record(fallback: Fallback | None) -> dict[str, Any] | None:
-    """What a deletion or super() reaches (``codemod.fallback``), as the README's schema says."""
+    """What a deletion or super() reaches (``codemod.analyse.fallback``), as the README's schema says."""
     if fallback is None:
         return None
     return {

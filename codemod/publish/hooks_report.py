@@ -1,7 +1,7 @@
 """Render the mined hooks (``codemod hooks``): a rich table, JSON for machines, Markdown for pull requests.
 
 ``hooks_document`` builds the JSON document; the table and the Markdown are views of it. Pure: a
-function of the scan and the computed changes (``codemod.hook_changes``).
+function of the scan and the computed changes (``codemod.transform.hook_changes``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from codemod import __version__
-from codemod.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
-from codemod.hooks import MIN_MODELS
+from codemod.transform.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
+from codemod.transform.hooks import MIN_MODELS
 from codemod.layout import fills_width
-from codemod.scan import ScanResult
+from codemod.analyse.scan import ScanResult
 
 SCHEMA_VERSION = 1
 

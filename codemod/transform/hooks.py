@@ -26,7 +26,7 @@ kind whose table differs, with how.
 Statements no rule understands are clustered too (normalised code, model prefixes abstracted): those
 clusters are proposals for a maintainer (an overridable mixin method), never applied.
 
-``plan_with_hooks`` turns the clusters into a plan (``codemod.plan``): the members' findings as the
+``plan_with_hooks`` turns the clusters into a plan (``codemod.transform.plan``): the members' findings as the
 hooked mixin would classify them go through ``make_plan`` like any other (modular families, copies,
 the soundness checks), and the hook edits are added to each member's shard, so that a member whose
 verification fails is reverted with its part of the hook, as other shards are.
@@ -42,8 +42,8 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
-from codemod.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
-from codemod.classify import Action, Category, Finding, Reason
+from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
+from codemod.analyse.classify import Action, Category, Finding, Reason
 from codemod.contracts import (
     ExtraHow,
     Held,
@@ -55,11 +55,11 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.fallback import FallbackKind
-from codemod.index import Override
-from codemod.mixin import MIXIN_CLASS, Era, MixinProfile
-from codemod.plan import Edit, EditKind, HookCode, Plan
-from codemod.scan import ScanResult
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
+from codemod.transform.plan import Edit, EditKind, HookCode, Plan
+from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
 MIN_MODELS = 3
@@ -1095,7 +1095,7 @@ def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, R
     """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
     (the same edit in every member's shard, written once: the hook stays as long as one member does)."""
-    from codemod.apply import initial_plan
+    from codemod.transform.apply import initial_plan
 
     plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept, hold_unproven=hold_unproven,
                         trims=trims(report))

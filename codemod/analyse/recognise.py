@@ -19,7 +19,7 @@ import libcst.matchers as m
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 import rules
-from codemod.analysis import DROPPED, BodyAnalysis, Delegation, OutputKey, Param, Recognised, TopLevel, Unrecognised
+from codemod.analyse.analysis import DROPPED, BodyAnalysis, Delegation, OutputKey, Param, Recognised, TopLevel, Unrecognised
 from codemod.contracts import ParamKind
 from rules._pattern import findall_of, node_code
 from rules.base import Context, Match, Rule, Statements, Value, ValueOrigin

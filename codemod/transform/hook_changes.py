@@ -15,13 +15,13 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemod.apply import Changes, settle
-from codemod.classify import Action
+from codemod.transform.apply import Changes, settle
+from codemod.analyse.classify import Action
 from codemod.contracts import Held, HeldCause, Vocabulary
-from codemod.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
-from codemod.plan import Edit, EditKind, Plan
-from codemod.rewrite import rewrite_source
-from codemod.scan import ScanResult
+from codemod.transform.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
+from codemod.transform.plan import Edit, EditKind, Plan
+from codemod.transform.rewrite import rewrite_source
+from codemod.analyse.scan import ScanResult
 from codemod.sources import MIXIN_CLASS
 
 

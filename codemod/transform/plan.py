@@ -22,8 +22,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 
-from codemod import soundness
-from codemod.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
+from codemod.analyse import soundness
+from codemod.analyse.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
 from codemod.contracts import (
     CopyScope,
     CopyStatus,
@@ -37,10 +37,10 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.fallback import FallbackKind
+from codemod.analyse.fallback import FallbackKind
 from codemod.groups import UnionFind
-from codemod.index import CopyLink, Index, Override
-from codemod.mixin import MIXIN_CLASS, Era
+from codemod.analyse.index import CopyLink, Index, Override
+from codemod.analyse.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
 
 
@@ -61,7 +61,7 @@ class EditKind(Vocabulary):
 
 @dataclasses.dataclass(frozen=True)
 class HookCode:
-    """What a mined hook (``codemod.hooks``) adds to the mixin: a class attribute that model classes set,
+    """What a mined hook (``codemod.transform.hooks``) adds to the mixin: a class attribute that model classes set,
     and the statements of ``prepare_inputs_for_generation`` that read it, at its start (``prologue``) and
     right before its final ``return model_inputs`` (``epilogue``); each 4-space indented at level 0."""
 
@@ -496,7 +496,7 @@ class _Planner:
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
         for oid, removed in self.trims.items():
             if oid in self.decisions and self.decisions[oid].action is Action.KEEP:
-                # statements a mined hook does in the mixin now (codemod.hooks); the rest of the method stays as
+                # statements a mined hook does in the mixin now (codemod.transform.hooks); the rest of the method stays as
                 # the maintainers wrote it, comments and all, so it gets no mark
                 self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=removed,
                                                 reason="trimmed: the mixin's hook does what the removed statements did")
@@ -543,7 +543,7 @@ class _Planner:
                          keep_params=reduction.keep_params, extras=extras)
 
     def refusal(self, f: Finding, decision: _Decision) -> str | None:
-        """Why a change would leave code that cannot run (``codemod.soundness``), or None."""
+        """Why a change would leave code that cannot run (``codemod.analyse.soundness``), or None."""
         o = f.override
         if decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
             return None
@@ -677,7 +677,7 @@ class _Planner:
                 link is not None and link.source_id is not None and link.check.status is CopyStatus.CONSISTENT
                 and oid not in unlinked and link.source_id not in seen
             ):
-                from codemod.copies import apply_replacements
+                from codemod.analyse.copies import apply_replacements
 
                 source_mark = mark_of(link.source_id, (*seen, oid))
                 own = apply_replacements(source_mark, link.marker.replacements) if source_mark else ""
@@ -749,7 +749,7 @@ def _mixin_import(o: Override) -> str:
 
 
 def _same_reduction(mine: _Decision, theirs: _Decision, link: CopyLink) -> bool:
-    from codemod.copies import apply_replacements
+    from codemod.analyse.copies import apply_replacements
 
     return apply_replacements(theirs.body, link.marker.replacements) == mine.body
 
@@ -779,7 +779,7 @@ def make_plan(
     follows (``apply`` on model code outside transformers), so a change that would alter what the
     standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
     override the findings keep to the statements of its body to remove (the members of a mined hook,
-    ``codemod.hooks``, that call ``super()`` already): planned like any change, so a generated file and
+    ``codemod.transform.hooks``, that call ``super()`` already): planned like any change, so a generated file and
     its modular source trim together.
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,

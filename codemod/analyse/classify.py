@@ -30,11 +30,11 @@ import dataclasses
 import textwrap
 from collections.abc import Iterable
 
-from codemod.analysis import Delegation
+from codemod.analyse.analysis import Delegation
 from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin, Vocabulary
-from codemod.fallback import FallbackKind
-from codemod.index import Index, Override
-from codemod.mixin import Era, MixinProfile, profile_from_analysis
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import Index, Override
+from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
@@ -197,7 +197,7 @@ class _Judge:
         return self.verdict()
 
     def reach(self) -> None:
-        """What a deletion or super() reaches, as the index resolved it (see ``codemod.fallback``)."""
+        """What a deletion or super() reaches, as the index resolved it (see ``codemod.analyse.fallback``)."""
         fallback = self.fallback
         if fallback is None:
             return
