@@ -598,3 +598,38 @@ def test_a_closed_dict_built_last_is_what_is_returned(source: str) -> None:
     assert {k: str(v) for k, v in analysis.output_values().items()} == {"input_ids": "ids:unsliced"}
     assert not analysis.forwards_kwargs
     assert analysis.delegates_to is None
+
+
+_ALIASED = '''
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None,
+                                  cache_position=None, **kwargs):
+    empty_past_kv = past_key_values is None
+{rebinding}
+    if not empty_past_kv:
+        if inputs_embeds is not None:
+            input_ids = input_ids[:, -cache_position.shape[0] :]
+        elif input_ids.shape[1] != cache_position.shape[0]:
+            input_ids = input_ids[:, cache_position]
+    return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
+'''
+
+
+def test_a_guard_alias_assigned_once_is_read_as_its_test() -> None:
+    """Jamba's ``empty_past_kv = past_key_values is None``: the block under ``if not empty_past_kv`` is the
+    slicing the rules know; the alias itself is listed (a reduction may keep it), as written."""
+    analysis = analyse_source(_ALIASED.format(rebinding=""))
+    assert "slice-by-cache-position" in analysis.behaviours
+    assert [u.code for u in analysis.unrecognised] == ["empty_past_kv = past_key_values is None"]
+    guarded = next(t for t in analysis.top_level if t.index == 1)
+    assert "empty_past_kv" in guarded.reads  # the names as written, not the inlined test's
+
+
+@pytest.mark.parametrize("rebinding", [
+    pytest.param("    empty_past_kv = False", id="assigned again"),
+    pytest.param("    for empty_past_kv in (True, False):\n        pass", id="a loop target"),
+    pytest.param("    if (empty_past_kv := False):\n        pass", id="a walrus"),
+])
+def test_a_name_bound_twice_is_no_alias(rebinding: str) -> None:
+    analysis = analyse_source(_ALIASED.format(rebinding=rebinding))
+    assert "slice-by-cache-position" not in analysis.behaviours
+    assert any(u.code.startswith("if not empty_past_kv") for u in analysis.unrecognised)

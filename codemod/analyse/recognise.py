@@ -229,10 +229,12 @@ def _guard_aliases(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     what the decoding step was when the method began, which is what the guard means."""
     if not isinstance(function.body, cst.IndentedBlock):
         return {}
-    stores: dict[str, int] = {}
-    for target in m.findall(function, m.AssignTarget(target=m.Name()) | m.AugAssign(target=m.Name())):
-        assert isinstance(target, (cst.AssignTarget, cst.AugAssign)) and isinstance(target.target, cst.Name)
-        stores[target.target.value] = stores.get(target.target.value, 0) + 1
+    import ast
+    from collections import Counter
+
+    # every binding counts (assignments, loop and ``with`` targets, ``:=``, unpacking), as the stdlib sees them
+    tree = ast.parse(textwrap.dedent(cst.Module(body=[function]).code))
+    stores = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     params = {p.name for p in parameters(function)}
     aliases: dict[str, cst.BaseExpression] = {}
     for statement in function.body.body:
