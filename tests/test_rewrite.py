@@ -1447,6 +1447,22 @@ def test_swap_delegate_refuses_to_drop_a_parameter_the_body_still_reads() -> Non
     assert result.error is not None and "attention_mask" in result.error and result.new == before.encode()
 
 
+def test_swap_delegate_refuses_to_slim_a_call_nested_in_a_block() -> None:
+    before = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
+                if input_ids is not None:
+                    model_inputs = self.language_model.prepare_inputs_for_generation(
+                        input_ids, attention_mask=attention_mask, **kwargs
+                    )
+                return model_inputs
+    ''')
+    cls = "FooForConditionalGeneration"
+    swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls), keep_params=("input_ids", "kwargs"))
+    result = rewrite(before, swap)
+    assert result.error is not None and "statement of the body" in result.error and result.new == before.encode()
+
+
 def test_swap_delegate_with_two_delegate_calls_is_an_error() -> None:
     before = src('''
         class FooForCausalLM(Base):

@@ -138,8 +138,14 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
         return swapped
     dropped = {p.name.value for p in (*swapped.params.params, *swapped.params.kwonly_params)} - set(keep_params) - {"self"}
     body = list(cst.ensure_type(swapped.body, cst.IndentedBlock).body)
-    call_at = next(i for i, s in enumerate(body) if m.findall(s, m.Call(func=m.Attribute(value=m.Call(func=m.Name("super"))))))
-    statement = cst.ensure_type(body[call_at], cst.SimpleStatementLine)
+    super_call = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super"))))
+    call_at = next((i for i, s in enumerate(body) if m.findall(s, super_call)), None)
+    statement = body[call_at] if call_at is not None else None
+    # the slimmed call is rebuilt as one statement of the body: ``x = super()...(...)`` or ``return super()...(...)``
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and m.matches(statement.body[0], m.Assign(targets=[m.AssignTarget()], value=super_call) | m.Return(value=super_call))):
+        raise RewriteError("the delegated call is not a statement of the body of its own: its parameters stay")
+    assert call_at is not None
     small = statement.body[0]
     assert isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Call)
     kept = [a for a in small.value.args if not (a.keyword is not None and a.keyword.value in dropped
