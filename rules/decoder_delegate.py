@@ -31,14 +31,10 @@ from rules.base import (
     claim,
 )
 from rules.guards import PAST_NAMES
+from rules.values import entry
 
 #: what the mixin does in its place: slice decoder_input_ids by the cache
 _SLICING = ("slice-by-cache-position", "slice-by-past-length", "slice-by-next-sequence-length")
-
-
-def entry(result: str, key: str) -> str:
-    """The symbol name of ``result["key"]`` (``rules.values.value_of`` looks subscripts up so)."""
-    return f'{result}["{key}"]'
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:

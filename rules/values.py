@@ -38,13 +38,18 @@ def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:
     return None
 
 
+def entry(name: str, key: str) -> str:
+    """The symbol name of ``name["key"]``: a dict entry a rule describes (``rules.decoder_delegate``)."""
+    return f'{name}["{key}"]'
+
+
 def _entry(node: cst.BaseExpression) -> str | None:
-    """``name["key"]`` (double quotes) for a string subscript of a name, else None."""
+    """``entry(name, key)`` for a string subscript of a name, else None."""
     if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1:
         index = node.slice[0].slice
         key = string_key(index.value) if isinstance(index, cst.Index) else None
         if key is not None:
-            return f'{node.value.value}["{key}"]'
+            return entry(node.value.value, key)
     return None
 
 

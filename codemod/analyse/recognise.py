@@ -10,8 +10,10 @@ The result, a ``BodyAnalysis``, depends only on the function's syntax, so the in
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import textwrap
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
@@ -163,8 +165,6 @@ class _Walker:
 
 def _names(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(names read, names assigned) by a statement, from the stdlib AST of its code."""
-    import ast
-
     try:
         tree = ast.parse(textwrap.dedent(cst.Module(body=[statement]).code))
     except SyntaxError:  # pragma: no cover - libcst produced it
@@ -229,9 +229,6 @@ def _guard_aliases(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     what the decoding step was when the method began, which is what the guard means."""
     if not isinstance(function.body, cst.IndentedBlock):
         return {}
-    import ast
-    from collections import Counter
-
     # every binding counts (assignments, loop and ``with`` targets, ``:=``, unpacking), as the stdlib sees them
     tree = ast.parse(textwrap.dedent(cst.Module(body=[function]).code))
     stores = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))

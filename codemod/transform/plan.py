@@ -249,7 +249,9 @@ def swap_parameters(override: Override) -> tuple[str, ...]:
     if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None \
             or not a.forwards_kwargs:
         return ()
-    call_lines = {r.line for r in a.recognised if r.code == "PI181"}
+    from rules.delegate import RULE as DELEGATE
+
+    call_lines = {r.line for r in a.recognised if r.code == DELEGATE.code}
     others = {n for t in a.top_level if t.line not in call_lines for n in t.reads}
     ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
     forward = set(override.forward_params)
