@@ -54,6 +54,8 @@ class ExtraHow(Vocabulary):
     DEFAULT = "default"  # ``source`` when the caller passes nothing
     PASSTHROUGH = "passthrough"  # the parameter as the caller gave it (verification's repair)
     SET_NONE = "set-none"  # None, which the forward requires (verification's repair)
+    LAST_TOKEN = "last-token"  # cut to the last token once there is a cache, as the old code did (verification's repair)
+    RENAMED = "renamed"  # what the mixin prepared under the key ``source``, under this key (verification's repair)
     KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
     SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
 
@@ -234,16 +236,23 @@ class Repair:
     passed None, the mixin leaves them out, and a forward may require them), the keys the old
     code passed that the reduction must keep passing (its parameters, handed to ``super()``), and
     the keys the old code passed on exactly as the caller gave them where the mixin rebuilds them
-    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter."""
+    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter; and
+    the ids the old code cut to the last token where the mixin keeps every uncached one (assisted
+    decoding's candidates): the reduction cuts them again; and the keys the old code passed a value
+    under that the mixin prepares under another (``renamed``: (old key, the mixin's key)), which the
+    reduction moves."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
     passthrough: tuple[str, ...] = ()
+    last_token: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
 
     def __or__(self, other: Repair) -> Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(sorted(set(a) | set(b)))
 
         return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
-                      union(self.passthrough, other.passthrough))
+                      union(self.passthrough, other.passthrough), union(self.last_token, other.last_token),
+                      tuple(sorted(set(self.renamed) | set(other.renamed))))

@@ -157,10 +157,21 @@ def run_migration_on(
         # "reduced until identical": where the only difference is keys the mixin adds (or a key the
         # forward requires that it omits), reduce the override to super() with that fixed, and
         # verify those classes again
-        repairs = _repairs(report, result)
-        if repairs:
+        # A repair can uncover the next difference (a forward that crashed at the first step without a key
+        # reaches the second, where the ids differ): the classes that still differ only by whole keys get
+        # the union of what each round found, a few rounds at most.
+        repairs: dict[str, Repair] = {}
+        pending = _repairs(report, result)
+        for _ in range(REPAIR_ROUNDS):
+            grown = {oid: repairs[oid] | r if oid in repairs else r for oid, r in pending.items()}
+            grown = {oid: r for oid, r in grown.items() if r != repairs.get(oid)}
+            if not grown:
+                break
+            repairs.update(grown)
             current = rewrite(make_plan(repairs))
-            report = _merge(report, verify(current, set(repairs)))
+            again = verify(current, set(grown))
+            report = _merge(report, again)
+            pending = _repairs(again, result)
         failed = failing(report, keep_unverified)
         final = current
         if failed:
@@ -181,6 +192,10 @@ def run_migration_on(
         for s in current.plan.shards if s.id not in kept for m in s.members
     }
     return MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
+
+
+#: verification rounds that test repairs (each re-verifies only the classes whose repair grew)
+REPAIR_ROUNDS = 3
 
 
 def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:

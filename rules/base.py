@@ -44,6 +44,10 @@ class Kind(Vocabulary):
     BESPOKE = "bespoke"
 
 
+#: the behaviours that cut the ids to the tokens the cache has not seen, each its own way
+IDS_SLICING = ("slice-by-cache-position", "slice-by-past-length", "slice-by-cache-length", "slice-by-next-sequence-length")
+
+
 @dataclasses.dataclass(frozen=True)
 class Context:
     """What a rule may know besides the statements: the signature and the enclosing guards."""

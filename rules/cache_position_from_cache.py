@@ -30,7 +30,7 @@ RULE = TemplateRule(
         detail=variant, defines={"cache_position": Value(ValueOrigin.BEHAVIOUR, "cache-position-from-cache")}
     ),
     # an override slicing by the cache's own length does what this does, and more
-    covered_by=("slice-by-past-length",),
+    covered_by=("slice-by-past-length", "slice-by-cache-length"),
 )
 
 ERAS = (

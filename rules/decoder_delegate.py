@@ -21,6 +21,7 @@ from rules.base import (
     Context,
     Coverage,
     EraNote,
+    IDS_SLICING,
     Kind,
     Match,
     MixinBehaviours,
@@ -33,8 +34,6 @@ from rules.base import (
 from rules.guards import PAST_NAMES
 from rules.values import entry
 
-#: what the mixin does in its place: slice decoder_input_ids by the cache
-_SLICING = ("slice-by-cache-position", "slice-by-past-length", "slice-by-next-sequence-length")
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
@@ -56,7 +55,7 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
 
 class DecoderDelegate(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
-        if not any(name in mixin for name in _SLICING):
+        if not any(name in mixin for name in IDS_SLICING):
             return Coverage(False, missing="the mixin does not slice the decoder's ids by the cache")
         differences = ("asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
                        "way is sliced as the mixin slices instead",)

@@ -24,6 +24,8 @@ class DropKey(Rule):
 
     def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
+        if isinstance(statement, cst.For):
+            return self._loop(statement, ctx)
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
         small = statement.body[0]
@@ -45,6 +47,22 @@ class DropKey(Rule):
             return None
         # ``pop(key)`` with no default raises where the key is missing, as ``del`` does
         return Match(1, self.name, key, drops=(key,), facets=_RAISES if len(call.args) == 1 else {})
+
+
+    def _loop(self, loop: cst.For, ctx: Context) -> Match | None:
+        """``for key in ("a", "b"): model_inputs.pop(key, None)``: several keys removed (a reduction's form)."""
+        if loop.orelse is not None or not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, (cst.Tuple, cst.List)):
+            return None
+        keys = [string_key(e.value) for e in loop.iter.elements]
+        if not keys or any(k is None for k in keys) or not isinstance(loop.body, cst.IndentedBlock) or len(loop.body.body) != 1:
+            return None
+        pop = m.SimpleStatementLine(body=[m.Expr(m.Call(
+            func=m.Attribute(value=m.OneOf(*(m.Name(n) for n in ctx.output_names)), attr=m.Name("pop")),
+            args=[m.Arg(m.Name(loop.target.value)), m.Arg(m.Name("None"))]))])
+        if not m.matches(loop.body.body[0], pop):
+            return None
+        dropped = tuple(k for k in keys if k is not None)
+        return Match(1, self.name, ", ".join(dropped), drops=dropped)
 
 
 def _subscript_key(node: cst.Subscript) -> str | None:
@@ -70,6 +88,14 @@ CASES = (
         facets={"missing": "raises"},
     ),
     Case(
+        "loop",
+        """
+        for key in ("position_ids", "token_type_ids"):
+            model_inputs.pop(key, None)
+        """,
+        detail="position_ids, token_type_ids",
+    ),
+    Case(
         "del",
         """
         del model_inputs["token_type_ids"]
@@ -92,5 +118,14 @@ CASES = (
         """,
         why="a dict the rule does not know (not the output dict)",
         unrecognised="extra.pop",
+    ),
+    NoOp(
+        "loop-that-does-more",
+        """
+        for key in ("position_ids", "token_type_ids"):
+            model_inputs[key] = model_inputs[key][:, -1:]
+        """,
+        why="a loop over keys that does anything but remove them",
+        unrecognised="for key in ('position_ids', 'token_type_ids'):",
     ),
 )

@@ -15,6 +15,7 @@ planned only against what it really does):
 - a ``StaticCache`` gets the 4D causal mask from the helper the model's module defines in 4.45
   (``_prepare_4d_causal_attention_mask_with_cache_position``), or the base model's method of later
   releases, so no per-model edit is needed to reach it; 4.45's ``get_max_length()`` gives its size;
+  so does Gemma 2's ``HybridCache`` except under flash attention, as Gemma 2's own method did;
 - every other keyword argument is forwarded, ``labels`` excepted.
 
 ``METHOD_SOURCE`` is indented for the class body; ``MODULE_SOURCE`` wraps it in a class so that the
@@ -105,10 +106,20 @@ METHOD_SOURCE = '''\
                 model_inputs[model_input_name] = model_input
 
         # 6. A static cache wants a 4D mask of fixed shape (fewer recompilations). In 4.45 the helper is a function
-        #    of the model's module; later releases make it a method of the base model. Look in both.
+        #    of the model's module; later releases make it a method of the base model. Look in both. Gemma 2's
+        #    HybridCache (sliding-window and global layers) has a fixed size too; its models give flash attention
+        #    the 2D mask.
         from ..cache_utils import StaticCache
 
-        if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
+        try:  # from 4.42
+            from ..cache_utils import HybridCache
+        except ImportError:
+            HybridCache = StaticCache
+
+        if (
+            isinstance(past_key_values, StaticCache)
+            or isinstance(past_key_values, HybridCache) and not self.config._attn_implementation == "flash_attention_2"
+        ) and attention_mask.ndim == 2:
             if model_inputs["inputs_embeds"] is not None:
                 batch_size, sequence_length, _ = model_inputs["inputs_embeds"].shape
                 device = model_inputs["inputs_embeds"].device

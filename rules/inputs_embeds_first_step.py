@@ -30,12 +30,20 @@ _TESTS = {
     "first step by len(cache_position)": Template.expression(
         "inputs_embeds is not None and len(cache_position) == inputs_embeds.shape[1]"
     ),
+    # the 4.36 – 4.44 idiom (slice-by-cache-length), which counts the past length itself
+    "first step by the past length": Template.expression("inputs_embeds is not None and past_length == 0"),
+    # remote-code Phi-3's: no cache yet, or an empty Cache object
+    "first step by an absent or empty cache": Template.expression(
+        "(inputs_embeds is not None and $p is None) or (inputs_embeds is not None and len($p) == 0)"
+    ),
 }
 _FACETS = {
     "first step by cache_position": "cache_position",
     "first step by an absent cache": "no cache",
     "first step by is_first_iteration": "is_first_iteration",
     "first step by len(cache_position)": "len(cache_position)",
+    "first step by the past length": "past length",
+    "first step by an absent or empty cache": "no cache or an empty one",
 }
 _ASSIGN = Template.parse("$d = $value")
 #: what an "absent cache" test may name: a key/value cache, or a state-space model's cache
@@ -140,6 +148,8 @@ class InputsEmbedsFirstStep(Rule):
         label = _first_step_test(statement.test)
         if label is None:
             return None
+        if _FACETS[label] == "past length" and ctx.value_of("past_length") != Value(ValueOrigin.BEHAVIOUR, "slice-by-cache-length"):
+            return None  # a past_length the engine did not see counted from the cache
         first = _dict_assignment(statement.body.body, ctx)
         later = _dict_assignment(statement.orelse.body.body, ctx)
         if first is None or later is None:
@@ -220,6 +230,47 @@ CASES = (
         """,
         detail="first step by an absent cache; ids made contiguous",
         facets={"first_step": "no cache"},
+    ),
+    Case(
+        "absent-or-empty-cache",
+        """
+        if (inputs_embeds is not None and past_key_values is None) or (inputs_embeds is not None and len(past_key_values) == 0):
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+        """,
+        detail="first step by an absent or empty cache",
+        facets={"first_step": "no cache or an empty one"},
+    ),
+    Case(
+        "past-length",
+        """
+        past_length = 0
+        if past_key_values is not None:
+            past_length = past_key_values.get_seq_length()
+            if attention_mask is not None and attention_mask.shape[1] > input_ids.shape[1]:
+                input_ids = input_ids[:, -(attention_mask.shape[1] - past_length) :]
+            elif past_length < input_ids.shape[1]:
+                input_ids = input_ids[:, past_length:]
+        if inputs_embeds is not None and past_length == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+        """,
+        detail="first step by the past length",
+        facets={"first_step": "past length"},
+        others=("slice-by-cache-length",),
+    ),
+    NoOp(
+        "past-length-not-counted-from-the-cache",
+        """
+        if inputs_embeds is not None and past_length == 0:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+        """,
+        why="a past_length that nothing recognised counted from the cache may be anything",
+        unrecognised="if inputs_embeds is not None and past_length == 0:",
     ),
     Case(
         "is-first-iteration",

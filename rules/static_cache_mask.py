@@ -49,6 +49,11 @@ _TESTS = {
     "not with flash attention": Template.expression(
         "isinstance($p, $cache) and attention_mask.ndim == 2 and not self.config._attn_implementation == 'flash_attention_2'"
     ),
+    # our generic mixin for 4.45 (rules.generic_mixin): a StaticCache, and Gemma 2's HybridCache as Gemma 2 had it
+    "and another cache, not with flash attention": Template.expression(
+        "(isinstance($p, $cache) or isinstance($p, $also) and not self.config._attn_implementation == 'flash_attention_2')"
+        " and attention_mask.ndim == 2"
+    ),
 }
 # Everything else in the block only gathers the helper's arguments.
 _HELPER_LOCALS = frozenset(
@@ -123,6 +128,10 @@ class StaticCacheMask(Rule):
         facets = {"cache": cache, "helper": helper}
         if label == "not with flash attention":
             facets["unless"] = "flash attention"
+        if "also" in captures:
+            also = node_code(captures.nodes["also"])
+            details.insert(1, f"and {also} but not with flash attention")
+            facets.update({"also": also, "also_unless": "flash attention"})
         return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, self.name)},
                      facets=facets)
 
@@ -130,7 +139,7 @@ class StaticCacheMask(Rule):
         found = mixin.get(self.name)
         if not found:
             return Coverage(False, missing="the mixin does not build a 4D mask for static caches")
-        handled = {f.get("cache") for f in found}
+        handled = {f.get("cache") for f in found} | {f["also"] for f in found if "also" in f}
         cache = facets.get("cache")
         if cache not in handled and "any compileable Cache" not in handled:
             return Coverage(False, missing=f"the mixin builds the 4D mask only for {', '.join(sorted(h for h in handled if h))}, not {cache}")
@@ -138,8 +147,11 @@ class StaticCacheMask(Rule):
         theirs = found[0].get("helper")
         if theirs and facets.get("helper", "") not in theirs:
             differences.append(f"builds the mask with {facets.get('helper')}; the mixin with {theirs}")
-        if facets.get("unless"):
-            differences.append("skips the 4D mask under flash attention; the mixin does not")
+        # the mixin's exception for this cache, if it makes one (ours for Gemma 2's HybridCache)
+        mixin_unless = next((f.get("also_unless") for f in found if f.get("also") == cache), None)
+        if facets.get("unless") != mixin_unless:
+            differences.append("skips the 4D mask under flash attention; the mixin does not" if facets.get("unless")
+                               else "builds the 4D mask under flash attention too; the mixin does not")
         return Coverage(True, differences=tuple(differences))
 
 
@@ -214,6 +226,24 @@ CASES = (
         """,
         detail="for HybridCache; via the module's helper; not with flash attention",
         facets={"cache": "HybridCache", "helper": "the module's helper", "unless": "flash attention"},
+    ),
+    Case(
+        "and-another-cache-not-flash",
+        """
+        if (
+            isinstance(past_key_values, StaticCache)
+            or isinstance(past_key_values, HybridCache) and not self.config._attn_implementation == "flash_attention_2"
+        ) and attention_mask.ndim == 2:
+            batch_size, sequence_length = input_ids.shape
+            device = input_ids.device
+            attention_mask = _prepare_4d_causal_attention_mask_with_cache_position(
+                attention_mask, sequence_length=sequence_length, device=device, cache_position=cache_position,
+                batch_size=batch_size,
+            )
+        """,
+        detail="for StaticCache; and HybridCache but not with flash attention; via the module's helper",
+        facets={"cache": "StaticCache", "helper": "the module's helper", "also": "HybridCache",
+                "also_unless": "flash attention"},
     ),
     Case(
         "base-model-method",

@@ -303,3 +303,73 @@ def test_a_run_told_not_to_cache_is_the_uncached_path_even_with_a_cache_object()
                    side(ok(), ok(name="config-no-cache"), caches=True)).verdict == "identical"
     overridden = {**cached(name="x"), "inputs": {"use_cache": True, "config": {"use_cache": False}}}
     assert compare("a::A", side(cached(), overridden, caches=True), side(ok(), ok(name="x"), caches=True)).verdict == "unverified"
+
+
+def test_ids_the_old_code_cut_to_the_last_token_are_cut_again() -> None:
+    """ProphetNet keeps ``[:, -1:]``: assisted decoding's two candidates reach it as one token; the
+    mixin passes both. The repair names the key; the reduction cuts it again after super()."""
+    old = [{"input_ids": tensor([5, 6, 7], shape=[1, 3])}, {"input_ids": tensor([86], shape=[1, 1])}]
+    new = [{"input_ids": tensor([5, 6, 7], shape=[1, 3])}, {"input_ids": tensor([70, 86], shape=[1, 2])}]
+    assert repair_for(old, new, crashed=True) == Repair(last_token=("input_ids",))
+    # per row: the last column of a batch of two
+    batch_old = [{"input_ids": tensor([3, 4], shape=[2, 1])}]
+    assert repair_for(batch_old, [{"input_ids": tensor([1, 3, 2, 4], shape=[2, 2])}], crashed=False) == \
+        Repair(last_token=("input_ids",))
+    # another last token is another value, not a cut
+    assert repair_for(batch_old, [{"input_ids": tensor([1, 3, 2, 5], shape=[2, 2])}], crashed=False) is None
+
+
+def test_a_value_is_passed_through_only_where_both_sides_were_given_the_same() -> None:
+    """FSMT hands the caller's ids on unsliced. Given other ids (other tokens generated before), the
+    new code's other ids are a consequence, not something to pass through; nor is a cache, which
+    the mixin hands on as it gets it."""
+    given = tensor([2, 42], shape=[1, 2])
+    old = [{"decoder_input_ids": given}]
+    new = [{"decoder_input_ids": tensor([42], shape=[1, 1])}]
+    assert repair_for(old, new, crashed=False, received=[{"decoder_input_ids": given}],
+                      received_new=[{"decoder_input_ids": given}]) == Repair(passthrough=("decoder_input_ids",))
+    other = tensor([2, 43], shape=[1, 2])
+    assert repair_for(old, new, crashed=False, received=[{"decoder_input_ids": given}],
+                      received_new=[{"decoder_input_ids": other}]) is None
+    cache_old, cache_new = {"cache": "DynamicCache", "length": 3}, {"cache": "DynamicCache", "length": 5}
+    assert repair_for([{"past_key_values": cache_old}], [{"past_key_values": cache_new}], crashed=False,
+                      received=[{"past_key_values": cache_old}], received_new=[{"past_key_values": cache_old}]) is None
+
+
+def crash(name: str, error: str, calls) -> dict:
+    return {"name": name, "status": "error", "error": error, "calls": calls}
+
+
+def test_a_crash_that_names_its_arguments_narrows_the_repair() -> None:
+    """A forward's TypeError says which keys it lacked or refused: only those are the crash's cause."""
+    old = ok(calls=[{"input_ids": None, "head_mask": None, "decoder_input_ids": tensor([1])}])
+    lacked = crash("greedy", "TypeError: forward() missing 1 required positional argument: 'input_ids'",
+                   [{"decoder_input_ids": tensor([1])}])
+    assert compare_scenario(old, lacked).repair == Repair(set_none=("input_ids",))
+    # an error that names nothing keeps every None the old code passed as a suspect
+    vague = crash("greedy", "RuntimeError: shapes", [{"decoder_input_ids": tensor([1])}])
+    assert compare_scenario(old, vague).repair == Repair(set_none=("head_mask", "input_ids"))
+    passes = ok(calls=[{"input_ids": tensor([5])}])
+    refused = crash("greedy", "TypeError: forward() got an unexpected keyword argument 'guidance_scale'",
+                    [{"input_ids": tensor([5]), "guidance_scale": None, "position_ids": None}])
+    assert compare_scenario(passes, refused).repair == Repair(remove=("guidance_scale",))
+
+
+def test_where_the_old_code_failed_too_no_none_is_suspected() -> None:
+    """Both sides fail in assisted decoding (ProphetNet's last-token cut, an index error before and an
+    assertion after): a None the old code passed did not keep it running, so none is a cause."""
+    old = crash("assisted", "IndexError: index 1 is out of bounds",
+                [{"input_ids": tensor([86], shape=[1, 1]), "head_mask": None}])
+    new = crash("assisted", "AssertionError: use_cache needs one token",
+                [{"input_ids": tensor([70, 86], shape=[1, 2]), "inputs_embeds": None}])
+    assert compare_scenario(old, new).repair == Repair(last_token=("input_ids",))
+
+
+def test_across_two_releases_only_a_key_the_new_forward_refused_is_repaired() -> None:
+    """Remote code moved to a newer release: the prepared inputs are not compared (the mixins differ), but a
+    forward that refuses a key the new mixin passes (remote Phi-3 and ``cache_position``) names it."""
+    refused = crash("greedy", "TypeError: Phi3ForCausalLM.forward() got an unexpected keyword argument 'cache_position'",
+                    [{"input_ids": tensor([5]), "cache_position": tensor([0])}])
+    outcome = compare_scenario(ok(), refused, same_inputs=False)
+    assert outcome.status == "crashed" and outcome.repair == Repair(remove=("cache_position",))
+    assert compare_scenario(ok(), crash("greedy", "RuntimeError: shapes", []), same_inputs=False).repair is None

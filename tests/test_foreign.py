@@ -98,6 +98,8 @@ CASES = [
                  "prepares itself", [EditKind.MARK], id="kept-statement-slicing-what-the-mixin-slices"),
     pytest.param("ImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "kept as is in front of super(): pixel_values = None",
                  [EditKind.REDUCE, EditKind.MARK], id="body-resets-a-parameter"),
+    pytest.param("CopiedForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "pixel_values only on the first step",
+                 [EditKind.REDUCE, EditKind.MARK, EditKind.DROP_MARKER], id="copied-from-outside-the-tree-reduced"),
 ]
 
 
@@ -122,7 +124,8 @@ def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: P
 # --------------------------------------------------------------------------------------------- the CLI
 
 #: files the built-in run changes, and what it changes in each (asserted below)
-CHANGED = ["adapters.py", "modeling_base.py", "modeling_fewer.py", "modeling_images.py", "modeling_legacy.py",
+CHANGED = ["adapters.py", "modeling_base.py", "modeling_copied.py", "modeling_fewer.py", "modeling_images.py",
+           "modeling_legacy.py",
            "modeling_masked.py", "modeling_past.py", "modeling_static.py", "modeling_vl.py"]
 #: files left as they are, and why
 NOOP = {
@@ -161,6 +164,9 @@ def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path
     assert "class LegacyForCausalLM(LegacyPreTrainedModel, GenerationMixin):" in legacy
     assert "from transformers import PreTrainedModel\nfrom transformers import GenerationMixin\n" in legacy
     assert "def prepare_inputs_for_generation" not in legacy
+    # a method copied from outside the tree, reduced, loses its marker (it copies nothing now)
+    copied = (foreign / "modeling_copied.py").read_text()
+    assert "    # Copied from transformers" not in copied and copied.count("super().prepare_inputs_for_generation(") == 1
     # a second apply changes nothing
     snapshot = {p.name: p.read_text() for p in foreign.glob("*.py")}
     apply_tree(foreign)
@@ -202,7 +208,7 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
     assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
-    assert document["summary"]["by_fallback"] == {"mixin": 8, "parent-override": 3, "none": 4, "unknown": 0}
+    assert document["summary"]["by_fallback"] == {"mixin": 9, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
         "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,

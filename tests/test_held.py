@@ -23,7 +23,7 @@ from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind,
 from codemod.analyse.copies import CopyCheck
 from codemod.migrate import MigrationRun, run_migration_on
 from codemod.migration import Migration
-from codemod.transform.plan import Plan
+from codemod.transform.plan import EditKind, Plan
 from codemod.publish.pr.plan import PrPlan, PrReport
 from codemod.analyse.scan import ScanResult, scan
 
@@ -268,3 +268,37 @@ def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
     assert held[OTTER].cause is HeldCause.VERIFIED_ALONE and "--only otter" in held[OTTER].detail
     alone = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "alone"), with_git=False), only=["otter"])
     assert OTTER in verified[-1] and OTTER not in {h.subject for h in alone.final.plan.held}
+
+
+def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """FSMT's deletion crashed on the first step (its forward requires input_ids, passed as None); once that was
+    repaired it reached the second step, where the ids differ. Each round re-verifies the classes whose repair
+    grew, with the union of what the rounds found, until one is identical or nothing new is found."""
+    from codemod import migrate
+    from codemod.contracts import Repair, ScenarioStatus
+    from codemod.verify.compare import ClassVerdict, ScenarioOutcome
+    from codemod.verify.session import VerifyReport
+
+    found = [Repair(remove=("token_type_ids",)), Repair(set_none=("position_ids",))]
+    verified: list[set[str]] = []
+
+    def verify_change(checkout, targets, **kwargs):
+        verified.append({t.override_id for t in targets})
+        step = len(verified) - 1
+
+        def verdict(oid: str) -> ClassVerdict:
+            if oid != OTTER or step >= len(found):
+                return ClassVerdict(oid, Verdict.IDENTICAL)
+            return ClassVerdict(oid, Verdict.DIFFERS, (ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys",
+                                                                       repair=found[step]),))
+
+        return VerifyReport(tuple(verdict(t.override_id) for t in targets), tuple(targets), (), "cpu", "python", 1.0,
+                            "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"), with_git=False))
+    assert len(verified) == 3 and verified[1] == verified[2] == {OTTER}
+    assert OTTER not in {h.subject for h in run.reverted}
+    body = next(e.text for e in run.final.plan.edits() if e.override_id == OTTER and e.kind is EditKind.REDUCE)
+    assert 'model_inputs.pop("token_type_ids", None)' in body and 'model_inputs.setdefault("position_ids", None)' in body

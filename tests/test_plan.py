@@ -8,6 +8,7 @@ origins, when the test is not about those arguments).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import textwrap
 from pathlib import Path
@@ -18,7 +19,7 @@ from codemod.analyse.analysis import Param
 from codemod.transform.apply import initial_plan
 from codemod.checkout import resolve
 from codemod.analyse.classify import Action, Category, Extra
-from codemod.contracts import Held, HeldCause, Repair
+from codemod.contracts import ExtraHow, Held, HeldCause, Repair
 from codemod.analyse.copies import apply_replacements
 from codemod.analyse.mixin import Era
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
@@ -804,6 +805,41 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
         repairs={OTTER: Repair(passthrough=("pixel_values",))},
     )
     assert other.action_of(OTTER) is Action.DELETE
+
+
+def test_a_last_token_repair_cuts_the_ids_again_under_the_old_test(fixture_result: ScanResult) -> None:
+    """Heron keeps ``input_ids[:, -1:]`` once there is a cache: a last-token repair cuts what super()
+    prepared the same way, under the truth of the cache (an empty Cache is falsy, as it was)."""
+    heron = _finding(fixture_result, "HeronForCausalLM").override
+    body = reduced_body(heron, [Extra("input_ids", ExtraHow.LAST_TOKEN)])
+    assert body is not None
+    assert body.endswith('if past_key_values:\n    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]\n'
+                         "return model_inputs\n")
+    ast.parse(body)
+    # an override that never cut its ids to the last token has no test to cut them under: no reduction
+    otter = _finding(fixture_result, "OtterForCausalLM").override
+    assert reduced_body(otter, [Extra("input_ids", ExtraHow.LAST_TOKEN)]) is None
+
+
+def test_three_drops_in_a_row_are_one_loop_laid_out_as_ruff_would(fixture_result: ScanResult) -> None:
+    otter = _finding(fixture_result, "OtterForCausalLM").override
+    two = reduced_body(otter, [Extra(k, ExtraHow.DROP) for k in ("token_type_ids", "position_ids")])
+    assert two is not None and two.count("model_inputs.pop(") == 2 and "for key" not in two
+    three = reduced_body(otter, [Extra(k, ExtraHow.DROP) for k in ("token_type_ids", "position_ids", "use_cache")])
+    assert three is not None
+    assert ')\nfor key in ("token_type_ids", "position_ids", "use_cache"):\n    model_inputs.pop(key, None)\nreturn' in three
+    keys = ("encoder_attention_mask", "encoder_hidden_states", "inputs_embeds", "position_ids", "token_type_ids")
+    long = reduced_body(otter, [Extra(k, ExtraHow.DROP) for k in keys])
+    assert long is not None
+    assert "\nfor key in (\n    " + ", ".join(f'"{k}"' for k in keys) + "\n):\n    model_inputs.pop(key, None)\n" in long
+    for body in (three, long):
+        ast.parse(body)
+        assert all(len(line) + 8 <= 119 for line in body.splitlines())
+    # what the scan makes of the loop: the same keys dropped
+    from codemod.analyse.recognise import analyse_source
+
+    analysis = analyse_source("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(long, "    "))
+    assert not analysis.unrecognised and "drop-key" in analysis.behaviours
 
 
 def test_a_deleted_copy_gets_no_mark(fixture_result: ScanResult) -> None:

@@ -633,3 +633,22 @@ def test_a_name_bound_twice_is_no_alias(rebinding: str) -> None:
     analysis = analyse_source(_ALIASED.format(rebinding=rebinding))
     assert "slice-by-cache-position" not in analysis.behaviours
     assert any(u.code.startswith("if not empty_past_kv") for u in analysis.unrecognised)
+
+
+def test_an_optional_import_does_nothing_to_the_inputs() -> None:
+    """The generic mixin for ≤ 4.45 imports Gemma 2's HybridCache where the release has it (4.42 +) and stands
+    StaticCache in for it before: neither is a statement about the inputs. A handler that does anything else is."""
+    optional = """
+    try:
+        from ..cache_utils import HybridCache
+    except ImportError:
+        HybridCache = StaticCache
+    """
+    assert analyse_statements(textwrap.dedent(optional)).unrecognised == ()
+    guarded = """
+    try:
+        from ..cache_utils import HybridCache
+    except ImportError:
+        input_ids = input_ids[:, -1:]
+    """
+    assert [u.code.splitlines()[0] for u in analyse_statements(textwrap.dedent(guarded)).unrecognised] == ["try:"]

@@ -592,10 +592,36 @@ def test_plumbing_is_always_covered(rule) -> None:
         pytest.param("slice-by-past-length", CACHE_POSITION_MIXIN, id="PI102-same-tokens"),
         pytest.param("slice-by-past-length", NEXT_SEQUENCE_MIXIN, id="PI102-by-the-5x-slice"),
         pytest.param("state-space-cache", {"state-space-cache": [{}]}, id="PI171-a-mixin-that-knows-it"),
+        pytest.param("slice-by-cache-length", CACHE_POSITION_MIXIN, id="PI105-same-tokens"),
     ],
 )
 def test_covered_without_differences(name: str, mixin) -> None:
     assert coverage(name, {}, mixin) == Coverage(True)
+
+
+def test_a_cache_length_slice_that_crops_the_mask_is_covered_with_a_difference_outside_the_standard_flow() -> None:
+    found = coverage("slice-by-cache-length", {"crop": "to the maximum cache length"}, CACHE_POSITION_MIXIN)
+    assert found.covered and found.differences and not found.flow_differences
+    assert not coverage("slice-by-cache-length", {}, {}).covered
+
+
+HYBRID = {"cache": "HybridCache", "helper": "the module's helper", "unless": "flash attention"}
+
+
+def test_a_hybrid_cache_mask_is_covered_alike_by_a_mixin_that_builds_it_as_gemma_2_did() -> None:
+    """Our generic mixin for 4.45 builds the 4D mask for a StaticCache, and for a HybridCache except under flash
+    attention, as Gemma 2 did: nothing differs. A mixin that builds it for StaticCache alone does not cover it."""
+    ours = {"static-cache-mask": [{"cache": "StaticCache", "helper": "the base model's or the module's helper",
+                                   "also": "HybridCache", "also_unless": "flash attention"}]}
+    assert coverage("static-cache-mask", HYBRID, ours) == Coverage(True)
+    static_only = {"static-cache-mask": [{"cache": "StaticCache", "helper": "the module's helper"}]}
+    assert not coverage("static-cache-mask", HYBRID, static_only).covered
+    # a StaticCache override against our mixin: no flash-attention difference either way
+    assert coverage("static-cache-mask", {"cache": "StaticCache", "helper": "the module's helper"}, ours) == Coverage(True)
+    # a HybridCache mask built under flash attention too is a difference from ours
+    built_always = {"cache": "HybridCache", "helper": "the module's helper"}
+    assert coverage("static-cache-mask", built_always, ours).differences == (
+        "builds the 4D mask under flash attention too; the mixin does not",)
 
 
 @pytest.mark.parametrize(

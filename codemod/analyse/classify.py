@@ -36,6 +36,7 @@ from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
+from rules.base import IDS_SLICING
 
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
 IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
@@ -363,8 +364,7 @@ class _Judge:
                 self.differ("forward accepts position_ids: the mixin builds them from the attention mask, "
                             "this override never passes them", flow=own)
         # the ids: sliced by the mixin
-        slicing = {"slice-by-cache-position", "slice-by-past-length", "slice-to-last-token",
-                   "slice-by-next-sequence-length", "state-space-cache", "decoder-delegate"}
+        slicing = {*IDS_SLICING, "slice-to-last-token", "state-space-cache", "decoder-delegate"}
         if not behaviours & slicing and any(k in values and values[k].origin is ValueOrigin.IDS for k in IDS_KEYS):
             uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
             if uses_cache:

@@ -178,7 +178,14 @@ def _names(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tu
 
 
 def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool) -> bool:
-    """Docstrings, ``pass``, bare ``...`` and imports do nothing to the inputs."""
+    """Docstrings, ``pass``, bare ``...`` and imports do nothing to the inputs; nor does an optional import
+    (``try: from ..cache_utils import HybridCache`` / ``except ImportError: HybridCache = StaticCache``)."""
+    if isinstance(statement, cst.Try):
+        return (statement.orelse is None and statement.finalbody is None and bool(statement.handlers)
+                and all(_is_inert(s, False) for s in statement.body.body)
+                and all(h.type is not None and m.matches(h.type, m.Name("ImportError"))
+                        and all(isinstance(s, cst.SimpleStatementLine) and _is_alias(s) for s in h.body.body)
+                        for h in statement.handlers))
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     return all(
@@ -187,6 +194,12 @@ def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool
         or m.matches(s, m.Expr(m.Ellipsis()))
         for s in statement.body
     )
+
+
+def _is_alias(statement: cst.SimpleStatementLine) -> bool:
+    """``Name = OtherName`` (or ``pass``): an import's stand-in."""
+    return m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Name())])) \
+        or m.matches(statement, m.SimpleStatementLine(body=[m.Pass()]))
 
 
 def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ import ast
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 
 from codemod.analyse import soundness
@@ -172,6 +173,16 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
         if extra.how is ExtraHow.PASSTHROUGH:
             lines.append(f"model_inputs[{key}] = {extra.source}")
             continue
+        if extra.how is ExtraHow.RENAMED:
+            lines.append(f"model_inputs[{key}] = model_inputs.pop({json.dumps(extra.source)})")
+            continue
+        if extra.how is ExtraHow.LAST_TOKEN:
+            cache = _last_token_guard(override)
+            if cache is None:
+                return None
+            # the old code's own cut, under its own test (an empty Cache is falsy: the first step is not cut)
+            lines += [f"if {cache}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
+            continue
         if extra.how is ExtraHow.KEEP_STATEMENTS:
             continue  # the statements themselves stay, in front of super() (see Edit.keep)
         if extra.how is ExtraHow.DEFAULT:
@@ -194,6 +205,17 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
             else:
                 lines.append(statement)
     return lines
+
+
+def _last_token_guard(override: Override) -> str | None:
+    """The cache parameter under whose truth the override cut its ids to the last token
+    (``slice-to-last-token``); None when the scan saw no such cut."""
+    from rules.slice_to_last_token import RULE as LAST_TOKEN
+
+    a = override.analysis
+    if not any(r.code == LAST_TOKEN.code for r in a.recognised):
+        return None
+    return next((p.name for p in a.params if p.name in ("past_key_values", "past")), None)
 
 
 def _names(code: str) -> set[str]:
@@ -303,8 +325,45 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    return Reduction("\n".join([*call, *statements, "return model_inputs"]) + "\n", keep_params, tuple(standard),
-                     bool(kwargs))
+    return Reduction("\n".join([*call, *_grouped_drops(statements), "return model_inputs"]) + "\n", keep_params,
+                     tuple(standard), bool(kwargs))
+
+
+#: how many keys in a row are removed in one loop rather than one ``pop`` each
+DROPS_IN_A_LOOP = 3
+_DROP = re.compile(r'model_inputs\.pop\(("[^"]+"), None\)')
+
+
+def _grouped_drops(statements: Sequence[str]) -> list[str]:
+    """Runs of ``DROPS_IN_A_LOOP`` or more ``model_inputs.pop(key, None)`` as one loop over the keys (laid
+    out as ruff would), as a person would write them; the keys stay in their order."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        out.extend(_drop_loop(run) if len(run) >= DROPS_IN_A_LOOP else (f"model_inputs.pop({k}, None)" for k in run))
+        run.clear()
+
+    for statement in statements:
+        found = _DROP.fullmatch(statement)
+        if found is None:
+            flush()
+            out.append(statement)
+        else:
+            run.append(found.group(1))
+    flush()
+    return out
+
+
+def _drop_loop(keys: Sequence[str]) -> list[str]:
+    joined = ", ".join(keys)
+    if BODY_INDENT + len("for key in ():") + len(joined) <= LINE_LENGTH:
+        head = [f"for key in ({joined}):"]
+    elif BODY_INDENT + 4 + len(joined) <= LINE_LENGTH:
+        head = ["for key in (", f"    {joined}", "):"]
+    else:
+        head = ["for key in (", *(f"    {k}," for k in keys), "):"]
+    return [*head, "    model_inputs.pop(key, None)"]
 
 
 #: the line length transformers formats to (ruff, ``line-length = 119``), and a method body's indent
@@ -337,6 +396,8 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
         ExtraHow.DROP: "drops {key}",
         ExtraHow.SET_NONE: "{key} = None",
         ExtraHow.PASSTHROUGH: "{key} as the caller gives it",
+        ExtraHow.LAST_TOKEN: "{key} cut to the last token",
+        ExtraHow.RENAMED: "{key} for what the mixin calls {source}",
         ExtraHow.DEFAULT: "{key} = {source} by default",
         ExtraHow.SWAP_DELEGATE: "super() instead of {source}",
         ExtraHow.KEEP_STATEMENTS: "its own input handling first",
@@ -403,6 +464,8 @@ def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
         # a None the old code passed and the new code leaves out; a value the caller gives still goes through
         *(Extra(key, ExtraHow.DEFAULT, "None") for key in repair.set_none),
         *(Extra(key, ExtraHow.PASSTHROUGH, key) for key in repair.passthrough),
+        *(Extra(key, ExtraHow.LAST_TOKEN) for key in repair.last_token),
+        *(Extra(key, ExtraHow.RENAMED, mixin_key) for key, mixin_key in repair.renamed),
     )
 
 
@@ -460,7 +523,10 @@ class _Planner:
                     and set(repair.keep) | set(repair.passthrough) <= params):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
-                extras = (*f.extras, *_repair_extras(repair))
+                outputs = {o.key for o in f.override.analysis.outputs}
+                # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
+                extras = tuple(e for e in (*f.extras, *_repair_extras(repair))
+                               if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:
                     summary = _extras_summary(extras)
@@ -621,8 +687,17 @@ class _Planner:
         """Keep ``# Copied from`` groups consistent with what changes."""
         for oid, o in self.by_id.items():
             link = o.copied_from
-            if link is None or link.source_id is None or link.check.status is not CopyStatus.CONSISTENT:
+            if link is None:
                 continue
+            if (link.source_id is None or link.check.status is not CopyStatus.CONSISTENT) and link.scope is CopyScope.METHOD:
+                decision = self.decisions.get(oid)
+                if decision is not None and decision.action is Action.REDUCE:
+                    # a source outside what is read (remote code copying a transformers model), or one it drifted
+                    # from: whatever the source does, the reduced method is no copy of it
+                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
+                                                 "reduced: no longer a copy of its source"))
+                continue
+            assert link.source_id is not None  # a consistent copy names its source
             mine = self.decisions.get(oid)
             theirs = self.decisions.get(link.source_id)
             my_action = mine.action if mine else Action.KEEP

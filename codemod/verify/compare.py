@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
@@ -228,31 +229,47 @@ def _call_difference(old: PreparedCall, new: PreparedCall) -> tuple[str, str, st
 
 
 def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall], *, crashed: bool,
-               received: Sequence[PreparedCall] = ()) -> Repair | None:
+               received: Sequence[PreparedCall] = (), received_new: Sequence[PreparedCall] | None = None,
+               suspects: frozenset[str] | None = None) -> Repair | None:
     """The reduction that would make the new calls what the old ones were, when whole keys differ
     first: keys the new code adds (removed), keys the old code passed that the new one leaves out
     (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
-    as the caller gave them (``received``, per old call) where the new code builds other values
-    (passed through), and, where the new side crashed, keys the old code passed as None on every
-    step (a forward may require them). Calls are compared in order up to the first difference that
-    none of these explain; a hypothesis that re-verification tests."""
+    as the caller gave them (``received``, per old call) where the new code, given the same
+    (``received_new``), builds other values (passed through), keys the old code cut to the last of the tokens the new code passes (cut
+    again), and, where the new side crashed, keys the old code passed as None on every step (a
+    forward may require them). Calls are compared in order up to the first step where keys differ
+    (later steps may differ as its consequence), or the first difference that none of these explain;
+    a hypothesis that re-verification tests. ``suspects``: where the crash names the
+    keys a forward refused, only those of the keys the new code passes as None are removed.
+    A cache is never passed through: the mixin hands it on as it gets it, so a cache that differs
+    follows from another difference."""
     remove: set[str] = set()
     keep: set[str] = set()
     nones: set[str] = set()
     passthrough: set[str] = set()
+    last_token: set[str] = set()
+    renamed: set[tuple[str, str]] = set()
     for step, (a, b) in enumerate(zip(old_calls, new_calls)):
         given = received[step] if step < len(received) else {}
+        given_new = received_new[step] if received_new is not None and step < len(received_new) else given
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
-            extra |= {k for k in b if k not in a}
+            extra |= {k for k in b if k not in a and (suspects is None or k in suspects)}
         missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
         passed = {
             k for k, v in a.items()
             if v is not None and k in given and k in b and same_summary(v, given[k]) and not same_summary(v, b[k])
+            # given other ids (other tokens generated), the new code's other value is a consequence
+            and k in given_new and same_summary(given[k], given_new[k]) and k not in CACHE_KEYS
         }
-        trimmed_a = {k: v for k, v in a.items() if k not in missing | passed}
-        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra | passed}):
+        cut = {k for k, v in a.items() if k in b and k not in passed and _last_token_of(v, b[k])}
+        # the same value under another key (an encoder-decoder key the mixin names by the config)
+        moved = {(k, n) for k in missing for n in extra if b[n] is not None and same_summary(a[k], b[n])}
+        missing -= {k for k, _ in moved}
+        extra -= {n for _, n in moved}
+        trimmed_a = {k: v for k, v in a.items() if k not in missing | passed | cut | {k for k, _ in moved}}
+        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra | passed | cut | {n for _, n in moved}}):
             # Values differ from here on. If whole keys differed before, this may be their
             # consequence (other tokens generated): the repair is what differed up to here, and
             # verification runs again to confirm it. Otherwise keys cannot explain it.
@@ -260,13 +277,35 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
         remove |= extra
         keep |= missing
         passthrough |= passed
+        last_token |= cut
+        renamed |= moved
         if crashed:
             nones |= {k for k, v in a.items() if v is None and k not in b}
+        if extra or missing or passed or cut or moved:
+            # what differs on later steps may follow from these (a cache the model now keeps, other ids): a
+            # repair that leaves a difference is verified again, and that round finds the next one
+            break
     # only keys the old code passed as None on every step (setting a cache to None would be a change)
     nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
-    if not (remove or keep or nones or passthrough):
+    if not (remove or keep or nones or passthrough or last_token or renamed):
         return None
-    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)))
+    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)),
+                  tuple(sorted(last_token)), tuple(sorted(renamed)))
+
+
+def _last_token_of(old: Summary, new: Summary) -> bool:
+    """Whether ``old`` is ``new`` cut to its last token: (batch, 1) where ``new`` is (batch, k > 1)
+    with the same last column, as an override that keeps ``[:, -1:]`` passes assisted decoding's
+    candidates. Only tensors recorded in full can tell."""
+    if not (isinstance(old, dict) and isinstance(new, dict) and "values" in old and "values" in new):
+        return False
+    shape, wider = old.get("tensor"), new.get("tensor")
+    if old.get("dtype") != new.get("dtype") or not (isinstance(shape, list) and isinstance(wider, list)):
+        return False
+    if len(shape) != 2 or len(wider) != 2 or shape[0] != wider[0] or shape[1] != 1 or wider[1] < 2:
+        return False
+    width = wider[1]
+    return bool(old["values"] == [new["values"][row * width + width - 1] for row in range(shape[0])])
 
 
 def first_call_difference(
@@ -310,11 +349,33 @@ def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: b
     """The repair over the main model's calls and the assistant's (the same class): where the
     assistant's inputs differ by whole keys, the main model's later differences may follow from the
     other candidates it proposed, and re-verification tests that."""
-    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed, received=old.get("received", []))
-    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed)
-    if main is not None and helper is not None:
-        return main | helper
-    return main or helper
+    error = new.get("error", "") if crashed else ""
+    # The forward may say which keys it refused (passed as None by the new code) or could not do without (passed as
+    # None by the old one); where the old code failed too, a None did not keep it running: nothing else is suspected.
+    refused, required = _arguments_named(error, _UNEXPECTED), _arguments_named(error, _MISSING)
+    old_failed = _status(old) is WorkerStatus.ERROR
+    suspects = frozenset(refused) if refused or old_failed else None
+    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed, received=old.get("received", []),
+                      received_new=new.get("received", []), suspects=suspects)
+    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed, suspects=suspects)
+    repair = main | helper if main is not None and helper is not None else main or helper
+    if repair is not None and (required & set(repair.set_none) or old_failed):
+        repair = dataclasses.replace(repair, set_none=tuple(k for k in repair.set_none if k in required))
+    return repair
+
+
+#: keys holding a cache (see ``scenarios.summarize``)
+CACHE_KEYS = frozenset({"past_key_values", "past", "mems", "cache_params"})
+_MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)")
+_UNEXPECTED = re.compile(r"got an unexpected keyword argument (.*)")
+
+
+def _arguments_named(error: str, pattern: re.Pattern[str]) -> set[str]:
+    """The parameters a ``TypeError`` names: those a call lacked (``forward() missing 1 required
+    positional argument: 'input_ids'``) or those it refused (``got an unexpected keyword argument
+    'head_mask'``); empty for any other error."""
+    found = pattern.search(error.splitlines()[0] if error else "")
+    return set(re.findall(r"'(\w+)'", found.group(1))) if found else set()
 
 
 def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True) -> ScenarioOutcome:
@@ -329,7 +390,9 @@ def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_input
             noted = _compare_scenario(old, new)
             if noted.difference is not None:
                 outcome = dataclasses.replace(outcome, detail=f"outputs agree; the prepared inputs differ: {noted.difference}")
-        outcome = dataclasses.replace(outcome, repair=None)
+        # only what the new side's forward said it refused (passed by the new mixin, not by the old code) repairs
+        refused = _arguments_named(new.get("error", ""), _UNEXPECTED) if outcome.status is ScenarioStatus.CRASHED else set()
+        outcome = dataclasses.replace(outcome, repair=Repair(remove=tuple(sorted(refused))) if refused else None)
     return dataclasses.replace(outcome, inputs=dict(old.get("inputs") or {}), cache_used=old.get("cache_used"),
                                variant=old.get("variant", ""))
 

@@ -102,10 +102,15 @@ def record_calls(model: Any, received: list[Call] | None = None) -> list[Call]:
     """
     calls: list[Call] = []
     original = model.prepare_inputs_for_generation
+    try:
+        signature: inspect.Signature | None = inspect.signature(original)
+    except (TypeError, ValueError):
+        signature = None
 
     @functools.wraps(original)
     def recorder(*args: Any, **kwargs: Any) -> Any:
-        given = {k: summarize(kwargs[k]) for k in kwargs if kwargs[k] is not None}
+        arguments = _by_name(signature, args, kwargs)
+        given = {k: summarize(arguments[k]) for k in arguments if arguments[k] is not None}
         prepared = original(*args, **kwargs)
         calls.append({str(k): summarize(v) for k, v in prepared.items()})
         if received is not None:
@@ -114,6 +119,23 @@ def record_calls(model: Any, received: list[Call] | None = None) -> list[Call]:
 
     model.prepare_inputs_for_generation = recorder
     return calls
+
+
+def _by_name(signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What the caller passed, by name: the keywords, and the positional arguments (generate() gives
+    the ids so) under the names of the parameters they fill, so that ids passed on unchanged show."""
+    named = dict(kwargs)
+    if not args or signature is None:
+        return named
+    try:
+        bound = signature.bind_partial(*args)
+    except TypeError:
+        return named
+    for name, value in bound.arguments.items():
+        if signature.parameters[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD or \
+                signature.parameters[name].kind is inspect.Parameter.POSITIONAL_ONLY:
+            named.setdefault(name, value)
+    return named
 
 
 # --------------------------------------------------------------------------------------------- scenarios
