@@ -35,8 +35,6 @@ KNOWN = {
                                                                           "token: a condition no recogniser claims"),
     },
     "5.23.0": {
-        "Kosmos2_5ForConditionalGeneration": ("bespoke", "kwargs-forwarding", "its text model's own preparation is "
-                                                                              "bespoke; the scan does not follow the delegation"),
         "PocketTTSGenerationMixin": ("kwargs-forwarding", "bespoke", "drops two keys in a loop no recogniser claims"),
         "RoCBertForCausalLM": ("kwargs-forwarding", "bespoke", "cuts two inputs to the last token in a form the "
                                                                "slice-with-ids rule does not claim"),

@@ -510,6 +510,51 @@ def test_a_sub_model_delegation_is_a_difference(hoisted: MixinProfile) -> None:
     assert any("self.language_model.prepare_inputs_for_generation" in d.text for d in finding.differences)
 
 
+def test_a_delegation_to_a_sub_model_whose_own_override_does_model_specific_work_is_kept(hoisted: MixinProfile) -> None:
+    """Kosmos-2.5 (5.23) asks ``self.text_model``, a Kosmos2_5TextForCausalLM whose own override drops the image
+    inputs after the first step and grows their mask: super() would skip that, and the verifier, with no image
+    inputs for the model, would not see it. The index names such a sub-model (``Override.delegate_work``)."""
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        return self.text_model.prepare_inputs_for_generation(
+            input_ids, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
+        )
+    '''
+    o = dataclasses.replace(override(source), delegate_work=("ToyTextForCausalLM", "if past_key_values is not None:"))
+    finding = classify_override(o, hoisted)
+    assert (finding.category, finding.action) == (Category.BESPOKE, Action.KEEP)
+    assert has(finding, "bespoke", "self.text_model (ToyTextForCausalLM), whose own override does model-specific work")
+    assert not any(e.how == "swap-delegate" for e in finding.extras)
+
+
+def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own_work() -> None:
+    from codemod.analyse.index import _own_work, _submodels, file_facts
+
+    text = textwrap.dedent('''
+        class ToyTextForCausalLM(ToyPreTrainedModel):
+            def prepare_inputs_for_generation(self, input_ids, image_embeds=None, **kwargs):
+                model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
+                model_inputs["image_embeds"] = torch.cat([image_embeds, image_embeds], dim=1)
+                return model_inputs
+
+
+        class ToyForConditionalGeneration(ToyPreTrainedModel):
+            def __init__(self, config):
+                super().__init__(config)
+                self.text_model = ToyTextForCausalLM(config.text_config)
+                self.vision = AutoModel.from_config(config.vision_config)
+
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                return self.text_model.prepare_inputs_for_generation(input_ids, **kwargs)
+    ''')
+    facts = file_facts("src/transformers/models/toy/modeling_toy.py", text, FileKind.MODELING)
+    [text_lm, composite] = facts.classes
+    # only a sub-model built from a class by name is known; an Auto class may be anything
+    assert composite.submodels == (("text_model", "ToyTextForCausalLM"),) and text_lm.submodels == ()
+    assert _own_work(facts.overrides[0].analysis) is not None
+    assert _submodels(__import__("ast").parse("class A:\n    pass\n").body[0]) == ()
+
+
 #: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it
 LLAVA_DELEGATING = '''
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, pixel_values=None,

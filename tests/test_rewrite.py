@@ -772,6 +772,33 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
         pytest.param(
             src('''
                 class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(
+                        self,
+                        input_ids,
+                        past_key_values=None,
+                        inputs_embeds=None,
+                        pixel_values_of_the_tower=None,
+                        cache_position_new=None,
+                        **kwargs,
+                    ):
+                        return {"input_ids": input_ids}
+            '''),
+            ("input_ids", "inputs_embeds", "pixel_values_of_the_tower", "cache_position_new", "kwargs"),
+            src('''
+                class FooForCausalLM(Base):
+                    def prepare_inputs_for_generation(
+                        self, input_ids, inputs_embeds=None, pixel_values_of_the_tower=None, cache_position_new=None, **kwargs
+                    ):
+                        model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
+                        if cache_position[0] == 0:
+                            model_inputs["pixel_values"] = pixel_values
+                        return model_inputs
+            '''),
+            id="too-long-for-one-line-the-parameters-on-a-line-of-their-own",
+        ),
+        pytest.param(
+            src('''
+                class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(self, input_ids, *, inputs_embeds=None, use_cache=True,
                                                       cache_position=None, pixel_values=None, **kwargs):
                         return {"input_ids": input_ids}

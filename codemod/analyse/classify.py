@@ -231,6 +231,13 @@ class _Judge:
             self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
                                 "code outside the release: super() is not known to prepare them the same way")
             return False
+        if self.o.delegate_work is not None:
+            # super() would skip what the sub-model's own override does, and a verifier without the model's
+            # inputs for it (images, say) would not notice
+            owner, work = self.o.delegate_work
+            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to} ({owner}), whose own override does "
+                                f"model-specific work ({work}): super() would skip it")
+            return False
         return True
 
     def behaviours(self) -> None:

@@ -26,7 +26,8 @@ from codemod.analyse import copies, modular
 from codemod.analyse.analysis import BodyAnalysis, Delegation
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
-from codemod.contracts import CopyScope, OverrideId
+from codemod.contracts import CopyScope, OverrideId, ValueOrigin
+from rules.base import Kind
 from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.analyse.target import Target, for_checkout
@@ -47,6 +48,8 @@ class ClassFacts:
     #: simple class-level assignments, name -> code (``_supports_cache_class = True``)
     attributes: tuple[tuple[str, str], ...]
     marker: copies.CopyMarker | None
+    #: sub-models ``__init__`` builds from a class by name, attribute -> class (``self.text_model = TextLM(...)``)
+    submodels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +126,9 @@ class Override:
     #: a modular source's override only: the override the converter would copy in if it were deleted (the
     #: modular trap, ``modular.inherited_origin``); None when no parent defines the method
     inherited_from: OverrideId | None = None
+    #: where the override takes its inputs from a sub-model whose class (in this file) has an override of its
+    #: own that does model-specific work: that class and the first such statement
+    delegate_work: tuple[str, str] | None = None
 
     @property
     def lines(self) -> int:
@@ -180,6 +186,31 @@ def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             out.append((statement.target.id, ast.unparse(statement.value)))
     return tuple(out)
+
+
+def _submodels(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    """``self.<attr> = <Class>(...)`` in ``__init__``: the sub-models built from a class by name."""
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return ()
+    out = []
+    for node in ast.walk(init):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
+                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self"
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)):
+            out.append((node.targets[0].attr, node.value.func.id))
+    return tuple(out)
+
+
+def _own_work(analysis: BodyAnalysis) -> str | None:
+    """What of an override is the model's own: a statement no rule knows, a bespoke behaviour, or an input
+    computed by code the engine cannot vouch for."""
+    if analysis.unrecognised:
+        return analysis.unrecognised[0].code.splitlines()[0]
+    bespoke = next((r.behaviour for r in analysis.recognised if Kind(r.kind) is Kind.BESPOKE), None)
+    if bespoke is not None:
+        return bespoke
+    return next((f"{o.key} computed its own way" for o in analysis.outputs if o.value.origin is ValueOrigin.EXPR), None)
 
 
 def _overwritten(lines: Sequence[str], start: int, end: int) -> str | None:
@@ -244,6 +275,7 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 forward_params=modular.function_params(forward) if forward else None,
                 attributes=_attributes(node),
                 marker=copies.marker_above(plain, _start_line(node)),
+                submodels=_submodels(node),
             )
         )
         method = methods.get(METHOD)
@@ -546,6 +578,13 @@ def _assemble(
             origin = None
             if facts.generated_from is not None:
                 origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
+            delegate_work = None
+            delegate = found.analysis.delegates_to or ""
+            if delegate.startswith("self.") and found.analysis.delegation is Delegation.SUBMODEL:
+                built = {a: c for cls in reversed(chain) for a, c in cls.submodels}.get(delegate.removeprefix("self."))
+                theirs = next((o for o in facts.overrides if o.class_name == built), None)
+                work = _own_work(theirs.analysis) if theirs is not None else None
+                delegate_work = (theirs.class_name, work) if theirs is not None and work is not None else None
             inherited = None
             if facts.kind is FileKind.MODULAR:
                 trap = modular.inherited_origin(checkout, path, found.class_name, METHOD, read)
@@ -575,6 +614,7 @@ def _assemble(
                     fallback=view.fallback if view is not None else None,
                     in_library=in_library,
                     inherited_from=inherited,
+                    delegate_work=delegate_work,
                 )
             )
             if found.marker is not None:

@@ -527,6 +527,18 @@ class _Planner:
                 # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
                 extras = tuple(e for e in (*f.extras, *_repair_extras(repair))
                                if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
+                swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
+                fixes = _extra_statements(f.override, _repair_extras(repair), slim=True) if swap is not None else None
+                if swap is not None and fixes:
+                    # super() instead of the sub-model, and after it what the sub-model's own override did
+                    summary = _extras_summary(_repair_extras(repair))
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_drops(fixes)) + "\n",
+                                                    mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
+                                                    reason=f"reduced: super() instead of {swap}, after verification: {summary}",
+                                                    # a fix that reads a parameter keeps every one (slimming drops some)
+                                                    keep_params=() if _names("\n".join(fixes)) & params
+                                                    else swap_parameters(f.override), extras=extras)
+                    continue
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:
                     summary = _extras_summary(extras)

@@ -162,6 +162,15 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
     return slim
 
 
+def _before_return(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
+    """``code`` (statements on the prepared dict) right before the body's final ``return model_inputs``:
+    what a swapped delegation's sub-model did that super() does not (verification's repair)."""
+    body = list(cst.ensure_type(function.body, cst.IndentedBlock).body)
+    if not body or not m.matches(body[-1], m.SimpleStatementLine(body=[m.Return(value=m.Name("model_inputs"))])):
+        raise RewriteError("the body does not end in `return model_inputs`: nothing to add the repair before")
+    return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *_code_block(module, code), body[-1]]))
+
+
 def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str]) -> cst.FunctionDef:
     """Keep only the named parameters (with their annotations and defaults), on one line if it fits."""
     params = function.params
@@ -177,9 +186,12 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
     if params.star_kwarg is not None:
         parts.append(_param_code(params.star_kwarg))
     indent = module.default_indent
-    one_line = f"{indent}def {function.name.value}({', '.join(parts)}):"
-    if len(one_line) <= 119:
-        header = f"def {function.name.value}({', '.join(parts)}):"
+    joined = ", ".join(parts)
+    if len(f"{indent}def {function.name.value}({joined}):") <= 119:
+        header = f"def {function.name.value}({joined}):"
+    elif len(f"{indent * 2}{joined}") <= 119:
+        # the parameters on one line of their own, as ruff lays out what has no trailing comma
+        header = f"def {function.name.value}(\n    {joined}\n):"
     else:
         # one parameter per line (what ruff makes of it); lines are written at the method's level,
         # _in_module_style indents them into the class
@@ -448,6 +460,8 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = _replace_function(module, function, edit.text)
         elif edit.kind is EditKind.SWAP_DELEGATE:
             function = _swap_delegate(module, function, edit.keep_params)
+            if edit.text:
+                function = _before_return(module, function, edit.text)
         elif edit.kind is EditKind.MARK:
             function = _mark(function, edit.text)
         elif edit.kind is EditKind.DROP_MARKER:
