@@ -22,7 +22,10 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids") or not ctx.under_past:
         return None
-    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")})
+    # the test it is cut under, innermost first: a reduction that cuts again after super() uses the same one
+    # (an empty Cache is falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step)
+    guard = next(g for g in reversed(ctx.guards) if g.startswith("past"))
+    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")}, facets={"guard": guard})
 
 
 class SliceToLastToken(TemplateRule):
@@ -61,6 +64,7 @@ CASES = (
             input_ids = input_ids[:, -1:]
         """,
         detail="[:, -1:]",
+        facets={"guard": "past-truthy"},
     ),
     Case(
         "unsqueeze",
@@ -69,6 +73,7 @@ CASES = (
             input_ids = input_ids[:, -1].unsqueeze(-1)
         """,
         detail="[:, -1].unsqueeze(-1)",
+        facets={"guard": "past-not-none"},
     ),
     Case(
         "old-past-name-reformatted",
@@ -77,6 +82,7 @@ CASES = (
             input_ids = input_ids[ :, -1 : ]  # only the last token
         """,
         detail="[:, -1:]",
+        facets={"guard": "past-not-none"},
     ),
     Case(
         "in-else-of-no-cache",
@@ -87,6 +93,7 @@ CASES = (
             input_ids = (input_ids[:, -1:])
         """,
         detail="[:, -1:]",
+        facets={"guard": "past-not-none"},
     ),
     Case(
         "decoder-input-ids",
@@ -95,6 +102,7 @@ CASES = (
             decoder_input_ids = decoder_input_ids[:, -1:]
         """,
         detail="[:, -1:]",
+        facets={"guard": "past-truthy"},
     ),
     NoOp(
         "two-tokens",

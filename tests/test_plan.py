@@ -808,12 +808,13 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
 
 
 def test_a_last_token_repair_cuts_the_ids_again_under_the_old_test(fixture_result: ScanResult) -> None:
-    """Heron keeps ``input_ids[:, -1:]`` once there is a cache: a last-token repair cuts what super()
-    prepared the same way, under the truth of the cache (an empty Cache is falsy, as it was)."""
+    """Heron keeps ``input_ids[:, -1:]`` under ``past_key_values is not None``: a last-token repair cuts what
+    super() prepared the same way, under the same test (``if past_key_values:`` would differ on the first step
+    with an empty Cache, which is falsy)."""
     heron = _finding(fixture_result, "HeronForCausalLM").override
     body = reduced_body(heron, [Extra("input_ids", ExtraHow.LAST_TOKEN)])
     assert body is not None
-    assert body.endswith('if past_key_values:\n    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]\n'
+    assert body.endswith('if past_key_values is not None:\n    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]\n'
                          "return model_inputs\n")
     ast.parse(body)
     # an override that never cut its ids to the last token has no test to cut them under: no reduction

@@ -208,14 +208,16 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
 
 
 def _last_token_guard(override: Override) -> str | None:
-    """The cache parameter under whose truth the override cut its ids to the last token
-    (``slice-to-last-token``); None when the scan saw no such cut."""
+    """The test under which the override cut its ids to the last token (``slice-to-last-token``), on its
+    cache parameter; None when the scan saw no such cut, or one under another test."""
     from rules.slice_to_last_token import RULE as LAST_TOKEN
 
     a = override.analysis
-    if not any(r.code == LAST_TOKEN.code for r in a.recognised):
+    cut = next((r for r in a.recognised if r.code == LAST_TOKEN.code), None)
+    cache = next((p.name for p in a.params if p.name in ("past_key_values", "past")), None)
+    if cut is None or cache is None:
         return None
-    return next((p.name for p in a.params if p.name in ("past_key_values", "past")), None)
+    return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(cut.facet("guard") or "")
 
 
 def _names(code: str) -> set[str]:
