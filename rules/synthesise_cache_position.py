@@ -31,6 +31,8 @@ RULE = TemplateRule(
         detail=variant,
         outputs={"cache_position": Value(ValueOrigin.BEHAVIOUR, "synthesise-cache-position")},
         defines={"cache_position": Value(ValueOrigin.BEHAVIOUR, "synthesise-cache-position")},
+        # the class attribute under which the key is passed: forward must take it there (soundness)
+        facets={"passed_when": "_supports_cache_class"},
     ),
 )
 
@@ -57,6 +59,7 @@ CASES = (
             )
         """,
         detail="forwarded only for models with Cache classes",
+        facets={"passed_when": "_supports_cache_class"},
     ),
     NoOp(
         "half",

@@ -1012,3 +1012,24 @@ SELECTION = (
 )
 def test_select(only: tuple[str, ...], skip: tuple[str, ...], expected: list[str]) -> None:
     assert [o.class_name for o in select(SELECTION, only, skip)] == expected
+
+
+def test_the_mixin_reaches_forward_with_cache_position_for_a_class_with_cache_classes(hoisted: MixinProfile) -> None:
+    """The generic mixin passes ``cache_position`` only where ``self._supports_cache_class``: a class that sets it
+    and whose forward takes no ``cache_position`` (remote Phi-3 of the 4.40 era) would get a TypeError, which the
+    soundness check must see (it refuses, or drops the key where verification follows)."""
+    from codemod.analyse import soundness
+    from codemod.transform.apply import mixin_reach
+
+    reach = mixin_reach(hoisted)
+    assert ("cache_position", "_supports_cache_class") in reach.when_attribute
+    source = '''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+        return {"input_ids": input_ids, "past_key_values": past_key_values}
+    '''
+    forward = ("input_ids", "past_key_values", "attention_mask", "inputs_embeds", "use_cache")
+    with_cache = override(source, forward_params=forward, attributes=(("_supports_cache_class", "True"),))
+    assert "cache_position" in soundness.forwarded_keys(with_cache, reach)
+    assert soundness.not_taken(with_cache, soundness.forwarded_keys(with_cache, reach)) == ("cache_position",)
+    legacy = override(source, forward_params=forward)
+    assert "cache_position" not in soundness.forwarded_keys(legacy, reach)

@@ -49,7 +49,8 @@ def scan_tree(root: Path, target: Target | None = None) -> ScanResult:
 def outcome(result: ScanResult, class_name: str) -> tuple[Action, FallbackKind, str, list[EditKind]]:
     """(the action the plan ends with, the fallback, every reason and hold in one text, the edits)."""
     [finding] = [f for f in result.findings if f.override.class_name == class_name]
-    plan = compute_changes(result, mark_kept=True).plan  # with --mark: a kept override's reason shows as its mark
+    # as `codemod apply --mark` plans a tree (nothing verifies it): a kept override's reason shows as its mark
+    plan = compute_changes(result, mark_kept=True, hold_unproven=True).plan
     oid = finding.override.id
     texts = [r.text for r in finding.reasons] + [h.detail for h in plan.held if h.subject == oid]
     edits = [e.kind for e in plan.edits() if e.override_id == oid]

@@ -46,6 +46,9 @@ class Reach:
     never: frozenset[str] = frozenset()
     #: the inputs it reads itself (its parameters, the keys it prepares): what a kept statement must leave alone
     reads: frozenset[str] = frozenset()
+    #: keys it sets only for a class whose attribute says so: (key, attribute) (``cache_position`` where
+    #: ``self._supports_cache_class``)
+    when_attribute: frozenset[tuple[str, str]] = frozenset()
 
 
 def reach_of(override: Override, mixin: Reach) -> Reach:
@@ -73,7 +76,7 @@ def forwarded_keys(override: Override, reach: Reach, keywords: Iterable[str] = (
     """The keys ``forward`` receives once the override is deleted (no ``keywords`` or ``extras``) or
     reduced to ``super()`` called with ``keywords`` and followed by ``extras``, that the old override
     did not pass it."""
-    keys = set(reach.sets)
+    keys = set(reach.sets) | {key for key, attribute in reach.when_attribute if override.attribute(attribute) == "True"}
     if _encoder_decoder(override):
         keys.discard("inputs_embeds")  # the mixin feeds embeddings to decoder-only models only
     if reach.forwards_kwargs:

@@ -597,9 +597,12 @@ class _Planner:
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
         as the old closed dict never passed them (verification checks the result; it made the same repair).
-        Outside one, nothing runs the model to check it: the refusal below keeps the override instead."""
+        Outside one the same holds where verification follows (remote Phi-3 and the ``cache_position`` of a
+        mixin for models with Cache classes); without it nothing runs the model to check it: the refusal below
+        keeps the override instead."""
         o = f.override
-        if not o.in_library or self.mixin_reach is None or decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
+        if (not o.in_library and self.hold_unproven) or self.mixin_reach is None \
+                or decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
             return decision
         reach = soundness.reach_of(o, self.mixin_reach)
         extras = decision.extras
