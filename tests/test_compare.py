@@ -373,3 +373,17 @@ def test_across_two_releases_only_a_key_the_new_forward_refused_is_repaired() ->
     outcome = compare_scenario(ok(), refused, same_inputs=False)
     assert outcome.status == "crashed" and outcome.repair == Repair(remove=("cache_position",))
     assert compare_scenario(ok(), crash("greedy", "RuntimeError: shapes", []), same_inputs=False).repair is None
+
+
+def test_a_none_for_a_parameter_that_defaults_to_none_is_never_a_cause() -> None:
+    """Passing None to a forward parameter whose default is None is leaving it out: neither the None the
+    mixin adds (``inputs_embeds`` for a decoder-only model) nor one it no longer passes (``head_mask``)
+    can be why the new side crashed, so no repair pops or re-adds them."""
+    old = ok(calls=[{"input_ids": tensor([5]), "head_mask": None}])
+    new = crash("greedy", "RuntimeError: shapes", [{"input_ids": tensor([5]), "inputs_embeds": None, "guidance_scale": None}])
+    assert compare_scenario(old, new).repair == Repair(remove=("guidance_scale", "inputs_embeds"), set_none=("head_mask",))
+    assert compare_scenario(old, new, optional=frozenset({"inputs_embeds", "head_mask"})).repair == \
+        Repair(remove=("guidance_scale",))
+    # the class's forward, as the worker records it, reaches every scenario
+    verdict = compare("a::A", {**side(old), "forward_optional": ["inputs_embeds", "head_mask"]}, side(new))
+    assert verdict.repair() == Repair(remove=("guidance_scale",))

@@ -71,6 +71,7 @@ ResultDocument = TypedDict(
         "notes": list[str],
         "variants": list[dict[str, Any]],
         "caches": bool,
+        "forward_optional": list[str],
         "scenarios": list[ScenarioDocument],
         "seconds": float,
     },
@@ -230,7 +231,7 @@ def _call_difference(old: PreparedCall, new: PreparedCall) -> tuple[str, str, st
 
 def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall], *, crashed: bool,
                received: Sequence[PreparedCall] = (), received_new: Sequence[PreparedCall] | None = None,
-               suspects: frozenset[str] | None = None) -> Repair | None:
+               suspects: frozenset[str] | None = None, optional: frozenset[str] = frozenset()) -> Repair | None:
     """The reduction that would make the new calls what the old ones were, when whole keys differ
     first: keys the new code adds (removed), keys the old code passed that the new one leaves out
     (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
@@ -240,7 +241,8 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     forward may require them). Calls are compared in order up to the first step where keys differ
     (later steps may differ as its consequence), or the first difference that none of these explain;
     a hypothesis that re-verification tests. ``suspects``: where the crash names the
-    keys a forward refused, only those of the keys the new code passes as None are removed.
+    keys a forward refused, only those of the keys the new code passes as None are removed; a None for a
+    parameter of ``forward`` that defaults to None (``optional``) is never a cause.
     A cache is never passed through: the mixin hands it on as it gets it, so a cache that differs
     follows from another difference."""
     remove: set[str] = set()
@@ -255,7 +257,7 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
-            extra |= {k for k in b if k not in a and (suspects is None or k in suspects)}
+            extra |= {k for k in b if k not in a and (suspects is None or k in suspects) and k not in optional}
         missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
         passed = {
             k for k, v in a.items()
@@ -280,7 +282,7 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
         last_token |= cut
         renamed |= moved
         if crashed:
-            nones |= {k for k, v in a.items() if v is None and k not in b}
+            nones |= {k for k, v in a.items() if v is None and k not in b and k not in optional}
         if extra or missing or passed or cut or moved:
             # what differs on later steps may follow from these (a cache the model now keeps, other ids): a
             # repair that leaves a difference is verified again, and that round finds the next one
@@ -345,7 +347,8 @@ def _outputs_difference(name: str, old: ScenarioDocument, new: ScenarioDocument)
     return None
 
 
-def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: bool) -> Repair | None:
+def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: bool,
+                     optional: frozenset[str] = frozenset()) -> Repair | None:
     """The repair over the main model's calls and the assistant's (the same class): where the
     assistant's inputs differ by whole keys, the main model's later differences may follow from the
     other candidates it proposed, and re-verification tests that."""
@@ -356,8 +359,9 @@ def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: b
     old_failed = _status(old) is WorkerStatus.ERROR
     suspects = frozenset(refused) if refused or old_failed else None
     main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed, received=old.get("received", []),
-                      received_new=new.get("received", []), suspects=suspects)
-    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed, suspects=suspects)
+                      received_new=new.get("received", []), suspects=suspects, optional=optional)
+    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed, suspects=suspects,
+                        optional=optional)
     repair = main | helper if main is not None and helper is not None else main or helper
     if repair is not None and (required & set(repair.set_none) or old_failed):
         repair = dataclasses.replace(repair, set_none=tuple(k for k in repair.set_none if k in required))
@@ -378,11 +382,13 @@ def _arguments_named(error: str, pattern: re.Pattern[str]) -> set[str]:
     return set(re.findall(r"'(\w+)'", found.group(1))) if found else set()
 
 
-def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True) -> ScenarioOutcome:
+def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True,
+                     optional: frozenset[str] = frozenset()) -> ScenarioOutcome:
     """One scenario's outcome. Without ``same_inputs`` (two releases) the prepared inputs are not
-    held against each other: a difference there is noted on a scenario whose outputs agree."""
+    held against each other: a difference there is noted on a scenario whose outputs agree.
+    ``optional``: the parameters of ``forward`` that default to None (see ``repair_for``)."""
     if same_inputs:
-        outcome = _compare_scenario(old, new)
+        outcome = _compare_scenario(old, new, optional)
     else:
         blind: ScenarioDocument = {"calls": [], "assistant_calls": [], "outer_calls": [], "received": []}
         outcome = _compare_scenario({**old, **blind}, {**new, **blind})
@@ -397,7 +403,7 @@ def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_input
                                variant=old.get("variant", ""))
 
 
-def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument) -> ScenarioOutcome:
+def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: frozenset[str] = frozenset()) -> ScenarioOutcome:
     name = old["name"]
     if _status(old) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
@@ -428,8 +434,9 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument) -> ScenarioO
     if new_failed:
         detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
         difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
-        return ScenarioOutcome(name, ScenarioStatus.CRASHED, detail, difference, _scenario_repair(old, new, crashed=True))
-    repair = _scenario_repair(old, new, crashed=False)
+        return ScenarioOutcome(name, ScenarioStatus.CRASHED, detail, difference,
+                               _scenario_repair(old, new, crashed=True, optional=optional))
+    repair = _scenario_repair(old, new, crashed=False, optional=optional)
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
         return ScenarioOutcome(name, ScenarioStatus.DIFFERS, str(calls or outputs), calls or outputs, repair)
@@ -473,10 +480,11 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
         return ClassVerdict(override_id, Verdict.CRASHED, detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
                             seconds=seconds)
     new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
+    optional = frozenset(old.get("forward_optional") or ())
     outcomes = []
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"})
-        outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs))
+        outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs, optional=optional))
     outcomes = _consistent_extensions(outcomes, new_by_name)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}

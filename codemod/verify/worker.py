@@ -192,6 +192,7 @@ def handle(request: Document) -> Document:
     result["status"] = "ok"
     result["variants"] = [v.to_json() for v in chosen]
     result["caches"] = _caches(model_class)
+    result["forward_optional"] = _optional_parameters(model_class)
     inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
@@ -237,6 +238,19 @@ def _caches(model_class: type[Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return any(name in parameters for name in (*scenarios.CACHE_KEYS, "use_cache"))
+
+
+def _optional_parameters(model_class: type[Any]) -> list[str]:
+    """The parameters of ``forward`` that default to None: passing None there is leaving them out, so a None
+    the new code passes, or one it no longer passes, cannot be what crashed it (comparison's repairs)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model_class.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return sorted(p.name for p in parameters if p.kind in named and p.default is None)
 
 
 def _resident_mb() -> int:
