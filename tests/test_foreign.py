@@ -280,3 +280,23 @@ def test_a_pretrained_only_class_against_real_releases(foreign: Path, version: s
     action, fallback, texts, got = outcome(result, "LegacyForCausalLM")
     assert (action, fallback, got) == (Action.DELETE, FallbackKind.MIXIN, edits), texts
     assert result.profile.source.startswith("transformers/generation/utils.py:")
+
+
+def test_a_class_level_copy_from_outside_the_tree_is_planned_without_a_crash(foreign: Path) -> None:
+    """A class marked ``# Copied from transformers.…`` as a whole, its source outside the tree: the copy cannot
+    be checked, so it constrains nothing; its override is planned like any other (a reduction's marker is the
+    method's, and a class-level one stays)."""
+    (foreign / "modeling_whole_copy.py").write_text(
+        (foreign / "modeling_copied.py").read_text(encoding="utf-8")
+        .replace("    # Copied from transformers.models.chameleon.modeling_chameleon.ChameleonForConditionalGeneration"
+                 ".prepare_inputs_for_generation\n", "")
+        .replace("class CopiedForCausalLM(", "# Copied from transformers.models.chameleon.modeling_chameleon."
+                 "ChameleonForConditionalGeneration with Chameleon->WholeCopy\nclass WholeCopyForCausalLM("),
+        encoding="utf-8",
+    )
+    result = scan_tree(foreign)
+    [finding] = [f for f in result.findings if f.override.class_name == "WholeCopyForCausalLM"]
+    assert finding.override.copied_from is not None and finding.override.copied_from.source_id is None
+    plan = compute_changes(result, hold_unproven=True).plan
+    assert plan.action_of(finding.override.id) is Action.REDUCE
+    assert EditKind.DROP_MARKER not in [e.kind for e in plan.edits() if e.override_id == finding.override.id]

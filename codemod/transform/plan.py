@@ -706,9 +706,9 @@ class _Planner:
             link = o.copied_from
             if link is None:
                 continue
-            if (link.source_id is None or link.check.status is not CopyStatus.CONSISTENT) and link.scope is CopyScope.METHOD:
+            if link.source_id is None or link.check.status is not CopyStatus.CONSISTENT:
                 decision = self.decisions.get(oid)
-                if decision is not None and decision.action is Action.REDUCE:
+                if link.scope is CopyScope.METHOD and decision is not None and decision.action is Action.REDUCE:
                     # a source outside what is read (remote code copying a transformers model), or one it drifted
                     # from: whatever the source does, the reduced method is no copy of it
                     self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
