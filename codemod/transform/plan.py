@@ -157,6 +157,15 @@ def _param_list(override: Override) -> tuple[str, list[str], str | None, str | N
     return ids, named, args, kwargs
 
 
+#: the extras re-created by one statement after super() (``key``: the key as code, ``quoted``: the source as code)
+_ONE_STATEMENT = {
+    ExtraHow.DROP: "model_inputs.pop({key}, None)",
+    ExtraHow.SET_NONE: "model_inputs[{key}] = None",
+    ExtraHow.PASSTHROUGH: "model_inputs[{key}] = {source}",
+    ExtraHow.RENAMED: "model_inputs[{key}] = model_inputs.pop({quoted})",
+}
+
+
 def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = False) -> list[str] | None:
     """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
     lines: list[str] = []
@@ -164,24 +173,15 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
     outputs = override.analysis.outputs
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
-        if extra.how is ExtraHow.DROP:
-            lines.append(f"model_inputs.pop({key}, None)")
-            continue
-        if extra.how is ExtraHow.SET_NONE:
-            lines.append(f"model_inputs[{key}] = None")
-            continue
-        if extra.how is ExtraHow.PASSTHROUGH:
-            lines.append(f"model_inputs[{key}] = {extra.source}")
-            continue
-        if extra.how is ExtraHow.RENAMED:
-            lines.append(f"model_inputs[{key}] = model_inputs.pop({json.dumps(extra.source)})")
+        if extra.how in _ONE_STATEMENT:
+            lines.append(_ONE_STATEMENT[extra.how].format(key=key, source=extra.source, quoted=json.dumps(extra.source)))
             continue
         if extra.how is ExtraHow.LAST_TOKEN:
-            cache = _last_token_guard(override)
-            if cache is None:
+            test = _last_token_guard(override)
+            if test is None:
                 return None
-            # the old code's own cut, under its own test (an empty Cache is falsy: the first step is not cut)
-            lines += [f"if {cache}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
+            # the old code's own cut, under its own test
+            lines += [f"if {test}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
             continue
         if extra.how is ExtraHow.KEEP_STATEMENTS:
             continue  # the statements themselves stay, in front of super() (see Edit.keep)
