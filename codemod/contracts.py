@@ -60,6 +60,10 @@ class ExtraHow(Vocabulary):
     SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
 
 
+#: the keys and parameter names a model's cache travels under (``past_buckets_states``: Reformer's)
+CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
+
+
 class Verdict(Vocabulary):
     """What verification concluded about one class."""
 

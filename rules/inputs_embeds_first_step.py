@@ -21,6 +21,7 @@ from codemod.contracts import ValueOrigin
 from rules._pattern import Template
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, parse_docstring
 from rules.guards import PAST_NAMES
+from rules.slice_by_cache_length import RULE as CACHE_LENGTH
 from rules.values import string_key, value_of
 
 _TESTS = {
@@ -148,7 +149,7 @@ class InputsEmbedsFirstStep(Rule):
         label = _first_step_test(statement.test)
         if label is None:
             return None
-        if _FACETS[label] == "past length" and ctx.value_of("past_length") != Value(ValueOrigin.BEHAVIOUR, "slice-by-cache-length"):
+        if _FACETS[label] == "past length" and ctx.value_of("past_length") != Value(ValueOrigin.BEHAVIOUR, CACHE_LENGTH.name):
             return None  # a past_length the engine did not see counted from the cache
         first = _dict_assignment(statement.body.body, ctx)
         later = _dict_assignment(statement.orelse.body.body, ctx)

@@ -10,6 +10,7 @@ checkout is read), and classified against two mixin profiles:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import textwrap
 
@@ -552,7 +553,8 @@ def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own
     # only a sub-model built from a class by name is known; an Auto class may be anything
     assert composite.submodels == (("text_model", "ToyTextForCausalLM"),) and text_lm.submodels == ()
     assert _own_work(facts.overrides[0].analysis) is not None
-    assert _submodels(__import__("ast").parse("class A:\n    pass\n").body[0]) == ()
+    [no_init] = ast.parse("class A:\n    pass\n").body
+    assert isinstance(no_init, ast.ClassDef) and _submodels(no_init) == ()
 
 
 #: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it

@@ -1415,6 +1415,37 @@ def test_swap_delegate_asks_super_and_keeps_the_rest() -> None:
     assert_outside_unchanged(result.old, result.new, cls)
 
 
+def test_swap_delegate_with_a_repair_adds_it_before_the_final_return() -> None:
+    """Verification found what the sub-model's own override did that super() does not (a key it dropped):
+    the swapped body gets it right before ``return model_inputs``; a body ending otherwise is refused."""
+    before = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
+                model_inputs = self.language_model.prepare_inputs_for_generation(
+                    input_ids, cache_position=cache_position, **kwargs
+                )
+                if cache_position[0] == 0:
+                    model_inputs["pixel_values"] = pixel_values
+                return model_inputs
+    ''')
+    cls = "FooForConditionalGeneration"
+    result = rewrite(before, edit(EditKind.SWAP_DELEGATE, 'model_inputs.pop("position_ids", None)\n', cls=cls))
+    assert result.error is None, result.error
+    after = before.replace("self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation(")
+    after = after.replace("        return model_inputs\n",
+                          '        model_inputs.pop("position_ids", None)\n        return model_inputs\n')
+    assert_parses(after)
+    assert result.new_text() == after
+    assert_outside_unchanged(result.old, result.new, cls)
+    returned = src('''
+        class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                return self.language_model.prepare_inputs_for_generation(input_ids, **kwargs)
+    ''')
+    refused = rewrite(returned, edit(EditKind.SWAP_DELEGATE, 'model_inputs.pop("position_ids", None)\n', cls=cls))
+    assert refused.error is not None and "return model_inputs" in refused.error
+
+
 def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_and_the_call() -> None:
     """Parameters only handed on as ``name=name`` reach super() through **kwargs: the signature and the
     call lose them, and the call is laid out again (one line when it fits)."""

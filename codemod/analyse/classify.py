@@ -31,7 +31,7 @@ import textwrap
 from collections.abc import Iterable
 
 from codemod.analyse.analysis import Delegation
-from codemod.contracts import ExtraHow, ReasonKind, ValueOrigin, Vocabulary
+from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
@@ -43,7 +43,6 @@ IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
 #: keys generate() always puts into the model kwargs: a parameter default for them never applies
 GENERATE_PROVIDES = frozenset({"use_cache", "past_key_values", "attention_mask", "cache_position", "encoder_outputs"})
 #: names a cache goes by; passing one under another key than ``past_key_values`` is model-specific
-CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "past_key_value", "past_buckets_states"})
 #: the parameter the 5.x mixin slices the ids by; None passes every id
 SLICE_LENGTH = "next_sequence_length"
 #: the inputs a fallback prepares itself (slices, builds or passes as the cache): an override that computes

@@ -11,7 +11,6 @@ import codecs
 import dataclasses
 import difflib
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -184,20 +183,15 @@ def mixin_reach(profile: MixinProfile) -> soundness.Reach:
     analysis = profile.analysis
     if analysis is None:
         return soundness.Reach(True, frozenset())
-    passed = [o for o in analysis.outputs if not o.guards and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)]
-    sets = {o.key for o in passed if not o.conditions}
-    # ``if self._supports_cache_class: model_inputs["cache_position"] = cache_position``: set for the classes that say so
-    when = {(o.key, found.group(1)) for o in passed if len(o.conditions) == 1
-            and (found := _SELF_ATTRIBUTE.fullmatch(o.conditions[0])) is not None}
-    # a behaviour that passes its key under a class attribute (the mixin's synthesise-cache-position)
+    sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions
+            and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)}
+    # a behaviour that passes its key only for a class whose attribute says so (the mixin's
+    # ``if self._supports_cache_class: model_inputs["cache_position"] = cache_position``, synthesise-cache-position)
     claimed = {o.value.name: o.key for o in analysis.outputs if o.value.origin is ValueOrigin.BEHAVIOUR}
-    when |= {(claimed[r.behaviour], attribute) for r in analysis.recognised
-             if r.behaviour in claimed and (attribute := r.facet("passed_when")) is not None}
+    when = {(claimed[r.behaviour], attribute) for r in analysis.recognised
+            if r.behaviour in claimed and (attribute := r.facet("passed_when")) is not None}
     return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis),
                            frozenset(when))
-
-
-_SELF_ATTRIBUTE = re.compile(r"self\.(\w+)")
 
 
 def compute_changes(

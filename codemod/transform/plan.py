@@ -527,13 +527,13 @@ class _Planner:
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
                 outputs = {o.key for o in f.override.analysis.outputs}
                 # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
-                extras = tuple(e for e in (*f.extras, *_repair_extras(repair))
-                               if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
+                repaired = tuple(e for e in _repair_extras(repair) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
+                extras = (*f.extras, *repaired)
                 swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
-                fixes = _extra_statements(f.override, _repair_extras(repair), slim=True) if swap is not None else None
+                fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
                 if swap is not None and fixes:
                     # super() instead of the sub-model, and after it what the sub-model's own override did
-                    summary = _extras_summary(_repair_extras(repair))
+                    summary = _extras_summary(repaired)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_drops(fixes)) + "\n",
                                                     mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
                                                     reason=f"reduced: super() instead of {swap}, after verification: {summary}",

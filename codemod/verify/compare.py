@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from codemod.contracts import Repair, ScenarioStatus, Verdict, WorkerStatus
+from codemod.contracts import CACHE_NAMES, Repair, ScenarioStatus, Verdict, WorkerStatus
 
 RTOL = 1e-4
 ATOL = 1e-5
@@ -263,7 +263,7 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
             k for k, v in a.items()
             if v is not None and k in given and k in b and same_summary(v, given[k]) and not same_summary(v, b[k])
             # given other ids (other tokens generated), the new code's other value is a consequence
-            and k in given_new and same_summary(given[k], given_new[k]) and k not in CACHE_KEYS
+            and k in given_new and same_summary(given[k], given_new[k]) and k not in CACHE_NAMES
         }
         cut = {k for k, v in a.items() if k in b and k not in passed and _last_token_of(v, b[k])}
         # the same value under another key (an encoder-decoder key the mixin names by the config)
@@ -368,8 +368,6 @@ def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: b
     return repair
 
 
-#: keys holding a cache (see ``scenarios.summarize``)
-CACHE_KEYS = frozenset({"past_key_values", "past", "mems", "cache_params"})
 _MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)")
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument (.*)")
 
