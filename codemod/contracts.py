@@ -57,6 +57,8 @@ class ExtraHow(Vocabulary):
     LAST_TOKEN = "last-token"  # cut to the last token once there is a cache, as the old code did (verification's repair)
     RENAMED = "renamed"  # what the mixin prepared under the key ``source``, under this key (verification's repair)
     KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
+    KEEP_AFTER = "keep-after"  # top-level statements kept after super(), before the keys they compute (indices in ``source``)
+    COMPUTED = "computed"  # the override's own value, from statements kept after super(), replaces the fallback's
     SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
 
 

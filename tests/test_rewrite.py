@@ -590,6 +590,59 @@ CASES = [
         '''),
         id="two-classes-in-one-file",
     ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, cache_position=None, pixel_values=None, **kwargs):
+                    # Overwritten -- drops token_type_ids; pixel_values only on the first step
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)
+                    model_inputs.pop("token_type_ids", None)
+                    if cache_position[0] == 0:
+                        model_inputs["pixel_values"] = pixel_values
+                    return model_inputs
+        '''),
+        [dataclasses.replace(edit(EditKind.TRIM, "pixel_values only on the first step"), remove=(1,))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, cache_position=None, pixel_values=None, **kwargs):
+                    # Overwritten -- pixel_values only on the first step
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)
+                    if cache_position[0] == 0:
+                        model_inputs["pixel_values"] = pixel_values
+                    return model_inputs
+        '''),
+        # a hook does what the drop did: the mark the tool wrote for it says what is left
+        id="trim-rewords-the-tools-own-mark",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    if past_key_values is not None:
+                        input_ids = input_ids[:, -1:]
+                    model_inputs = {"input_ids": input_ids, "past_key_values": past_key_values}
+                    # images only while their tokens are in the ids
+                    if (input_ids == self.config.image_token_index).any():
+                        model_inputs["pixel_values"] = kwargs.get("pixel_values")
+                    return model_inputs
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
+                             keep_after=(0, 2))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+                    if past_key_values is not None:
+                        input_ids = input_ids[:, -1:]
+                    # images only while their tokens are in the ids
+                    if (input_ids == self.config.image_token_index).any():
+                        model_inputs["pixel_values"] = kwargs.get("pixel_values")
+                    return model_inputs
+        '''),
+        # the statements kept after super() stay as written, comments and all, in their order
+        id="reduce-keeps-statements-after-the-super-call",
+    ),
 ]
 
 

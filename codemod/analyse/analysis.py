@@ -81,6 +81,9 @@ class TopLevel:
     returns: bool
     reads: tuple[str, ...]  # names it reads
     writes: tuple[str, ...]  # names it assigns
+    end_line: int = 0
+    #: the names it reads before it (surely) assigns them itself: what it takes from the statements before it
+    exposed: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

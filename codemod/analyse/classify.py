@@ -30,7 +30,7 @@ import dataclasses
 import textwrap
 from collections.abc import Iterable
 
-from codemod.analyse.analysis import Delegation
+from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, TopLevel
 from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Index, Override
@@ -139,6 +139,9 @@ class _Judge:
         self.bespoke = False
         #: the differences that change what is prepared in the standard generate flow: not generic
         self.flow: list[str] = []
+        #: keys the override computes its own way (each with its bespoke reason): statements kept after super()
+        #: can re-create them (``kept_after``)
+        self.computed_keys: dict[str, Reason] = {}
         self.fallback = override.fallback
         #: a deletion or super() reaches nothing known: whatever the body does, the override stays
         self.unreachable = self.fallback is not None and self.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
@@ -157,6 +160,11 @@ class _Judge:
     def extra(self, key: str, how: ExtraHow, source: str, line: int | None, text: str) -> None:
         self.extras.append(Extra(key, how, source))
         self.add(ReasonKind.EXTRA, text, line)
+
+    def compute(self, key: str, text: str, line: int | None) -> None:
+        """A key the override computes its own way: bespoke, unless statements kept after super() re-create it."""
+        self.add(ReasonKind.BESPOKE, text, line)
+        self.computed_keys[key] = self.reasons[-1]
 
     def differ(self, text: str, line: int | None = None, *, flow: bool = False) -> None:
         """A difference; ``flow``: one that changes what is prepared in the standard generate flow
@@ -281,7 +289,7 @@ class _Judge:
                 if origin is ValueOrigin.IDS or (origin is ValueOrigin.NONE and key == "input_ids"):
                     continue
             if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin is not ValueOrigin.NONE:
-                self.add(ReasonKind.BESPOKE, f"passes its cache as {key!r}, a key the mixin does not use", line)
+                self.compute(key, f"passes its cache as {key!r}, a key the mixin does not use", line)
                 continue
             if key == "past_key_values" and origin is ValueOrigin.PARAM and name in CACHE_NAMES and name != key:
                 # generate() fills past_key_values, not this name: setting the key from it after super()
@@ -341,9 +349,9 @@ class _Judge:
                 self.add(ReasonKind.BESPOKE, f"passes the ids as {key!r}", line)
                 continue
             if name.isidentifier():
-                self.add(ReasonKind.BESPOKE, f"passes {key} as computed by statements not recognised", line)
+                self.compute(key, f"passes {key} as computed by statements not recognised", line)
             else:
-                self.add(ReasonKind.BESPOKE, f"computes {key} as `{name}`", line)
+                self.compute(key, f"computes {key} as `{name}`", line)
         for key in dict.fromkeys(a.dropped):
             if key not in values:
                 self.extra(key, ExtraHow.DROP, "", None, f"removes {key}")
@@ -436,13 +444,107 @@ class _Judge:
                 return ()
         return tuple(t.index for t in kept)
 
+    def kept_after(self) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+        """Top-level statements a reduction can keep as they are *after* ``super()``, and the keys it then
+        sets from what they computed; None when the shape does not allow it.
+
+        The model-specific statements (not recognised, or recognised as what the fallback does not do) stay,
+        with the statements they read from (the ids' slicing, a local), in their order, after the fallback
+        has prepared its inputs from the caller's ones: they compute what the override computes its own way
+        (Qwen2-VL's rope position ids, Mllama's image inputs while image tokens remain, Bloom's static-cache
+        mask) from the same inputs, and the keys taken from them replace the fallback's. Everything else (the
+        dict, the generic behaviours) is the fallback's. Refused when a statement that goes would compute
+        from what a model-specific one computed (the fallback prepares it from the caller's inputs), when a
+        kept statement returns or makes the dict, or a key taken from them has no expression to set it by."""
+        a = self.a
+        if a.delegates_to is not None or (self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN):
+            return None  # a parent's closed dict is no mixin to hand the generic part to
+        statements = sorted(a.top_level, key=lambda t: t.index)
+        # it ends by returning its dict, by name or as a literal the outputs record
+        if not statements or not statements[-1].returns or not (statements[-1].reads == (RESULT,) or statements[-1].builds_output) \
+                or any(t.returns for t in statements[:-1]):
+            return None
+        # every reason that keeps the override must be a statement kept as it is or a key taken from one
+        rule_lines = [r.line for r in self.reasons if r.kind is ReasonKind.BESPOKE and r.rule and r.line]
+        if any(r.kind is ReasonKind.BESPOKE and not (r.rule and r.line) and r not in self.computed_keys.values()
+               for r in self.reasons):
+            return None
+
+        def within(t: TopLevel, line: int) -> bool:
+            return t.line <= line <= max(t.end_line, t.line)
+
+        by_index = {t.index: t for t in statements}
+        seeds = {t.index for t in statements[:-1] if not t.recognised or any(within(t, line) for line in rule_lines)}
+        if any(by_index[i].returns or RESULT in by_index[i].writes for i in seeds):
+            return None
+        # the statements the kept ones read from stay with them (what each reads may come from any earlier writer)
+        kept, pending = set(seeds), sorted(seeds)
+        while pending:
+            i = pending.pop()
+            for name in set(by_index[i].exposed) - {RESULT}:
+                for writer in statements:
+                    if writer.index < i and name in writer.writes and writer.index not in kept:
+                        if writer.builds_output or writer.returns:
+                            return None
+                        kept.add(writer.index)
+                        pending.append(writer.index)
+        # what the model-specific statements computed, and what was computed from it
+        tainted: set[str] = set()
+        for t in statements:
+            if t.index in seeds or (t.index in kept and set(t.exposed) & tainted):
+                tainted |= set(t.writes) - {RESULT}
+            elif set(t.exposed) & tainted and not t.builds_output:
+                return None  # a generic statement computing from them: the fallback computes it from the caller's inputs
+        keys = dict.fromkeys(self.computed_keys)
+        for key in a.output_values():
+            writes = _final_writes(a, key)
+            inside = [o for o in writes if any(within(by_index[i], o.line) for i in kept)]
+            if inside:
+                if len(inside) != len(writes):
+                    return None
+                keys.pop(key, None)  # the kept statement sets it itself
+                continue
+            for o in writes:
+                if o.expr and _names_in(o.expr) & tainted:
+                    keys[key] = None
+                elif not o.expr and any(within(t, o.line) and set(t.exposed) & tainted for t in statements):
+                    return None
+        for key in keys:
+            writes = _final_writes(a, key)
+            if not writes or any(not o.expr for o in writes):
+                return None
+            # a kept statement reading the dict would see the fallback's value where the override's came first
+            first = min(o.line for o in writes)
+            if any(RESULT in by_index[i].exposed and by_index[i].line > first for i in kept):
+                return None
+        # worth a change only where most of the method goes: what stays (the signature, the kept statements with
+        # their comments), the super() call (about three lines) and a line per key, against the method as it is
+        lines = self.o.end_line - self.o.line + 1
+        ends = [max(t.end_line, t.line) for t in statements]
+        # a statement goes with the comments and blank lines above it
+        removed = sum(end - (ends[p - 1] if p else t.line - 1) for p, (t, end) in enumerate(zip(statements, ends))
+                      if t.index not in kept)
+        if lines - removed + 3 + len(keys) + 1 > AFTER_SUPER_AT_MOST * lines:
+            return None
+        return tuple(sorted(kept)), tuple(keys)
+
     def verdict(self) -> Finding:
         a = self.a
         kept = self.kept_prefix() if self.bespoke else ()
+        after = self.kept_after() if self.bespoke and not kept else None
         swap = any(e.how is ExtraHow.SWAP_DELEGATE for e in self.extras)
-        #: statements a reduction keeps as they are (in front of super(), or around a swapped delegation)
-        #: that handle the inputs their own way: model-specific, whatever the action
-        own_handling = bool(kept or swap) and self._keeps_own_handling()
+        #: statements a reduction keeps as they are (in front of super(), after it, or around a swapped
+        #: delegation) that handle the inputs their own way: model-specific, whatever the action
+        own_handling = bool(kept or swap) and self._keeps_own_handling() or after is not None
+        if after is not None:
+            indices, keys = after
+            for position, reason in enumerate(self.reasons):
+                if reason.kind.keeps:
+                    self.reasons[position] = Reason(ReasonKind.NOTE, f"kept as is after super(): {reason.text}", reason.line,
+                                                    subject=reason.text)
+            self.bespoke = False
+            self.extras.append(Extra("", ExtraHow.KEEP_AFTER, ",".join(map(str, indices))))
+            self.extras += [Extra(key, ExtraHow.COMPUTED) for key in keys]
         if kept:
             for reason in self.reasons:
                 if reason.kind is ReasonKind.UNRECOGNISED:
@@ -465,7 +567,8 @@ class _Judge:
             self.add(ReasonKind.NOTE, "kept: maintainers marked it overwritten; verify before removing it")
         if self.unreachable:
             action = Action.KEEP  # the fallback reason says why
-        category = self.category(own_handling, where="around super()" if swap else "in front of super()")
+        where = "around super()" if swap else "after super()" if after is not None else "in front of super()"
+        category = self.category(own_handling, where=where)
         return Finding(self.o, category, action, tuple(self.reasons), tuple(self.extras), tuple(self.flow))
 
     def category(self, own_handling: bool, where: str) -> Category:
@@ -486,6 +589,20 @@ class _Judge:
     def _keeps_own_handling(self) -> bool:
         params = frozenset(p.name for p in self.a.params)
         return any(_handles_inputs(u.code, params) for u in self.a.unrecognised)
+
+
+#: the name of the dict an override builds and returns (the fallback's, after a reduction)
+RESULT = "model_inputs"
+#: a reduction keeping statements after super() is made where it leaves at most this share of the method's lines:
+#: where the model's own handling is most of the method, the method stays as its maintainers wrote it
+AFTER_SUPER_AT_MOST = 2 / 3
+
+
+def _final_writes(analysis: BodyAnalysis, key: str) -> list[OutputKey]:
+    """The assignments of ``key`` that decide its final value: from the last unconditional one on."""
+    writes = [o for o in analysis.outputs if o.key == key and o.value.origin is not ValueOrigin.DROPPED]
+    last_plain = max((i for i, o in enumerate(writes) if not o.conditions), default=0)
+    return writes[last_plain:]
 
 
 def _names_in(expression: str) -> set[str]:

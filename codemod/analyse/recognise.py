@@ -98,9 +98,12 @@ class _Walker:
             # the top level is a function's indented block (a one-line suite is only ever guarded)
             assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)), statement
             reads, writes = _names(statement)
+            line, end_line = self.lines([statement])
             self.top_level.append(TopLevel(
                 index=index,
-                line=self.lines([statement])[0],
+                line=line,
+                end_line=end_line,
+                exposed=_exposed(statement),
                 recognised=len(self.unrecognised) == unrecognised,
                 builds_output=builds or bool(match and match.returns),
                 returns=bool(m.findall(statement, m.Return())),
@@ -175,6 +178,49 @@ def _names(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tu
         if isinstance(node, ast.Name):
             (writes if isinstance(node.ctx, ast.Store) else reads).add(node.id)
     return tuple(sorted(reads)), tuple(sorted(writes))
+
+
+def _exposed(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[str, ...]:
+    """The names ``statement`` reads before it surely assigns them itself (upward-exposed uses): what it
+    takes from the statements before it. ``batch_size`` assigned in both branches of an ``if`` and read
+    after is its own; one read before its assignment, or assigned only in a loop, is taken from before."""
+    try:
+        tree = ast.parse(textwrap.dedent(cst.Module(body=[statement]).code))
+    except SyntaxError:  # pragma: no cover - libcst produced it
+        return ()
+    return tuple(sorted(_exposed_in(tree.body, frozenset())[0]))
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """Every name ``node`` reads (a subscript's or attribute's base in an assignment target included)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+
+
+def _exposed_in(statements: Sequence[ast.stmt], defined: frozenset[str]) -> tuple[set[str], frozenset[str]]:
+    """(names read before assigned, names surely assigned after) for a block entered with ``defined``."""
+    reads: set[str] = set()
+    known = set(defined)
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            reads |= _loads(statement.test) - known
+            body_reads, body_defined = _exposed_in(statement.body, frozenset(known))
+            else_reads, else_defined = _exposed_in(statement.orelse, frozenset(known))
+            reads |= body_reads | else_reads
+            known |= body_defined & else_defined
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value_reads = _loads(statement.value) if statement.value is not None else set()
+            if isinstance(statement, ast.AugAssign):
+                value_reads |= _loads(statement.target) | {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
+            reads |= (value_reads | {n for t in targets for n in _loads(t)}) - known
+            known |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        elif isinstance(statement, ast.For):  # its target is its own; what the body assigns may not happen
+            reads |= _loads(statement.iter) - known
+            target = {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
+            reads |= _exposed_in([*statement.body, *statement.orelse], frozenset(known | target))[0]
+        else:  # while, with, try, expressions: what they assign may not happen; everything they read counts
+            reads |= _loads(statement) - known
+    return reads, frozenset(known)
 
 
 def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool) -> bool:
@@ -333,8 +379,9 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
         delegates_to=walker.delegates_to,
         delegation=walker.delegation,
         withheld=tuple(walker.withheld),
-        top_level=tuple(_as_written(dataclasses.replace(t, line=shift(t.line)), as_written) if written else
-                        dataclasses.replace(t, line=shift(t.line)) for t in walker.top_level),
+        top_level=tuple(_as_written(dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line)), as_written)
+                        if written else dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line))
+                        for t in walker.top_level),
     )
 
 
@@ -343,7 +390,7 @@ def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
     statement = cst.ensure_type(function.body, cst.IndentedBlock).body[top.index]
     assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     reads, writes = _names(statement)
-    return dataclasses.replace(top, reads=reads, writes=writes)
+    return dataclasses.replace(top, reads=reads, writes=writes, exposed=_exposed(statement))
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:

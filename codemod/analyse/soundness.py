@@ -141,7 +141,7 @@ def signature_refusal(override: Override, keywords: Iterable[str], spreads_kwarg
     return None
 
 
-def dead_statements(override: Override, kept: Iterable[int], body: str) -> str | None:
+def dead_statements(override: Override, kept: Iterable[int], body: str, where: str = "in front of") -> str | None:
     """A kept statement whose assignments nothing reads any more (the new ``body`` follows them)."""
     statements = {t.index: t for t in override.analysis.top_level}
     order = [statements[i] for i in kept if i in statements]
@@ -152,7 +152,7 @@ def dead_statements(override: Override, kept: Iterable[int], body: str) -> str |
         # cache reset); one nothing reads at all is a dead store
         dead = sorted(set(statement.writes) - read_after - set(statement.reads) - {"_"})
         if dead:
-            return (f"the statement at line {statement.line}, kept in front of super(), assigns "
+            return (f"the statement at line {statement.line}, kept {where} super(), assigns "
                     f"{', '.join(dead)}, which nothing reads any more")
         read_after |= set(statement.reads)
     return None

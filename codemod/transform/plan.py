@@ -79,7 +79,8 @@ class Edit:
     kind: EditKind
     override_id: str | None
     reason: str
-    #: REDUCE/REMOVE/HOIST: the new body (or method, for HOIST), 4-space indented; MARK: the reason
+    #: REDUCE/REMOVE/HOIST: the new body (or method, for HOIST), 4-space indented; MARK: the reason; TRIM: the new
+    #: reason of an ``# Overwritten --`` mark this tool wrote (empty: the mark stays as it is)
     text: str = ""
     #: REDUCE: indices of the original body's statements to keep, in front of the new body
     keep: tuple[int, ...] = ()
@@ -90,6 +91,9 @@ class Edit:
     hook: HookCode | None = None
     #: TRIM: indices of the original body's statements to remove
     remove: tuple[int, ...] = ()
+    #: REDUCE: indices of the original body's statements to keep right after the new body's first statement
+    #: (the super() call): what they compute replaces what the fallback prepared
+    keep_after: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,8 +187,8 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
             # the old code's own cut, under its own test
             lines += [f"if {test}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
             continue
-        if extra.how is ExtraHow.KEEP_STATEMENTS:
-            continue  # the statements themselves stay, in front of super() (see Edit.keep)
+        if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER):
+            continue  # the statements themselves stay, in front of super() or after it (see Edit.keep, Edit.keep_after)
         if extra.how is ExtraHow.DEFAULT:
             if extra.key not in named:  # a named parameter reaches super() with its default already
                 lines.append(f"model_inputs.setdefault({key}, {extra.source})")
@@ -249,7 +253,7 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None:
         return ()
     ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
-    kept = [t for t in override.analysis.top_level if t.index in _kept_statements(extras)]
+    kept = [t for t in override.analysis.top_level if t.index in (*_kept_statements(extras), *_kept_after(extras))]
     # what the kept statements read, and what they assign (a parameter they reset must reach super()
     # as they left it, not as the caller gave it through **kwargs)
     kept_names = {n for t in kept for n in (*t.reads, *t.writes)}
@@ -293,6 +297,8 @@ class Reduction:
     #: the keywords the super() call passes, and whether it spreads **kwargs
     keywords: tuple[str, ...] = ()
     spreads_kwargs: bool = False
+    #: the code after the super() call (what statements kept after it must still matter to)
+    tail: str = ""
 
 
 def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = True) -> Reduction | None:
@@ -318,7 +324,7 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     unpassed = {e.key for e in extras if e.how is ExtraHow.DROP and e.key in named and e.key not in MIXIN_KEYS}
     drops = {f"model_inputs.pop({json.dumps(key)}, None)" for key in unpassed}
     statements = [s for s in statements if s not in drops]
-    standard = [p for p in named if p not in extra_sources and p not in unpassed]
+    standard = [p for p in named if p not in extra_sources and p not in unpassed and p not in _set_after(override, extras)]
     # a default the signature keeps reaches super() by keyword, and the mixin hands it on: nothing to set
     passed_defaults = {f"model_inputs.setdefault({json.dumps(e.key)}, {e.source})" for e in extras
                        if e.how is ExtraHow.DEFAULT and e.key in standard}
@@ -327,8 +333,23 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    return Reduction("\n".join([*call, *_grouped_drops(statements), "return model_inputs"]) + "\n", keep_params,
-                     tuple(standard), bool(kwargs))
+    tail = [*_grouped_drops(statements), "return model_inputs"]
+    return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
+
+
+def _set_after(override: Override, extras: Sequence[Extra]) -> set[str]:
+    """The parameters a reduction does not hand to ``super()`` because only what it keeps after the call reads
+    them: the statements kept after it and the keys it computes there (Mllama's ``pixel_values``, passed only
+    while image tokens remain). The inputs a mixin prepares itself (``MIXIN_KEYS``) and the keys the override
+    passes on as the fallback does still go to ``super()``."""
+    after = _kept_after(extras)
+    if not after:
+        return set()
+    a = override.analysis
+    computed = {e.key for e in extras if e.how is ExtraHow.COMPUTED}
+    read = {n for t in a.top_level if t.index in after for n in t.exposed} | computed
+    passed_on = set(a.output_values()) - computed
+    return {p.name for p in a.params if p.name in read and p.name not in MIXIN_KEYS and p.name not in passed_on}
 
 
 #: how many keys in a row are removed in one loop rather than one ``pop`` each
@@ -384,11 +405,15 @@ def call_lines(function: str, arguments: Sequence[str]) -> list[str]:
     return [f"{function}(", *(f"    {a}," for a in arguments), ")"]
 
 
-def _kept_statements(extras: Sequence[Extra]) -> tuple[int, ...]:
-    return tuple(int(i) for e in extras if e.how is ExtraHow.KEEP_STATEMENTS for i in e.source.split(",") if i)
+def _kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:
+    return tuple(int(i) for e in extras if e.how is how for i in e.source.split(",") if i)
 
 
-def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> str:
+def _kept_after(extras: Sequence[Extra]) -> tuple[int, ...]:
+    return _kept_statements(extras, ExtraHow.KEEP_AFTER)
+
+
+def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> str:
     phrases = {
         ExtraHow.FIRST_STEP: "{key} only on the first step",
         ExtraHow.LATER_STEP: "{key} only after the first step",
@@ -403,13 +428,20 @@ def _extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> 
         ExtraHow.DEFAULT: "{key} = {source} by default",
         ExtraHow.SWAP_DELEGATE: "super() instead of {source}",
         ExtraHow.KEEP_STATEMENTS: "its own input handling first",
+        ExtraHow.KEEP_AFTER: "then its own input handling",
+        ExtraHow.COMPUTED: "its own {key} from them",
         ExtraHow.ADJUSTED: "{key} from {source}",
         ExtraHow.SLICED: "{key} sliced with the ids",
     }
-    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras]
-    if finding is not None and any(e.how is ExtraHow.KEEP_STATEMENTS for e in extras):
+    computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
+    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras if e.how is not ExtraHow.COMPUTED]
+    if computed:  # one phrase for the keys the statements kept after super() compute
+        parts.insert(next((i + 1 for i, p in enumerate(parts) if p == phrases[ExtraHow.KEEP_AFTER]), len(parts)),
+                     phrases[ExtraHow.COMPUTED].format(key=", ".join(computed)))
+    if finding is not None and any(e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER) for e in extras):
         first = next((r.subject for r in finding.reasons if r.kind is ReasonKind.NOTE and r.subject), "")
-        parts = [p if p != phrases[ExtraHow.KEEP_STATEMENTS] else f"{p} ({_quote(first.rstrip(' …'))})" for p in parts]
+        kept = (phrases[ExtraHow.KEEP_STATEMENTS], phrases[ExtraHow.KEEP_AFTER])
+        parts = [p if p not in kept else f"{p} ({_quote(first.rstrip(' …'))})" for p in parts]
     return "; ".join(dict.fromkeys(parts))
 
 
@@ -457,6 +489,11 @@ class _Decision:
     keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
     extras: tuple[Extra, ...] = ()  # what a REDUCE re-creates after super()
     remove: tuple[int, ...] = ()  # statements a TRIM removes (see Edit.remove)
+
+    @property
+    def keep_after(self) -> tuple[int, ...]:
+        """Statements a REDUCE keeps after the super() call (see Edit.keep_after)."""
+        return _kept_after(self.extras)
 
 
 def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
@@ -533,7 +570,7 @@ class _Planner:
                 fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
                 if swap is not None and fixes:
                     # super() instead of the sub-model, and after it what the sub-model's own override did
-                    summary = _extras_summary(repaired)
+                    summary = extras_summary(repaired)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_drops(fixes)) + "\n",
                                                     mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
                                                     reason=f"reduced: super() instead of {swap}, after verification: {summary}",
@@ -543,7 +580,7 @@ class _Planner:
                     continue
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:
-                    summary = _extras_summary(extras)
+                    summary = extras_summary(extras)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super() after verification: {summary}",
                                                     keep=_kept_statements(extras), keep_params=reduction.keep_params,
@@ -561,16 +598,16 @@ class _Planner:
                 reduction = reduce_override(f.override, f.extras)
                 if reduction is None:
                     self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f)
-                                                    else f"keeps {_extras_summary(f.extras)}")
+                                                    else f"keeps {extras_summary(f.extras)}")
                     self.held.append(Held(oid, HeldCause.NOT_RECREATABLE,
                                           "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
-                    summary = _extras_summary(f.extras, f)
+                    summary = extras_summary(f.extras, f)
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
                                                     keep_params=reduction.keep_params, extras=f.extras)
             else:
-                mark = _keep_reason(f) if _keeps_own(f) else _extras_summary(f.extras)
+                mark = _keep_reason(f) if _keeps_own(f) else extras_summary(f.extras)
                 if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
                     # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
                     # (no base defines the method): nothing to add
@@ -621,7 +658,7 @@ class _Planner:
                 return decision  # the refusal says why
         if not missing or reduction is None:
             return decision
-        summary = _extras_summary(extras, f)
+        summary = extras_summary(extras, f)
         return _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                          reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take "
                                 f"{', '.join(missing)})", keep=_kept_statements(extras),
@@ -645,6 +682,7 @@ class _Planner:
         return (
             soundness.ids_refusal(o)
             or soundness.dead_statements(o, kept, reduction.body)
+            or soundness.dead_statements(o, _kept_after(extras), reduction.tail, where="after")
             or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
             or (soundness.forward_refusal(o, soundness.forwarded_keys(o, reach, reduction.keywords, extras))
                 if reach is not None else None)
@@ -790,7 +828,7 @@ class _Planner:
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
                 own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
-                                decision.keep_params, remove=decision.remove))
+                                decision.keep_params, remove=decision.remove, keep_after=decision.keep_after))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone",

@@ -92,16 +92,19 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
     return function.with_changes(body=cst.IndentedBlock(body=[line]), whitespace_before_colon=cst.SimpleWhitespace(""))
 
 
-def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = ()) -> cst.FunctionDef:
+def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = (),
+                  keep_after: Sequence[int] = ()) -> cst.FunctionDef:
     """Same header (decorators, signature, comments above), new body; the statements at ``keep``
-    (indices into the old body) stay, in their order, in front of it."""
+    (indices into the old body) stay, in their order, in front of it, and those at ``keep_after`` right
+    after its first statement (the super() call), with their comments."""
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     old = function.body.body
-    if any(i >= len(old) for i in keep):
-        raise RewriteError(f"cannot keep statements {list(keep)} of a body of {len(old)}")
-    kept = [old[i] for i in keep]
-    return function.with_changes(body=function.body.with_changes(body=[*kept, *_code_block(module, body)]))
+    if any(i >= len(old) for i in (*keep, *keep_after)):
+        raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
+    new = _code_block(module, body)
+    after = [old[i] for i in keep_after]
+    return function.with_changes(body=function.body.with_changes(body=[*(old[i] for i in keep), *new[:1], *after, *new[1:]]))
 
 
 def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
@@ -401,8 +404,10 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
     return function.with_changes(body=function.body.with_changes(body=body))
 
 
-def _trim(function: cst.FunctionDef, remove: Sequence[int]) -> cst.FunctionDef:
-    """The method without its top-level statements at ``remove`` (with the comments above them)."""
+def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "") -> cst.FunctionDef:
+    """The method without its top-level statements at ``remove`` (with the comments above them); ``mark``: the
+    new reason of the ``# Overwritten --`` comment on its first statement (one this tool wrote, which named what
+    the removed statements did)."""
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     old = list(function.body.body)
@@ -411,6 +416,11 @@ def _trim(function: cst.FunctionDef, remove: Sequence[int]) -> cst.FunctionDef:
     kept = [s for i, s in enumerate(old) if i not in set(remove)]
     if not kept:
         raise RewriteError("a trim may not remove every statement")
+    first = _statement(kept[0])
+    if mark and any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
+        lines = [_comment_line(f"{_OVERWRITTEN} {mark}") if _is_comment(line, _OVERWRITTEN) else line
+                 for line in first.leading_lines]
+        kept[0] = first.with_changes(leading_lines=lines)
     return function.with_changes(body=function.body.with_changes(body=kept))
 
 
@@ -453,7 +463,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             deleted = True
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
-            function = _replace_body(module, function, edit.text, edit.keep)
+            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after)
             if edit.keep_params:
                 function = _slim_parameters(module, function, edit.keep_params)
         elif edit.kind is EditKind.HOIST:
@@ -469,7 +479,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         elif edit.kind is EditKind.IGNORE_COPY:
             function = _ignore_copy(function)
         elif edit.kind is EditKind.TRIM:
-            function = _trim(function, edit.remove)
+            function = _trim(function, edit.remove, edit.text)
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
             function = _hook_method(module, function, edit.hook)
             hooks.append(edit.hook)
