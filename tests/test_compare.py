@@ -242,6 +242,21 @@ def test_an_extension_must_generate_what_greedy_decoding_generates() -> None:
     assert verdict.repair() == Repair()
 
 
+def test_an_uncached_run_the_old_code_failed_is_evidence_only_as_greedy_tokens() -> None:
+    """4.45's Idefics2 cannot generate without a cache (it calls a Cache method on a tuple): the uncached path
+    is the new code's extension, and it counts as evidence of that path only where it generates what the
+    cached greedy run does; other tokens make the class differ."""
+    failed = {"name": "greedy-no-cache", "status": "error", "error": "AttributeError: 'tuple' object",
+              "calls": [{"input_ids": tensor([5, 6])}], "inputs": {"use_cache": False}}
+    greedy = cached(sequences=((5, 6, 7, 8),))
+    same_tokens = ok(name="greedy-no-cache", sequences=((5, 6, 7, 8),))
+    verdict = compare("a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), same_tokens, caches=True))
+    assert verdict.verdict == "identical" and verdict.extended == ("greedy-no-cache",), verdict.detail
+    other_tokens = ok(name="greedy-no-cache", sequences=((5, 6, 7, 9),))
+    verdict = compare("a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), other_tokens, caches=True))
+    assert verdict.verdict == "differs" and "greedy" in verdict.detail
+
+
 def test_an_extension_midway_that_generates_other_tokens_cannot_be_repaired() -> None:
     midway = {"name": "assisted", "status": "error", "error": "IndexError: x", "calls": [{"input_ids": tensor([5])}]}
     greedy = ok(sequences=((1, 2, 3, 4),))
