@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/codemod apply --verify --release $(RELEASE) --jobs $(JOBS)
+	$(BIN)/codemod apply --verify --hooks --release $(RELEASE) --jobs $(JOBS)
 
 scan: $(STAMP)
 	$(BIN)/codemod scan --release $(RELEASE)

@@ -19,7 +19,7 @@ from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.transform.plan import Plan, Shard
+from codemod.transform.plan import EditKind, Plan, Shard, extras_summary
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -134,8 +134,8 @@ def run_migration_on(
     first = settle(planned, make_plan(), jobs)
     originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
 
-    def verify(changes: Changes, which: set[str] | None = None) -> VerifyReport:
-        targets, not_run = targets_from_plan(result, changes.plan)
+    def verify(changes: Changes, which: set[str] | None = None, planned_from: ScanResult = result) -> VerifyReport:
+        targets, not_run = targets_from_plan(planned_from, changes.plan)
         if which is not None:
             targets = [t for t in targets if t.override_id in which]
         return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
@@ -191,7 +191,95 @@ def run_migration_on(
             else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard"))
         for s in current.plan.shards if s.id not in kept for m in s.members
     }
-    return MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
+    migrated = MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
+    if hooks and final.changed:
+        return _hooks_after(migrated, only, skip, jobs, keep_unverified, verify)
+    return migrated
+
+
+def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jobs: int, keep_unverified: bool,
+                 verify: Callable[[Changes, set[str] | None, ScanResult], VerifyReport]) -> MigrationRun:
+    """The hooks the migrated tree has to offer, verified as the first pass was.
+
+    Verification's repairs write the same few lines into many reductions (the BERT family's decoders drop the
+    encoder states and token types their closed dicts never passed): repeated bodies that the scan of the
+    pristine tree could not see. The tree as the first pass left it is scanned again and its hooks mined; the
+    members' shards are applied (the rest stays as it is), and each changed class is verified against the
+    base, the original code, as in the first pass. A member that does not verify goes back to what the first
+    pass left, with the hook members it is needed for."""
+    checkout = run.result.index.checkout
+    result = scan(checkout).select(only, skip)
+    # what the first pass reverted failed verification as it stood: not tried again as a hook member
+    gone = {h.subject for h in run.reverted}
+    result = dataclasses.replace(result, findings=tuple(f for f in result.findings if f.override.id not in gone))
+    mined = hook_stage.mine(result)
+    if not mined.applied():
+        return run
+    planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined), result)
+    members = hook_stage.shards_of_members(planned, mined)
+    shards = tuple(s for s in planned.shards if s.id in members)
+    changing = {m for s in shards for m in s.members}
+    # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it
+    reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
+    remaining: dict[str, Finding] = {f.override.id: f for f in hook_stage.hooked_findings(result, mined)}
+    shards = tuple(dataclasses.replace(s, edits=tuple(
+        dataclasses.replace(e, text=extras_summary(remaining[e.override_id].extras, remaining[e.override_id]))
+        if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining else e
+        for e in s.edits)) for s in shards)
+    plan = dataclasses.replace(planned, shards=shards, held=(), hoist=None,
+                               actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions))
+    changes = settle(result, plan, jobs)
+    if not changes.changed:
+        return run
+    before = {r.path: r.old for r in changes.rewrites if r.changed}  # what the first pass left
+    drops: dict[str, Held] = {}
+    try:
+        write(checkout, changes)
+        report = verify(changes, None, result)
+        failed = failing(report, keep_unverified)
+        final = changes
+        if failed:
+            drops = _shards_to_drop(changes.plan, failed, result)
+            for shard, held in hook_stage.failing_clusters(changes.plan, mined, failed).items():
+                drops.setdefault(shard, held)
+            _restore(checkout, before)
+            final = settle(result, changes.plan.without(drops.values(), "reverted: verification failed"), jobs)
+            write(checkout, final)
+    except BaseException:
+        _restore(checkout, before)
+        raise
+    stays = "; what the first pass made of it stays"
+    undone = tuple(
+        dataclasses.replace(drops[s.id], subject=m, detail=f"its hook change reverted ({failed.get(m, drops[s.id].detail)}){stays}")
+        if s.id in drops else Held(m, HeldCause.WITH_ITS_SHARD, f"its hook change reverted with its shard{stays}")
+        for s in changes.plan.shards if s.id not in {k.id for k in final.plan.shards} for m in s.members
+    )
+    return MigrationRun(run.result, run.first, _combined(run.final, final), _merge(run.report, report, add=True),
+                        tuple(sorted((*run.reverted, *undone), key=lambda h: h.subject)))
+
+
+def _combined(first: Changes, second: Changes) -> Changes:
+    """Two passes as one change of the pristine tree: each file from its original text to its last one, the
+    second pass's actions over the first's, and both passes' edits (the files each model's change touches)."""
+    rewrites = {r.path: r for r in first.rewrites}
+    for r in second.rewrites:
+        if not r.changed:
+            continue
+        earlier = rewrites.get(r.path)
+        rewrites[r.path] = r if earlier is None else dataclasses.replace(
+            r, old=earlier.old, applied=(*earlier.applied, *r.applied),
+            removed_imports=(*earlier.removed_imports, *r.removed_imports))
+    changed = {i: a for i, a in second.plan.actions if a is not Action.KEEP}
+    shards = {s.id: s for s in first.plan.shards}
+    for shard in second.plan.shards:
+        earlier_shard = shards.get(shard.id)
+        shards[shard.id] = shard if earlier_shard is None else dataclasses.replace(
+            earlier_shard, members=tuple(dict.fromkeys((*earlier_shard.members, *shard.members))),
+            edits=(*earlier_shard.edits, *shard.edits))
+    plan = dataclasses.replace(first.plan, shards=tuple(shards.values()),
+                               actions=tuple((i, changed.get(i, a)) for i, a in first.plan.actions))
+    return Changes(plan, tuple(rewrites[p] for p in sorted(rewrites)), (*first.dropped, *second.dropped),
+                   tuple(dict.fromkeys((*first.mirrored, *second.mirrored))))
 
 
 #: verification rounds that test repairs (each re-verifies only the classes whose repair grew)
@@ -216,10 +304,13 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
     return out
 
 
-def _merge(first: VerifyReport, again: VerifyReport) -> VerifyReport:
-    """The first report with the re-verified classes' verdicts replaced."""
+def _merge(first: VerifyReport, again: VerifyReport, add: bool = False) -> VerifyReport:
+    """The first report with the re-verified classes' verdicts replaced (``add``: and the others appended)."""
     newer = {v.override_id: v for v in again.verdicts}
     verdicts = tuple(newer.get(v.override_id, v) for v in first.verdicts)
+    if add:
+        known = {v.override_id for v in first.verdicts}
+        verdicts += tuple(v for v in again.verdicts if v.override_id not in known)
     return dataclasses.replace(first, verdicts=verdicts, seconds=first.seconds + again.seconds)
 
 

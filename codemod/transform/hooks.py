@@ -43,7 +43,7 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
-from codemod.analyse.classify import Action, Category, Finding, Reason
+from codemod.analyse.classify import GENERATE_PROVIDES, Action, Category, Finding, Reason
 from codemod.contracts import (
     ExtraHow,
     Held,
@@ -834,7 +834,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
                                     "may not be the same to it"), ()
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
-    if not remaining:
+    if not remaining and not _own_default(a, profile):
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
@@ -875,6 +875,17 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     return Change.TRIM, "", removed
 
 
+def _own_default(a: BodyAnalysis, profile: MixinProfile) -> bool:
+    """Whether the signature gives an input a default of its own (``output_router_logits=False``), not the
+    mixin's: it applies wherever a caller leaves the input out, so a deletion would lose it; a reduction or a
+    trim keeps the signature. Not for what generate() always passes (``use_cache``): only a composite asking its
+    decoder without it would see the default, and verification runs each decoder head inside one."""
+    ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+    mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
+    return any(p.kind.named and p.name not in ("self", ids, *GENERATE_PROVIDES) and p.default not in (None, "None")
+               and mixin.get(p.name) != p.default for p in a.params)
+
+
 def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
     """The top-level statements that do nothing but set ``keys`` (None when one of them does more)."""
     def owner(line: int) -> TopLevel | None:
@@ -901,6 +912,8 @@ def parts(result: ScanResult) -> list[Part]:
     """Every model-specific key of every override the scan selected, normalised."""
     out = []
     for f in result.findings:
+        if any(e.how is ExtraHow.KEEP_AFTER for e in f.extras):
+            continue  # its keys come from the statements it keeps after super(), not from a hook's reading of them
         keys = dict.fromkeys(e.key for e in f.extras if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS,
                                                                                 ExtraHow.SWAP_DELEGATE))
         for key in keys:
@@ -1077,7 +1090,7 @@ def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ..
         reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
-        if not remaining:
+        if not remaining and not _own_default(f.override.analysis, result.profile):
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
