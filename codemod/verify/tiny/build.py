@@ -4,7 +4,10 @@ recomputes what it derives and runs its own validation; the model built from it 
 
 from __future__ import annotations
 
+import copy
+import inspect
 import random
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -169,12 +172,77 @@ def tiny_model(
         except ImportError as error:  # a package this environment lacks: no size will do
             raise TinyModelError(f"{model_class.__name__} needs a missing package: {one_line(error)}") from None
         except Exception as error:
-            errors.append(f"build: {one_line(error)}")
-            continue
+            model = _from_sub_config(model_class, config, seed, settings, primary, notes)
+            if model is None:
+                errors.append(f"build: {one_line(error)}")
+                continue
         if index:
             notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
         return model, notes
     raise TinyModelError(f"{model_class.__name__}: no tiny size builds ({errors[0]})")
+
+
+def _sub_configs(model_class: type, config: Any) -> list[tuple[str, Any]]:
+    """The sub-configs of a composite ``config`` (attributes that are config objects), as (name, config);
+    only those of the class ``model_class.__init__`` annotates its ``config`` with, where it names one."""
+    base = getattr(transformers, "PretrainedConfig", None) or getattr(transformers, "PreTrainedConfig", None)
+    if base is None:
+        return []
+    found = [(name, value) for name, value in vars(config).items() if isinstance(value, base)]
+    try:
+        wanted = inspect.signature(model_class).parameters["config"].annotation  # its __init__'s
+    except (KeyError, TypeError, ValueError):
+        wanted = inspect.Parameter.empty
+    if isinstance(wanted, str):  # postponed annotations: the name, in the class's module
+        wanted = getattr(sys.modules.get(model_class.__module__), wanted.strip("'\""), None)
+    if isinstance(wanted, type) and issubclass(wanted, base) and not isinstance(config, wanted):
+        found = [(name, value) for name, value in found if isinstance(value, wanted)]
+    return found
+
+
+def _from_sub_config(
+    model_class: type,
+    config: Any,
+    seed: int,
+    settings: dict[str, Any] | None,
+    primary: Callable[[type, Any], dict[str, Any]] | None,
+    notes: list[str],
+) -> Any:
+    """``model_class`` built from the one sub-config of its (composite) ``config_class`` that builds it,
+    or None. A class can inherit the composite's ``config_class`` from its family's base class and yet
+    take one part's config (ClvpForCausalLM takes the ClvpDecoderConfig of a ClvpConfig): each sub-config
+    is tried bare, and only when exactly one builds is it used (with the settings, under the seed);
+    when several do, which part the class is cannot be told, and none is."""
+    builds: list[tuple[str, Any]] = []
+    for name, sub in _sub_configs(model_class, config):
+        try:
+            with quiet():
+                model_class(copy.deepcopy(sub))
+        except Exception:  # noqa: BLE001 - not this part's config
+            continue
+        builds.append((name, sub))
+    if len(builds) != 1:
+        if builds:
+            notes.append(f"{model_class.__name__} builds from several sub-configs of {type(config).__name__} "
+                         f"({', '.join(name for name, _ in builds)}): none is taken")
+        return None
+    name, sub = builds[0]
+    chosen = settings if settings is not None else (primary(model_class, sub) if primary else {})
+    # the notes say what the settings were set on: they were set on the composite, not this part
+    notes[:] = [note for note in notes if not note.endswith(f"(how {model_class.__name__} is used)")]
+    notes.append(f"config: {type(config).__name__}.{name} ({type(sub).__name__}): {model_class.__name__} "
+                 f"does not build from its config_class {type(config).__name__}, only from this sub-config")
+    for key, value in chosen.items():
+        setattr(sub, key, value)
+        notes.append(f"{key}: {value!r} (how {model_class.__name__} is used)")
+    try:
+        seed_everything(seed)
+        with quiet():
+            model = model_class(sub)
+        model.eval()
+    except Exception:  # noqa: BLE001 - the settings break it: the caller reports the composite's error
+        return None
+    return model
 
 
 def seed_everything(seed: int) -> None:

@@ -213,7 +213,38 @@ _MROPE_WHY = "with no rotary sections in the config, the modeling code falls bac
     "released head"
 fixup("hunyuan_vl_text", why=_MROPE_WHY)(_mrope_fixup([16, 16, 16, 16], 128))  # xdrope: four axes
 fixup("ernie4_5_vl_moe_text", why=_MROPE_WHY)(_mrope_fixup([22, 22, 20], 128))
-fixup("glm_image_text", why=_MROPE_WHY)(_mrope_fixup([8, 12, 12], 64))
+fixup("glm_image_text", "glm4v_text", why=_MROPE_WHY)(_mrope_fixup([8, 12, 12], 64))
+fixup("qwen2_vl_text", "qwen2_5_vl_text", why=_MROPE_WHY)(_mrope_fixup([16, 24, 24], 128))
+
+
+#: the ids Qwen2-VL's get_rope_index and forward read from the config (the Hub's config.json has them;
+#: before 5.0 the config class has no defaults for them)
+_QWEN2_VL_TOKENS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+
+
+@fixup("qwen2_vl", why="before 5.0 the config class has no image/video/vision-start/vision-end token ids (the Hub's "
+       "config.json has them; get_rope_index reads them on every first step), and no rope_scaling, whose "
+       "mrope_section the attention reads (sections adding up to half the tiny head); its vision config, of the "
+       "same model type, and 5.x's composite, whose ids are defaults, are left as they are")
+def _fix_qwen2_vl(d: ConfigDict, size: Size) -> None:
+    if "vocab_size" not in d:
+        return  # the vision config (the same model type before 5.0), or 5.x's composite: its text config has them
+    vocab = int(d["vocab_size"])
+    missing = [key for key in _QWEN2_VL_TOKENS if not is_int(d.get(key))]
+    for offset, key in enumerate(missing):  # past the text ids, as the real tokenizer adds them
+        d[key] = vocab + offset
+    d["vocab_size"] = vocab + len(missing)
+    if d.get("rope_scaling") is None and "rope_parameters" not in d:
+        heads = d.get("num_attention_heads") or size["heads"]
+        head = int(d.get("hidden_size") or size["hidden"]) // int(heads)
+        d["rope_scaling"] = {"type": "mrope", "mrope_section": scale_sections([16, 24, 24], max(head // 2, 3))}
+
+
+@fixup("qwen2_5_vl_vision", "glm4v_vision", why="the vision merger projects to out_hidden_size, the text model's "
+       "hidden size (no size the tables shrink): the image features must be as wide as the tiny text embeddings")
+def _fix_vision_out_hidden(d: ConfigDict, size: Size) -> None:
+    if is_int(d.get("out_hidden_size")):
+        d["out_hidden_size"] = size["hidden"]
 
 
 @fixup("csm", why="vocab_size counts audio codebook entries (2051), the text ids (bos 128000...) are "

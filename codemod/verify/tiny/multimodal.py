@@ -159,14 +159,22 @@ class _ScatterProbe:
         torch.Tensor.masked_scatter = self._original
 
 
-def _with_image_tokens(inputs: Inputs, token: int, count: int) -> Inputs:
-    """``inputs`` with ``count`` image tokens after each row's left padding."""
+def _with_image_tokens(inputs: Inputs, token: int, count: int, *, start: int | None = None,
+                       end: int | None = None, after: int = 0) -> Inputs:
+    """``inputs`` with ``count`` image tokens after each row's left padding and the first ``after`` of
+    its tokens, between ``start`` and ``end`` where given (the tokens a processor puts around an image)."""
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    placed = [token] * count
+    if start is not None:
+        placed.insert(0, start)
+    if end is not None:
+        placed.append(end)
     rows, masks = [], []
     for row, row_mask in zip(ids, mask):
         pad = int((row_mask == 0).long().cumprod(0).sum())
-        rows.append(torch.cat([row[:pad], torch.full((count,), token, dtype=row.dtype), row[pad:]]))
-        masks.append(torch.cat([row_mask[:pad], torch.ones(count, dtype=row_mask.dtype), row_mask[pad:]]))
+        at = pad + min(after, len(row) - pad)
+        rows.append(torch.cat([row[:at], torch.tensor(placed, dtype=row.dtype), row[at:]]))
+        masks.append(torch.cat([row_mask[:at], torch.ones(len(placed), dtype=row_mask.dtype), row_mask[at:]]))
     return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
 
 
@@ -186,8 +194,9 @@ def _feature_count_from(error: str | None, probe: _ScatterProbe, images: int) ->
         if size and size % images == 0:
             return size // images
     # the count as the mismatch errors word it: llava's "image features: N", PaliGemma's "N tokens
-    # from image embeddings" (models that do not scatter with masked_scatter)
-    for pattern in (r"features:?\s*(\d+)", r"(\d+) tokens from image embeddings"):
+    # from image embeddings" (models that do not scatter with masked_scatter),
+    # or an index assignment's "value tensor of shape [N, hidden]" (Idefics2 puts features by index)
+    for pattern in (r"features:?\s*(\d+)", r"(\d+) tokens from image embeddings", r"value tensor of shape \[(\d+),"):
         match = re.search(pattern, error or "")
         if match and int(match.group(1)) % images == 0:
             return int(match.group(1)) // images
@@ -218,6 +227,13 @@ def _llava_like(model: Any, inputs: Inputs, generator: torch.Generator, key: str
     # fewer takes 4.45's legacy merge path); else found by probing
     seq_length = getattr(config, "image_seq_length", None)
     count = seq_length if is_int(seq_length) and seq_length > 0 else 1
+    return _fit_image_tokens(model, inputs, extra, token, count)
+
+
+def _fit_image_tokens(model: Any, inputs: Inputs, extra: Inputs, token: int, count: int) -> Inputs | None:
+    """``inputs`` with ``extra`` (the image) and ``count`` image tokens per row, or as many as a run
+    finds the model makes features (``count`` is the first guess); None when no count runs."""
+    batch = inputs["input_ids"].shape[0]
     for _ in range(4):
         candidate = {**_with_image_tokens(inputs, token, count), **extra}
         with _ScatterProbe() as probe:
@@ -261,10 +277,69 @@ def _idefics(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs |
     return candidate if _try_generate(model, candidate) is None else None
 
 
+def _idefics2(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Idefics2's layout: images per row, (batch, images, C, H, W) with a (batch, images, H, W) mask of
+    the real pixels, and as many image tokens per image as the perceiver resampler has latents (its
+    features replace them on the first step; later steps get them back as ``image_hidden_states``)."""
+    config = model.config
+    shape = _image_side(config)
+    token = _image_token_id(config)
+    if shape is None or token is None:
+        return None
+    channels, side = shape
+    batch = inputs["input_ids"].shape[0]
+    extra: Inputs = {"pixel_values": torch.randn((batch, 1, channels, side, side), generator=generator)}
+    if takes(model.forward, "pixel_attention_mask"):
+        extra["pixel_attention_mask"] = torch.ones((batch, 1, side, side), dtype=torch.bool)
+    latents = getattr(getattr(config, "perceiver_config", None), "resampler_n_latents", None)
+    return _fit_image_tokens(model, inputs, extra, token, latents if is_int(latents) and latents > 0 else 1)
+
+
+def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Qwen2-VL's layout: every image's patches flattened into one (patches, channels x temporal patch x
+    patch x patch) tensor, each image's grid of patches in ``image_grid_thw`` (t, h, w), and per image
+    t*h*w / spatial_merge_size**2 image tokens between vision-start and vision-end tokens, after some
+    text as in a chat prompt (``get_rope_index`` gives them 3D positions from the grid)."""
+    config = model.config
+    vision = getattr(config, "vision_config", None)
+    token = getattr(config, "image_token_id", None)
+    # the tokens around an image: Qwen's vision start/end, GLM-4V's image start/end
+    start = next((v for v in (getattr(config, n, None) for n in ("vision_start_token_id", "image_start_token_id"))
+                  if is_int(v)), None)
+    end = next((v for v in (getattr(config, n, None) for n in ("vision_end_token_id", "image_end_token_id"))
+                if is_int(v)), None)
+    if vision is None or not is_int(token):
+        return None
+    merge = int(getattr(vision, "spatial_merge_size", 2))
+    temporal, patch = getattr(vision, "temporal_patch_size", 2), getattr(vision, "patch_size", 14)
+    channels = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", 3)
+    if not (is_int(temporal) and is_int(patch) and is_int(channels)):
+        return None
+    batch = inputs["input_ids"].shape[0]
+    # an image two merged patches high and three wide (not square: rows and columns must not swap)
+    grid = (1, 2 * merge, 3 * merge)
+    patches = math.prod(grid)
+    count = patches // merge**2
+    candidate = _with_image_tokens(inputs, token, count, start=start, end=end, after=2)
+    candidate["pixel_values"] = torch.randn((batch * patches, channels * temporal * patch * patch), generator=generator)
+    candidate["image_grid_thw"] = torch.tensor([grid] * batch)
+    if takes(model.forward, "mm_token_type_ids"):  # 5.x: each token's modality, as the processor returns it
+        candidate["mm_token_type_ids"] = (candidate["input_ids"] == token).long()
+    return candidate if _try_generate(model, candidate) is None else None
+
+
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess
 MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] = {
     "fuyu": _fuyu,
     "idefics": _idefics,
+    # flattened patches and their grid (checked on 4.45, 4.46 and 5.x; the others exist in 5.x only)
+    "qwen2_vl": _qwen2_vl,
+    "qwen2_5_vl": _qwen2_vl,
+    "glm4v": _qwen2_vl,
+    "glm46v": _qwen2_vl,
+    # images per row with a pixel mask (Idefics3, from 4.46 on, finds its token count by running)
+    "idefics2": _idefics2,
+    "idefics3": _idefics2,
 }
 
 #: model types that can't run without an image (their text path still needs one)

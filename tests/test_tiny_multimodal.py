@@ -1,0 +1,273 @@
+"""Tiny models whose image inputs (or config) the generic rules can't guess, on 4.45.2: Qwen2-VL (token ids
+its config class lacks, rotary sections, flattened patches with their grid), Idefics2 (images per row, a
+pixel mask, one image token per resampler latent) and CLVP's decoder head (a class that takes a part of
+its family's composite config). Run as ``tests/test_tiny.py`` runs its checks: one script in the
+verification environment, one JSON document read by the tests (``network``, ``slow``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.test_tiny import VERSION, _ok, _run
+
+CHECKS = textwrap.dedent(
+    r'''
+    import functools, importlib, json, tempfile, traceback, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    torch.set_num_threads(1)
+    import tiny
+
+    G = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False)
+    out = {}
+
+    def load(module, name):
+        return getattr(importlib.import_module(module), name)
+
+    def generate(model, **kwargs):
+        with torch.no_grad():
+            return model.generate(**kwargs, **G).tolist()
+
+    def run(name, fn):
+        try:
+            out[name] = {"ok": True, **fn()}
+        except tiny.TinyModelError as error:
+            out[name] = {"ok": False, "tiny_error": str(error)}
+        except Exception as error:
+            out[name] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
+
+    def last_logits(model, inputs):
+        with torch.no_grad():
+            return model(**inputs).logits[:, -1]
+
+    def image_matters(model, inputs, key="pixel_values"):
+        # other pixels, other next-token logits: the image went through the vision tower into the prompt
+        other = dict(inputs)
+        other[key] = inputs[key] + 1.0
+        return float((last_logits(model, inputs) - last_logits(model, other)).abs().max())
+
+    def recorded_steps(model, inputs, **extra):
+        # what prepare_inputs_for_generation hands the forward at each step: which image inputs are set
+        steps = []
+        original = model.prepare_inputs_for_generation
+
+        @functools.wraps(original)  # generate() reads its signature
+        def wrapper(*args, **kwargs):
+            prepared = original(*args, **kwargs)
+            steps.append(sorted(k for k in ("pixel_values", "image_hidden_states", "image_grid_thw")
+                                if prepared.get(k) is not None))
+            return prepared
+
+        model.prepare_inputs_for_generation = wrapper
+        try:
+            generate(model, **inputs, **extra)
+        finally:
+            del model.prepare_inputs_for_generation
+        return steps
+
+    def qwen2_vl():
+        cls = load("transformers.models.qwen2_vl.modeling_qwen2_vl", "Qwen2VLForConditionalGeneration")
+        model, notes = tiny.tiny_model(cls, seed=0)
+        assistant, _ = tiny.tiny_model(cls, seed=1)
+        config = model.config
+        result = {"fixup_notes": [n for n in notes if "fixup for qwen2_vl" in n]}
+        names = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+        result["ids"] = {name: getattr(config, name, None) for name in names}
+        result["vocab"] = config.vocab_size
+        result["sections"] = config.rope_scaling["mrope_section"]
+        result["half_head"] = config.hidden_size // config.num_attention_heads // 2
+        text = tiny.generation_inputs(model, seed=0)
+        result["text"] = generate(model, **text)
+        inputs = tiny.multimodal_inputs(model, text, seed=0)
+        if inputs is None:
+            return result
+        result["keys"] = sorted(inputs)
+        ids = inputs["input_ids"][0].tolist()
+        result["ids_row"] = ids
+        result["grid"] = inputs["image_grid_thw"].tolist()
+        result["pixel_shape"] = list(inputs["pixel_values"].shape)
+        result["merge"] = config.vision_config.spatial_merge_size
+        result["patch_width"] = (config.vision_config.in_channels * config.vision_config.temporal_patch_size
+                                 * config.vision_config.patch_size ** 2)
+        with torch.no_grad():
+            _, deltas = model.get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], None, inputs["attention_mask"])
+        result["rope_deltas"] = deltas.flatten().tolist()
+        result["image_matters"] = image_matters(model, inputs)
+        result["multimodal"] = generate(model, **inputs)
+        result["assisted"] = generate(model, **inputs, assistant_model=assistant)
+        padded = tiny.multimodal_inputs(model, tiny.generation_inputs(model, batch_size=2, seed=0, left_pad=3), seed=0)
+        result["padded_grid"] = None if padded is None else padded["image_grid_thw"].tolist()
+        result["padded_mask"] = None if padded is None else padded["attention_mask"].tolist()
+        result["padded"] = None if padded is None else generate(model, **padded)
+        return result
+
+    run("qwen2_vl", qwen2_vl)
+
+    def idefics2():
+        cls = load("transformers.models.idefics2.modeling_idefics2", "Idefics2ForConditionalGeneration")
+        model, _ = tiny.tiny_model(cls, seed=0)
+        assistant, _ = tiny.tiny_model(cls, seed=1)
+        config = model.config
+        result = {"latents": config.perceiver_config.resampler_n_latents, "image_token": config.image_token_id}
+        text = tiny.generation_inputs(model, seed=0)
+        inputs = tiny.multimodal_inputs(model, text, seed=0)
+        if inputs is None:
+            return result
+        result["keys"] = sorted(inputs)
+        result["pixel_shape"] = list(inputs["pixel_values"].shape)
+        result["mask_shape"] = list(inputs["pixel_attention_mask"].shape)
+        result["mask_dtype"] = str(inputs["pixel_attention_mask"].dtype)
+        result["image_tokens"] = (inputs["input_ids"] == config.image_token_id).sum(-1).tolist()
+        result["image_matters"] = image_matters(model, inputs)
+        result["multimodal"] = generate(model, **inputs)
+        result["steps"] = recorded_steps(model, inputs)
+        result["assisted"] = generate(model, **inputs, assistant_model=assistant)
+        padded = tiny.multimodal_inputs(model, tiny.generation_inputs(model, batch_size=2, seed=0, left_pad=3), seed=0)
+        result["padded_tokens"] = None if padded is None else (padded["input_ids"] == config.image_token_id).sum(-1).tolist()
+        result["padded"] = None if padded is None else generate(model, **padded)
+        return result
+
+    run("idefics2", idefics2)
+
+    def clvp():
+        cls = load("transformers.models.clvp.modeling_clvp", "ClvpForCausalLM")
+        model, notes = tiny.tiny_model(cls, seed=0)
+        result = {"config": type(model.config).__name__, "notes": [n for n in notes if "sub-config" in n],
+                  "params": sum(p.numel() for p in model.parameters())}
+        inputs = tiny.generation_inputs(model, seed=0)
+        result["greedy"] = generate(model, **inputs)
+        # the verifier saves the model and loads it through the class (its config_class is the composite)
+        folder = tempfile.mkdtemp()
+        model.save_pretrained(folder, safe_serialization=False)
+        loaded = cls.from_pretrained(folder).eval()
+        result["loaded_greedy"] = generate(loaded, **inputs)  # the same weights and generation config
+        # a class that takes the composite itself is built from it, as before
+        whole, whole_notes = tiny.tiny_model(load("transformers.models.clvp.modeling_clvp",
+                                                  "ClvpModelForConditionalGeneration"), seed=0)
+        result["whole_config"] = type(whole.config).__name__
+        result["whole_notes"] = [n for n in whole_notes if "sub-config" in n]
+        return result
+
+    run("clvp", clvp)
+
+    def ambiguous():
+        # a composite whose two parts would both build the class: which part it is can't be told, so
+        # neither is taken and the build fails as before
+        from transformers import GPT2Config, GPT2LMHeadModel, PretrainedConfig
+
+        class TwoParts(PretrainedConfig):
+            model_type = "two_parts_for_test"
+
+            def __init__(self, first=None, second=None, **kwargs):
+                super().__init__(**kwargs)
+                self.first = GPT2Config(**(first or {}))
+                self.second = GPT2Config(**(second or {}))
+
+        class TwoPartsHead(GPT2LMHeadModel):
+            config_class = TwoParts
+
+        try:
+            tiny.tiny_model(TwoPartsHead, seed=0)
+            return {"error": None}
+        except tiny.TinyModelError as error:
+            return {"error": str(error)}
+
+    run("ambiguous", ambiguous)
+    print("RESULT " + json.dumps(out))
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The checks' JSON, run in the verification environment of the 4.45.2 release (made once per machine)."""
+    from codemod.checkout import resolve
+    from codemod.environment import ensure_environment
+    from codemod.fetch import release_checkout
+
+    checkout = resolve(release_checkout(VERSION))
+    assert checkout.package_dir is not None
+    environment = (ensure_environment(checkout).python, checkout.package_dir.parent)
+    return _run(environment, CHECKS, tmp_path_factory.mktemp("tiny-multimodal"))
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_qwen2_vl_config_gets_the_hub_token_ids_and_rotary_sections(results):
+    entry = _ok(results, "qwen2_vl")
+    ids = entry["ids"]
+    # 4.45's config class has none of them: the fixup adds them past the text ids, inside the vocabulary
+    assert all(isinstance(value, int) for value in ids.values()), ids
+    assert len(set(ids.values())) == 4 and max(ids.values()) < entry["vocab"]
+    assert entry["fixup_notes"] and "token ids" in entry["fixup_notes"][0]
+    assert sum(entry["sections"]) == entry["half_head"] and len(entry["sections"]) == 3
+    assert [len(row) for row in entry["text"]] == [7 + 6]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_qwen2_vl_generates_with_an_image_as_its_processor_prepares_it(results):
+    entry = _ok(results, "qwen2_vl")
+    assert entry.get("keys") == ["attention_mask", "image_grid_thw", "input_ids", "pixel_values"], entry.get("keys")
+    ids, grid, merge = entry["ids_row"], entry["grid"], entry["merge"]
+    (t, h, w), = grid
+    assert h != w  # a grid that is not square: rows and columns can't be swapped unnoticed
+    count = t * h * w // merge**2
+    token, start, end = (entry["ids"][name] for name in ("image_token_id", "vision_start_token_id", "vision_end_token_id"))
+    first = ids.index(token)
+    assert ids.count(token) == count
+    assert ids[first - 1] == start and ids[first + count] == end and first > 1  # some text before the image
+    assert entry["pixel_shape"] == [t * h * w, entry["patch_width"]]
+    # 3D positions: the image's rows and columns advance the positions by max(h, w) / merge, not by its tokens
+    assert entry["rope_deltas"] == [max(h, w) // merge - count]
+    assert entry["image_matters"] > 0
+    assert [len(row) for row in entry["multimodal"]] == [len(ids) + 6]
+    assert [len(row) for row in entry["assisted"]] == [len(ids) + 6]
+    assert entry["padded_grid"] == [[t, h, w]] * 2
+    assert entry["padded_mask"][0][:3] == [0, 0, 0] and all(entry["padded_mask"][1])
+    assert len(entry["padded"]) == 2
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_idefics2_gets_images_with_one_token_per_resampler_latent(results):
+    entry = _ok(results, "idefics2")
+    assert entry.get("keys") == ["attention_mask", "input_ids", "pixel_attention_mask", "pixel_values"], entry.get("keys")
+    batch, images, channels, height, width = entry["pixel_shape"]
+    assert (batch, images) == (1, 1)
+    assert entry["mask_shape"] == [1, 1, height, width] and entry["mask_dtype"] == "torch.bool"
+    assert entry["image_tokens"] == [entry["latents"]]
+    assert entry["image_matters"] > 0
+    assert len(entry["multimodal"]) == 1 and len(entry["assisted"]) == 1
+    assert entry["padded_tokens"] == [entry["latents"]] * 2 and len(entry["padded"]) == 2
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_idefics2_reads_the_pixels_once_then_the_image_hidden_states(results):
+    steps = _ok(results, "idefics2")["steps"]
+    assert len(steps) == 6
+    assert steps[0] == ["pixel_values"]
+    assert all(step == ["image_hidden_states"] for step in steps[1:]), steps
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_head_that_takes_one_part_of_its_composite_config_builds_from_that_part(results):
+    entry = _ok(results, "clvp")
+    assert entry["config"] == "ClvpDecoderConfig"
+    assert len(entry["notes"]) == 1 and "ClvpConfig.decoder_config" in entry["notes"][0]
+    assert entry["params"] < 5_000_000
+    assert [len(row) for row in entry["greedy"]] == [7 + 6]
+    assert entry["loaded_greedy"] == entry["greedy"]
+    assert entry["whole_config"] == "ClvpConfig" and entry["whole_notes"] == []
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_composite_with_two_parts_that_build_the_class_takes_neither(results):
+    entry = _ok(results, "ambiguous")
+    assert entry["error"] and "no tiny size builds" in entry["error"]
