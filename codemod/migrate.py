@@ -217,17 +217,25 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         return run
     planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined), result)
     members = hook_stage.shards_of_members(planned, mined)
-    shards = tuple(s for s in planned.shards if s.id in members)
-    changing = {m for s in shards for m in s.members}
+    changing = {m for s in planned.shards if s.id in members for m in s.members}
     # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it
     reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
     remaining: dict[str, Finding] = {f.override.id: f for f in hook_stage.hooked_findings(result, mined)}
-    shards = tuple(dataclasses.replace(s, edits=tuple(
-        dataclasses.replace(e, text=extras_summary(remaining[e.override_id].extras, remaining[e.override_id]))
-        if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining else e
-        for e in s.edits)) for s in shards)
-    plan = dataclasses.replace(planned, shards=shards, held=(), hoist=None,
-                               actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions))
+
+    def reworded(plan: Plan) -> Plan:
+        def mark(oid: str) -> str:
+            f = remaining[oid]
+            why = hook_stage.signature_kept(f.override.analysis, result.profile)
+            return extras_summary(f.extras, f) or (f"keeps its signature ({why})" if why else "keeps its signature for generate()")
+
+        return dataclasses.replace(plan, shards=tuple(dataclasses.replace(s, edits=tuple(
+            dataclasses.replace(e, text=mark(e.override_id))
+            if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining else e
+            for e in s.edits)) for s in plan.shards))
+
+    plan = reworded(dataclasses.replace(
+        planned, shards=tuple(s for s in planned.shards if s.id in members), held=(), hoist=None,
+        actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions)))
     changes = settle(result, plan, jobs)
     if not changes.changed:
         return run
@@ -237,6 +245,18 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         write(checkout, changes)
         report = verify(changes, None, result)
         failed = failing(report, keep_unverified)
+        # a deletion that changed what generate() does through the signature (it now takes inputs_embeds the old
+        # signature refused, or lost a default a composite's decoder relied on) is tried again as a trim
+        actions = dict(changes.plan.actions)
+        retry = {oid for oid in failed if actions.get(oid) is Action.DELETE}
+        if retry:
+            trimmed = reworded(hook_stage.trimmed(changes.plan, mined, result, retry))
+            if trimmed != changes.plan:
+                _restore(checkout, before)
+                changes = settle(result, trimmed, jobs)
+                write(checkout, changes)
+                report = _merge(report, verify(changes, retry, result))
+                failed = failing(report, keep_unverified)
         final = changes
         if failed:
             drops = _shards_to_drop(changes.plan, failed, result)

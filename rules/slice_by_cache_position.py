@@ -39,7 +39,10 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
     detail = variant + ("" if ctx.under_past else "; not under a cache guard")
-    return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "cache_position")})
+    # unguarded, the ids are sliced whether or not a cache comes in (RecurrentGemma keeps its own, which
+    # generate() never sees): a mixin that slices only with a cache does not do that
+    return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "cache_position")},
+                 facets={} if ctx.under_past else {"guard": "none"})
 
 
 RULE = TemplateRule(
@@ -157,6 +160,7 @@ CASES = (
             input_ids = input_ids[:, cache_position]
         """,
         detail="without the inputs_embeds exception; not under a cache guard",
+        facets={"guard": "none"},
     ),
     Case(
         "reformatted",

@@ -162,6 +162,38 @@ def test_keys_computed_by_the_kept_statements_are_set_from_them(hoisted: MixinPr
         Extra("position_ids", ExtraHow.COMPUTED), Extra("rope_deltas", ExtraHow.COMPUTED)]
 
 
+#: CLVP: position ids of its own only when conditioned on embeddings; otherwise the generic ones it built before
+CONDITIONED_POSITIONS = _SIGNATURE + _GENERIC_START + '''
+    if attention_mask is not None and position_ids is None:
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+    if pixel_values is not None and past_key_values is not None:
+        position_ids = torch.tensor([input_ids.shape[-1]], dtype=torch.long, device=input_ids.device)
+''' + _GENERIC_DICT + _STATIC_MASK + '''
+    model_inputs.update(
+        {
+            "position_ids": position_ids,
+            "past_key_values": past_key_values,
+            "use_cache": use_cache,
+            "attention_mask": attention_mask,
+        }
+    )
+    return model_inputs
+'''
+
+
+def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwise(hoisted: MixinProfile) -> None:
+    """``model_inputs["position_ids"] = position_ids`` after super() reads the name wherever the override did: where
+    the model-specific statement did not set it, the generic one before it did, so that one stays too (without
+    it the name would be unbound)."""
+    finding = _finding(CONDITIONED_POSITIONS, hoisted)
+    assert finding.action is Action.REDUCE
+    assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED)] == [
+        Extra("", ExtraHow.KEEP_AFTER, "0,1,2"), Extra("position_ids", ExtraHow.COMPUTED)]
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -217,6 +249,30 @@ def test_keys_computed_by_the_kept_statements_are_set_from_them(hoisted: MixinPr
                 return model_inputs
             ''',
             id="it-returns-early"),
+        pytest.param('''
+            def prepare_inputs_for_generation(self, input_ids, attention_mask=None, inputs_embeds=None,
+                                              cache_position=None, **kwargs):
+                if inputs_embeds is not None:
+                    input_ids = input_ids[:, -cache_position.shape[0] :]
+                elif input_ids.shape[1] != cache_position.shape[0]:
+                    input_ids = input_ids[:, cache_position]
+                window = attention_mask[:, -self.config.attention_window_size :]
+                if inputs_embeds is not None and cache_position[0] == 0:
+                    model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
+                else:
+                    model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
+                model_inputs.update(
+                    {
+                        "attention_mask": window,
+                        "cache_position": cache_position,
+                        "use_cache": kwargs.get("use_cache"),
+                        "position_ids": kwargs.get("position_ids"),
+                    }
+                )
+                return model_inputs
+            ''',
+            # RecurrentGemma slices with no cache guard (its cache is its own): the mixin slices by what its cache holds
+            id="the-ids-are-sliced-without-a-cache-guard"),
     ],
 )
 def test_no_reduction_after_super(hoisted: MixinProfile, source: str) -> None:

@@ -276,6 +276,26 @@ def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: Mixin
     assert change is Change.BLOCKED and "does not name position_ids" in why
 
 
+@pytest.mark.parametrize(
+    ("params", "call", "change"),
+    [
+        # a default of its own applies wherever a caller leaves the input out: the trim keeps the signature
+        ("input_ids, output_router_logits=False, **kwargs", "input_ids, output_router_logits=output_router_logits, **kwargs",
+         Change.TRIM),
+        # generate() always passes use_cache: its default is seen only by a composite asking a decoder without it,
+        # which verification runs
+        ("input_ids, use_cache=True, **kwargs", "input_ids, use_cache=use_cache, **kwargs", Change.DELETE),
+        # the mixin's own default for the same input is no default of the override's
+        (STEP, STEP_CALL, Change.DELETE),
+    ],
+)
+def test_a_default_of_its_own_keeps_the_member_from_being_deleted(profile: MixinProfile, params: str, call: str,
+                                                                  change: Change) -> None:
+    source = method('model_inputs["position_ids"] = None', params=params, call=call)
+    found, _, _ = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert found is change
+
+
 def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> None:
     source = method('model_inputs["position_ids"] = None', 'model_inputs["output_router_logits"] = True')
     f = finding(source, profile)

@@ -41,9 +41,10 @@ def tree(tmp_path: Path) -> Path:
     return checkout_copy(tmp_path / "co", files)
 
 
-def _fake_verification(monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | None = None) -> list[set[str]]:
+def _fake_verification(monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | None = None,
+                       trim_fails: bool = False) -> list[set[str]]:
     """Every deletion differs by a token_type_ids the mixin passes and the old dicts did not (repaired by a
-    pop); in the hooks pass, ``hook_fails`` differs."""
+    pop); in the hooks pass, ``hook_fails`` differs (and, with ``trim_fails``, again when it is trimmed)."""
     rounds: list[set[str]] = []
 
     def verify_change(checkout, targets, **kwargs):  # type: ignore[no-untyped-def]
@@ -53,7 +54,7 @@ def _fake_verification(monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | Non
             if len(rounds) == 1 and oid in _ids():
                 return ClassVerdict(oid, Verdict.DIFFERS, (ScenarioOutcome(
                     "greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))),))
-            if len(rounds) == 3 and oid == hook_fails:
+            if (len(rounds) == 3 or (len(rounds) == 4 and trim_fails)) and oid == hook_fails:
                 return ClassVerdict(oid, Verdict.DIFFERS, detail="greedy: tokens differ")
             return ClassVerdict(oid, Verdict.IDENTICAL)
 
@@ -91,9 +92,24 @@ def test_the_repairs_repeated_across_models_become_a_hook(tree: Path, monkeypatc
     assert run.final.summary(run.result)["deleted"] >= 3
 
 
-def test_a_member_that_does_not_verify_keeps_the_first_pass_and_the_hook_goes_with_too_few(
+def test_a_member_whose_deletion_does_not_verify_is_trimmed_instead(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its signature may be what generate() reads (inputs_embeds it refused, a default a composite relied on): the
+    trim keeps it, loses only the hooked statements, and its mark says what is left."""
+    rounds = _fake_verification(monkeypatch, hook_fails=_ids()[0])
+    run = run_migration_on(resolve(tree, with_git=False), hooks=True)
+    assert rounds[3] == {_ids()[0]}  # the trim, verified on its own
+    actions = dict(run.final.plan.actions)
+    assert [actions[oid] for oid in _ids()] == [Action.REDUCE, Action.DELETE, Action.DELETE]
+    source = _class_source(tree, MODELS[0])
+    assert '_generation_dropped_inputs = ("token_type_ids",)' in source
+    assert "# Overwritten -- keeps its signature for generate()" in source
+    assert "model_inputs.pop" not in source and "def prepare_inputs_for_generation(self, input_ids" in source
+    assert not run.reverted
+
+
+def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the_hook_goes_with_too_few(
         tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _fake_verification(monkeypatch, hook_fails=_ids()[0])
+    _fake_verification(monkeypatch, hook_fails=_ids()[0], trim_fails=True)
     run = run_migration_on(resolve(tree, with_git=False), hooks=True)
     actions = dict(run.final.plan.actions)
     # the failing member, and the two a hook of fewer than three models is not worth adding for

@@ -477,38 +477,26 @@ class _Judge:
         seeds = {t.index for t in statements[:-1] if not t.recognised or any(within(t, line) for line in rule_lines)}
         if any(by_index[i].returns or RESULT in by_index[i].writes for i in seeds):
             return None
-        # the statements the kept ones read from stay with them (what each reads may come from any earlier writer)
-        kept, pending = set(seeds), sorted(seeds)
-        while pending:
-            i = pending.pop()
-            for name in set(by_index[i].exposed) - {RESULT}:
-                for writer in statements:
-                    if writer.index < i and name in writer.writes and writer.index not in kept:
-                        if writer.builds_output or writer.returns:
-                            return None
-                        kept.add(writer.index)
-                        pending.append(writer.index)
-        # what the model-specific statements computed, and what was computed from it
-        tainted: set[str] = set()
-        for t in statements:
-            if t.index in seeds or (t.index in kept and set(t.exposed) & tainted):
-                tainted |= set(t.writes) - {RESULT}
-            elif set(t.exposed) & tainted and not t.builds_output:
-                return None  # a generic statement computing from them: the fallback computes it from the caller's inputs
-        keys = dict.fromkeys(self.computed_keys)
-        for key in a.output_values():
-            writes = _final_writes(a, key)
-            inside = [o for o in writes if any(within(by_index[i], o.line) for i in kept)]
-            if inside:
-                if len(inside) != len(writes):
-                    return None
-                keys.pop(key, None)  # the kept statement sets it itself
-                continue
-            for o in writes:
-                if o.expr and _names_in(o.expr) & tainted:
-                    keys[key] = None
-                elif not o.expr and any(within(t, o.line) and set(t.exposed) & tainted for t in statements):
-                    return None
+        # the statements the kept ones and the keys taken from them read, from the writers before them (what each
+        # reads may come from any earlier writer), until nothing more is needed
+        kept: set[int] = set(seeds)
+        # ids sliced with no cache guard: once the method goes, a fallback that slices by its cache would pass them all
+        unguarded = [r.line for r in a.recognised if r.facet("guard") == "none" and r.behaviour in IDS_SLICING]
+        while True:
+            keys = self._taken_keys(statements, seeds, kept)
+            if keys is None:
+                return None
+            needed = [(by_index[i].line, set(by_index[i].exposed)) for i in kept]
+            needed += [(o.line, _names_in(o.expr)) for key in keys for o in _final_writes(a, key)]
+            more = {w.index for line, names in needed for w in statements
+                    if w.line < line and w.index not in kept and set(w.writes) & (names - {RESULT})}
+            if not more:
+                break
+            if any(by_index[i].builds_output or by_index[i].returns for i in more):
+                return None
+            kept |= more
+        if any(within(t, line) for line in unguarded for t in statements if t.index not in kept):
+            return None
         for key in keys:
             writes = _final_writes(a, key)
             if not writes or any(not o.expr for o in writes):
@@ -527,6 +515,37 @@ class _Judge:
         if lines - removed + 3 + len(keys) + 1 > AFTER_SUPER_AT_MOST * lines:
             return None
         return tuple(sorted(kept)), tuple(keys)
+
+    def _taken_keys(self, statements: list[TopLevel], seeds: set[int], kept: set[int]) -> dict[str, None] | None:
+        """The keys a reduction keeping ``kept`` after super() sets from what they computed (in order); None when
+        a statement that goes would compute from what a model-specific one computed, or a key is set both inside
+        and outside the kept statements."""
+        a = self.a
+        tainted: set[str] = set()
+        for t in statements:
+            if t.index in seeds or (t.index in kept and set(t.exposed) & tainted):
+                tainted |= set(t.writes) - {RESULT}
+            elif set(t.exposed) & tainted and not t.builds_output:
+                return None  # a generic statement computing from them: the fallback computes it from the caller's inputs
+
+        def within(t: TopLevel, line: int) -> bool:
+            return t.line <= line <= max(t.end_line, t.line)
+
+        keys = dict.fromkeys(self.computed_keys)
+        for key in a.output_values():
+            writes = _final_writes(a, key)
+            inside = [o for o in writes if any(within(t, o.line) for t in statements if t.index in kept)]
+            if inside:
+                if len(inside) != len(writes):
+                    return None
+                keys.pop(key, None)  # the kept statement sets it itself
+                continue
+            for o in writes:
+                if o.expr and _names_in(o.expr) & tainted:
+                    keys[key] = None
+                elif not o.expr and any(within(t, o.line) and set(t.exposed) & tainted for t in statements):
+                    return None
+        return keys
 
     def verdict(self) -> Finding:
         a = self.a

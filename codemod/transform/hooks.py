@@ -834,7 +834,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
                                     "may not be the same to it"), ()
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
-    if not remaining and not _own_default(a, profile):
+    if not remaining and not signature_kept(a, profile):
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
@@ -875,15 +875,44 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     return Change.TRIM, "", removed
 
 
-def _own_default(a: BodyAnalysis, profile: MixinProfile) -> bool:
-    """Whether the signature gives an input a default of its own (``output_router_logits=False``), not the
-    mixin's: it applies wherever a caller leaves the input out, so a deletion would lose it; a reduction or a
-    trim keeps the signature. Not for what generate() always passes (``use_cache``): only a composite asking its
-    decoder without it would see the default, and verification runs each decoder head inside one."""
+def signature_kept(a: BodyAnalysis, profile: MixinProfile) -> str:
+    """Why the override's signature matters beyond its body (empty: it does not), so that a hook member is trimmed
+    or reduced, never deleted: a default of its own for an input (``output_router_logits=False``; the mixin's own
+    default for it is no reason), which applies wherever a caller leaves the input out. Not for what generate()
+    always passes (``use_cache``): only a composite asking its decoder without it sees that default, and
+    verification runs each decoder head inside one (a member it fails for is trimmed instead, ``trimmed``)."""
     ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
     mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
-    return any(p.kind.named and p.name not in ("self", ids, *GENERATE_PROVIDES) and p.default not in (None, "None")
-               and mixin.get(p.name) != p.default for p in a.params)
+    defaults = [f"{p.name}={p.default}" for p in a.params if p.kind.named and p.name not in ("self", ids, *GENERATE_PROVIDES)
+                and p.default not in (None, "None") and mixin.get(p.name) != p.default]
+    return f"its default{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}" if defaults else ""
+
+
+def trimmed(plan: Plan, report: HookReport, result: ScanResult, members: Iterable[str]) -> Plan:
+    """``plan`` with these members' deletions made trims: the override keeps its signature and whatever else it
+    does, and loses only the statements its hooks do now. For a member whose deletion verification found to
+    change what generate() does through the signature (it took ``inputs_embeds`` the old signature refused, or
+    lost a default a composite's decoder relied on). A member that cannot be trimmed so is left as it is."""
+    chosen = set(members)
+    hooked: dict[str, set[str]] = {}
+    for cluster in report.applied():
+        for member in cluster.members:
+            if member.applicable and member.override in chosen:
+                hooked.setdefault(member.override, set()).update(member.keys)
+    by_id = result.index.by_id()
+    trims: dict[str, Edit] = {}
+    for oid, keys in hooked.items():
+        a = by_id[OverrideId(oid)].analysis
+        removed = _statements_of(a, keys) if a.delegation is Delegation.SUPER else None
+        if removed:
+            o = by_id[OverrideId(oid)]
+            trims[oid] = Edit(o.file, o.class_name, EditKind.TRIM, oid, "trimmed: the mixin's hook does what the removed "
+                              "statements did; its signature stays", remove=removed)
+    shards = tuple(dataclasses.replace(s, edits=tuple(trims[e.override_id] if e.kind is EditKind.DELETE
+                                                      and e.override_id in trims else e for e in s.edits))
+                   for s in plan.shards)
+    actions = tuple((i, Action.REDUCE if i in trims and a is Action.DELETE else a) for i, a in plan.actions)
+    return dataclasses.replace(plan, shards=shards, actions=actions)
 
 
 def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
@@ -1090,7 +1119,7 @@ def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ..
         reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
-        if not remaining and not _own_default(f.override.analysis, result.profile):
+        if not remaining and not signature_kept(f.override.analysis, result.profile):
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
