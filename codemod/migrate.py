@@ -247,16 +247,13 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         failed = failing(report, keep_unverified)
         # a deletion that changed what generate() does through the signature (it now takes inputs_embeds the old
         # signature refused, or lost a default a composite's decoder relied on) is tried again as a trim
-        actions = dict(changes.plan.actions)
-        retry = {oid for oid in failed if actions.get(oid) is Action.DELETE}
+        retry = hook_stage.trimmable(changes.plan, mined, result, failed)
         if retry:
-            trimmed = reworded(hook_stage.trimmed(changes.plan, mined, result, retry))
-            if trimmed != changes.plan:
-                _restore(checkout, before)
-                changes = settle(result, trimmed, jobs)
-                write(checkout, changes)
-                report = _merge(report, verify(changes, retry, result))
-                failed = failing(report, keep_unverified)
+            _restore(checkout, before)
+            changes = settle(result, reworded(hook_stage.trimmed(changes.plan, mined, result, retry)), jobs)
+            write(checkout, changes)
+            report = _merge(report, verify(changes, retry, result))
+            failed = failing(report, keep_unverified)
         final = changes
         if failed:
             drops = _shards_to_drop(changes.plan, failed, result)

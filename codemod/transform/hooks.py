@@ -810,9 +810,11 @@ def assignment(cluster_kind: HookKind, attribute: str, parts: Sequence[Part]) ->
 _ALWAYS_SET = frozenset({ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT})
 
 
-def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom]) -> tuple[Change, str, tuple[int, ...]]:
+def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom], *,
+                  keep_signature: bool = False) -> tuple[Change, str, tuple[int, ...]]:
     """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it: (change, why blocked,
-    the statements a trim removes)."""
+    the statements a trim removes). ``keep_signature``: never a deletion (verification found the signature to
+    matter: see :func:`trimmed`)."""
     o = f.override
     a = o.analysis
     hooked = set(hooked)
@@ -834,7 +836,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
                                     "may not be the same to it"), ()
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
-    if not remaining and not signature_kept(a, profile):
+    if not remaining and not signature_kept(a, profile) and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
@@ -890,22 +892,23 @@ def signature_kept(a: BodyAnalysis, profile: MixinProfile) -> str:
 
 def trimmed(plan: Plan, report: HookReport, result: ScanResult, members: Iterable[str]) -> Plan:
     """``plan`` with these members' deletions made trims: the override keeps its signature and whatever else it
-    does, and loses only the statements its hooks do now. For a member whose deletion verification found to
-    change what generate() does through the signature (it took ``inputs_embeds`` the old signature refused, or
-    lost a default a composite's decoder relied on). A member that cannot be trimmed so is left as it is."""
+    does, and loses only the statements its hooks do now (with the same checks as any trim: see
+    :func:`member_change`). For a member whose deletion verification found to change what generate() does
+    through the signature (it took ``inputs_embeds`` the old signature refused, or lost a default a composite's
+    decoder relied on). A member that cannot be trimmed so is left as it is."""
     chosen = set(members)
-    hooked: dict[str, set[str]] = {}
+    hooked: dict[str, dict[str, Idiom]] = {}
     for cluster in report.applied():
         for member in cluster.members:
-            if member.applicable and member.override in chosen:
-                hooked.setdefault(member.override, set()).update(member.keys)
-    by_id = result.index.by_id()
+            if member.applicable and member.override in chosen and cluster.idiom is not None:
+                hooked.setdefault(member.override, {}).update(dict.fromkeys(member.keys, cluster.idiom))
+    findings = {f.override.id: f for f in result.findings}
     trims: dict[str, Edit] = {}
-    for oid, keys in hooked.items():
-        a = by_id[OverrideId(oid)].analysis
-        removed = _statements_of(a, keys) if a.delegation is Delegation.SUPER else None
-        if removed:
-            o = by_id[OverrideId(oid)]
+    for oid, idioms in hooked.items():
+        f = findings[OverrideId(oid)]
+        change, _, removed = member_change(f, idioms, result.profile, idioms, keep_signature=True)
+        if change is Change.TRIM:
+            o = f.override
             trims[oid] = Edit(o.file, o.class_name, EditKind.TRIM, oid, "trimmed: the mixin's hook does what the removed "
                               "statements did; its signature stays", remove=removed)
     shards = tuple(dataclasses.replace(s, edits=tuple(trims[e.override_id] if e.kind is EditKind.DELETE
@@ -913,6 +916,12 @@ def trimmed(plan: Plan, report: HookReport, result: ScanResult, members: Iterabl
                    for s in plan.shards)
     actions = tuple((i, Action.REDUCE if i in trims and a is Action.DELETE else a) for i, a in plan.actions)
     return dataclasses.replace(plan, shards=shards, actions=actions)
+
+
+def trimmable(plan: Plan, report: HookReport, result: ScanResult, members: Iterable[str]) -> set[str]:
+    """The ``members`` that :func:`trimmed` makes trims of."""
+    new = dict(trimmed(plan, report, result, members).actions)
+    return {oid for oid, action in plan.actions if action is Action.DELETE and new.get(oid) is Action.REDUCE}
 
 
 def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
@@ -929,7 +938,9 @@ def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
             chosen[t.index] = t
     for t in chosen.values():
         others = [out for out in a.outputs if owner(out.line) is t and out.key not in keys]
-        if others or t.returns or set(t.writes) - {"_"} or "super" in t.reads or not t.recognised:
+        # a name it assigns that no other statement reads (a drop loop's ``key``) goes with it harmlessly
+        read_elsewhere = {n for other in a.top_level if other is not t for n in other.reads}
+        if others or t.returns or set(t.writes) & read_elsewhere or "super" in t.reads or not t.recognised:
             return None
     return tuple(sorted(chosen))
 
