@@ -215,28 +215,29 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
     mined = hook_stage.mine(result)
     if not mined.applied():
         return run
-    planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined), result)
-    members = hook_stage.shards_of_members(planned, mined)
-    changing = {m for s in planned.shards if s.id in members for m in s.members}
     # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it
     reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
-    remaining: dict[str, Finding] = {f.override.id: f for f in hook_stage.hooked_findings(result, mined)}
 
-    def reworded(plan: Plan) -> Plan:
+    def plan_for(keep_signature: dict[str, tuple[int, ...]]) -> Plan:
+        """The members' shards only (everything else stays as the first pass left it), the marks re-worded."""
+        planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined, keep_signature=keep_signature), result)
+        members = hook_stage.shards_of_members(planned, mined)
+        changing = {m for s in planned.shards if s.id in members for m in s.members}
+        remaining: dict[str, Finding] = {f.override.id: f for f in hook_stage.hooked_findings(result, mined, keep_signature)}
+
         def mark(oid: str) -> str:
             f = remaining[oid]
             why = hook_stage.signature_kept(f.override.analysis, result.profile)
             return extras_summary(f.extras, f) or (f"keeps its signature ({why})" if why else "keeps its signature for generate()")
 
-        return dataclasses.replace(plan, shards=tuple(dataclasses.replace(s, edits=tuple(
+        shards = tuple(dataclasses.replace(s, edits=tuple(
             dataclasses.replace(e, text=mark(e.override_id))
             if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining else e
-            for e in s.edits)) for s in plan.shards))
+            for e in s.edits)) for s in planned.shards if s.id in members)
+        return dataclasses.replace(planned, shards=shards, held=(), hoist=None,
+                                   actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions))
 
-    plan = reworded(dataclasses.replace(
-        planned, shards=tuple(s for s in planned.shards if s.id in members), held=(), hoist=None,
-        actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions)))
-    changes = settle(result, plan, jobs)
+    changes = settle(result, plan_for({}), jobs)
     if not changes.changed:
         return run
     before = {r.path: r.old for r in changes.rewrites if r.changed}  # what the first pass left
@@ -247,12 +248,12 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         failed = failing(report, keep_unverified)
         # a deletion that changed what generate() does through the signature (it now takes inputs_embeds the old
         # signature refused, or lost a default a composite's decoder relied on) is tried again as a trim
-        retry = hook_stage.trimmable(changes.plan, mined, result, failed)
+        retry = hook_stage.signature_trims(mined, result, failed)
         if retry:
             _restore(checkout, before)
-            changes = settle(result, reworded(hook_stage.trimmed(changes.plan, mined, result, retry)), jobs)
+            changes = settle(result, plan_for(retry), jobs)
             write(checkout, changes)
-            report = _merge(report, verify(changes, retry, result))
+            report = _merge(report, verify(changes, set(retry), result))
             failed = failing(report, keep_unverified)
         final = changes
         if failed:

@@ -890,38 +890,26 @@ def signature_kept(a: BodyAnalysis, profile: MixinProfile) -> str:
     return f"its default{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}" if defaults else ""
 
 
-def trimmed(plan: Plan, report: HookReport, result: ScanResult, members: Iterable[str]) -> Plan:
-    """``plan`` with these members' deletions made trims: the override keeps its signature and whatever else it
-    does, and loses only the statements its hooks do now (with the same checks as any trim: see
-    :func:`member_change`). For a member whose deletion verification found to change what generate() does
+def signature_trims(report: HookReport, result: ScanResult, members: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """Override id -> the statements a trim removes, for the ``members`` a hook deletes that can be trimmed
+    instead (with the same checks as any trim: see :func:`member_change`): the override keeps its signature and
+    whatever else it does. For a member whose deletion verification found to change what generate() does
     through the signature (it took ``inputs_embeds`` the old signature refused, or lost a default a composite's
-    decoder relied on). A member that cannot be trimmed so is left as it is."""
+    decoder relied on)."""
     chosen = set(members)
     hooked: dict[str, dict[str, Idiom]] = {}
     for cluster in report.applied():
         for member in cluster.members:
-            if member.applicable and member.override in chosen and cluster.idiom is not None:
+            if member.applicable and member.change is Change.DELETE and member.override in chosen \
+                    and cluster.idiom is not None:
                 hooked.setdefault(member.override, {}).update(dict.fromkeys(member.keys, cluster.idiom))
     findings = {f.override.id: f for f in result.findings}
-    trims: dict[str, Edit] = {}
+    out: dict[str, tuple[int, ...]] = {}
     for oid, idioms in hooked.items():
-        f = findings[OverrideId(oid)]
-        change, _, removed = member_change(f, idioms, result.profile, idioms, keep_signature=True)
+        change, _, removed = member_change(findings[OverrideId(oid)], idioms, result.profile, idioms, keep_signature=True)
         if change is Change.TRIM:
-            o = f.override
-            trims[oid] = Edit(o.file, o.class_name, EditKind.TRIM, oid, "trimmed: the mixin's hook does what the removed "
-                              "statements did; its signature stays", remove=removed)
-    shards = tuple(dataclasses.replace(s, edits=tuple(trims[e.override_id] if e.kind is EditKind.DELETE
-                                                      and e.override_id in trims else e for e in s.edits))
-                   for s in plan.shards)
-    actions = tuple((i, Action.REDUCE if i in trims and a is Action.DELETE else a) for i, a in plan.actions)
-    return dataclasses.replace(plan, shards=shards, actions=actions)
-
-
-def trimmable(plan: Plan, report: HookReport, result: ScanResult, members: Iterable[str]) -> set[str]:
-    """The ``members`` that :func:`trimmed` makes trims of."""
-    new = dict(trimmed(plan, report, result, members).actions)
-    return {oid for oid, action in plan.actions if action is Action.DELETE and new.get(oid) is Action.REDUCE}
+            out[oid] = removed
+    return out
 
 
 def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
@@ -1113,9 +1101,10 @@ def _statement_clusters(result: ScanResult) -> list[Cluster]:
 # --------------------------------------------------------------------------------------------- plan
 
 
-def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ...]:
+def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iterable[str] = ()) -> tuple[Finding, ...]:
     """The findings as the mixin with the applied hooks would classify them: a member's hooked keys are
-    the mixin's, so its extras lose them (none left: generic, deleted)."""
+    the mixin's, so its extras lose them (none left: generic, deleted; ``keep_signature``: trimmed instead)."""
+    keep_signature = set(keep_signature)
     out = []
     for f in result.findings:
         hooked = report.hooked_keys(f.override.id)
@@ -1130,7 +1119,7 @@ def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ..
         reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
-        if not remaining and not signature_kept(f.override.analysis, result.profile):
+        if not remaining and not signature_kept(f.override.analysis, result.profile) and f.override.id not in keep_signature:
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
@@ -1139,19 +1128,22 @@ def hooked_findings(result: ScanResult, report: HookReport) -> tuple[Finding, ..
     return tuple(out)
 
 
-def hooked_result(result: ScanResult, report: HookReport) -> ScanResult:
-    return dataclasses.replace(result, findings=hooked_findings(result, report))
+def hooked_result(result: ScanResult, report: HookReport, keep_signature: Iterable[str] = ()) -> ScanResult:
+    return dataclasses.replace(result, findings=hooked_findings(result, report, keep_signature))
 
 
 def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None, *,
-                    mark_kept: bool = False, hold_unproven: bool = False) -> Plan:
+                    mark_kept: bool = False, hold_unproven: bool = False,
+                    keep_signature: Mapping[str, tuple[int, ...]] | None = None) -> Plan:
     """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
-    (the same edit in every member's shard, written once: the hook stays as long as one member does)."""
+    (the same edit in every member's shard, written once: the hook stays as long as one member does).
+    ``keep_signature``: members trimmed (of these statements) rather than deleted (:func:`signature_trims`)."""
     from codemod.transform.apply import initial_plan
 
-    plan = initial_plan(hooked_result(result, report), repairs, mark_kept=mark_kept, hold_unproven=hold_unproven,
-                        trims=trims(report))
+    kept = dict(keep_signature or {})
+    plan = initial_plan(hooked_result(result, report, kept), repairs, mark_kept=mark_kept,
+                        hold_unproven=hold_unproven, trims={**trims(report), **kept})
     return extend(plan, report)
 
 
