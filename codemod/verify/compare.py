@@ -538,8 +538,8 @@ def asks_no_cache(inputs: dict[str, Any]) -> bool:
 
 #: scenarios whose tokens must be greedy's (same prompt, greedy decoding): a path the new code opens
 #: where the old one failed is only kept when it generates what the ids do
-REFERENCE = {"inputs-embeds": "greedy", "assisted": "greedy", "static-cache": "greedy", "greedy-no-cache": "greedy",
-             "config-no-cache": "greedy"}
+REFERENCE = {"inputs-embeds": "greedy", "inputs-embeds-padded": "left-padded-batch", "assisted": "greedy",
+             "static-cache": "greedy", "greedy-no-cache": "greedy", "config-no-cache": "greedy"}
 
 
 def _variant_and_scenario(name: str) -> tuple[str, str]:

@@ -183,9 +183,18 @@ def assisted(model: Any, assistant: Any, seed: int) -> Kwargs:
 
 
 def inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
+    return _from_embeddings(model, tiny.generation_inputs(model, seed=seed))
+
+
+def inputs_embeds_padded(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """The left-padded batch of two from its embeddings: where the old code refused embeddings, the new code
+    must generate what the padded ids generate (positions counted from the mask, not from the ids)."""
+    return _from_embeddings(model, tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=3))
+
+
+def _from_embeddings(model: Any, inputs: Kwargs) -> Kwargs:
     if not _decoder_only(model) or not _accepts(model, "inputs_embeds"):
         raise Skip("encoder-decoder model, or forward takes no inputs_embeds")
-    inputs = tiny.generation_inputs(model, seed=seed)
     if "input_ids" not in inputs:
         raise Skip("the main input is not input_ids")
     ids = inputs.pop("input_ids")
@@ -312,6 +321,7 @@ SCENARIOS: dict[str, Builder] = {
     "beam-search": beam_search,
     "assisted": assisted,
     "inputs-embeds": inputs_embeds,
+    "inputs-embeds-padded": inputs_embeds_padded,
     "static-cache": static_cache,
     "encoder-outputs": encoder_outputs,
     "multimodal": multimodal,
