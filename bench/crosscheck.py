@@ -1174,7 +1174,8 @@ class Worker:
         self.log = open(log, "a")
         self.process = subprocess.Popen(
             [python, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, text=True, env=env, cwd=tempfile.gettempdir(),
+            # the testers' modules read fixtures by paths relative to the clone (``./tests/fixtures/...``)
+            stderr=self.log, text=True, env=env, cwd=tests or tempfile.gettempdir(),
         )
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
