@@ -103,7 +103,8 @@ def test_class_verdicts() -> None:
 
 def test_an_extension_alone_stays_identical_and_is_reported() -> None:
     rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
-    verdict = compare("a::A", side(ok(), rejected), side(ok(), ok(name="inputs-embeds")))
+    old_runs, new_runs = (cached(), uncached(name="greedy-no-cache")), (ok(), ok(name="greedy-no-cache"))
+    verdict = compare("a::A", side(*old_runs, rejected, caches=True), side(*new_runs, ok(name="inputs-embeds"), caches=True))
     assert verdict.verdict == "identical"
     assert verdict.extended == ("inputs-embeds",)
     assert "extends" in verdict.detail
@@ -232,12 +233,15 @@ def test_an_extension_must_generate_what_greedy_decoding_generates() -> None:
     only if generating from the embeddings gives the ids' tokens; else it differs, and keeping the
     old signature (the empty repair) restores the refusal."""
     rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
-    greedy = ok(sequences=((1, 2, 3, 4, 5),))
+    greedy = cached(sequences=((1, 2, 3, 4, 5),))
+    uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),))
     consistent = ok(name="inputs-embeds", sequences=((4, 5),))  # only the new tokens come back
-    verdict = compare("a::A", side(greedy, rejected), side(greedy, consistent))
+    verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
+                      side(greedy, uncached_run, consistent, caches=True))
     assert verdict.verdict == "identical" and verdict.extended == ("inputs-embeds",)
     inconsistent = ok(name="inputs-embeds", sequences=((4, 9),))
-    verdict = compare("a::A", side(greedy, rejected), side(greedy, inconsistent))
+    verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
+                      side(greedy, uncached_run, inconsistent, caches=True))
     assert verdict.verdict == "differs" and "greedy" in verdict.detail
     assert verdict.repair() == Repair()
 
@@ -255,6 +259,21 @@ def test_an_uncached_run_the_old_code_failed_is_evidence_only_as_greedy_tokens()
     other_tokens = ok(name="greedy-no-cache", sequences=((5, 6, 7, 9),))
     verdict = compare("a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), other_tokens, caches=True))
     assert verdict.verdict == "differs" and "greedy" in verdict.detail
+
+
+def test_a_class_that_keeps_no_cache_cannot_be_extended_to_embeddings() -> None:
+    """OpenAI GPT keeps no cache: from embeddings, generate() would feed it only the ids generated since the prompt
+    after the first step. A tiny model that repeats one token generates 'the same' anyway: the class differs, and
+    keeping its signature (the empty repair) keeps the refusal."""
+    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    greedy = cached(sequences=((1, 2, 3, 3, 3),))
+    uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 3, 3),))
+    repeated = ok(name="inputs-embeds", sequences=((3, 3),))
+    assert compare("a::A", side(greedy, uncached_run, rejected, caches=True),
+                   side(greedy, uncached_run, repeated, caches=True)).verdict == "identical"  # a class that caches
+    verdict = compare("a::A", side(greedy, rejected, caches=False), side(greedy, repeated, caches=False))
+    assert verdict.verdict == "differs" and "keeps no cache" in verdict.detail
+    assert verdict.repair() == Repair()
 
 
 def test_an_extension_midway_that_generates_other_tokens_cannot_be_repaired() -> None:

@@ -243,6 +243,13 @@ def multimodal_padded(model: Any, assistant: Any, seed: int) -> Kwargs:
     return _with_image(model, seed, batch_size=2, left_pad=3)
 
 
+def multimodal_no_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """An image with no cache: every step sees the whole prompt, image tokens and all, so an override that sends
+    the image (or its features) only on the first step, or counts steps by a cache, takes another path."""
+    _takes_cache_flag(model)
+    return {**multimodal(model, assistant, seed), "use_cache": False}
+
+
 def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
 
@@ -327,6 +334,7 @@ SCENARIOS: dict[str, Builder] = {
     "multimodal": multimodal,
     "multimodal-assisted": multimodal_assisted,
     "multimodal-padded": multimodal_padded,
+    "multimodal-no-cache": multimodal_no_cache,
     "contrastive": contrastive,
     "config-no-cache": config_no_cache,
     "config-no-cache-generate-cache": config_no_cache_generate_cache,
