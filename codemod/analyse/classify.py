@@ -562,7 +562,8 @@ class _Judge:
                     self.reasons[position] = Reason(ReasonKind.NOTE, f"kept as is after super(): {reason.text}", reason.line,
                                                     subject=reason.text)
             self.bespoke = False
-            self.extras.append(Extra("", ExtraHow.KEEP_AFTER, ",".join(map(str, indices))))
+            if indices:  # none: only keys it sets from its parameters (Reformer's cache under its own name)
+                self.extras.append(Extra("", ExtraHow.KEEP_AFTER, ",".join(map(str, indices))))
             self.extras += [Extra(key, ExtraHow.COMPUTED) for key in keys]
         if kept:
             for reason in self.reasons:

@@ -940,8 +940,8 @@ def parts(result: ScanResult) -> list[Part]:
     """Every model-specific key of every override the scan selected, normalised."""
     out = []
     for f in result.findings:
-        if any(e.how is ExtraHow.KEEP_AFTER for e in f.extras):
-            continue  # its keys come from the statements it keeps after super(), not from a hook's reading of them
+        if any(e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED) for e in f.extras):
+            continue  # its keys come from what it keeps after super(), not from a hook's reading of them
         keys = dict.fromkeys(e.key for e in f.extras if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS,
                                                                                 ExtraHow.SWAP_DELEGATE))
         for key in keys:

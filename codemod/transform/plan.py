@@ -343,10 +343,10 @@ def _set_after(override: Override, extras: Sequence[Extra]) -> set[str]:
     while image tokens remain). The inputs a mixin prepares itself (``MIXIN_KEYS``) and the keys the override
     passes on as the fallback does still go to ``super()``."""
     after = _kept_after(extras)
-    if not after:
+    computed = {e.key for e in extras if e.how is ExtraHow.COMPUTED}
+    if not after and not computed:
         return set()
     a = override.analysis
-    computed = {e.key for e in extras if e.how is ExtraHow.COMPUTED}
     read = {n for t in a.top_level if t.index in after for n in t.exposed} | computed
     passed_on = set(a.output_values()) - computed
     return {p.name for p in a.params if p.name in read and p.name not in MIXIN_KEYS and p.name not in passed_on}
@@ -429,15 +429,16 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
         ExtraHow.SWAP_DELEGATE: "super() instead of {source}",
         ExtraHow.KEEP_STATEMENTS: "its own input handling first",
         ExtraHow.KEEP_AFTER: "then its own input handling",
-        ExtraHow.COMPUTED: "its own {key} from them",
+        ExtraHow.COMPUTED: "its own {key}",
         ExtraHow.ADJUSTED: "{key} from {source}",
         ExtraHow.SLICED: "{key} sliced with the ids",
     }
     computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
     parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras if e.how is not ExtraHow.COMPUTED]
-    if computed:  # one phrase for the keys the statements kept after super() compute
-        parts.insert(next((i + 1 for i, p in enumerate(parts) if p == phrases[ExtraHow.KEEP_AFTER]), len(parts)),
-                     phrases[ExtraHow.COMPUTED].format(key=", ".join(computed)))
+    if computed:  # one phrase for the keys it sets its own way after super() (from the statements kept there)
+        after = next((i + 1 for i, p in enumerate(parts) if p == phrases[ExtraHow.KEEP_AFTER]), None)
+        phrase = phrases[ExtraHow.COMPUTED].format(key=", ".join(computed)) + (" from them" if after else "")
+        parts.insert(after if after is not None else len(parts), phrase)
     if finding is not None and any(e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER) for e in extras):
         first = next((r.subject for r in finding.reasons if r.kind is ReasonKind.NOTE and r.subject), "")
         kept = (phrases[ExtraHow.KEEP_STATEMENTS], phrases[ExtraHow.KEEP_AFTER])
