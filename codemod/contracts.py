@@ -134,6 +134,7 @@ class HeldCause(Vocabulary):
     WOULD_ADD_FLAKES = "would-add-flakes"  # a rewrite would add a pyflakes problem
     HOIST_FAILS = "hoist-fails"  # the mixin's file would not take the generic implementation every change needs
     COPY_WOULD_BREAK = "copy-would-break"  # a consistent ``# Copied from`` marker would break
+    LONGER = "longer"  # a reduction would leave the method longer than it is
     NOT_A_HOOK_MEMBER = "not-a-hook-member"  # the hook diffs show only the shards of a hook's members
     # verification (codemod.migrate): the change is reverted
     NOT_VERIFIED = "not-verified"  # its class (or one inheriting it) did not verify

@@ -195,6 +195,28 @@ def test_a_copy_marker_that_would_break_drops_its_shard(mini: ScanResult, monkey
     assert {h.cause for h in changes.plan.held} == {HeldCause.COPY_WOULD_BREAK}
 
 
+def test_a_reduction_longer_than_the_method_drops_its_shard(tmp_path: Path) -> None:
+    """What repairs add to a reduction can make it longer than the override it replaces: no reduction then."""
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+    otter = (root / PKG / "otter" / "modeling_otter.py").read_text(encoding="utf-8")
+    (root / PKG / "carp").mkdir()
+    (root / PKG / "carp" / "__init__.py").write_text("", encoding="utf-8")
+    (root / PKG / "carp" / "modeling_carp.py").write_text(otter.replace("Otter", "Carp").replace(
+        "        return model_inputs", '        model_inputs["output_router_logits"] = True\n        return model_inputs'),
+        encoding="utf-8")
+    mini = scan_tree(root)
+    plan = initial_plan(mini)
+    reduce = next(e for e in plan.edits() if e.kind is EditKind.REDUCE and e.class_name == "CarpForCausalLM")
+    drops = "\n".join(f'model_inputs.pop("k{i}", None)' for i in range(40))
+    padded = reduce.text.replace("return model_inputs", f"{drops}\nreturn model_inputs")
+    shards = tuple(dataclasses.replace(s, edits=tuple(dataclasses.replace(e, text=padded) if e is reduce else e
+                                                      for e in s.edits)) for s in plan.shards)
+    changes = settle(mini, dataclasses.replace(plan, shards=shards), jobs=1)
+    assert {h.cause for h in changes.dropped} == {HeldCause.LONGER}
+    assert all("it would be" in h.detail for h in changes.dropped)
+    assert reduce.override_id not in {m for s in changes.plan.shards for m in s.members}
+
+
 def test_the_hook_diffs_leave_out_what_is_no_hook_member(mini: ScanResult) -> None:
     from codemod.transform.hook_changes import member_plan
     from codemod.transform.hooks import mine

@@ -132,6 +132,28 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
     return broken
 
 
+def _longer_reductions(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrite]) -> dict[str, Held]:
+    """Shards with a reduction that leaves its method longer than it was: shard -> why. What verification's repairs
+    add to a reduction (the masked LMs drop three keys the mixin passes, after the dummy token kept in front of
+    super()) can make it so; an override that says the same in more lines is no reduction."""
+    by_path = {r.path: r for r in rewrites if r.changed}
+    by_id = result.index.by_id()
+    shard_of = {m: s.id for s in plan.shards for m in s.members}
+    longer: dict[str, Held] = {}
+    for oid, action in plan.actions:
+        o = by_id.get(oid)
+        if action is not Action.REDUCE or o is None or o.file not in by_path or oid not in shard_of:
+            continue
+        rewrite = by_path[o.file]
+        old = _definition_span(rewrite.old_text().splitlines(), o, CopyScope.METHOD)
+        new = _definition_span(rewrite.new_text().splitlines(), o, CopyScope.METHOD)
+        if old is not None and new is not None and new[1] - new[0] > old[1] - old[0]:
+            longer[shard_of[oid]] = Held(shard_of[oid], HeldCause.LONGER,
+                                         f"{oid}: reduced, it would be {new[1] - new[0] + 1} lines where it is "
+                                         f"{old[1] - old[0] + 1}")
+    return longer
+
+
 def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int, int] | None:
     """Lines of the copy (the class, or its method) in the rewritten text."""
     import ast
@@ -241,6 +263,8 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
             problems = {s.id: Held(s.id, HeldCause.HOIST_FAILS, why) for s in plan.shards}
         if not problems:
             problems = _broken_copies(result, plan, rewrites)
+        if not problems:
+            problems = _longer_reductions(result, plan, rewrites)
         if not problems:
             break
         dropped.extend(problems[shard] for shard in sorted(problems))
