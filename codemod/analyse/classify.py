@@ -505,14 +505,12 @@ class _Judge:
             first = min(o.line for o in writes)
             if any(RESULT in by_index[i].exposed and by_index[i].line > first for i in kept):
                 return None
-        # worth a change only where most of the method goes: what stays (the signature, the kept statements with
-        # their comments), the super() call (about three lines) and a line per key, against the method as it is
-        lines = self.o.end_line - self.o.line + 1
+        # worth a change only where enough of the method goes: the statements that go (each with the comments and
+        # blank lines above it), less the super() call (about three lines), a line per key and the return
         ends = [max(t.end_line, t.line) for t in statements]
-        # a statement goes with the comments and blank lines above it
         removed = sum(end - (ends[p - 1] if p else t.line - 1) for p, (t, end) in enumerate(zip(statements, ends))
                       if t.index not in kept)
-        if lines - removed + 3 + len(keys) + 1 > AFTER_SUPER_AT_MOST * lines:
+        if removed - (3 + len(keys) + 1) < AFTER_SUPER_SAVES_AT_LEAST:
             return None
         return tuple(sorted(kept)), tuple(keys)
 
@@ -613,9 +611,10 @@ class _Judge:
 
 #: the name of the dict an override builds and returns (the fallback's, after a reduction)
 RESULT = "model_inputs"
-#: a reduction keeping statements after super() is made where it leaves at most this share of the method's lines:
-#: where the model's own handling is most of the method, the method stays as its maintainers wrote it
-AFTER_SUPER_AT_MOST = 2 / 3
+#: a reduction keeping statements after super() is made where it saves at least this many lines (estimated: the
+#: statements that go, with the comments above them, less the super() call and the keys set after it): where the
+#: model's own handling is nearly all of the method, the method stays as its maintainers wrote it
+AFTER_SUPER_SAVES_AT_LEAST = 5
 
 
 def _final_writes(analysis: BodyAnalysis, key: str) -> list[OutputKey]:
