@@ -238,8 +238,10 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
         highlight=False,
     )
     # nothing is held back silently: the plan's own (a check refused the edit) and what settling dropped
-    for held in (*changes.plan.held, *changes.dropped):
-        stderr.print(f"held back {held.subject}: {held.detail}", style="yellow", highlight=False)
+    # each once: a dropped shard's members are in the plan's own list, with the shard's why
+    said = {held.subject for held in changes.plan.held}
+    for held in (*changes.plan.held, *(h for h in changes.dropped if h.subject not in said)):
+        stderr.print(f"held back {held.subject}: {held.detail}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word

@@ -10,7 +10,7 @@ rest went.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from codemod.transform import hooks as hook_stage
@@ -19,7 +19,7 @@ from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.transform.plan import EditKind, Plan, Shard, extras_summary
+from codemod.transform.plan import EditKind, Plan, Shard, extras_summary, kept_inputs
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -138,9 +138,10 @@ def run_migration_on(
         targets, not_run = targets_from_plan(planned_from, changes.plan)
         if which is not None:
             targets = [t for t in targets if t.override_id in which]
-        return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                             progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
-                             from_release=from_release, requirements=requirements)
+        report = verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
+                               progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
+                               from_release=from_release, requirements=requirements)
+        return unexercised(report, planned_from.findings)
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
@@ -302,6 +303,22 @@ def _combined(first: Changes, second: Changes) -> Changes:
 
 #: verification rounds that test repairs (each re-verifies only the classes whose repair grew)
 REPAIR_ROUNDS = 3
+
+
+def unexercised(report: VerifyReport, findings: Iterable[Finding]) -> VerifyReport:
+    """The report with an identical verdict made unverified where the change keeps statements after super() that
+    handle the model's own optional inputs (Mllama's pixel values, Kosmos-2's image embeddings) and no compared
+    scenario gave the method any of them: the evidence never reached what the kept statements are about."""
+    by_id: dict[str, Finding] = {f.override.id: f for f in findings}
+    verdicts = []
+    for verdict in report.verdicts:
+        finding = by_id.get(verdict.changed_override)
+        inputs = kept_inputs(finding.override, finding.extras) if finding is not None else set()
+        if verdict.verdict is Verdict.IDENTICAL and inputs and not inputs & set(verdict.given):
+            verdict = dataclasses.replace(verdict, verdict=Verdict.UNVERIFIED, detail=(
+                f"its statements kept after super() handle {', '.join(sorted(inputs))}, which no scenario gave it"))
+        verdicts.append(verdict)
+    return dataclasses.replace(report, verdicts=tuple(verdicts))
 
 
 def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:

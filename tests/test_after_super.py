@@ -398,3 +398,28 @@ def test_exposed_reads(code: str, exposed: tuple[str, ...]) -> None:
     assert isinstance(statement, cst.If)
     # the names of the wrapper's own test are not reads of the code under test
     assert tuple(n for n in _exposed(statement) if n != "True") == exposed
+
+
+# ------------------------------------------------------------------------------------------- evidence
+
+
+def test_a_verdict_is_about_the_kept_statements_only_if_a_scenario_gave_them_their_inputs(hoisted: MixinProfile) -> None:
+    """Mllama's image check, kept after super(), is only exercised by a run that gives it pixel values: text-only
+    scenarios that agree say nothing about it, and the verdict says so (unverified)."""
+    from codemod.contracts import Verdict
+    from codemod.migrate import unexercised
+    from codemod.transform.plan import kept_inputs
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    finding = _finding(IMAGE_TOKENS, hoisted)
+    assert kept_inputs(finding.override, finding.extras) == {"pixel_values"}
+
+    def judged(*given: str) -> ClassVerdict:
+        verdict = ClassVerdict(finding.override.id, Verdict.IDENTICAL, given=given)
+        report = VerifyReport((verdict,), (), (), "cpu", "python", 1.0, "HEAD")
+        return unexercised(report, [finding]).verdicts[0]
+
+    text_only = judged("attention_mask", "input_ids")
+    assert text_only.verdict is Verdict.UNVERIFIED and "pixel_values" in text_only.detail
+    assert judged("input_ids", "pixel_values").verdict is Verdict.IDENTICAL

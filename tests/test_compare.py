@@ -421,3 +421,11 @@ def test_a_none_for_a_parameter_that_defaults_to_none_is_never_a_cause() -> None
     # the class's forward, as the worker records it, reaches every scenario
     verdict = compare("a::A", {**side(old), "forward_optional": ["inputs_embeds", "head_mask"]}, side(new))
     assert verdict.repair() == Repair(remove=("guidance_scale",))
+
+
+def test_what_the_evidence_reached_is_what_the_scenarios_compared_as_the_same_gave() -> None:
+    """A scenario that differs, or fails alike, exercised nothing that counts."""
+    same = {**ok(), "given": ["input_ids", "pixel_values"]}
+    failed = {"name": "x", "status": "error", "error": "ValueError: v", "calls": [], "given": ["aspect_ratio_ids"]}
+    verdict = compare("a::A", side(same, failed), side(ok(), {**failed}))
+    assert verdict.given == ("input_ids", "pixel_values")

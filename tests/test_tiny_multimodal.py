@@ -1,7 +1,9 @@
 """Tiny models whose image inputs (or config) the generic rules can't guess, on 4.45.2: Qwen2-VL (token ids
 its config class lacks, rotary sections, flattened patches with their grid), Idefics2 (images per row, a
-pixel mask, one image token per resampler latent) and CLVP's decoder head (a class that takes a part of
-its family's composite config). Run as ``tests/test_tiny.py`` runs its checks: one script in the
+pixel mask, one image token per resampler latent), CLVP's decoder head (a class that takes a part of
+its family's composite config), and the inputs beside the text that the multimodal scenarios give the classes
+whose reductions keep statements about them (Mllama's tiles, Kosmos-2's image embeddings, CLVP's conditioning,
+RoCBert's shape and pronunciation ids). Run as ``tests/test_tiny.py`` runs its checks: one script in the
 verification environment, one JSON document read by the tests (``network``, ``slow``).
 """
 
@@ -153,6 +155,43 @@ CHECKS = textwrap.dedent(
 
     run("clvp", clvp)
 
+    def first_logits(model, inputs):
+        # the first step's next-token logits through generate() (CLVP's conditioning only goes in there)
+        with torch.no_grad():
+            out = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_logits=True,
+                                 return_dict_in_generate=True)
+        return out.logits[0]
+
+    def own_inputs(module, name, probe, settings=None):
+        # a model's own inputs beside its text, as the multimodal scenarios give them: their keys and
+        # shapes, and that each one reaches the next-token logits
+        model, notes = tiny.tiny_model(load(module, name), seed=0, settings=settings)
+        text = tiny.generation_inputs(model, seed=0)
+        inputs = tiny.multimodal_inputs(model, text, seed=0)
+        if inputs is None:
+            return {"keys": None}
+        result = {"keys": sorted(inputs), "shapes": {k: list(v.shape) for k, v in inputs.items()},
+                  "gates": [n for n in notes if "gates opened" in n],
+                  "text_length": text["input_ids"].shape[1], "matters": {}}
+        for key in probe:
+            value, other = inputs[key], dict(inputs)
+            other[key] = value + 1.0 if value.is_floating_point() else (value + 1) % (int(value.max()) + 2)
+            result["matters"][key] = float((first_logits(model, inputs) - first_logits(model, other)).abs().max())
+        result["greedy"] = generate(model, **inputs)
+        result["values"] = {k: v.tolist() for k, v in inputs.items() if k in ("aspect_ratio_ids", "aspect_ratio_mask",
+                                                                               "image_embeds_position_mask")}
+        if "cross_attention_mask" in inputs:
+            result["values"]["cross_rows"] = inputs["cross_attention_mask"][0, :, 0].tolist()
+            result["values"]["image_at"] = inputs["input_ids"][0].tolist().index(model.config.image_token_index)
+        return result
+
+    run("mllama", lambda: own_inputs("transformers.models.mllama.modeling_mllama", "MllamaForConditionalGeneration",
+                               ["pixel_values"]))
+    run("kosmos2_text", lambda: own_inputs("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM", ["image_embeds"]))
+    run("clvp_conditioning", lambda: own_inputs("transformers.models.clvp.modeling_clvp", "ClvpForCausalLM", ["conditioning_embeds"]))
+    run("roc_bert", lambda: own_inputs("transformers.models.roc_bert.modeling_roc_bert", "RoCBertForCausalLM",
+                                       ["input_shape_ids", "input_pronunciation_ids"], {"is_decoder": True}))
+
     def ambiguous():
         # a composite whose two parts would both build the class: which part it is can't be told, so
         # neither is taken and the build fails as before
@@ -271,3 +310,57 @@ def test_a_head_that_takes_one_part_of_its_composite_config_builds_from_that_par
 def test_a_composite_with_two_parts_that_build_the_class_takes_neither(results):
     entry = _ok(results, "ambiguous")
     assert entry["error"] and "no tiny size builds" in entry["error"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_mllama_gets_tiled_images_behind_one_image_token(results):
+    entry = _ok(results, "mllama")
+    assert entry["keys"] == ["aspect_ratio_ids", "aspect_ratio_mask", "attention_mask", "cross_attention_mask",
+                             "input_ids", "pixel_values"], entry["keys"]
+    shapes, values = entry["shapes"], entry["values"]
+    batch, images, tiles = shapes["pixel_values"][:3]
+    length = entry["text_length"] + 1  # one <|image|> token
+    assert shapes["input_ids"] == [batch, length] and shapes["cross_attention_mask"] == [batch, length, images, tiles]
+    used = sum(values["aspect_ratio_mask"][0][0])
+    assert 1 < used <= tiles and values["aspect_ratio_ids"] == [[values["aspect_ratio_ids"][0][0]]]
+    # the text attends to the image's tiles from its token on, and to no padding tile
+    at = values["image_at"]
+    assert all(row == [0] * tiles for row in values["cross_rows"][:at])
+    assert all(row == [1] * used + [0] * (tiles - used) for row in values["cross_rows"][at:])
+    # a fresh Mllama closes its cross-attention behind tanh(0): opened, the image reaches the logits
+    assert entry["gates"] and entry["gates"][0].startswith("5 zero-initialised gates opened")  # 2 tile, 1 position, 2 cross-attention
+    assert entry["matters"]["pixel_values"] > 0
+    assert [len(row) for row in entry["greedy"]] == [length + 6]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_kosmos2_text_model_gets_image_embeddings_in_place_of_marked_tokens(results):
+    entry = _ok(results, "kosmos2_text")
+    assert entry["keys"] == ["attention_mask", "image_embeds", "image_embeds_position_mask", "input_ids"], entry["keys"]
+    marks = entry["values"]["image_embeds_position_mask"][0]
+    count = entry["shapes"]["image_embeds"][1]
+    assert sum(marks) == count and marks[0] == 0 and marks[1 : 1 + count] == [1] * count
+    assert entry["matters"]["image_embeds"] > 0
+    assert entry["gates"] == []  # nothing closed: nothing opened
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_clvp_decoder_is_driven_by_conditioning_embeddings(results):
+    entry = _ok(results, "clvp_conditioning")
+    assert entry["keys"] == ["conditioning_embeds"], entry["keys"]
+    assert entry["matters"]["conditioning_embeds"] > 0
+    # its generate() turns them into the first step's embeddings, and the start token into the ids
+    assert [len(row) for row in entry["greedy"]] == [1 + 6]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_roc_bert_gets_shape_and_pronunciation_ids_per_token(results):
+    entry = _ok(results, "roc_bert")
+    assert entry["keys"] == ["attention_mask", "input_ids", "input_pronunciation_ids", "input_shape_ids"], entry["keys"]
+    shapes = entry["shapes"]
+    assert shapes["input_shape_ids"] == shapes["input_pronunciation_ids"] == shapes["input_ids"]
+    assert entry["matters"]["input_shape_ids"] > 0 and entry["matters"]["input_pronunciation_ids"] > 0

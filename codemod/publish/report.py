@@ -355,6 +355,8 @@ def verdict_record(verdict: ClassVerdict) -> dict[str, Any]:
             for s in verdict.scenarios
         ],
         "compared": list(verdict.compared),
+        # the method's arguments given a value in a scenario compared as the same: what the evidence reached
+        "given": list(verdict.given),
         "first_difference": dataclasses.asdict(first) if first else None,
         "seconds": round(verdict.seconds, 2),
     }

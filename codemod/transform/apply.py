@@ -269,7 +269,7 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
             break
         dropped.extend(problems[shard] for shard in sorted(problems))
         # each shard says its own why (the problems of one round are of different shards and kinds)
-        plan = plan.without([dataclasses.replace(h, detail=f"held back: {h.detail}") for h in problems.values()])
+        plan = plan.without(problems.values())
     else:  # pragma: no cover - each round drops at least one shard
         raise RuntimeError("the plan did not settle")
     mirrored = sorted(

@@ -337,6 +337,20 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
 
+def kept_inputs(override: Override, extras: Sequence[Extra]) -> set[str]:
+    """The model's own optional inputs (parameters defaulting to None that no mixin prepares) that the statements a
+    reduction keeps after super(), and the keys it sets from them, read: what verification must have given the
+    method for its verdict to be about them."""
+    after = _kept_after(extras)
+    computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
+    if not after and not computed:
+        return set()
+    a = override.analysis
+    read = {n for t in a.top_level if t.index in after for n in t.exposed}
+    read |= {n for key in computed for o in a.outputs if o.key == key for n in _names(o.expr)}
+    return {p.name for p in a.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS and p.name in read}
+
+
 def _set_after(override: Override, extras: Sequence[Extra]) -> set[str]:
     """The parameters a reduction does not hand to ``super()`` because only what it keeps after the call reads
     them: the statements kept after it and the keys it computes there (Mllama's ``pixel_values``, passed only

@@ -56,6 +56,8 @@ class ScenarioDocument(TypedDict, total=False):
     #: what generate() was given (tensors by shape, flags by value, the config's settings)
     inputs: dict[str, Any]
     cache_used: bool | None
+    #: the arguments of the method under test given a value on some step (what the run exercised)
+    given: list[str]
 
 
 #: What a worker wrote for one class on one side (``worker.handle``), or what the runner says in its
@@ -126,6 +128,8 @@ class ClassVerdict:
     #: a class run because it inherits a changed override: that override's id (its change is what
     #: a failure here reverts)
     inherits_from: str = ""
+    #: the method's arguments that a scenario compared as the same gave a value (what the evidence reached)
+    given: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "verdict", Verdict(self.verdict))
@@ -508,7 +512,10 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
             verdict, detail = Verdict.UNVERIFIED, missing
     variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
                      for v in old.get("variants") or ())
-    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants)
+    same = {o.name for o in outcomes if o.status is ScenarioStatus.SAME}
+    given = tuple(sorted({name for scenario in old.get("scenarios", []) if scenario["name"] in same
+                          for name in scenario.get("given", [])}))
+    return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants, given=given)
 
 
 def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> str:

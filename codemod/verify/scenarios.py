@@ -92,10 +92,11 @@ def summarize(value: Any, depth: int = 0) -> Summary:
     return {"object": type(value).__name__}
 
 
-def record_calls(model: Any, received: list[Call] | None = None) -> list[Call]:
-    """Record every dict ``model.prepare_inputs_for_generation`` returns from now on, and into
+def record_calls(model: Any, received: list[Call] | None = None, named: set[str] | None = None) -> list[Call]:
+    """Record every dict ``model.prepare_inputs_for_generation`` returns from now on, into
     ``received`` what the caller passed for the keys it returns (so that a comparison can tell a
-    value passed on unchanged from one the method built).
+    value passed on unchanged from one the method built), and into ``named`` the name of every
+    argument it was given a value for (what a run exercised of the method's inputs).
 
     ``functools.wraps`` keeps the signature visible to ``inspect.signature``: generate() validates
     model kwargs against it, and a ``(*args, **kwargs)`` wrapper would silently accept anything.
@@ -111,6 +112,8 @@ def record_calls(model: Any, received: list[Call] | None = None) -> list[Call]:
     def recorder(*args: Any, **kwargs: Any) -> Any:
         arguments = _by_name(signature, args, kwargs)
         given = {k: summarize(arguments[k]) for k in arguments if arguments[k] is not None}
+        if named is not None:
+            named.update(given)
         prepared = original(*args, **kwargs)
         calls.append({str(k): summarize(v) for k, v in prepared.items()})
         if received is not None:
@@ -462,8 +465,9 @@ def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: st
     new_tokens = int(kwargs.pop(NEW_TOKENS, MAX_NEW_TOKENS))
     assistant_calls: list[Call] = []
     received: list[Call] = []
+    named: set[str] = set()
     target = recorded if recorded is not None else model
-    calls = record_calls(target, received)
+    calls = record_calls(target, received, named)
     outer_calls = record_calls(model) if target is not model else []
     try:
         if kwargs.get("assistant_model") == ASSISTANT:
@@ -479,7 +483,8 @@ def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: st
                                  **_output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
         return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received,
-                "outer_calls": outer_calls, "inputs": describe(kwargs), "cache_used": any(holds_cache(call) for call in calls)}
+                "outer_calls": outer_calls, "inputs": describe(kwargs), "cache_used": any(holds_cache(call) for call in calls),
+                "given": sorted(named)}
     finally:
         for module in (model, target, assistant):
             if "prepare_inputs_for_generation" in vars(module):
@@ -496,6 +501,7 @@ def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: st
         "received": received,
         "outer_calls": outer_calls,
         "inputs": given,
+        "given": sorted(named),
     }
 
 

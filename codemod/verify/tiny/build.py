@@ -176,10 +176,33 @@ def tiny_model(
             if model is None:
                 errors.append(f"build: {one_line(error)}")
                 continue
+        _open_gates(model, notes)
         if index:
             notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
         return model, notes
     raise TinyModelError(f"{model_class.__name__}: no tiny size builds ({errors[0]})")
+
+
+#: the words that name a learned gate that multiplies a path's output (Mllama's ``cross_attn_attn_gate``, its tile
+#: embeddings' ``gate``; IDEFICS's ``alpha_cross_attn``)
+_GATE_WORDS = ("gate", "alpha")
+
+
+def _open_gates(model: Any, notes: list[str]) -> None:
+    """Gates a model initialises to zero, opened (set to 1). A fresh checkpoint starts them closed so that training
+    can add a path slowly; closed, a tiny model's output ignores that path, and a change that drops its input
+    (Mllama's images, cross-attended behind ``tanh(gate)``) would generate the same tokens unnoticed."""
+    opened = []
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if (any(word in leaf for word in _GATE_WORDS) and not leaf.endswith("bias")
+                    and parameter.numel() <= 64 and bool((parameter == 0).all())):
+                parameter.fill_(1.0)
+                opened.append(name)
+    if opened:
+        notes.append(f"{len(opened)} zero-initialised gates opened (set to 1), e.g. {opened[0]}: closed, "
+                     "the paths behind them would not reach the output")
 
 
 def _sub_configs(model_class: type, config: Any) -> list[tuple[str, Any]]:

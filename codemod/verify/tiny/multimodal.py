@@ -328,7 +328,76 @@ def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     return candidate if _try_generate(model, candidate) is None else None
 
 
-#: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess
+def _mllama(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Mllama cross-attends to tiled images: pixels (batch, images, tiles, C, H, W), each image's aspect ratio as
+    a 1-based id into ``supported_aspect_ratios`` with a mask of the tiles it fills, one ``<|image|>`` token in
+    front of the text, and a cross-attention mask (batch, length, images, tiles) that is 1 on the image's tiles
+    from that token on (generate() repeats its last row for each new token)."""
+    config = model.config
+    vision, token = getattr(config, "vision_config", None), getattr(config, "image_token_index", None)
+    if vision is None or not is_int(token):
+        return None
+    tiles, side, channels = vision.max_num_tiles, vision.image_size, vision.num_channels
+    ratios = [math.prod(r) for r in vision.supported_aspect_ratios]
+    # the widest ratio the tiles allow, so that the image fills more than one tile where it can
+    used = max((n for n in ratios if n <= tiles), default=1)
+    batch = inputs["input_ids"].shape[0]
+    candidate = _with_image_tokens(inputs, token, 1)
+    ids = candidate["input_ids"]
+    candidate["pixel_values"] = torch.randn((batch, 1, tiles, channels, side, side), generator=generator)
+    candidate["aspect_ratio_ids"] = torch.full((batch, 1), ratios.index(used) + 1, dtype=torch.long)
+    filled = torch.zeros((batch, 1, tiles), dtype=torch.long)
+    filled[..., :used] = 1
+    candidate["aspect_ratio_mask"] = filled
+    from_image = ((ids == token).long().cumsum(-1) > 0).long()  # (batch, length): the image token and after
+    candidate["cross_attention_mask"] = from_image[:, :, None, None] * filled[:, None, :, :]
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+def _kosmos2_text(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Kosmos-2's text model alone, as the composite drives it: the image's embeddings (batch, image tokens,
+    embed_dim) put in place of the tokens ``image_embeds_position_mask`` marks (after the first token)."""
+    width = getattr(model.config, "embed_dim", None)
+    if not is_int(width):
+        return None
+    count = 4
+    batch = inputs["input_ids"].shape[0]
+    placeholder = int(random_ids(model, (1, 1), generator)[0, 0])
+    candidate = _with_image_tokens(inputs, placeholder, count, after=1)
+    marks = torch.zeros(candidate["input_ids"].shape, dtype=torch.long)
+    for row, row_mask in enumerate(inputs["attention_mask"]):
+        at = int((row_mask == 0).long().cumprod(0).sum()) + min(1, len(row_mask))
+        marks[row, at : at + count] = 1
+    candidate["image_embeds"] = torch.randn((batch, count, width), generator=generator)
+    candidate["image_embeds_position_mask"] = marks
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+def _clvp_decoder(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """CLVP's speech decoder alone, as ``ClvpModelForConditionalGeneration.generate`` drives it: conditioning
+    embeddings (batch, length, hidden) in place of a prompt, to which its generate() appends the start token."""
+    hidden = getattr(model.config, "hidden_size", None)
+    if not is_int(hidden):
+        return None
+    batch, length = inputs["input_ids"].shape
+    candidate: Inputs = {"conditioning_embeds": torch.randn((batch, length, hidden), generator=generator)}
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+def _roc_bert(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """RoCBert's glyph-shape and pronunciation ids, one of each per token (its tokenizer returns them)."""
+    config = model.config
+    candidate = dict(inputs)
+    shape = inputs["input_ids"].shape
+    for key, vocabulary in (("input_shape_ids", config.shape_vocab_size),
+                            ("input_pronunciation_ids", config.pronunciation_vocab_size)):
+        candidate[key] = torch.randint(0, vocabulary, shape, generator=generator)
+    return candidate if _try_generate(model, candidate) is None else None
+
+
+#: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess; the multimodal
+#: scenarios are where a model's own inputs beside its text go, so the builders for what is not an image
+#: (conditioning embeddings, RoCBert's shape and pronunciation ids) are here too
 MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] = {
     "fuyu": _fuyu,
     "idefics": _idefics,
@@ -340,6 +409,12 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     # images per row with a pixel mask (Idefics3, from 4.46 on, finds its token count by running)
     "idefics2": _idefics2,
     "idefics3": _idefics2,
+    # cross-attended tiles (4.45 on)
+    "mllama": _mllama,
+    # what is not an image: the inputs these models' composites (or tokenizers) give them
+    "kosmos_2_text_model": _kosmos2_text,
+    "clvp_decoder": _clvp_decoder,
+    "roc_bert": _roc_bert,
 }
 
 #: model types that can't run without an image (their text path still needs one)
