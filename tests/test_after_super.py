@@ -373,6 +373,27 @@ def test_the_rewritten_method_keeps_the_statements_after_super_with_their_commen
     ast.parse(new)
 
 
+def test_the_overwritten_line_of_a_statement_kept_after_super_heads_the_body_once(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # upstream's own mark above the first statement (5.x's XLM): that statement moves after super(), the mark
+    # stays the body's first line, and is not written a second time
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    marked = IMAGE_TOKENS.replace(_GENERIC_START, "\n    # Overwritten -- the images go on the prefill only" + _GENERIC_START, 1)
+    assert marked != IMAGE_TOKENS
+    method = textwrap.indent(textwrap.dedent(marked).lstrip("\n"), "    ")
+    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL) + "\n" + method})
+    result = scan_of(root)
+    rewrite = next(r for r in settle(result, initial_plan(result)).rewrites if r.path.endswith("modeling_minnow.py"))
+    new = rewrite.new.decode()
+    body = new[new.index("    def prepare_inputs_for_generation("):]
+    assert body.count("# Overwritten --") == 1, body
+    lines = body.splitlines()
+    after_signature = lines.index("    ):") + 1
+    assert lines[after_signature].lstrip().startswith("# Overwritten --"), body
+    assert lines[after_signature + 1].lstrip().startswith("model_inputs = super().prepare_inputs_for_generation("), body
+    ast.parse(new)
+
+
 # ------------------------------------------------------------------------------------------- the engine
 
 

@@ -103,8 +103,16 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     if any(i >= len(old) for i in (*keep, *keep_after)):
         raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
     new = _code_block(module, body)
-    after = [old[i] for i in keep_after]
-    return function.with_changes(body=function.body.with_changes(body=[*(old[i] for i in keep), *new[:1], *after, *new[1:]]))
+    head = [*(old[i] for i in keep), *new[:1]]
+    after = [_statement(old[i]) for i in keep_after]
+    # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
+    marks = [line for s in after for line in s.leading_lines if _is_comment(line, _OVERWRITTEN)]
+    if marks:
+        after = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, _OVERWRITTEN)])
+                 for s in after]
+        first = _statement(head[0])
+        head[0] = first.with_changes(leading_lines=[*marks, *first.leading_lines])
+    return function.with_changes(body=function.body.with_changes(body=[*head, *after, *new[1:]]))
 
 
 def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
