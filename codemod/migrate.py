@@ -306,17 +306,18 @@ REPAIR_ROUNDS = 3
 
 
 def unexercised(report: VerifyReport, findings: Iterable[Finding]) -> VerifyReport:
-    """The report with an identical verdict made unverified where the change keeps statements after super() that
-    handle the model's own optional inputs (Mllama's pixel values, Kosmos-2's image embeddings) and no compared
-    scenario gave the method any of them: the evidence never reached what the kept statements are about."""
+    """The report with an identical verdict made unverified where the change keeps statements that handle the
+    model's own optional inputs (Mllama's pixel values after super(), Musicgen's guidance scale in front of it) and
+    no compared scenario gave the method any input one of them reads: the evidence never reached that statement."""
     by_id: dict[str, Finding] = {f.override.id: f for f in findings}
     verdicts = []
     for verdict in report.verdicts:
         finding = by_id.get(verdict.changed_override)
-        inputs = kept_inputs(finding.override, finding.extras) if finding is not None else set()
-        if verdict.verdict is Verdict.IDENTICAL and inputs and not inputs & set(verdict.given):
+        groups = kept_inputs(finding.override, finding.extras) if finding is not None else []
+        missing = sorted({n for g in groups if not g & set(verdict.given) for n in g})
+        if verdict.verdict is Verdict.IDENTICAL and missing:
             verdict = dataclasses.replace(verdict, verdict=Verdict.UNVERIFIED, detail=(
-                f"its statements kept after super() handle {', '.join(sorted(inputs))}, which no scenario gave it"))
+                f"the statements it keeps handle {', '.join(missing)}, which no scenario gave it"))
         verdicts.append(verdict)
     return dataclasses.replace(report, verdicts=tuple(verdicts))
 

@@ -434,7 +434,7 @@ def test_a_verdict_is_about_the_kept_statements_only_if_a_scenario_gave_them_the
     from codemod.verify.session import VerifyReport
 
     finding = _finding(IMAGE_TOKENS, hoisted)
-    assert kept_inputs(finding.override, finding.extras) == {"pixel_values"}
+    assert kept_inputs(finding.override, finding.extras) == [frozenset({"pixel_values"})]
 
     def judged(*given: str) -> ClassVerdict:
         verdict = ClassVerdict(finding.override.id, Verdict.IDENTICAL, given=given)
@@ -444,3 +444,29 @@ def test_a_verdict_is_about_the_kept_statements_only_if_a_scenario_gave_them_the
     text_only = judged("attention_mask", "input_ids")
     assert text_only.verdict is Verdict.UNVERIFIED and "pixel_values" in text_only.detail
     assert judged("input_ids", "pixel_values").verdict is Verdict.IDENTICAL
+
+
+def test_each_kept_statement_needs_one_of_its_inputs_given(hoisted: MixinProfile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two kept statements about two inputs (Musicgen's delay pattern and its guidance scale): a run that gives only
+    the first says nothing about the second, and the verdict names what was missing."""
+    import codemod.migrate as migrate
+    from codemod.contracts import Verdict
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    finding = _finding(IMAGE_TOKENS, hoisted)
+    groups = [frozenset({"delay_pattern_mask"}), frozenset({"guidance_scale"}), frozenset({"encoder_hidden_states", "guidance_scale"})]
+    monkeypatch.setattr(migrate, "kept_inputs", lambda override, extras: groups)
+
+    def judged(*given: str) -> ClassVerdict:
+        verdict = ClassVerdict(finding.override.id, Verdict.IDENTICAL, given=given)
+        return migrate.unexercised(VerifyReport((verdict,), (), (), "cpu", "python", 1.0, "HEAD"), [finding]).verdicts[0]
+
+    partial = judged("input_ids", "delay_pattern_mask")
+    assert partial.verdict is Verdict.UNVERIFIED
+    assert "guidance_scale" in partial.detail and "delay_pattern_mask" not in partial.detail
+    assert judged("delay_pattern_mask", "guidance_scale").verdict is Verdict.IDENTICAL
+    # a verdict that is not identical stays what it is
+    differs = ClassVerdict(finding.override.id, Verdict.DIFFERS, given=())
+    assert migrate.unexercised(VerifyReport((differs,), (), (), "cpu", "python", 1.0, "HEAD"), [finding]).verdicts[0].verdict \
+        is Verdict.DIFFERS

@@ -90,12 +90,16 @@ CHECKS = textwrap.dedent(
         ids = inputs["input_ids"][0].tolist()
         result["ids_row"] = ids
         result["grid"] = inputs["image_grid_thw"].tolist()
+        result["video_grid"] = inputs["video_grid_thw"].tolist() if "video_grid_thw" in inputs else None
+        result["video_shape"] = list(inputs["pixel_values_videos"].shape) if "pixel_values_videos" in inputs else None
+        result["video_matters"] = image_matters(model, inputs, "pixel_values_videos") if result["video_grid"] else None
         result["pixel_shape"] = list(inputs["pixel_values"].shape)
         result["merge"] = config.vision_config.spatial_merge_size
         result["patch_width"] = (config.vision_config.in_channels * config.vision_config.temporal_patch_size
                                  * config.vision_config.patch_size ** 2)
         with torch.no_grad():
-            _, deltas = model.get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], None, inputs["attention_mask"])
+            _, deltas = model.get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], inputs.get("video_grid_thw"),
+                                             inputs["attention_mask"])
         result["rope_deltas"] = deltas.flatten().tolist()
         result["image_matters"] = image_matters(model, inputs)
         result["multimodal"] = generate(model, **inputs)
@@ -215,6 +219,23 @@ CHECKS = textwrap.dedent(
             return {"error": str(error)}
 
     run("ambiguous", ambiguous)
+    def musicgen_guidance():
+        # the decoder alone and the composite: the text inputs as they are, and a guidance scale above 1
+        result = {}
+        for module, name in (("transformers.models.musicgen.modeling_musicgen", "MusicgenForCausalLM"),
+                             ("transformers.models.musicgen_melody.modeling_musicgen_melody",
+                              "MusicgenMelodyForConditionalGeneration")):
+            model, _ = tiny.tiny_model(load(module, name), seed=0)
+            text = tiny.generation_inputs(model, seed=0)
+            inputs = tiny.multimodal_inputs(model, text, seed=0)
+            result[name] = None if inputs is None else {
+                "extra": {k: v for k, v in inputs.items() if k not in text},
+                "text_kept": all(inputs[k] is text[k] for k in text),
+                "greedy": generate(model, **inputs),
+            }
+        return result
+
+    run("musicgen_guidance", musicgen_guidance)
     print("RESULT " + json.dumps(out))
     '''
 )
@@ -250,9 +271,15 @@ def test_qwen2_vl_config_gets_the_hub_token_ids_and_rotary_sections(results):
 @pytest.mark.slow
 def test_qwen2_vl_generates_with_an_image_as_its_processor_prepares_it(results):
     entry = _ok(results, "qwen2_vl")
-    assert entry.get("keys") == ["attention_mask", "image_grid_thw", "input_ids", "pixel_values"], entry.get("keys")
+    assert entry.get("keys") == ["attention_mask", "image_grid_thw", "input_ids", "pixel_values", "pixel_values_videos",
+                                 "video_grid_thw"], entry.get("keys")
     ids, grid, merge = entry["ids_row"], entry["grid"], entry["merge"]
     (t, h, w), = grid
+    # and a video of two frames, its own token, patches and grid: the path only a video reaches
+    (vt, vh, vw), = entry["video_grid"]
+    video_count = vt * vh * vw // merge**2
+    assert vt == 2 and ids.count(entry["ids"]["video_token_id"]) == video_count
+    assert entry["video_shape"] == [vt * vh * vw, entry["patch_width"]] and entry["video_matters"] > 0
     assert h != w  # a grid that is not square: rows and columns can't be swapped unnoticed
     count = t * h * w // merge**2
     token, start, end = (entry["ids"][name] for name in ("image_token_id", "vision_start_token_id", "vision_end_token_id"))
@@ -261,7 +288,7 @@ def test_qwen2_vl_generates_with_an_image_as_its_processor_prepares_it(results):
     assert ids[first - 1] == start and ids[first + count] == end and first > 1  # some text before the image
     assert entry["pixel_shape"] == [t * h * w, entry["patch_width"]]
     # 3D positions: the image's rows and columns advance the positions by max(h, w) / merge, not by its tokens
-    assert entry["rope_deltas"] == [max(h, w) // merge - count]
+    assert entry["rope_deltas"] == [max(h, w) // merge - count + max(vt, vh // merge, vw // merge) - video_count]
     assert entry["image_matters"] > 0
     assert [len(row) for row in entry["multimodal"]] == [len(ids) + 6]
     assert [len(row) for row in entry["assisted"]] == [len(ids) + 6]
@@ -364,3 +391,13 @@ def test_roc_bert_gets_shape_and_pronunciation_ids_per_token(results):
     shapes = entry["shapes"]
     assert shapes["input_shape_ids"] == shapes["input_pronunciation_ids"] == shapes["input_ids"]
     assert entry["matters"]["input_shape_ids"] > 0 and entry["matters"]["input_pronunciation_ids"] > 0
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_musicgen_gets_a_guidance_scale_above_one(results):
+    entry = _ok(results, "musicgen_guidance")
+    for name in ("MusicgenForCausalLM", "MusicgenMelodyForConditionalGeneration"):
+        assert entry[name] is not None, name
+        assert entry[name]["extra"] == {"guidance_scale": 3.0} and entry[name]["text_kept"]
+        assert entry[name]["greedy"]

@@ -337,18 +337,18 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
 
-def kept_inputs(override: Override, extras: Sequence[Extra]) -> set[str]:
-    """The model's own optional inputs (parameters defaulting to None that no mixin prepares) that the statements a
-    reduction keeps after super(), and the keys it sets from them, read: what verification must have given the
-    method for its verdict to be about them."""
-    after = _kept_after(extras)
-    computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
-    if not after and not computed:
-        return set()
+def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[str]]:
+    """For each statement a reduction keeps (in front of super() or after it) and each key it computes after it,
+    the model's own optional inputs (parameters defaulting to None that no mixin prepares) it reads, where it reads
+    any: what verification must have given the method, one of each group, for its verdict to be about them
+    (Musicgen's delay pattern and its classifier-free guidance are two statements, two groups)."""
     a = override.analysis
-    read = {n for t in a.top_level if t.index in after for n in t.exposed}
-    read |= {n for key in computed for o in a.outputs if o.key == key for n in _names(o.expr)}
-    return {p.name for p in a.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS and p.name in read}
+    optional = {p.name for p in a.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS}
+    kept = {*_kept_statements(extras), *_kept_after(extras)}
+    groups = [{n for n in t.exposed if n in optional} for t in a.top_level if t.index in kept]
+    groups += [{n for o in a.outputs if o.key == e.key for n in _names(o.expr) if n in optional}
+               for e in extras if e.how is ExtraHow.COMPUTED]
+    return [frozenset(g) for g in groups if g]
 
 
 def _set_after(override: Override, extras: Sequence[Extra]) -> set[str]:

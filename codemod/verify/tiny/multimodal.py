@@ -320,12 +320,24 @@ def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     grid = (1, 2 * merge, 3 * merge)
     patches = math.prod(grid)
     count = patches // merge**2
+    width = channels * temporal * patch * patch
     candidate = _with_image_tokens(inputs, token, count, start=start, end=end, after=2)
-    candidate["pixel_values"] = torch.randn((batch * patches, channels * temporal * patch * patch), generator=generator)
+    candidate["pixel_values"] = torch.randn((batch * patches, width), generator=generator)
     candidate["image_grid_thw"] = torch.tensor([grid] * batch)
     if takes(model.forward, "mm_token_type_ids"):  # 5.x: each token's modality, as the processor returns it
         candidate["mm_token_type_ids"] = (candidate["input_ids"] == token).long()
-    return candidate if _try_generate(model, candidate) is None else None
+    if _try_generate(model, candidate) is not None:
+        return None
+    # and a video of two frames in front of the image, where the model takes one (its own inputs and grid, its own
+    # token): the video path is a second input of the same kind that only a run with a video reaches
+    video = getattr(config, "video_token_id", None)
+    if not is_int(video) or not takes(model.forward, "pixel_values_videos") or "mm_token_type_ids" in candidate:
+        return candidate
+    frames = (2, 2 * merge, 2 * merge)
+    with_video = _with_image_tokens(candidate, video, math.prod(frames) // merge**2, start=start, end=end, after=1)
+    with_video["pixel_values_videos"] = torch.randn((batch * math.prod(frames), width), generator=generator)
+    with_video["video_grid_thw"] = torch.tensor([frames] * batch)
+    return with_video if _try_generate(model, with_video) is None else candidate
 
 
 def _mllama(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
@@ -395,9 +407,17 @@ def _roc_bert(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     return candidate if _try_generate(model, candidate) is None else None
 
 
+def _guided(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Musicgen's classifier-free guidance: a ``guidance_scale`` above 1, which its method meets by doubling the
+    batch (a conditional and an unconditional half) and only a run that asks for it reaches. Not tried here: there is
+    no layout to guess, and 4.45's decoder fails a two-token trial run on its delay pattern, guided or not (a
+    scenario that fails on both sides is no evidence of the guidance either)."""
+    return {**inputs, "guidance_scale": 3.0}
+
+
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess; the multimodal
 #: scenarios are where a model's own inputs beside its text go, so the builders for what is not an image
-#: (conditioning embeddings, RoCBert's shape and pronunciation ids) are here too
+#: (conditioning embeddings, RoCBert's shape and pronunciation ids, Musicgen's guidance) are here too
 MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] = {
     "fuyu": _fuyu,
     "idefics": _idefics,
@@ -415,6 +435,10 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     "kosmos_2_text_model": _kosmos2_text,
     "clvp_decoder": _clvp_decoder,
     "roc_bert": _roc_bert,
+    "musicgen": _guided,
+    "musicgen_decoder": _guided,
+    "musicgen_melody": _guided,
+    "musicgen_melody_decoder": _guided,
 }
 
 #: model types that can't run without an image (their text path still needs one)
