@@ -10,7 +10,7 @@ rest went.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codemod.transform import hooks as hook_stage
@@ -19,7 +19,7 @@ from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.transform.plan import EditKind, Plan, Shard, extras_summary, kept_inputs
+from codemod.transform.plan import EditKind, Plan, Shard, extras_summary
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -138,10 +138,9 @@ def run_migration_on(
         targets, not_run = targets_from_plan(planned_from, changes.plan)
         if which is not None:
             targets = [t for t in targets if t.override_id in which]
-        report = verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                               progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
-                               from_release=from_release, requirements=requirements)
-        return unexercised(report, planned_from.findings)
+        return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
+                             progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
+                             from_release=from_release, requirements=requirements)
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
@@ -303,23 +302,6 @@ def _combined(first: Changes, second: Changes) -> Changes:
 
 #: verification rounds that test repairs (each re-verifies only the classes whose repair grew)
 REPAIR_ROUNDS = 3
-
-
-def unexercised(report: VerifyReport, findings: Iterable[Finding]) -> VerifyReport:
-    """The report with an identical verdict made unverified where the change keeps statements that handle the
-    model's own optional inputs (Mllama's pixel values after super(), Musicgen's guidance scale in front of it) and
-    no compared scenario gave the method any input one of them reads: the evidence never reached that statement."""
-    by_id: dict[str, Finding] = {f.override.id: f for f in findings}
-    verdicts = []
-    for verdict in report.verdicts:
-        finding = by_id.get(verdict.changed_override)
-        groups = kept_inputs(finding.override, finding.extras) if finding is not None else []
-        missing = sorted({n for g in groups if not g & set(verdict.given) for n in g})
-        if verdict.verdict is Verdict.IDENTICAL and missing:
-            verdict = dataclasses.replace(verdict, verdict=Verdict.UNVERIFIED, detail=(
-                f"the statements it keeps handle {', '.join(missing)}, which no scenario gave it"))
-        verdicts.append(verdict)
-    return dataclasses.replace(report, verdicts=tuple(verdicts))
 
 
 def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:

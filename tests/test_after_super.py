@@ -19,7 +19,7 @@ from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.analyse.recognise import _exposed
 from codemod.contracts import ExtraHow
 from codemod.transform.apply import initial_plan, settle
-from codemod.transform.plan import EditKind, reduce_override
+from codemod.transform.plan import EditKind, kept_inputs, reduce_override
 
 from .test_classify import override
 from .test_plan import checkout_copy, scan_of
@@ -424,49 +424,18 @@ def test_exposed_reads(code: str, exposed: tuple[str, ...]) -> None:
 # ------------------------------------------------------------------------------------------- evidence
 
 
-def test_a_verdict_is_about_the_kept_statements_only_if_a_scenario_gave_them_their_inputs(hoisted: MixinProfile) -> None:
-    """Mllama's image check, kept after super(), is only exercised by a run that gives it pixel values: text-only
-    scenarios that agree say nothing about it, and the verdict says so (unverified)."""
-    from codemod.contracts import Verdict
-    from codemod.migrate import unexercised
-    from codemod.transform.plan import kept_inputs
-    from codemod.verify.compare import ClassVerdict
-    from codemod.verify.session import VerifyReport
+def test_the_verification_of_a_reduction_needs_what_its_kept_statements_read(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mllama's image check, kept after super(), is only exercised by a run that gives it pixel values: its target
+    carries that need to the comparison (``runner.Target.needs``; ``compare`` judges it)."""
+    from codemod.verify.session import targets_from_plan
 
-    finding = _finding(IMAGE_TOKENS, hoisted)
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    method = textwrap.indent(textwrap.dedent(IMAGE_TOKENS).lstrip("\n"), "    ")
+    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL) + "\n" + method})
+    result = scan_of(root)
+    finding = next(f for f in result.findings if f.override.class_name == "MinnowForConditionalGeneration")
     assert kept_inputs(finding.override, finding.extras) == [frozenset({"pixel_values"})]
-
-    def judged(*given: str) -> ClassVerdict:
-        verdict = ClassVerdict(finding.override.id, Verdict.IDENTICAL, given=given)
-        report = VerifyReport((verdict,), (), (), "cpu", "python", 1.0, "HEAD")
-        return unexercised(report, [finding]).verdicts[0]
-
-    text_only = judged("attention_mask", "input_ids")
-    assert text_only.verdict is Verdict.UNVERIFIED and "pixel_values" in text_only.detail
-    assert judged("input_ids", "pixel_values").verdict is Verdict.IDENTICAL
-
-
-def test_each_kept_statement_needs_one_of_its_inputs_given(hoisted: MixinProfile, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two kept statements about two inputs (Musicgen's delay pattern and its guidance scale): a run that gives only
-    the first says nothing about the second, and the verdict names what was missing."""
-    import codemod.migrate as migrate
-    from codemod.contracts import Verdict
-    from codemod.verify.compare import ClassVerdict
-    from codemod.verify.session import VerifyReport
-
-    finding = _finding(IMAGE_TOKENS, hoisted)
-    groups = [frozenset({"delay_pattern_mask"}), frozenset({"guidance_scale"}), frozenset({"encoder_hidden_states", "guidance_scale"})]
-    monkeypatch.setattr(migrate, "kept_inputs", lambda override, extras: groups)
-
-    def judged(*given: str) -> ClassVerdict:
-        verdict = ClassVerdict(finding.override.id, Verdict.IDENTICAL, given=given)
-        return migrate.unexercised(VerifyReport((verdict,), (), (), "cpu", "python", 1.0, "HEAD"), [finding]).verdicts[0]
-
-    partial = judged("input_ids", "delay_pattern_mask")
-    assert partial.verdict is Verdict.UNVERIFIED
-    assert "guidance_scale" in partial.detail and "delay_pattern_mask" not in partial.detail
-    assert judged("delay_pattern_mask", "guidance_scale").verdict is Verdict.IDENTICAL
-    # a verdict that is not identical stays what it is
-    differs = ClassVerdict(finding.override.id, Verdict.DIFFERS, given=())
-    assert migrate.unexercised(VerifyReport((differs,), (), (), "cpu", "python", 1.0, "HEAD"), [finding]).verdicts[0].verdict \
-        is Verdict.DIFFERS
+    targets, _ = targets_from_plan(result, initial_plan(result))
+    target = next(t for t in targets if t.class_name == "MinnowForConditionalGeneration")
+    assert target.needs == (frozenset({"pixel_values"}),)

@@ -429,3 +429,25 @@ def test_what_the_evidence_reached_is_what_the_scenarios_compared_as_the_same_ga
     failed = {"name": "x", "status": "error", "error": "ValueError: v", "calls": [], "given": ["aspect_ratio_ids"]}
     verdict = compare("a::A", side(same, failed), side(ok(), {**failed}))
     assert verdict.given == ("input_ids", "pixel_values")
+
+
+def test_an_identical_verdict_needs_each_kept_statement_given_one_of_its_inputs() -> None:
+    """Two kept statements about two inputs (Musicgen's delay pattern and its guidance scale): scenarios that gave
+    only the first say nothing about the second, and the verdict names what was missing."""
+    needs = (frozenset({"delay_pattern_mask"}), frozenset({"guidance_scale"}),
+             frozenset({"encoder_hidden_states", "guidance_scale"}))
+    partial = {**ok(), "given": ["input_ids", "delay_pattern_mask"]}
+    verdict = compare("a::A", side(partial), side(ok()), needs=needs)
+    assert verdict.verdict == "unverified"
+    assert "guidance_scale" in verdict.detail and "encoder_hidden_states" in verdict.detail
+    assert "delay_pattern_mask" not in verdict.detail
+    both = {**ok(), "given": ["delay_pattern_mask", "guidance_scale"]}
+    assert compare("a::A", side(both), side(ok()), needs=needs).verdict == "identical"
+    assert compare("a::A", side(partial), side(ok())).verdict == "identical"  # nothing kept: nothing needed
+    # given only by a scenario that differs is not given
+    differs = {**ok(sequences=((5, 6, 8),)), "name": "guided", "given": ["guidance_scale"]}
+    verdict = compare("a::A", side(partial, {**differs, "sequences": [[5, 6, 7]]}), side(ok(), differs), needs=needs)
+    assert verdict.verdict == "differs"
+    # a verdict that is not identical stays what it is
+    crashed = {"name": "greedy", "status": "error", "error": "RuntimeError: r", "calls": []}
+    assert compare("a::A", side(partial), side(crashed), needs=needs).verdict == "crashed"

@@ -62,6 +62,11 @@ def test_subclasses_of_a_changed_override_are_targets_with_its_id(tmp_path: Path
     assert found["ChildLM"].module.endswith("modeling_children")
     # ShadowLM's own method never reaches the base's: unaffected
     assert inheriting_targets(result, []) == []
+    # a class that runs the changed code needs what it needs: the inputs its kept statements read
+    needs = (frozenset({"pixel_values"}),)
+    needing = inheriting_targets(result, ["modeling_base.py::BaseLM"], {"modeling_base.py::BaseLM": needs})
+    assert {t.class_name for t in needing} == set(found) and all(t.needs == needs for t in needing)
+    assert all(t.needs == () for t in found.values())
 
 
 def test_a_failing_inheritor_fails_the_override_it_inherits() -> None:

@@ -53,7 +53,7 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
     parsed: list[str] = []
     real_methods = session._methods
 
-    def counting_methods(text: str) -> dict[str, str]:
+    def counting_methods(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
         parsed.append(text)
         return real_methods(text)
 
@@ -65,3 +65,41 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
     assert sorted(shown) == sorted(f.override.file for f in base.findings)  # once per file
     assert not [t for t in parsed if "UntouchedLM" in t]  # the same bytes on both sides: not parsed
     assert len(parsed) == 6  # both sides of the three files that changed
+
+
+OWN_INPUT = '''
+from transformers import PreTrainedModel
+
+
+class GuidedLM(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None, **kwargs):
+        pass
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, guidance_scale=None, **kwargs):
+        if guidance_scale is not None and guidance_scale > 1:
+            input_ids = input_ids.repeat((2, 1))
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "past_key_values": past_key_values}
+'''
+
+
+def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_needs_given(tmp_path) -> None:
+    """A change that keeps the guidance statement and hands the rest to super(): an identical verdict must rest
+    on a run that gave ``guidance_scale``; one that rewrote that statement too needs nothing of it."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    git.run(root, "init", "-q", "-b", "main", isolated=True)
+    (root / "modeling_guided.py").write_text(OWN_INPUT)
+    commit_all(root)
+    base = scan(resolve(root))
+    reduced = OWN_INPUT.replace('''        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "past_key_values": past_key_values}''', '''        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)''')
+    assert reduced != OWN_INPUT
+    (root / "modeling_guided.py").write_text(reduced)
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == (frozenset({"guidance_scale"}),)
+    (root / "modeling_guided.py").write_text(reduced.replace("guidance_scale > 1", "guidance_scale > 1.0"))
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == ()

@@ -7,6 +7,7 @@ until what is left is consistent. ``diff`` renders that; ``write`` puts it on di
 
 from __future__ import annotations
 
+import ast
 import codecs
 import dataclasses
 import difflib
@@ -135,33 +136,42 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
 def _longer_reductions(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrite]) -> dict[str, Held]:
     """Shards with a reduction that leaves its method longer than it was: shard -> why. What verification's repairs
     add to a reduction (the masked LMs drop three keys the mixin passes, after the dummy token kept in front of
-    super()) can make it so; an override that says the same in more lines is no reduction."""
+    super()) can make it so; an override that says the same in more lines is no reduction. The method's length
+    before is the index's; each rewritten file is parsed once."""
     by_path = {r.path: r for r in rewrites if r.changed}
     by_id = result.index.by_id()
     shard_of = {m: s.id for s in plan.shards for m in s.members}
-    longer: dict[str, Held] = {}
+    reduced: dict[str, list[Override]] = {}
     for oid, action in plan.actions:
         o = by_id.get(oid)
-        if action is not Action.REDUCE or o is None or o.file not in by_path or oid not in shard_of:
-            continue
-        rewrite = by_path[o.file]
-        old = _definition_span(rewrite.old_text().splitlines(), o, CopyScope.METHOD)
-        new = _definition_span(rewrite.new_text().splitlines(), o, CopyScope.METHOD)
-        if old is not None and new is not None and new[1] - new[0] > old[1] - old[0]:
-            longer[shard_of[oid]] = Held(shard_of[oid], HeldCause.LONGER,
-                                         f"{oid}: reduced, it would be {new[1] - new[0] + 1} lines where it is "
-                                         f"{old[1] - old[0] + 1}")
+        if action is Action.REDUCE and o is not None and o.file in by_path and oid in shard_of:
+            reduced.setdefault(o.file, []).append(o)
+    longer: dict[str, Held] = {}
+    for path, overrides in reduced.items():
+        tree = _parsed(by_path[path].new_text())
+        for o in overrides:
+            new = _span_in(tree, o, CopyScope.METHOD) if tree is not None else None
+            if new is not None and new[1] - new[0] + 1 > o.lines:
+                longer[shard_of[o.id]] = Held(shard_of[o.id], HeldCause.LONGER,
+                                              f"{o.id}: reduced, it would be {new[1] - new[0] + 1} lines where it is {o.lines}")
     return longer
+
+
+def _parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
 
 
 def _definition_span(lines: Sequence[str], o: Override, scope: str) -> tuple[int, int] | None:
     """Lines of the copy (the class, or its method) in the rewritten text."""
-    import ast
+    tree = _parsed("\n".join(lines))
+    return _span_in(tree, o, scope) if tree is not None else None
 
-    try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
+
+def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | None:
+    """Lines of ``o``'s class (or its method) in ``tree``: from its first decorator to its end."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == o.class_name:
             target: ast.ClassDef | ast.FunctionDef | None

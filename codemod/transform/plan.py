@@ -339,15 +339,21 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
 
 def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[str]]:
     """For each statement a reduction keeps (in front of super() or after it) and each key it computes after it,
-    the model's own optional inputs (parameters defaulting to None that no mixin prepares) it reads, where it reads
-    any: what verification must have given the method, one of each group, for its verdict to be about them
-    (Musicgen's delay pattern and its classifier-free guidance are two statements, two groups)."""
+    the model's own optional inputs it reads (``own_inputs_read``): what verification must have given the method,
+    one of each group, for its verdict to be about them (Musicgen's delay pattern and its classifier-free guidance
+    are two statements, two groups)."""
+    kept = {*_kept_statements(extras), *_kept_after(extras)}
+    return own_inputs_read(override, kept, [e.key for e in extras if e.how is ExtraHow.COMPUTED])
+
+
+def own_inputs_read(override: Override, statements: Iterable[int], keys: Iterable[str] = ()) -> list[frozenset[str]]:
+    """The model's own optional inputs (parameters defaulting to None that no mixin prepares) that each of the
+    top-level ``statements`` (body indices) and each output ``keys``' value reads, a group for each that reads any."""
     a = override.analysis
     optional = {p.name for p in a.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS}
-    kept = {*_kept_statements(extras), *_kept_after(extras)}
-    groups = [{n for n in t.exposed if n in optional} for t in a.top_level if t.index in kept]
-    groups += [{n for o in a.outputs if o.key == e.key for n in _names(o.expr) if n in optional}
-               for e in extras if e.how is ExtraHow.COMPUTED]
+    indices = set(statements)
+    groups = [{n for n in t.exposed if n in optional} for t in a.top_level if t.index in indices]
+    groups += [{n for o in a.outputs if o.key == key for n in _names(o.expr) if n in optional} for key in keys]
     return [frozenset(g) for g in groups if g]
 
 

@@ -473,7 +473,11 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[Sce
     ]
 
 
-def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True) -> ClassVerdict:
+def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True,
+            needs: Sequence[frozenset[str]] = ()) -> ClassVerdict:
+    """The verdict on one class from both sides' results. ``needs``: the inputs the change's kept statements
+    read, a group per statement (``runner.Target.needs``); identical only where a compared scenario gave one
+    of each."""
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if _status(old) is not WorkerStatus.OK:
         return ClassVerdict(override_id, Verdict.UNVERIFIED, detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
@@ -506,16 +510,24 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
         detail = "no scenario ran on either side"
     else:
         detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
+    same = {o.name for o in outcomes if o.status is ScenarioStatus.SAME}
+    given = tuple(sorted({name for scenario in old.get("scenarios", []) if scenario["name"] in same
+                          for name in scenario.get("given", [])}))
     if verdict is Verdict.IDENTICAL:
-        missing = missing_evidence(outcomes, caches=bool(old.get("caches", True)))
+        missing = missing_evidence(outcomes, caches=bool(old.get("caches", True))) or unreached(needs, given)
         if missing:
             verdict, detail = Verdict.UNVERIFIED, missing
     variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
                      for v in old.get("variants") or ())
-    same = {o.name for o in outcomes if o.status is ScenarioStatus.SAME}
-    given = tuple(sorted({name for scenario in old.get("scenarios", []) if scenario["name"] in same
-                          for name in scenario.get("given", [])}))
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants, given=given)
+
+
+def unreached(needs: Sequence[frozenset[str]], given: Sequence[str]) -> str:
+    """Why the evidence does not reach the statements a change keeps (Mllama's image check after super(),
+    Musicgen's guidance in front of it): the inputs of each group no compared scenario gave; "" when it does."""
+    reached = set(given)
+    missing = sorted({name for group in needs if not group & reached for name in group})
+    return f"the statements it keeps handle {', '.join(missing)}, which no scenario gave it" if missing else ""
 
 
 def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> str:

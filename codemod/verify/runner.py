@@ -67,6 +67,9 @@ class Target:
     model: str
     #: for a class that inherits a changed override (``index.Inheritor``): that override's id
     inherits_from: str = ""
+    #: one group per statement the change keeps that reads the model's own optional inputs
+    #: (``plan.kept_inputs``): an identical verdict needs a compared scenario to have given one of each
+    needs: tuple[frozenset[str], ...] = ()
 
 
 class VerificationError(CodemodError):
@@ -258,7 +261,8 @@ def verify_targets(
                                                         timeout)
                     else:
                         new_result = {"status": WorkerStatus.NOT_RUN}
-                    verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs)
+                    verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs,
+                                      needs=target.needs)
                     verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
                     verdict = ClassVerdict(target.override_id, Verdict.UNVERIFIED,

@@ -10,17 +10,17 @@ import ast
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.util import decode_source
 from pathlib import Path
 
 from codemod import git
 from codemod.checkout import Checkout
-from codemod.analyse.classify import Action
+from codemod.analyse.classify import Action, Finding
 from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
 from codemod.analyse.index import Override, inheritors
-from codemod.transform.plan import Plan
+from codemod.transform.plan import Plan, kept_inputs, own_inputs_read
 from codemod.analyse.scan import ScanResult
 from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
@@ -63,12 +63,15 @@ class VerifyReport:
 def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], list[tuple[str, str]]]:
     """The model classes a plan changes (deleted or reduced overrides), and those it cannot run."""
     by_id = result.index.by_id()
+    findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
     targets: list[Target] = []
     not_run: list[tuple[str, str]] = []
     for override_id, action in plan.actions:
         if action is Action.KEEP:
             continue
         o = by_id[override_id]
+        finding = findings.get(override_id)
+        needs = tuple(kept_inputs(o, finding.extras)) if finding is not None else ()
         module = importable_module(result.index.checkout, o.file)
         if o.kind is FileKind.MODULAR:
             not_run.append((override_id, "a modular source: the class generated from it is verified"))
@@ -77,19 +80,23 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
         elif module is None:
             not_run.append((override_id, "not in a transformers package"))
         else:
-            targets.append(Target(override_id, module, o.class_name, o.model or ""))
-    return targets + inheriting_targets(result, [t.override_id for t in targets]), not_run
+            targets.append(Target(override_id, module, o.class_name, o.model or "", needs=needs))
+    needs_of = {t.override_id: t.needs for t in targets}
+    return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
 
 
-def inheriting_targets(result: ScanResult, changed: Sequence[str]) -> list[Target]:
-    """The classes that take a changed override from a base (see ``index.inheritors``), run too."""
+def inheriting_targets(result: ScanResult, changed: Sequence[str],
+                       needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None) -> list[Target]:
+    """The classes that take a changed override from a base (see ``index.inheritors``), run too; each needs what
+    the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code."""
     checkout = result.index.checkout
     out = []
     for found in inheritors(result.index, changed):
         module = importable_module(checkout, found.file)
         if module is not None:
             out.append(Target(OverrideId.of(found.file, found.class_name), module, found.class_name,
-                              model_name(checkout, checkout.root / found.file) or "", found.inherits_from))
+                              model_name(checkout, checkout.root / found.file) or "", found.inherits_from,
+                              (needs_of or {}).get(found.inherits_from, ())))
     return out
 
 
@@ -100,14 +107,14 @@ def importable_module(checkout: Checkout, path: str) -> str | None:
     return module_of(path)
 
 
-def _methods(text: str) -> dict[str, str]:
-    """Each top-level class's ``prepare_inputs_for_generation`` as an AST dump ("" for a class without one):
-    a comparison that formatting and comments do not change."""
-    methods: dict[str, str] = {}
+def _methods(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each top-level class's ``prepare_inputs_for_generation`` as an AST dump ("" for a class without one), with
+    the dumps of its body's statements: comparisons that formatting and comments do not change."""
+    methods: dict[str, tuple[str, tuple[str, ...]]] = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
-            found = (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD)
-            methods[node.name] = next((ast.dump(item) for item in found), "")
+            found = next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD), None)
+            methods[node.name] = ("", ()) if found is None else (ast.dump(found), tuple(ast.dump(s) for s in found.body))
     return methods
 
 
@@ -131,14 +138,20 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             continue
         old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
         for o in overrides:
-            if old_methods.get(o.class_name) == new_methods.get(o.class_name):
+            (old_method, old_body), (new_method, new_body) = (methods.get(o.class_name, ("", ()))
+                                                              for methods in (old_methods, new_methods))
+            if old_method == new_method:
                 continue
             module = importable_module(checkout, o.file)
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
                 not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
                 continue
-            targets.append(Target(o.id, module, o.class_name, o.model or ""))
-    return targets + inheriting_targets(result, [t.override_id for t in targets]), not_run
+            # the statements the change kept as they were: what they read of the model's own inputs must be given
+            still = set(new_body)
+            kept = [i for i, statement in enumerate(old_body) if statement in still]
+            targets.append(Target(o.id, module, o.class_name, o.model or "", needs=tuple(own_inputs_read(o, kept))))
+    needs_of = {t.override_id: t.needs for t in targets}
+    return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
 
 
 def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:

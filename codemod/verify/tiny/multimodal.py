@@ -376,10 +376,9 @@ def _kosmos2_text(model: Any, inputs: Inputs, generator: torch.Generator) -> Inp
     batch = inputs["input_ids"].shape[0]
     placeholder = int(random_ids(model, (1, 1), generator)[0, 0])
     candidate = _with_image_tokens(inputs, placeholder, count, after=1)
-    marks = torch.zeros(candidate["input_ids"].shape, dtype=torch.long)
-    for row, row_mask in enumerate(inputs["attention_mask"]):
-        at = int((row_mask == 0).long().cumprod(0).sum()) + min(1, len(row_mask))
-        marks[row, at : at + count] = 1
+    # the marks where the placeholders went: the same placement over ids of zeros, with ones for the placeholders
+    blank = {**inputs, "input_ids": torch.zeros_like(inputs["input_ids"])}
+    marks = _with_image_tokens(blank, 1, count, after=1)["input_ids"]
     candidate["image_embeds"] = torch.randn((batch, count, width), generator=generator)
     candidate["image_embeds_position_mask"] = marks
     return candidate if _try_generate(model, candidate) is None else None
