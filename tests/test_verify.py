@@ -68,7 +68,7 @@ def fixture_verdicts(tmp_path_factory):
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the fixture models, with their overrides")
 
     classes = ["FixtureGenericForCausalLM", "FixtureUnslicedForCausalLM", "FixtureNoPositionsForCausalLM",
-               "FixtureAssistedDropForCausalLM"]
+               "FixtureAssistedDropForCausalLM", "FixtureHeadMaskDropForCausalLM"]
     rewrite(root, FILE, [Edit(FILE, c, EditKind.DELETE, None, "test") for c in classes])
     # the fixtures subclass Llama, whose override the migration deletes too: the new code is the mixin
     rewrite(root, LLAMA, [Edit(LLAMA, "LlamaForCausalLM", EditKind.DELETE, None, "test")])
@@ -110,6 +110,19 @@ def test_a_kwarg_dropped_only_in_assisted_decoding_is_caught(fixture_verdicts) -
     assert assisted.difference.key == "token_type_ids" and assisted.difference.step >= 1
     greedy = next(s for s in verdict.scenarios if s.name == "greedy")
     assert greedy.status == "same"  # token_type_ids only travel in the assisted scenario
+
+
+def test_a_head_mask_the_old_dict_dropped_is_caught(fixture_verdicts) -> None:
+    """generate() accepted the caller's head mask (forward names it) and the closed dict dropped it: the mixin
+    forwards it, so the deletion changes what that call generates, and only the head-masks scenario gives one."""
+    verdict = fixture_verdicts["FixtureHeadMaskDropForCausalLM"]
+    assert verdict.verdict == "differs", verdict.detail
+    masked = next(s for s in verdict.scenarios if s.name == "head-masks")
+    assert masked.status == "differs"
+    assert masked.difference.key == "head_mask" and masked.difference.step == 0
+    assert masked.repair is not None and masked.repair.remove == ("head_mask",)
+    others = [s for s in verdict.scenarios if s.name != "head-masks" and s.status == "differs"]
+    assert others == [], others
 
 
 # --------------------------------------------------------------------------------------------- real subset

@@ -318,6 +318,51 @@ def encoder_hidden_states(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**inputs, **extra, "do_sample": False}
 
 
+#: the head masks a forward may take: the encoder's (``head_mask``; a decoder-only model's only one) and the decoder's
+HEAD_MASKS = ("head_mask", "decoder_head_mask", "cross_attn_head_mask")
+#: config attributes that count a stack's layers and its heads, most specific first (Bart's, T5's, the common names)
+_DECODER_SIZES = (("decoder_layers", "num_decoder_layers", "num_hidden_layers", "num_layers"),
+                  ("decoder_attention_heads", "num_decoder_attention_heads", "num_heads", "num_attention_heads"))
+_ENCODER_SIZES = (("encoder_layers", "num_encoder_layers", "num_layers", "num_hidden_layers"),
+                  ("encoder_attention_heads", "num_encoder_attention_heads", "num_heads", "num_attention_heads"))
+
+
+def _first_int(config: Any, names: tuple[str, ...]) -> int | None:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def head_mask_shape(config: Any, *, decoder: bool) -> tuple[int, int] | None:
+    """(layers, heads) of the stack a head mask is for: the decoder's (a decoder-only model's one stack; a
+    composite's text decoder) or the encoder's; None when the config does not say."""
+    layers, heads = _DECODER_SIZES if decoder else _ENCODER_SIZES
+    owner = tiny.text_config(config) if decoder else config
+    found = _first_int(owner, layers), _first_int(owner, heads)
+    return (found[0], found[1]) if found[0] is not None and found[1] is not None else None
+
+
+def head_masks(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """Head masks the caller passes, the first head of every layer switched off, where ``forward`` takes them:
+    the closed dicts of <= 4.45 dropped them (``generate()`` accepted and ignored them), the mixin forwards
+    them, so a deletion changes what such a call generates."""
+    inputs = tiny.generation_inputs(model, seed=seed)
+    masks = {}
+    for name in HEAD_MASKS:
+        if not _accepts(model, name):
+            continue
+        shape = head_mask_shape(model.config, decoder=name != "head_mask" or _decoder_only(model))
+        if shape is not None:
+            mask = torch.ones(shape)
+            mask[:, 0] = 0.0
+            masks[name] = mask
+    if not masks:
+        raise Skip("forward takes no head mask, or the config does not say its layers and heads")
+    return {**inputs, **masks, "do_sample": False}
+
+
 def long_generation(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
@@ -344,6 +389,7 @@ SCENARIOS: dict[str, Builder] = {
     "no-attention-mask": no_attention_mask,
     "token-type-ids": token_type_ids,
     "encoder-hidden-states": encoder_hidden_states,
+    "head-masks": head_masks,
     "long": long_generation,
 }
 

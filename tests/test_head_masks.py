@@ -1,0 +1,107 @@
+"""The head-masks scenario on real 4.45.2 classes: the masks it gives are the shapes each ``forward`` takes (the
+decoder's for a decoder-only model and for ``decoder_head_mask``/``cross_attn_head_mask``, the encoder's for an
+encoder-decoder's ``head_mask``), and they change the next-token logits, so a deletion that starts (or stops)
+passing them shows. Also the reason the scenario exists: a closed dict of 4.45.2 (GPT-2's) drops the caller's
+head mask, the generic mixin forwards it. Run as ``tests/test_tiny.py`` runs its checks (``network``, ``slow``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.test_tiny import _ok, _run, verify_env  # noqa: F401  (a fixture)
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+CHECKS = textwrap.dedent(
+    r'''
+    import importlib, json, traceback, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    torch.set_num_threads(1)
+    import tiny, scenarios
+
+    out = {}
+    CLASSES = {
+        "gpt2": ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"),
+        "bert": ("transformers.models.bert.modeling_bert", "BertLMHeadModel"),
+        "bart": ("transformers.models.bart.modeling_bart", "BartForConditionalGeneration"),
+        "bart_causal": ("transformers.models.bart.modeling_bart", "BartForCausalLM"),
+        "t5": ("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration"),
+        "musicgen": ("transformers.models.musicgen.modeling_musicgen", "MusicgenForCausalLM"),
+        "llama": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM"),
+    }
+
+    def check(module, name):
+        cls = getattr(importlib.import_module(module), name)
+        model, _ = tiny.tiny_model(cls, seed=0)
+        model.config._attn_implementation = "eager"  # sdpa falls back with a warning; eager applies the masks
+        try:
+            kwargs = scenarios.head_masks(model, None, 0)
+        except scenarios.Skip as skip:
+            return {"skipped": str(skip)}
+        masks = {k: list(v.shape) for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}
+        inputs = {k: v for k, v in kwargs.items() if k not in scenarios.HEAD_MASKS and k != "do_sample"}
+        if model.config.is_encoder_decoder:
+            start = model.generation_config.decoder_start_token_id
+            inputs["decoder_input_ids"] = torch.full((1, 1), 0 if start is None else start, dtype=torch.long)
+        with torch.no_grad():
+            plain = model(**inputs).logits[:, -1]
+            masked = model(**inputs, **{k: v for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}).logits[:, -1]
+        result = {"masks": masks, "moved": float((plain - masked).abs().max())}
+        if name == "GPT2LMHeadModel":
+            ids = inputs["input_ids"]
+            prepared = model.prepare_inputs_for_generation(ids, attention_mask=torch.ones_like(ids),
+                                                           head_mask=kwargs["head_mask"], use_cache=True)
+            result["prepared_keys"] = sorted(prepared)
+        return result
+
+    for key, (module, name) in CLASSES.items():
+        try:
+            out[key] = {"ok": True, **check(module, name)}
+        except Exception as error:
+            out[key] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
+    print("RESULT " + json.dumps(out))
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def results(verify_env, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run(verify_env, CHECKS, tmp_path_factory.mktemp("head_masks"))
+
+
+@pytest.mark.parametrize(("name", "masks"), [
+    ("gpt2", {"head_mask": "decoder"}),
+    ("bert", {"head_mask": "decoder"}),
+    ("bart_causal", {"head_mask": "decoder", "cross_attn_head_mask": "decoder"}),
+    ("bart", {"head_mask": "encoder", "decoder_head_mask": "decoder", "cross_attn_head_mask": "decoder"}),
+    ("t5", {"head_mask": "encoder", "decoder_head_mask": "decoder", "cross_attn_head_mask": "decoder"}),
+    ("musicgen", {"head_mask": "decoder", "cross_attn_head_mask": "decoder"}),
+])
+def test_masks_fit_the_stack_they_are_for(results: dict, name: str, masks: dict[str, str]) -> None:
+    entry = _ok(results, name)
+    assert "masks" in entry and set(entry["masks"]) == set(masks), entry
+    for key, shape in entry["masks"].items():
+        assert len(shape) == 2 and shape[0] >= 1 and shape[1] >= 2, (key, shape)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert", "bart", "t5", "musicgen"])
+def test_masks_move_the_logits(results: dict, name: str) -> None:
+    """A mask that changed nothing would let a dropped or added mask pass unseen."""
+    entry = _ok(results, name)
+    assert entry["moved"] > 1e-4, entry
+
+
+def test_a_model_without_head_masks_skips(results: dict) -> None:
+    entry = _ok(results, "llama")
+    assert "skipped" in entry and "head mask" in entry["skipped"], entry
+
+
+def test_gpt2s_closed_dict_drops_the_callers_head_mask(results: dict) -> None:
+    """Why the scenario exists: 4.45.2's GPT-2 override returns a closed dict without ``head_mask``, so
+    ``generate(head_mask=...)`` ran unmasked; the generic mixin would pass it on."""
+    entry = _ok(results, "gpt2")
+    assert "head_mask" not in entry["prepared_keys"], entry
