@@ -3,7 +3,7 @@
 ``tests/test_pr.py`` drives the bot with a stand-in engine; here nothing is stood in but GitHub:
 a pristine 4.45.2 (from PyPI) is the remote's ``main``, the user's clone is the path the bot gets,
 and ``codemod pr <clone> --repo acme/transformers --remote origin --base main --api-url … --only
-llama,gpt2,mistral`` scans, applies and verifies in a worktree, then pushes and opens pull requests
+llama,granite,mistral`` scans, applies and verifies in a worktree, then pushes and opens pull requests
 on the loopback fake. Downloads the release and its verification environment (``network``) and
 verifies a handful of tiny models (``slow``).
 """
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 TOKEN = "ghp_R3alEng1neT0ken0987654321zyxwVU"
 REPO = "acme/transformers"
-ONLY = "llama,gpt2,mistral"
+ONLY = "llama,granite,mistral"
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -93,8 +93,8 @@ def test_the_bot_migrates_verifies_and_opens_prs_on_a_real_release(clone) -> Non
     # one pull request per model (the default grouping), each with its evidence
     pulls = {p["head"]["ref"].rsplit("/", 1)[-1]: p for p in github.pulls.values()}
     broken_on_main = set(dangling_markers(bare, "refs/heads/main"))
-    assert sorted(pulls) == ["gpt2", "llama", "mistral"]
-    for model, name in (("gpt2", "GPT2LMHeadModel"), ("llama", "LlamaForCausalLM"), ("mistral", "MistralForCausalLM")):
+    assert sorted(pulls) == ["granite", "llama", "mistral"]
+    for model, name in (("granite", "GraniteForCausalLM"), ("llama", "LlamaForCausalLM"), ("mistral", "MistralForCausalLM")):
         body = pulls[model]["body"]
         assert pulls[model]["title"].startswith(f"{model}: ")
         assert f"`{name}`" in body and "| identical |" in body and "greedy" in body

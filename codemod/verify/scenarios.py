@@ -363,6 +363,49 @@ def head_masks(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**inputs, **masks, "do_sample": False}
 
 
+def _runs_with(model: Any, inputs: Kwargs, extra: Kwargs) -> None:
+    """A forward pass with ``extra`` beside the prompt, on the side that builds the scenario: inputs the model
+    itself refuses (another rope layout, embeddings of another width) are no scenario, not a crash of either side."""
+    try:
+        with torch.no_grad():
+            model(**inputs, **extra)
+    except Exception as error:
+        raise Skip(f"the model refuses them: {type(error).__name__}: {str(error)[:120]}") from error
+
+
+def decoder_inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """The caller's decoder embeddings for an encoder-decoder (the start token's, embedded): the closed dicts of
+    <= 4.45 dropped them (generate() starts from its own decoder ids), the mixin forwards them beside those ids,
+    which ``forward`` refuses, so a deletion that looked identical crashes such a call."""
+    if _decoder_only(model) or not _accepts(model, "decoder_inputs_embeds"):
+        raise Skip("not an encoder-decoder whose forward takes decoder_inputs_embeds")
+    inputs = tiny.generation_inputs(model, seed=seed)
+    start = model.generation_config.decoder_start_token_id
+    embeddings = getattr(model.get_decoder(), "embed_tokens", None) if hasattr(model, "get_decoder") else None
+    if not isinstance(start, int) or embeddings is None:
+        raise Skip("no decoder start id or decoder embeddings")
+    batch = next(v for v in inputs.values() if torch.is_tensor(v)).shape[0]
+    with torch.no_grad():
+        embeds = embeddings(torch.full((batch, 1), start, dtype=torch.long))
+    _runs_with(model, inputs, {"decoder_inputs_embeds": embeds})
+    return {**inputs, "decoder_inputs_embeds": embeds, "do_sample": False}
+
+
+def position_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """The caller's position ids for the prompt of a left-padded batch, counted from the first real token as
+    generate() would count them: overrides that build their own from the mask, use the caller's, or (closed
+    dicts) drop them, all take other paths once the caller gives them; the mixin slices them to the new tokens."""
+    if not _decoder_only(model) or not _accepts(model, "position_ids"):
+        raise Skip("not a decoder-only model whose forward takes position_ids")
+    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
+    if "input_ids" not in inputs or "attention_mask" not in inputs:
+        raise Skip("the main input is not input_ids with a mask")
+    mask = inputs["attention_mask"]
+    positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    _runs_with(model, inputs, {"position_ids": positions})
+    return {**inputs, "position_ids": positions, "do_sample": False}
+
+
 def long_generation(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
@@ -390,6 +433,8 @@ SCENARIOS: dict[str, Builder] = {
     "token-type-ids": token_type_ids,
     "encoder-hidden-states": encoder_hidden_states,
     "head-masks": head_masks,
+    "decoder-inputs-embeds": decoder_inputs_embeds,
+    "position-ids": position_ids,
     "long": long_generation,
 }
 

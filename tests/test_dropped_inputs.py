@@ -1,8 +1,12 @@
-"""The head-masks scenario on real 4.45.2 classes: the masks it gives are the shapes each ``forward`` takes (the
+"""The scenarios that give inputs closed dicts dropped, on real 4.45.2 classes. Head masks: the masks it gives are the shapes each ``forward`` takes (the
 decoder's for a decoder-only model and for ``decoder_head_mask``/``cross_attn_head_mask``, the encoder's for an
 encoder-decoder's ``head_mask``), and they change the next-token logits, so a deletion that starts (or stops)
 passing them shows. Also the reason the scenario exists: a closed dict of 4.45.2 (GPT-2's) drops the caller's
-head mask, the generic mixin forwards it. Run as ``tests/test_tiny.py`` runs its checks (``network``, ``slow``).
+head mask, the generic mixin forwards it. Decoder embeddings (``decoder-inputs-embeds``): BART's and T5's
+closed dicts drop them and generate from the decoder start id, so a forward beside those ids refuses them once
+the mixin passes them on; the scenario's embeddings are ones the model runs with. Caller position ids
+(``position-ids``): GPT-2's override replaced them by None. Run as ``tests/test_tiny.py`` runs its checks
+(``network``, ``slow``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,39 @@ CHECKS = textwrap.dedent(
             result["prepared_keys"] = sorted(prepared)
         return result
 
+    def dropped(module, name, scenario, key):
+        # the scenario's kwargs, and what 4.45.2's own override makes of the input at the first step
+        cls = getattr(importlib.import_module(module), name)
+        model, _ = tiny.tiny_model(cls, seed=0)
+        kwargs = scenario(model, None, 0)
+        given = kwargs[key]
+        ids = kwargs.get("input_ids")
+        if model.config.is_encoder_decoder:
+            start = model.generation_config.decoder_start_token_id
+            ids = torch.full((ids.shape[0], 1), start, dtype=torch.long)
+        prepared = model.prepare_inputs_for_generation(ids, **{k: v for k, v in kwargs.items() if k not in ("input_ids", "do_sample")},
+                                                       cache_position=torch.arange(ids.shape[1]), use_cache=True)
+        try:
+            with torch.no_grad():
+                ran = model.generate(**kwargs, max_new_tokens=3, min_new_tokens=3).shape[1]
+        except Exception as error:
+            ran = f"{type(error).__name__}: {error}"
+        return {"shape": list(given.shape), "prepared": prepared.get(key) is not None, "generated": ran}
+
+    for key, (module, name, scenario, input_name) in {
+        "bart_embeds": ("transformers.models.bart.modeling_bart", "BartForConditionalGeneration",
+                        scenarios.decoder_inputs_embeds, "decoder_inputs_embeds"),
+        "t5_embeds": ("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration",
+                      scenarios.decoder_inputs_embeds, "decoder_inputs_embeds"),
+        "gpt2_positions": ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel", scenarios.position_ids, "position_ids"),
+        "llama_positions": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM", scenarios.position_ids,
+                            "position_ids"),
+    }.items():
+        try:
+            out[key] = {"ok": True, **dropped(module, name, scenario, input_name)}
+        except Exception as error:
+            out[key] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
+
     for key, (module, name) in CLASSES.items():
         try:
             out[key] = {"ok": True, **check(module, name)}
@@ -105,3 +142,27 @@ def test_gpt2s_closed_dict_drops_the_callers_head_mask(results: dict) -> None:
     ``generate(head_mask=...)`` ran unmasked; the generic mixin would pass it on."""
     entry = _ok(results, "gpt2")
     assert "head_mask" not in entry["prepared_keys"], entry
+
+
+@pytest.mark.parametrize("name", ["bart_embeds", "t5_embeds"])
+def test_decoder_embeddings_are_dropped_by_the_old_dicts(results: dict, name: str) -> None:
+    """4.45.2's BART and T5 generate with the caller's decoder embeddings by ignoring them: the scenario is one
+    the old side runs, and one where the mixin (which forwards them beside the decoder ids) crashes."""
+    entry = _ok(results, name)
+    assert entry["prepared"] is False and isinstance(entry["generated"], int) and entry["generated"] >= 4, entry
+    assert len(entry["shape"]) == 3 and entry["shape"][1] == 1, entry
+
+
+def test_gpt2_replaces_the_callers_positions_by_none(results: dict) -> None:
+    entry = _ok(results, "gpt2_positions")
+    assert entry["prepared"] is False and entry["shape"] == [2, 7], entry
+    assert isinstance(entry["generated"], int), entry
+
+
+def test_llama_hands_the_callers_positions_on(results: dict) -> None:
+    """The mixin's idiom: what a deletion of GPT-2's override would do with them. (4.45.2's Llama then fails
+    a few steps on, a mask and positions of other lengths: the scenario is one its old code cannot run, so a
+    deletion that makes it run is an extension, and one that fails alike is no evidence.)"""
+    entry = _ok(results, "llama_positions")
+    assert entry["prepared"] is True, entry
+    assert isinstance(entry["generated"], str) and "size of tensor" in entry["generated"], entry
