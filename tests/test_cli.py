@@ -106,6 +106,19 @@ def test_verbose_table_lists_every_skipped_file(mini_checkout: Path) -> None:
     assert f"skipped {PKG}/otter/modeling_flax_otter.py" in result.stdout
 
 
+@pytest.mark.parametrize(("option", "listed"), [
+    (("--only", "otter"), True),  # the model whose TF and Flax files were skipped
+    (("--only", "ferret"), False),  # another model: its output does not list otter's files
+    (("--skip", "otter"), False),
+])
+def test_selection_lists_the_skipped_files_of_the_models_it_selects(mini_checkout: Path, option: tuple[str, str],
+                                                                    listed: bool) -> None:
+    result = invoke("scan", mini_checkout, "--verbose", *option)
+    assert result.exit_code == 0, result.output
+    assert (f"skipped {PKG}/otter/modeling_tf_otter.py" in result.stdout) is listed, result.stdout
+    assert (f"skipped {PKG}/otter/modeling_flax_otter.py" in result.stdout) is listed, result.stdout
+
+
 # --------------------------------------------------------------------------------------------- JSON
 
 
