@@ -34,7 +34,8 @@ DEFAULT_SCENARIOS = (
     "inputs-embeds", "inputs-embeds-padded", "static-cache", "encoder-outputs", "multimodal", "multimodal-assisted",
     "multimodal-padded", "multimodal-no-cache", "contrastive",
     "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
-    "encoder-hidden-states", "head-masks", "decoder-inputs-embeds", "position-ids", "long",
+    "encoder-hidden-states", "head-masks", "decoder-inputs-embeds", "decoder-prompt",
+    "position-ids", "long",
 )
 
 

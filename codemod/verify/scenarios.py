@@ -391,6 +391,29 @@ def decoder_inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**inputs, "decoder_inputs_embeds": embeds, "do_sample": False}
 
 
+def decoder_prompt(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """The caller's decoder prompt for an encoder-decoder (the start id and two tokens a row) with its mask, one
+    prompt token masked out: generate() continues from the prompt and extends the mask each step; the closed
+    dicts of <= 4.45 dropped the mask (the decoder attended to every token), the mixin forwards it."""
+    if _decoder_only(model) or not _accepts(model, "decoder_input_ids"):
+        raise Skip("not an encoder-decoder whose forward takes decoder_input_ids")
+    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed)
+    start = model.generation_config.decoder_start_token_id
+    embeddings = getattr(model.get_decoder(), "embed_tokens", None) if hasattr(model, "get_decoder") else None
+    vocab = getattr(embeddings, "num_embeddings", None)
+    if not isinstance(start, int) or not isinstance(vocab, int):
+        raise Skip("no decoder start id or decoder vocabulary")
+    generator = torch.Generator().manual_seed(seed + 3)
+    prompt = torch.cat([torch.full((2, 1), start, dtype=torch.long), tiny.random_ids(model, (2, 2), generator, vocab=vocab)], 1)
+    extra: Kwargs = {"decoder_input_ids": prompt}
+    if _accepts(model, "decoder_attention_mask"):
+        mask = torch.ones_like(prompt)
+        mask[0, 1] = 0
+        extra["decoder_attention_mask"] = mask
+    _runs_with(model, inputs, extra)
+    return {**inputs, **extra, "do_sample": False}
+
+
 def position_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     """The caller's position ids for the prompt of a left-padded batch, counted from the first real token as
     generate() would count them: overrides that build their own from the mask, use the caller's, or (closed
@@ -434,6 +457,7 @@ SCENARIOS: dict[str, Builder] = {
     "encoder-hidden-states": encoder_hidden_states,
     "head-masks": head_masks,
     "decoder-inputs-embeds": decoder_inputs_embeds,
+    "decoder-prompt": decoder_prompt,
     "position-ids": position_ids,
     "long": long_generation,
 }
