@@ -6,7 +6,7 @@ head mask, the generic mixin forwards it. Decoder embeddings (``decoder-inputs-e
 closed dicts drop them and generate from the decoder start id, so a forward beside those ids refuses them once
 the mixin passes them on; the scenario's embeddings are ones the model runs with. Caller position ids
 (``position-ids``): GPT-2's override replaced them by None. Run as ``tests/test_tiny.py`` runs its checks
-(``network``, ``slow``).
+(``network``, ``slow``). A decoder prompt's mask (``decoder-prompt``): Speech2Text's dict left it out.
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ CHECKS = textwrap.dedent(
         ids = kwargs.get("input_ids")
         if model.config.is_encoder_decoder:
             start = model.generation_config.decoder_start_token_id
-            ids = torch.full((ids.shape[0], 1), start, dtype=torch.long)
-        prepared = model.prepare_inputs_for_generation(ids, **{k: v for k, v in kwargs.items() if k not in ("input_ids", "do_sample")},
+            batch = next(v for v in kwargs.values() if torch.is_tensor(v)).shape[0]
+            ids = kwargs.get("decoder_input_ids", torch.full((batch, 1), start, dtype=torch.long))
+        skip = ("input_ids", "decoder_input_ids", "do_sample")
+        prepared = model.prepare_inputs_for_generation(ids, **{k: v for k, v in kwargs.items() if k not in skip},
                                                        cache_position=torch.arange(ids.shape[1]), use_cache=True)
         try:
             with torch.no_grad():
@@ -86,6 +88,8 @@ CHECKS = textwrap.dedent(
                         scenarios.decoder_inputs_embeds, "decoder_inputs_embeds"),
         "t5_embeds": ("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration",
                       scenarios.decoder_inputs_embeds, "decoder_inputs_embeds"),
+        "s2t_prompt": ("transformers.models.speech_to_text.modeling_speech_to_text", "Speech2TextForConditionalGeneration",
+                       scenarios.decoder_prompt, "decoder_attention_mask"),
         "gpt2_positions": ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel", scenarios.position_ids, "position_ids"),
         "llama_positions": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM", scenarios.position_ids,
                             "position_ids"),
@@ -166,3 +170,11 @@ def test_llama_hands_the_callers_positions_on(results: dict) -> None:
     entry = _ok(results, "llama_positions")
     assert entry["prepared"] is True, entry
     assert isinstance(entry["generated"], str) and "size of tensor" in entry["generated"], entry
+
+
+def test_speech2text_drops_the_callers_decoder_mask(results: dict) -> None:
+    """The decoder prompt's mask, one token masked out, which 4.45.2's Speech2Text override leaves out (its
+    decoder attends to every prompt token); the mixin forwards it."""
+    entry = _ok(results, "s2t_prompt")
+    assert entry["prepared"] is False and entry["shape"] == [2, 3], entry
+    assert isinstance(entry["generated"], int) and entry["generated"] >= 6, entry
