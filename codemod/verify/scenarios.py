@@ -360,17 +360,35 @@ def head_masks(model: Any, assistant: Any, seed: int) -> Kwargs:
             masks[name] = mask
     if not masks:
         raise Skip("forward takes no head mask, or the config does not say its layers and heads")
+    # a shape guessed wrong from the config is no scenario: a new side that crashed on it would be "repaired"
+    _runs_with(model, inputs, masks)
     return {**inputs, **masks, "do_sample": False}
 
 
 def _runs_with(model: Any, inputs: Kwargs, extra: Kwargs) -> None:
     """A forward pass with ``extra`` beside the prompt, on the side that builds the scenario: inputs the model
-    itself refuses (another rope layout, embeddings of another width) are no scenario, not a crash of either side."""
+    itself refuses (another rope layout, embeddings of another width) are no scenario, not a crash of either side.
+    An encoder-decoder's decoder gets the start id, unless ``extra`` gives its inputs (T5 does not make them)."""
+    decoder: Kwargs = {}
+    start = model.generation_config.decoder_start_token_id
+    if not _decoder_only(model) and isinstance(start, int) and not {"decoder_input_ids", "decoder_inputs_embeds"} & set(extra):
+        batch = next(v for v in inputs.values() if torch.is_tensor(v)).shape[0]
+        decoder["decoder_input_ids"] = torch.full((batch, 1), start, dtype=torch.long)
     try:
         with torch.no_grad():
-            model(**inputs, **extra)
+            model(**inputs, **decoder, **extra)
     except Exception as error:
         raise Skip(f"the model refuses them: {type(error).__name__}: {str(error)[:120]}") from error
+
+
+def _decoder_start(model: Any) -> tuple[int, Any]:
+    """An encoder-decoder's decoder start id and its decoder's token embeddings (what the caller's decoder inputs
+    are made of), or Skip."""
+    start = model.generation_config.decoder_start_token_id
+    embeddings = getattr(model.get_decoder(), "embed_tokens", None) if hasattr(model, "get_decoder") else None
+    if not isinstance(start, int) or not isinstance(getattr(embeddings, "num_embeddings", None), int):
+        raise Skip("no decoder start id or decoder token embeddings")
+    return start, embeddings
 
 
 def decoder_inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
@@ -379,14 +397,10 @@ def decoder_inputs_embeds(model: Any, assistant: Any, seed: int) -> Kwargs:
     which ``forward`` refuses, so a deletion that looked identical crashes such a call."""
     if _decoder_only(model) or not _accepts(model, "decoder_inputs_embeds"):
         raise Skip("not an encoder-decoder whose forward takes decoder_inputs_embeds")
-    inputs = tiny.generation_inputs(model, seed=seed)
-    start = model.generation_config.decoder_start_token_id
-    embeddings = getattr(model.get_decoder(), "embed_tokens", None) if hasattr(model, "get_decoder") else None
-    if not isinstance(start, int) or embeddings is None:
-        raise Skip("no decoder start id or decoder embeddings")
-    batch = next(v for v in inputs.values() if torch.is_tensor(v)).shape[0]
+    inputs = tiny.generation_inputs(model, seed=seed)  # a batch of one
+    start, embeddings = _decoder_start(model)
     with torch.no_grad():
-        embeds = embeddings(torch.full((batch, 1), start, dtype=torch.long))
+        embeds = embeddings(torch.full((1, 1), start, dtype=torch.long))
     _runs_with(model, inputs, {"decoder_inputs_embeds": embeds})
     return {**inputs, "decoder_inputs_embeds": embeds, "do_sample": False}
 
@@ -398,13 +412,10 @@ def decoder_prompt(model: Any, assistant: Any, seed: int) -> Kwargs:
     if _decoder_only(model) or not _accepts(model, "decoder_input_ids"):
         raise Skip("not an encoder-decoder whose forward takes decoder_input_ids")
     inputs = tiny.generation_inputs(model, batch_size=2, seed=seed)
-    start = model.generation_config.decoder_start_token_id
-    embeddings = getattr(model.get_decoder(), "embed_tokens", None) if hasattr(model, "get_decoder") else None
-    vocab = getattr(embeddings, "num_embeddings", None)
-    if not isinstance(start, int) or not isinstance(vocab, int):
-        raise Skip("no decoder start id or decoder vocabulary")
+    start, embeddings = _decoder_start(model)
     generator = torch.Generator().manual_seed(seed + 3)
-    prompt = torch.cat([torch.full((2, 1), start, dtype=torch.long), tiny.random_ids(model, (2, 2), generator, vocab=vocab)], 1)
+    tokens = tiny.random_ids(model, (2, 2), generator, vocab=embeddings.num_embeddings)
+    prompt = torch.cat([torch.full((2, 1), start, dtype=torch.long), tokens], 1)
     extra: Kwargs = {"decoder_input_ids": prompt}
     if _accepts(model, "decoder_attention_mask"):
         mask = torch.ones_like(prompt)

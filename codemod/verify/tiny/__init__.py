@@ -22,5 +22,6 @@ from .multimodal import multimodal_inputs
 from .shrink import GROUPS, SIZES, scale_sections
 from .tokens import random_ids, special_token_ids
 
-__all__ = ["TinyModelError", "tiny_config", "tiny_model", "generation_inputs", "multimodal_inputs", "special_token_ids", "random_ids",
+__all__ = ["TinyModelError", "tiny_config", "tiny_model", "generation_inputs", "multimodal_inputs", "special_token_ids",
+           "random_ids",
            "seed_everything", "portable", "scale_sections", "text_config", "GROUPS", "SIZES", "FIXUPS"]
