@@ -53,9 +53,11 @@ class ExtraHow(Vocabulary):
     SLICED = "sliced"  # cut to the new tokens like the ids
     DEFAULT = "default"  # ``source`` when the caller passes nothing
     PASSTHROUGH = "passthrough"  # the parameter as the caller gave it (verification's repair)
+    PASSTHROUGH_GIVEN = "passthrough-given"  # the parameter as the caller gave it, when it gave one (verification's repair)
     SET_NONE = "set-none"  # None, which the forward requires (verification's repair)
     LAST_TOKEN = "last-token"  # cut to the last token once there is a cache, as the old code did (verification's repair)
     RENAMED = "renamed"  # what the mixin prepared under the key ``source``, under this key (verification's repair)
+    NONE_WHEN_GIVEN = "none-when-given"  # None whenever the caller gives it, ``source`` reads the caller's value (verification's repair)
     KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
     KEEP_AFTER = "keep-after"  # top-level statements kept after super(), before the keys they compute (indices in ``source``)
     COMPUTED = "computed"  # the override's own value, from statements kept after super(), replaces the fallback's
@@ -243,11 +245,15 @@ class Repair:
     passed None, the mixin leaves them out, and a forward may require them), the keys the old
     code passed that the reduction must keep passing (its parameters, handed to ``super()``), and
     the keys the old code passed on exactly as the caller gave them where the mixin rebuilds them
-    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter; and
+    (a static cache's 4D mask from the 2D one): the reduction sets them back to its parameter (only
+    when the caller gave one, where a later round finds the same key also in ``keep``: Jamba passes
+    the caller's positions unsliced, and builds its own when given none); and
     the ids the old code cut to the last token where the mixin keeps every uncached one (assisted
     decoding's candidates): the reduction cuts them again; and the keys the old code passed a value
     under that the mixin prepares under another (``renamed``: (old key, the mixin's key)), which the
-    reduction moves."""
+    reduction moves; and the keys the old code named but passed as None whenever the caller gave
+    them (``none_when_given``: GPT-2 ignored a caller's ``position_ids``), which the reduction sets
+    to None under the same test."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
@@ -255,6 +261,7 @@ class Repair:
     passthrough: tuple[str, ...] = ()
     last_token: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
+    none_when_given: tuple[str, ...] = ()
 
     def __or__(self, other: Repair) -> Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -262,4 +269,5 @@ class Repair:
 
         return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
                       union(self.passthrough, other.passthrough), union(self.last_token, other.last_token),
-                      tuple(sorted(set(self.renamed) | set(other.renamed))))
+                      tuple(sorted(set(self.renamed) | set(other.renamed))),
+                      union(self.none_when_given, other.none_when_given))

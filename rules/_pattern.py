@@ -211,3 +211,11 @@ def any_template(templates: Sequence[Template], statements: Sequence[cst.CSTNode
         if captures is not None and (best is None or len(template) > len(best[0])):
             best = (template, captures)
     return best
+
+
+def string_key(node: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

@@ -9,7 +9,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
-from rules.values import string_key
+from rules._pattern import string_key
 
 
 #: the facet of a drop that raises KeyError where the key is missing (``del d[key]``, ``d.pop(key)``)

@@ -10,7 +10,7 @@ A guard is named by what it says about the decoding step:
 - ``no-past``: there is no cache yet;
 - ``first-step`` / ``later-step``: the first forward pass or a later one (``cache_position[0] == 0``,
   ``is_first_iteration`` ...);
-- ``present:NAME`` / ``absent:NAME``: ``NAME is not None`` / ``NAME is None``.
+- ``present:NAME`` / ``absent:NAME``: ``NAME is not None`` / ``NAME is None`` (or ``kwargs.get("NAME")``).
 
 ``guard_of(test)`` returns the guards of the ``if`` branch and of the ``else`` branch, or ``None``
 when the test is not a guard (then only a rule that knows the whole statement can claim it).
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from rules._pattern import Template
+from rules._pattern import Template, string_key
 
 PAST_NAMES = ("past_key_values", "past", "past_key_value")
 
@@ -46,6 +46,9 @@ _ATOMS: Sequence[tuple[str, str, str]] = (
     ("use_cache and not is_first_iteration", "later-step", "first-step"),
     ("$x is not None", "present", "absent"),
     ("$x is None", "absent", "present"),
+    # a key of ``**kwargs`` tested as a parameter would be (a reduction's "None when the caller gives it")
+    ("$kw.get($k) is not None", "present", "absent"),
+    ("$kw.get($k) is None", "absent", "present"),
 )
 _COMPILED = tuple((Template.expression(t), yes, no) for t, yes, no in _ATOMS)
 
@@ -59,6 +62,12 @@ def guard_of(test: cst.BaseExpression) -> tuple[str, str] | None:
         if "p" in captures:
             if captures.code("p") not in PAST_NAMES:
                 continue
+        if "k" in captures:
+            key, kwargs = string_key(captures.nodes["k"]), captures.nodes["kw"]
+            # the dict must be a ``**kwargs`` by its name (``kwargs``, ``model_kwargs``): ``config.get(...)`` is no input
+            if key is None or not (isinstance(kwargs, cst.Name) and kwargs.value.endswith("kwargs")):
+                continue
+            return f"{yes}:{key}", f"{no}:{key}"
         if "x" in captures:
             name = captures.nodes["x"]
             if not isinstance(name, cst.Name):

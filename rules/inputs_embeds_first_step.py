@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 import libcst as cst
 
 from codemod.contracts import ValueOrigin
-from rules._pattern import Template
+from rules._pattern import Template, string_key
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, parse_docstring
 from rules.guards import PAST_NAMES
 from rules.slice_by_cache_length import RULE as CACHE_LENGTH
-from rules.values import string_key, value_of
+from rules.values import value_of
 
 _TESTS = {
     "first step by cache_position": Template.expression("inputs_embeds is not None and cache_position[0] == 0"),

@@ -18,11 +18,10 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from rules._pattern import Template
+from rules._pattern import Template, string_key
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
 from rules.default_attention_mask import RULE as DEFAULT_MASK
 from rules.guards import guard_of
-from rules.values import string_key
 
 _TESTS = {
     "": Template.expression("attention_mask is not None and position_ids is None"),

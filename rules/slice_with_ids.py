@@ -16,10 +16,9 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from rules._pattern import Captures
+from rules._pattern import Captures, string_key
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
 from rules.guards import guard_of
-from rules.values import string_key
 
 #: what a key variable in a mixin's list of names stands for
 _KEY_VARIABLES = {"position_ids_key": ("position_ids", "decoder_position_ids")}

@@ -6,21 +6,13 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.contracts import ValueOrigin
-from rules._pattern import node_code
+from rules._pattern import node_code, string_key
 from rules.base import Context, Value
 from rules.guards import guard_of
 
 _CONTIGUOUS = m.Call(
     func=m.Attribute(attr=m.Name("contiguous") | m.Name("clone")),
 )
-
-
-def string_key(node: cst.BaseExpression) -> str | None:
-    """The text of a plain string literal, else None."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 def kwargs_key(node: cst.BaseExpression, ctx: Context) -> str | None:

@@ -451,3 +451,18 @@ def test_an_identical_verdict_needs_each_kept_statement_given_one_of_its_inputs(
     # a verdict that is not identical stays what it is
     crashed = {"name": "greedy", "status": "error", "error": "RuntimeError: r", "calls": []}
     assert compare("a::A", side(partial), side(crashed), needs=needs).verdict == "crashed"
+
+
+def test_a_key_the_old_code_ignored_when_given_is_none_again_when_given() -> None:
+    """GPT-2 names ``position_ids`` in its dict but passes None whenever the caller gives them (its own
+    are built from the mask only when the caller gives none); the mixin slices the caller's. Removing
+    the key would lose GPT-2's own positions on the padded runs: the repair sets it to None only when given."""
+    caller = tensor([0, 1, 2], shape=[1, 3])
+    old = [{"input_ids": tensor([5, 6, 7], shape=[1, 3]), "position_ids": None}]
+    new = [{"input_ids": tensor([5, 6, 7], shape=[1, 3]), "position_ids": caller}]
+    assert repair_for(old, new, crashed=False, received=[{"position_ids": caller}]) == Repair(none_when_given=("position_ids",))
+    # not given: a key the new code adds is removed, as before
+    assert repair_for(old, new, crashed=False) == Repair(remove=("position_ids",))
+    # given, and passed on by the old code on a later step: not "ignored when given"
+    later = [*old, {"input_ids": tensor([8], shape=[1, 1]), "position_ids": tensor([3], shape=[1, 1])}]
+    assert repair_for(later, new, crashed=False, received=[{"position_ids": caller}] * 2) == Repair(remove=("position_ids",))

@@ -53,6 +53,10 @@ def guards(test: str) -> tuple[str, str] | None:
         pytest.param("pixel_values is not None", "present:pixel_values", "absent:pixel_values", id="present"),
         pytest.param("pixel_values is None", "absent:pixel_values", "present:pixel_values", id="absent"),
         pytest.param("cache_params is None", "absent:cache_params", "present:cache_params", id="not-a-past-name"),
+        # a key of **kwargs, as a reduction tests the caller's value ("None when the caller gives it")
+        pytest.param('kwargs.get("position_ids") is not None', "present:position_ids", "absent:position_ids", id="kwargs-key"),
+        pytest.param("model_kwargs.get('position_ids') is None", "absent:position_ids", "present:position_ids",
+                     id="kwargs-key-absent"),
     ],
 )
 def test_guard_atoms(test: str, if_guard: str, else_guard: str) -> None:
@@ -94,6 +98,9 @@ def test_past_names() -> None:
         pytest.param("isinstance(past_key_values, StaticCache)", id="isinstance"),
         pytest.param("self.config.is_encoder_decoder", id="config-flag"),
         pytest.param("len(past_key_values) > 0", id="call"),
+        pytest.param("kwargs.get(name) is not None", id="kwargs-variable-key"),
+        pytest.param('self.extra.get("position_ids") is not None', id="get-on-an-attribute"),
+        pytest.param('config.get("position_ids") is not None', id="get-on-a-dict-that-is-not-kwargs"),
     ],
 )
 def test_unknown_tests_are_not_guards(test: str) -> None:
@@ -102,8 +109,9 @@ def test_unknown_tests_are_not_guards(test: str) -> None:
 
 def _instantiate(template: str) -> tuple[str, str]:
     """An atom's template with its metavariables filled in, and the suffix its guards then carry."""
-    suffix = ":pixel_values" if "$x" in template else ""
-    code = template.replace("$p", "past_key_values").replace("$x", "pixel_values").replace("$kw", "kwargs")
+    suffix = ":pixel_values" if "$x" in template or "$k" in template.replace("$kw", "") else ""
+    code = (template.replace("$p", "past_key_values").replace("$x", "pixel_values").replace("$kw", "kwargs")
+            .replace("$k", '"pixel_values"'))
     assert "$" not in code, f"a metavariable this test does not know: {template}"
     return code, suffix
 

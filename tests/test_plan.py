@@ -807,6 +807,20 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
     assert other.action_of(OTTER) is Action.DELETE
 
 
+def test_a_key_passed_through_and_also_missing_is_passed_through_only_when_given(fixture_result: ScanResult) -> None:
+    """Jamba passes the caller's positions unsliced, and builds its own from the mask when given none: the
+    first round finds the pass-through, the next that the unconditional one left the key None where the caller
+    gave nothing (``keep``). The union passes the caller's value through only when there is one."""
+    plan = make_plan(
+        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(passthrough=("position_ids",)) | Repair(keep=("position_ids",))},
+    )
+    body = edit_of(plan, OTTER, EditKind.REDUCE).text
+    assert body.endswith('if position_ids is not None:\n    model_inputs["position_ids"] = position_ids\nreturn model_inputs\n')
+    ast.parse(body)
+    assert edit_of(plan, OTTER, EditKind.MARK).text == "position_ids as the caller gives it, if it does"
+
+
 def test_a_last_token_repair_cuts_the_ids_again_under_the_old_test(fixture_result: ScanResult) -> None:
     """Heron keeps ``input_ids[:, -1:]`` under ``past_key_values is not None``: a last-token repair cuts what
     super() prepared the same way, under the same test (``if past_key_values:`` would differ on the first step
@@ -820,6 +834,24 @@ def test_a_last_token_repair_cuts_the_ids_again_under_the_old_test(fixture_resul
     # an override that never cut its ids to the last token has no test to cut them under: no reduction
     otter = _finding(fixture_result, "OtterForCausalLM").override
     assert reduced_body(otter, [Extra("input_ids", ExtraHow.LAST_TOKEN)]) is None
+
+
+def test_a_key_ignored_when_given_is_none_again_under_the_callers_value(fixture_result: ScanResult) -> None:
+    """GPT-2 passed None for ``position_ids`` whenever the caller gave them: the reduction tests the caller's
+    value where it arrives (a parameter by its name, otherwise ``**kwargs``), and the scan reads the result."""
+    from codemod.analyse.recognise import analyse_source
+
+    otter = _finding(fixture_result, "OtterForCausalLM").override
+    body = reduced_body(otter, [Extra("token_type_ids", ExtraHow.NONE_WHEN_GIVEN)])
+    assert body is not None
+    assert body.endswith('if kwargs.get("token_type_ids") is not None:\n    model_inputs["token_type_ids"] = None\nreturn model_inputs\n')
+    analysis = analyse_source("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(body, "    "))
+    assert not analysis.unrecognised, analysis.unrecognised
+    named = reduced_body(otter, [Extra("position_ids", ExtraHow.NONE_WHEN_GIVEN)])
+    assert named is not None and 'if position_ids is not None:\n    model_inputs["position_ids"] = None\n' in named
+    assert edit_of(make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+                             repairs={OTTER: Repair(none_when_given=("position_ids",))}), OTTER, EditKind.MARK).text \
+        == "no position_ids from the caller"
 
 
 def test_three_drops_in_a_row_are_one_loop_laid_out_as_ruff_would(fixture_result: ScanResult) -> None:

@@ -161,11 +161,13 @@ def _param_list(override: Override) -> tuple[str, list[str], str | None, str | N
     return ids, named, args, kwargs
 
 
-#: the extras re-created by one statement after super() (``key``: the key as code, ``quoted``: the source as code)
+#: the extras re-created by one statement after super(), or one under a test (``key``: the key as code,
+#: ``quoted``: the source as code)
 _ONE_STATEMENT = {
     ExtraHow.DROP: "model_inputs.pop({key}, None)",
     ExtraHow.SET_NONE: "model_inputs[{key}] = None",
     ExtraHow.PASSTHROUGH: "model_inputs[{key}] = {source}",
+    ExtraHow.PASSTHROUGH_GIVEN: "if {source} is not None:\n    model_inputs[{key}] = {source}",
     ExtraHow.RENAMED: "model_inputs[{key}] = model_inputs.pop({quoted})",
 }
 
@@ -178,7 +180,7 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
         if extra.how in _ONE_STATEMENT:
-            lines.append(_ONE_STATEMENT[extra.how].format(key=key, source=extra.source, quoted=json.dumps(extra.source)))
+            lines += _ONE_STATEMENT[extra.how].format(key=key, source=extra.source, quoted=json.dumps(extra.source)).split("\n")
             continue
         if extra.how is ExtraHow.LAST_TOKEN:
             test = _last_token_guard(override)
@@ -186,6 +188,13 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
                 return None
             # the old code's own cut, under its own test
             lines += [f"if {test}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
+            continue
+        if extra.how is ExtraHow.NONE_WHEN_GIVEN:
+            _, parameters, _, var_keywords = _param_list(override)
+            given = extra.key if extra.key in parameters else f"{var_keywords}.get({key})" if var_keywords else None
+            if given is None:
+                return None  # the caller's value reaches no name the reduction could test
+            lines += [f"if {given} is not None:", f"    model_inputs[{key}] = None"]
             continue
         if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER):
             continue  # the statements themselves stay, in front of super() or after it (see Edit.keep, Edit.keep_after)
@@ -443,8 +452,10 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
         ExtraHow.DROP: "drops {key}",
         ExtraHow.SET_NONE: "{key} = None",
         ExtraHow.PASSTHROUGH: "{key} as the caller gives it",
+        ExtraHow.PASSTHROUGH_GIVEN: "{key} as the caller gives it, if it does",
         ExtraHow.LAST_TOKEN: "{key} cut to the last token",
         ExtraHow.RENAMED: "{key} for what the mixin calls {source}",
+        ExtraHow.NONE_WHEN_GIVEN: "no {key} from the caller",
         ExtraHow.DEFAULT: "{key} = {source} by default",
         ExtraHow.SWAP_DELEGATE: "super() instead of {source}",
         ExtraHow.KEEP_STATEMENTS: "its own input handling first",
@@ -523,9 +534,13 @@ def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
         *(Extra(key, ExtraHow.DROP) for key in repair.remove),
         # a None the old code passed and the new code leaves out; a value the caller gives still goes through
         *(Extra(key, ExtraHow.DEFAULT, "None") for key in repair.set_none),
-        *(Extra(key, ExtraHow.PASSTHROUGH, key) for key in repair.passthrough),
+        # also missing where the caller gave nothing (a later round's ``keep``): the old code built its own there
+        *(Extra(key, ExtraHow.PASSTHROUGH_GIVEN if key in repair.keep else ExtraHow.PASSTHROUGH, key)
+          for key in repair.passthrough),
         *(Extra(key, ExtraHow.LAST_TOKEN) for key in repair.last_token),
         *(Extra(key, ExtraHow.RENAMED, mixin_key) for key, mixin_key in repair.renamed),
+        # a key removed outright needs no None when the caller gives it
+        *(Extra(key, ExtraHow.NONE_WHEN_GIVEN) for key in repair.none_when_given if key not in repair.remove),
     )
 
 

@@ -241,7 +241,8 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
     as the caller gave them (``received``, per old call) where the new code, given the same
     (``received_new``), builds other values (passed through), keys the old code cut to the last of the tokens the new code passes (cut
-    again), and, where the new side crashed, keys the old code passed as None on every step (a
+    again), keys the old code named but passed as None whenever the caller gave them (None again
+    when given), and, where the new side crashed, keys the old code passed as None on every step (a
     forward may require them). Calls are compared in order up to the first step where keys differ
     (later steps may differ as its consequence), or the first difference that none of these explain;
     a hypothesis that re-verification tests. ``suspects``: where the crash names the
@@ -255,10 +256,16 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     passthrough: set[str] = set()
     last_token: set[str] = set()
     renamed: set[tuple[str, str]] = set()
+    ignored: set[str] = set()
     for step, (a, b) in enumerate(zip(old_calls, new_calls)):
         given = received[step] if step < len(received) else {}
         given_new = received_new[step] if received_new is not None and step < len(received_new) else given
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
+        # a key the old code named but passed as None on every call the caller gave it (GPT-2's
+        # positions): None again under the same test, not removed (its own value, when the caller
+        # gives none, is the mixin's)
+        unheeded = {k for k in extra if k in given and k not in CACHE_NAMES and all(
+            call.get(k) is None for call, got in zip(old_calls, received) if k in got)}
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
             extra |= {k for k in b if k not in a and (suspects is None or k in suspects) and k not in optional}
@@ -280,7 +287,8 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
             # consequence (other tokens generated): the repair is what differed up to here, and
             # verification runs again to confirm it. Otherwise keys cannot explain it.
             break
-        remove |= extra
+        remove |= extra - unheeded
+        ignored |= unheeded
         keep |= missing
         passthrough |= passed
         last_token |= cut
@@ -293,10 +301,10 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
             break
     # only keys the old code passed as None on every step (setting a cache to None would be a change)
     nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
-    if not (remove or keep or nones or passthrough or last_token or renamed):
+    if not (remove or keep or nones or passthrough or last_token or renamed or ignored):
         return None
     return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)),
-                  tuple(sorted(last_token)), tuple(sorted(renamed)))
+                  tuple(sorted(last_token)), tuple(sorted(renamed)), tuple(sorted(ignored)))
 
 
 def _last_token_of(old: Summary, new: Summary) -> bool:
