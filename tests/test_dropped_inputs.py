@@ -1,6 +1,7 @@
 """The scenarios that give inputs closed dicts dropped, on real 4.45.2 classes. Head masks: the masks it gives are the shapes each ``forward`` takes (the
 decoder's for a decoder-only model and for ``decoder_head_mask``/``cross_attn_head_mask``, the encoder's for an
-encoder-decoder's ``head_mask``), and they change the next-token logits, so a deletion that starts (or stops)
+encoder-decoder's ``head_mask``; Musicgen's composites take ``decoder_head_mask`` through ``**kwargs``, which
+their forwards hand to the decoder), and they change the next-token logits, so a deletion that starts (or stops)
 passing them shows. Also the reason the scenario exists: a closed dict of 4.45.2 (GPT-2's) drops the caller's
 head mask, the generic mixin forwards it. Decoder embeddings (``decoder-inputs-embeds``): BART's and T5's
 closed dicts drop them and generate from the decoder start id, so a forward beside those ids refuses them once
@@ -35,6 +36,9 @@ CHECKS = textwrap.dedent(
         "bart_causal": ("transformers.models.bart.modeling_bart", "BartForCausalLM"),
         "t5": ("transformers.models.t5.modeling_t5", "T5ForConditionalGeneration"),
         "musicgen": ("transformers.models.musicgen.modeling_musicgen", "MusicgenForCausalLM"),
+        "musicgen_composite": ("transformers.models.musicgen.modeling_musicgen", "MusicgenForConditionalGeneration"),
+        "melody_composite": ("transformers.models.musicgen_melody.modeling_musicgen_melody",
+                             "MusicgenMelodyForConditionalGeneration"),
         "llama": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM"),
     }
 
@@ -47,9 +51,7 @@ CHECKS = textwrap.dedent(
             return {"skipped": str(skip)}
         masks = {k: list(v.shape) for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}
         inputs = {k: v for k, v in kwargs.items() if k not in scenarios.HEAD_MASKS and k != "do_sample"}
-        if model.config.is_encoder_decoder:
-            start = model.generation_config.decoder_start_token_id
-            inputs["decoder_input_ids"] = torch.full((1, 1), 0 if start is None else start, dtype=torch.long)
+        inputs.update(scenarios.decoder_start(model, inputs))
         with torch.no_grad():
             plain = model(**inputs).logits[:, -1]
             masked = model(**inputs, **{k: v for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}).logits[:, -1]
@@ -120,6 +122,9 @@ def results(verify_env, tmp_path_factory: pytest.TempPathFactory) -> dict:
     ("bart", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
     ("t5", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
     ("musicgen", {"head_mask", "cross_attn_head_mask"}),
+    # the composites name no head mask: their forwards hand ``decoder_*`` keywords to the decoder
+    ("musicgen_composite", {"decoder_head_mask"}),
+    ("melody_composite", {"decoder_head_mask"}),
 ])
 def test_masks_fit_the_stack_they_are_for(results: dict, name: str, masks: set[str]) -> None:
     """Each mask the forward names, of the (layers, heads) its stack has: the scenario built them only after a
@@ -130,7 +135,7 @@ def test_masks_fit_the_stack_they_are_for(results: dict, name: str, masks: set[s
         assert len(shape) == 2 and shape[0] >= 1 and shape[1] >= 2, (key, shape)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "bart", "t5", "musicgen"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "bart", "t5", "musicgen", "musicgen_composite", "melody_composite"])
 def test_masks_move_the_logits(results: dict, name: str) -> None:
     """A mask that changed nothing would let a dropped or added mask pass unseen: with the attention the model
     runs by default, as the scenario runs it (SDPA falls back to eager for a head mask)."""

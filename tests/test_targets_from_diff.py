@@ -86,7 +86,8 @@ class GuidedLM(PreTrainedModel):
 
 def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_needs_given(tmp_path) -> None:
     """A change that keeps the guidance statement and hands the rest to super(): an identical verdict must rest
-    on a run that gave ``guidance_scale``; one that rewrote that statement too needs nothing of it."""
+    on a run that gave ``guidance_scale``. So must one that rewrote that statement, or removed it (the new code
+    must do with the input what the old did), and one that added a statement reading another own input."""
     root = tmp_path / "tree"
     root.mkdir()
     git.run(root, "init", "-q", "-b", "main", isolated=True)
@@ -102,4 +103,15 @@ def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_need
     assert target.needs == (frozenset({"guidance_scale"}),)
     (root / "modeling_guided.py").write_text(reduced.replace("guidance_scale > 1", "guidance_scale > 1.0"))
     (target,), _ = session.targets_from_diff(base, "HEAD")
-    assert target.needs == ()
+    assert target.needs == (frozenset({"guidance_scale"}),)
+    guidance = "        if guidance_scale is not None and guidance_scale > 1:\n            input_ids = input_ids.repeat((2, 1))\n"
+    assert guidance in reduced
+    (root / "modeling_guided.py").write_text(reduced.replace(guidance, ""))
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == (frozenset({"guidance_scale"}),)
+    added = reduced.replace("guidance_scale=None, **kwargs):", "guidance_scale=None, speaker=None, **kwargs):").replace(
+        "        return super()", "        if speaker is not None:\n            input_ids = input_ids + speaker\n        return super()")
+    assert added.count("speaker") == 3
+    (root / "modeling_guided.py").write_text(added)
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == (frozenset({"guidance_scale"}), frozenset({"speaker"}))

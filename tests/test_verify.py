@@ -144,12 +144,14 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     for name in ("LlamaForCausalLM", "OPTForCausalLM", "T5ForConditionalGeneration", "BartForConditionalGeneration"):
         assert verdicts[name]["verdict"] == "identical", verdicts[name]
         assert len(verdicts[name]["compared"]) >= 8
-    # 4.45.2's GPT-2 replaces the caller's position ids by None; the mixin slices and passes them: no repair
-    # re-creates that, so the deletion is reported and reverted (checked below with the other reverts)
+    # 4.45.2's GPT-2 replaces the caller's position ids by None; the mixin slices and passes them: the repair
+    # sets them to None again when the caller gives them, and the reduction verifies with the caller's positions
     gpt2 = verdicts["GPT2LMHeadModel"]
-    assert gpt2["verdict"] == "differs", gpt2
+    assert gpt2["verdict"] == "identical", gpt2
     positions = next(s for s in gpt2["scenarios"] if s["name"] == "position-ids")
-    assert positions["status"] == "differs", positions
+    assert positions["status"] == "same", positions
+    gpt2_file = (root / gpt2["file"]).read_text()
+    assert 'if kwargs.get("position_ids") is not None:\n            model_inputs["position_ids"] = None' in gpt2_file
     # text, then units and a waveform: the text stage's prepared inputs and the waveform are compared
     assert verdicts["SeamlessM4TForTextToSpeech"]["verdict"] == "identical", verdicts["SeamlessM4TForTextToSpeech"]
     # whatever did not verify was reverted: the file holds its original override again

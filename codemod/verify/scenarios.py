@@ -145,7 +145,18 @@ def _by_name(signature: inspect.Signature | None, args: tuple[Any, ...], kwargs:
 
 
 def _accepts(model: Any, name: str) -> bool:
-    return name in inspect.signature(model.forward).parameters
+    """Whether ``forward`` takes ``name``: by name, or (a composite's ``decoder_*`` input) through ``**kwargs``
+    that it hands to its decoder by the prefix (Musicgen's ``decoder_head_mask``)."""
+    parameters = inspect.signature(model.forward).parameters
+    if name in parameters:
+        return True
+    if not name.startswith("decoder_") or not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return False
+    try:
+        source = inspect.getsource(type(model).forward)
+    except (OSError, TypeError):
+        return False
+    return 'startswith("decoder_")' in source
 
 
 def _decoder_only(model: Any) -> bool:
@@ -368,17 +379,26 @@ def head_masks(model: Any, assistant: Any, seed: int) -> Kwargs:
 def _runs_with(model: Any, inputs: Kwargs, extra: Kwargs) -> None:
     """A forward pass with ``extra`` beside the prompt, on the side that builds the scenario: inputs the model
     itself refuses (another rope layout, embeddings of another width) are no scenario, not a crash of either side.
-    An encoder-decoder's decoder gets the start id, unless ``extra`` gives its inputs (T5 does not make them)."""
-    decoder: Kwargs = {}
-    start = model.generation_config.decoder_start_token_id
-    if not _decoder_only(model) and isinstance(start, int) and not {"decoder_input_ids", "decoder_inputs_embeds"} & set(extra):
-        batch = next(v for v in inputs.values() if torch.is_tensor(v)).shape[0]
-        decoder["decoder_input_ids"] = torch.full((batch, 1), start, dtype=torch.long)
+    A decoder gets its start ids (``decoder_start``), unless ``extra`` gives its inputs (T5 does not make them)."""
+    decoder = {} if {"decoder_input_ids", "decoder_inputs_embeds"} & set(extra) else decoder_start(model, inputs)
     try:
         with torch.no_grad():
             model(**inputs, **decoder, **extra)
     except Exception as error:
         raise Skip(f"the model refuses them: {type(error).__name__}: {str(error)[:120]}") from error
+
+
+def decoder_start(model: Any, inputs: Kwargs) -> Kwargs:
+    """``decoder_input_ids`` of the decoder start id for one forward pass beside ``inputs``, where ``forward`` takes
+    them (by what it takes: Musicgen-Melody's composite is no encoder-decoder by its config, yet has a decoder), a
+    row per codebook for a codebook decoder (Musicgen's); else nothing."""
+    start = model.generation_config.decoder_start_token_id
+    if not _accepts(model, "decoder_input_ids") or not isinstance(start, int):
+        return {}
+    batch = next(v for v in inputs.values() if torch.is_tensor(v)).shape[0]
+    codebooks = getattr(getattr(model.config, "decoder", None), "num_codebooks", None)
+    rows = batch * codebooks if isinstance(codebooks, int) else batch
+    return {"decoder_input_ids": torch.full((rows, 1), start, dtype=torch.long)}
 
 
 def _decoder_start(model: Any) -> tuple[int, Any]:

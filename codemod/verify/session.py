@@ -20,7 +20,7 @@ from codemod.analyse.classify import Action, Finding
 from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
 from codemod.analyse.index import Override, inheritors
-from codemod.transform.plan import Plan, kept_inputs, own_inputs_read
+from codemod.transform.plan import MIXIN_KEYS, Plan, kept_inputs, own_inputs_read
 from codemod.analyse.scan import ScanResult
 from codemod.sources import FileKind, model_name
 from codemod.verify.compare import ClassVerdict
@@ -107,15 +107,37 @@ def importable_module(checkout: Checkout, path: str) -> str | None:
     return module_of(path)
 
 
-def _methods(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+#: a class's method: its AST dump ("" where the class has none), the dumps of its body's statements, and the node
+Method = tuple[str, tuple[str, ...], ast.FunctionDef | None]
+
+
+def _methods(text: str) -> dict[str, Method]:
     """Each top-level class's ``prepare_inputs_for_generation`` as an AST dump ("" for a class without one), with
     the dumps of its body's statements: comparisons that formatting and comments do not change."""
-    methods: dict[str, tuple[str, tuple[str, ...]]] = {}
+    methods: dict[str, Method] = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
             found = next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD), None)
-            methods[node.name] = ("", ()) if found is None else (ast.dump(found), tuple(ast.dump(s) for s in found.body))
+            methods[node.name] = ("", (), None) if found is None else (
+                ast.dump(found), tuple(ast.dump(s) for s in found.body), found)
     return methods
+
+
+def _own_inputs_added(method: ast.FunctionDef | None, old_statements: set[str]) -> list[frozenset[str]]:
+    """What ``own_inputs_read`` gives for the statements a change added (not in ``old_statements``, as dumps): the
+    model's own optional inputs (parameters of the new method defaulting to None that no mixin prepares) that each
+    reads, a group for each that reads any."""
+    if method is None:
+        return []
+    arguments = method.args
+    named = [*arguments.posonlyargs, *arguments.args]
+    defaults = dict(zip([a.arg for a in named][len(named) - len(arguments.defaults):], arguments.defaults))
+    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+    optional = {name for name, default in defaults.items()
+                if isinstance(default, ast.Constant) and default.value is None and name not in MIXIN_KEYS}
+    groups = [frozenset(n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in optional)
+              for statement in method.body if ast.dump(statement) not in old_statements]
+    return [g for g in groups if g]
 
 
 def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list[tuple[str, str]]]:
@@ -138,18 +160,20 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             continue
         old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
         for o in overrides:
-            (old_method, old_body), (new_method, new_body) = (methods.get(o.class_name, ("", ()))
-                                                              for methods in (old_methods, new_methods))
+            (old_method, old_body, _), (new_method, _, _) = (methods.get(o.class_name, ("", (), None))
+                                                             for methods in (old_methods, new_methods))
             if old_method == new_method:
                 continue
             module = importable_module(checkout, o.file)
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
                 not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
                 continue
-            # the statements the change kept as they were: what they read of the model's own inputs must be given
-            still = set(new_body)
-            kept = [i for i, statement in enumerate(old_body) if statement in still]
-            targets.append(Target(o.id, module, o.class_name, o.model or "", needs=tuple(own_inputs_read(o, kept))))
+            # what the old statements read of the model's own inputs (the ones the change kept, and the ones it
+            # removed or rewrote: the new code must do with those inputs what they did), and what the statements
+            # it added read: each must be given in a run for a verdict about it
+            groups = own_inputs_read(o, range(len(old_body)))
+            groups += _own_inputs_added(new_methods.get(o.class_name, ("", (), None))[2], set(old_body))
+            targets.append(Target(o.id, module, o.class_name, o.model or "", needs=tuple(dict.fromkeys(groups))))
     needs_of = {t.override_id: t.needs for t in targets}
     return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
 
