@@ -162,3 +162,13 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     # and every changed file still compiles
     for path in status.split():
         compile((root / path).read_text(), path, "exec")
+    # the repair is no decoration: without it, verification sees GPT-2 hand the caller's positions on
+    repair = '        if kwargs.get("position_ids") is not None:\n            model_inputs["position_ids"] = None\n'
+    gpt2_path = root / gpt2["file"]
+    gpt2_path.write_text(gpt2_path.read_text().replace(repair, ""))
+    mutated = tmp_path / "mutated.json"
+    again = CliRunner().invoke(app, ["verify", str(root), "--only", "gpt2", "--format", "json", "--output", str(mutated)])
+    assert again.exit_code == 1, again.output
+    unrepaired = {v["class"]: v for v in json.loads(mutated.read_text())["verdicts"]}["GPT2LMHeadModel"]
+    assert unrepaired["verdict"] == "differs", unrepaired
+    assert next(s for s in unrepaired["scenarios"] if s["name"] == "position-ids")["status"] == "differs"
