@@ -7,7 +7,8 @@ head mask, the generic mixin forwards it. Decoder embeddings (``decoder-inputs-e
 closed dicts drop them and generate from the decoder start id, so a forward beside those ids refuses them once
 the mixin passes them on; the scenario's embeddings are ones the model runs with. Caller position ids
 (``position-ids``): GPT-2's override replaced them by None. Run as ``tests/test_tiny.py`` runs its checks
-(``network``, ``slow``). A decoder prompt's mask (``decoder-prompt``): Speech2Text's dict left it out.
+(``network``, ``slow``). A decoder prompt's mask (``decoder-prompt``): Speech2Text's dict left it out. A cache the
+caller filled (``prefilled-cache``): ProphetNet cuts the first step's ids to the last token.
 """
 
 from __future__ import annotations
@@ -100,6 +101,25 @@ CHECKS = textwrap.dedent(
         except Exception as error:
             out[key] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
 
+    def prefilled(module, name):
+        # the ids the first step prepares when the caller's cache holds the prompt's first tokens
+        cls = getattr(importlib.import_module(module), name)
+        model, _ = tiny.tiny_model(cls, seed=0)
+        kwargs = scenarios.prefilled_cache(model, None, 0)
+        calls = scenarios.record_calls(model)
+        with torch.no_grad():
+            model.generate(**kwargs, max_new_tokens=3, min_new_tokens=3)
+        return {"prompt": list(kwargs["input_ids"].shape), "first_ids": calls[0]["input_ids"]["tensor"]}
+
+    for key, (module, name) in {
+        "prophetnet_prefilled": ("transformers.models.prophetnet.modeling_prophetnet", "ProphetNetForCausalLM"),
+        "llama_prefilled": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM"),
+    }.items():
+        try:
+            out[key] = {"ok": True, **prefilled(module, name)}
+        except Exception as error:
+            out[key] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
+
     for key, (module, name) in CLASSES.items():
         try:
             out[key] = {"ok": True, **check(module, name)}
@@ -185,3 +205,13 @@ def test_speech2text_drops_the_callers_decoder_mask(results: dict) -> None:
     entry = _ok(results, "s2t_prompt")
     assert entry["prepared"] is False and entry["shape"] == [2, 3], entry
     assert isinstance(entry["generated"], int) and entry["generated"] >= 6, entry
+
+
+def test_a_prefilled_cache_tells_a_last_token_cut_from_the_mixins_slice(results: dict) -> None:
+    """``prefilled-cache``: the caller's cache holds 4 of the prompt's 7 tokens. Llama's override (as the mixin)
+    prepares the 3 it has not seen; 4.45.2's ProphetNet cuts the ids to the last token whenever there is a cache,
+    so a deletion of its override changes what such a call generates."""
+    llama, prophetnet = _ok(results, "llama_prefilled"), _ok(results, "prophetnet_prefilled")
+    assert llama["prompt"] == prophetnet["prompt"] == [1, 7]
+    assert llama["first_ids"] == [1, 3], llama
+    assert prophetnet["first_ids"] == [1, 1], prophetnet

@@ -115,3 +115,39 @@ def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_need
     (root / "modeling_guided.py").write_text(added)
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == (frozenset({"guidance_scale"}), frozenset({"speaker"}))
+
+
+PASSED_ON = '''
+from transformers import PreTrainedModel
+
+
+class MaskedLM(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None, head_mask=None, **kwargs):
+        pass
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, head_mask=None, **kwargs):
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "past_key_values": past_key_values, "head_mask": head_mask}
+'''
+
+
+def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> None:
+    """ProphetNet's closed dict passed ``"head_mask": head_mask`` on, as the mixin does; its attention refuses any
+    head mask, so no run can give one: a change that removes (or writes) such a pass-through needs nothing of it.
+    One that computes from the input does."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    git.run(root, "init", "-q", "-b", "main", isolated=True)
+    (root / "modeling_masked.py").write_text(PASSED_ON)
+    commit_all(root)
+    base = scan(resolve(root))
+    body = PASSED_ON[PASSED_ON.index("        if past_key_values"):]
+    reduced = PASSED_ON.replace(body, "        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+                                      "head_mask=head_mask, **kwargs)\n")
+    (root / "modeling_masked.py").write_text(reduced)
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == ()
+    (root / "modeling_masked.py").write_text(reduced.replace("head_mask=head_mask,", "head_mask=head_mask * 2,"))
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == (frozenset({"head_mask"}),)

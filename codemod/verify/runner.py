@@ -35,7 +35,7 @@ DEFAULT_SCENARIOS = (
     "multimodal-padded", "multimodal-no-cache", "contrastive",
     "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
     "encoder-hidden-states", "head-masks", "decoder-inputs-embeds", "decoder-prompt",
-    "position-ids", "long",
+    "position-ids", "prefilled-cache", "long",
 )
 
 

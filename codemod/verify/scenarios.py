@@ -460,6 +460,35 @@ def position_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**inputs, "position_ids": positions, "do_sample": False}
 
 
+#: how many of the prompt's tokens the caller's cache holds in ``prefilled-cache`` (the rest are new on the first step)
+PREFILLED = 4
+
+
+def prefilled_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """A cache the caller already filled with the prompt's first tokens, as a conversation goes on (the docs'
+    "re-use the cache"): the first step has a cache and several uncached tokens, where code that tells the first
+    step by an absent cache, or cuts the ids to the last token whenever there is a cache, parts from the mixin,
+    which cuts them by ``cache_position``. The cache is the model's own forward's over those tokens, a legacy tuple
+    where the model makes a plain ``DynamicCache`` (it travels to any device with the other tensors, and generate()
+    converts it back)."""
+    if not _decoder_only(model) or not _accepts(model, "past_key_values"):
+        raise Skip("not a decoder-only model whose forward takes past_key_values")
+    inputs = tiny.generation_inputs(model, seed=seed)
+    if set(inputs) != {"input_ids", "attention_mask"}:
+        raise Skip("the prompt is more than input_ids with a mask")
+    prefix = {key: value[:, :PREFILLED] for key, value in inputs.items()}
+    try:
+        with torch.no_grad():
+            cache = model(**prefix, use_cache=True).past_key_values
+    except Exception as error:
+        raise Skip(f"the model's forward makes no cache of the prompt: {type(error).__name__}: {str(error)[:120]}") from error
+    if cache is None:
+        raise Skip("the model's forward returns no cache")
+    if type(cache).__name__ == "DynamicCache" and hasattr(cache, "to_legacy_cache"):
+        cache = cache.to_legacy_cache()
+    return {**inputs, "past_key_values": cache, "do_sample": False}
+
+
 def long_generation(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
@@ -490,6 +519,7 @@ SCENARIOS: dict[str, Builder] = {
     "decoder-inputs-embeds": decoder_inputs_embeds,
     "decoder-prompt": decoder_prompt,
     "position-ids": position_ids,
+    "prefilled-cache": prefilled_cache,
     "long": long_generation,
 }
 

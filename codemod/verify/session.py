@@ -123,10 +123,13 @@ def _methods(text: str) -> dict[str, Method]:
     return methods
 
 
-def _own_inputs_added(method: ast.FunctionDef | None, old_statements: set[str]) -> list[frozenset[str]]:
-    """What ``own_inputs_read`` gives for the statements a change added (not in ``old_statements``, as dumps): the
-    model's own optional inputs (parameters of the new method defaulting to None that no mixin prepares) that each
-    reads, a group for each that reads any."""
+def _own_inputs_handled(method: ast.FunctionDef | None, changed: set[str]) -> list[frozenset[str]]:
+    """For the statements of ``method`` a change touched (their dumps in ``changed``: the old code's it removed or
+    rewrote, the new code's it added), the model's own optional inputs (parameters defaulting to None that no
+    mixin prepares) that each handles, a group for each that handles any: what ``own_inputs_read`` gives for the
+    statements it kept. A parameter only passed on under its own name (``"head_mask": head_mask``,
+    ``head_mask=head_mask``) is not handled: the mixin passes it on too, and a run that cannot give it (a model
+    whose attention refuses head masks) must not stop a verdict."""
     if method is None:
         return []
     arguments = method.args
@@ -135,9 +138,29 @@ def _own_inputs_added(method: ast.FunctionDef | None, old_statements: set[str]) 
     defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
     optional = {name for name, default in defaults.items()
                 if isinstance(default, ast.Constant) and default.value is None and name not in MIXIN_KEYS}
-    groups = [frozenset(n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in optional)
-              for statement in method.body if ast.dump(statement) not in old_statements]
+    groups = []
+    for statement in method.body:
+        if ast.dump(statement) not in changed:
+            continue
+        passed_on = {id(value) for value in _passed_on(statement)}
+        groups.append(frozenset(n.id for n in ast.walk(statement)
+                                if isinstance(n, ast.Name) and n.id in optional and id(n) not in passed_on))
     return [g for g in groups if g]
+
+
+def _passed_on(statement: ast.stmt) -> list[ast.Name]:
+    """The names ``statement`` only hands on under their own name: a dict entry, a keyword, a key set."""
+    found: list[ast.Name] = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Dict):
+            found += [v for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and isinstance(v, ast.Name) and v.id == k.value]
+        elif isinstance(node, ast.keyword):
+            found += [node.value] if isinstance(node.value, ast.Name) and node.value.id == node.arg else []
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            found += [node.value] if any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                                         and t.slice.value == node.value.id for t in node.targets) else []
+    return found
 
 
 def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list[tuple[str, str]]]:
@@ -160,19 +183,20 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             continue
         old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
         for o in overrides:
-            (old_method, old_body, _), (new_method, _, _) = (methods.get(o.class_name, ("", (), None))
-                                                             for methods in (old_methods, new_methods))
+            (old_method, old_body, old_node), (new_method, new_body, new_node) = (
+                methods.get(o.class_name, ("", (), None)) for methods in (old_methods, new_methods))
             if old_method == new_method:
                 continue
             module = importable_module(checkout, o.file)
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
                 not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
                 continue
-            # what the old statements read of the model's own inputs (the ones the change kept, and the ones it
-            # removed or rewrote: the new code must do with those inputs what they did), and what the statements
-            # it added read: each must be given in a run for a verdict about it
-            groups = own_inputs_read(o, range(len(old_body)))
-            groups += _own_inputs_added(new_methods.get(o.class_name, ("", (), None))[2], set(old_body))
+            # what the statements the change kept read of the model's own inputs, what those it removed or
+            # rewrote handled (the new code must do with the inputs what they did), and what those it added
+            # handle: each must be given in a run for a verdict about it
+            still, before = set(new_body), set(old_body)
+            groups = own_inputs_read(o, [i for i, statement in enumerate(old_body) if statement in still])
+            groups += _own_inputs_handled(old_node, before - still) + _own_inputs_handled(new_node, still - before)
             targets.append(Target(o.id, module, o.class_name, o.model or "", needs=tuple(dict.fromkeys(groups))))
     needs_of = {t.override_id: t.needs for t in targets}
     return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
