@@ -466,3 +466,33 @@ def test_a_key_the_old_code_ignored_when_given_is_none_again_when_given() -> Non
     # given, and passed on by the old code on a later step: not "ignored when given"
     later = [*old, {"input_ids": tensor([8], shape=[1, 1]), "position_ids": tensor([3], shape=[1, 1])}]
     assert repair_for(later, new, crashed=False, received=[{"position_ids": caller}] * 2) == Repair(remove=("position_ids",))
+
+
+def test_caller_positions_are_held_to_the_first_new_token_and_a_prefilled_cache_to_all() -> None:
+    """The caller's positions cover the prompt; generate() does not extend them, so past the first new token the
+    mixin (upstream's too) reuses the last prompt position: an extension there must give the padded batch's first
+    new token, and says why the later ones may differ. A caller's prefilled cache changes nothing the tokens
+    depend on: an extension there must give greedy's tokens, all of them."""
+    padded = ok(name="left-padded-batch", sequences=((0, 1, 2, 3, 4), (5, 6, 7, 8, 9)))
+    greedy_run = cached(sequences=((1, 2, 3, 4, 5),))
+    uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),))
+    failed = {"name": "position-ids", "status": "error", "error": "RuntimeError: size", "calls": []}
+    base = (greedy_run, uncached_run, padded)
+
+    def positions(*rows: tuple[int, ...]) -> dict:
+        return {**ok(name="position-ids", sequences=rows), "inputs": {"max_new_tokens": 2}}  # 3 prompt tokens, 2 new
+
+    def verdict_with(run: dict):
+        return compare("a::A", side(*base, failed, caches=True), side(*base, run, caches=True))
+
+    assert verdict_with(positions((0, 1, 2, 3, 4), (5, 6, 7, 8, 9))).verdict == "identical"
+    later = verdict_with(positions((0, 1, 2, 3, 7), (5, 6, 7, 8, 7)))  # the second new token differs
+    assert later.verdict == "identical" and later.extended == ("position-ids",), later.detail
+    note = next(s for s in later.scenarios if s.name == "position-ids").detail
+    assert "first new token is greedy's" in note and "last prompt position" in note
+    assert verdict_with(positions((0, 1, 2, 7, 4), (5, 6, 7, 8, 9))).verdict == "differs"  # the first one differs
+    prefilled_failed = {"name": "prefilled-cache", "status": "error", "error": "IndexError: x", "calls": []}
+    for tokens, expected in ((((4, 5),), "identical"), (((4, 9),), "differs")):
+        verdict = compare("a::A", side(greedy_run, uncached_run, prefilled_failed, caches=True),
+                          side(greedy_run, uncached_run, ok(name="prefilled-cache", sequences=tokens), caches=True))
+        assert verdict.verdict == expected, verdict.detail

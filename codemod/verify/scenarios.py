@@ -451,7 +451,9 @@ def position_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     dicts) drop them, all take other paths once the caller gives them; the mixin slices them to the new tokens."""
     if not _decoder_only(model) or not _accepts(model, "position_ids"):
         raise Skip("not a decoder-only model whose forward takes position_ids")
-    inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
+    # the left-padded batch's prompt: an extension here is held to that scenario's first new token
+    inputs = left_padded_batch(model, assistant, seed)
+    inputs.pop("do_sample")
     if "input_ids" not in inputs or "attention_mask" not in inputs:
         raise Skip("the main input is not input_ids with a mask")
     mask = inputs["attention_mask"]
