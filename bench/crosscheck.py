@@ -26,8 +26,10 @@ it: it does not import ``codemod.verify``; its tiny models, inputs and cases are
    beam search (2 beams); assisted decoding (the same class with other weights as assistant);
    ``token_type_ids`` where ``forward`` takes them (greedy and assisted); ``inputs_embeds`` instead of
    ids for decoder-only models; a static cache where ``_supports_static_cache``; a decoder prompt for
-   encoder-decoders; ``is_decoder=False`` where the class reads the flag. Always 10 new tokens
-   (``min_new_tokens == max_new_tokens``).
+   encoder-decoders; ``is_decoder=False`` where the class reads the flag; for decoder-only models, the
+   caller's position ids for the padded batch (from the first real token) and a cache the caller
+   filled with the prompt's first 3 tokens (the model's own forward's, as a conversation goes on).
+   Always 10 new tokens (``min_new_tokens == max_new_tokens``).
 4. **Compare.** Per case: ``same`` (same tokens), ``differs``, ``crashed-new`` (only the new side
    raised), ``crashed-both-alike``, ``crashed-both-differently``, ``extended`` (only the old side raised;
    for ``inputs_embeds`` the new tokens must then equal those generated from the ids, else
@@ -631,6 +633,13 @@ def _case(name: str, inputs: str, *, mask: bool = True, gen: dict | None = None,
             "assistant": assistant, "embeds": embeds, "reference": reference, "extra": extra}
 
 
+#: computed by the side that runs them (``run_case``), not stored with the inputs: the caller's position ids for
+#: the padded prompt (counted from the first real token), and a cache the caller filled with the prompt's first
+#: ``PREFIX`` tokens by the model's own forward
+COMPUTED_EXTRAS = ("caller_positions", "prefilled_cache")
+PREFIX = 3
+
+
 def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: bool, has_tt: bool,
                reads_is_decoder: bool, decoder_start: int | None) -> list[dict]:
     no_cache_cfg = {"use_cache": False}
@@ -655,6 +664,10 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
     if not encoder_decoder and text and embeddable:
         cases += [_case("inputs-embeds-b1", "b1", embeds=True, reference="greedy-b1"),
                   _case("inputs-embeds-padded", "b2", embeds=True, reference="greedy-padded")]
+    if not encoder_decoder and text and _forward_takes(model, "position_ids"):
+        cases.append(_case("caller-positions", "b2", extra="caller_positions"))
+    if not encoder_decoder and text and _forward_takes(model, "past_key_values"):
+        cases.append(_case("prefilled-cache", "b1", extra="prefilled_cache"))
     if getattr(model, "_supports_static_cache", False):
         cases.append(_case("static-cache", "b2", gen={"cache_implementation": "static"}))
     if encoder_decoder and text and embeddable:
@@ -1060,7 +1073,17 @@ def run_case(case: dict, models: dict, target: dict, work: str, inputs: dict, pa
     model = entry["main"]
     given = {k: v for k, v in inputs[case["inputs"]].items() if not k.endswith("@")}
     kwargs = dict(given)
-    if case["extra"]:
+    if case["extra"] == "caller_positions":
+        kwargs["position_ids"] = (kwargs["attention_mask"].long().cumsum(-1) - 1).clamp(min=0)
+    elif case["extra"] == "prefilled_cache":
+        try:
+            with torch.no_grad():
+                cache = model(input_ids=kwargs["input_ids"][:, :PREFIX], attention_mask=kwargs["attention_mask"][:, :PREFIX],
+                              use_cache=True).past_key_values
+            kwargs["past_key_values"] = cache.to_legacy_cache() if type(cache).__name__ == "DynamicCache" else cache
+        except Exception as error:  # noqa: BLE001 - no cache to continue from: the case fails alike on both sides
+            return {"ok": False, "error": "no prefilled cache: " + _error(error), "seconds": 0.0}
+    elif case["extra"]:
         kwargs[case["extra"].replace("decoder_prompt", "decoder_input_ids")] = \
             inputs[case["inputs"]][case["extra"].replace("decoder_prompt", "decoder_input_ids") + "@"]
     if not case["mask"]:

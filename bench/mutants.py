@@ -17,7 +17,8 @@ pattern is not found exactly once:
   ``positions-off-by-one``, ``token-type-ids-dropped-assisted``, ``inputs-embeds-every-step``,
   ``cache-key-renamed``, ``closed-dict``, ``use-cache-dropped``, ``cache-position-dropped``;
 - in the reduced overrides: ``first-step-input-every-step`` (``if cache_position[0] == 0:``
-  around ``pixel_values`` & co. made unconditional);
+  around ``pixel_values`` & co. made unconditional), ``caller-input-honoured`` (a key set to None
+  when the caller gives it, GPT-2's positions, left as the caller gave it);
 - ``upstream-4.46``: upstream's own deletions, applied to a pristine 4.45.2 (every override that
   4.45.2 has and 4.46.3 no longer has is deleted), with 4.46.3's
   ``GenerationMixin.prepare_inputs_for_generation`` installed into 4.45.2's stub mixin. Its source
@@ -158,6 +159,21 @@ def edit_mixin(mutant: Mutant) -> Callable[[Path], list[str]]:
     return apply
 
 
+def _reduced_spans(text: str) -> list[tuple[int, int]]:
+    """(first, last) lines of every ``prepare_inputs_for_generation`` in ``text`` that calls ``super()``'s."""
+    spans = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == METHOD and any(
+                    isinstance(n, ast.Attribute) and n.attr == METHOD and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "super"
+                    for n in ast.walk(item)
+                ):
+                    spans.append((item.lineno, item.end_lineno or item.lineno))
+    return spans
+
+
 def first_step_every_step(root: Path) -> list[str]:
     """In every reduced override (one that calls ``super().prepare_inputs_for_generation``), an input
     guarded by ``cache_position[0] == 0`` is passed on every step."""
@@ -167,17 +183,7 @@ def first_step_every_step(root: Path) -> list[str]:
         text = path.read_text(encoding="utf-8")
         if f"super().{METHOD}" not in text:
             continue
-        tree = ast.parse(text)
-        spans = []
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == METHOD and any(
-                        isinstance(n, ast.Attribute) and n.attr == METHOD and isinstance(n.value, ast.Call)
-                        and isinstance(n.value.func, ast.Name) and n.value.func.id == "super"
-                        for n in ast.walk(item)
-                    ):
-                        spans.append((item.lineno, item.end_lineno))
+        spans = _reduced_spans(text)
         if not spans:
             continue
         lines = text.splitlines(keepends=True)
@@ -194,6 +200,32 @@ def first_step_every_step(root: Path) -> list[str]:
             changed.append(path.relative_to(root).as_posix())
     if not changed:
         raise MutantError("no reduced override guards an input with `cache_position[0] == 0`")
+    return changed
+
+
+def caller_input_honoured(root: Path) -> list[str]:
+    """In every reduced override, a key the old code set to None whenever the caller gave it (verification's
+    "None when given" repair: GPT-2's positions) is left as the mixin prepares it: the caller's."""
+    changed = []
+    for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if f"super().{METHOD}" not in text:
+            continue
+        lines = text.splitlines(keepends=True)
+        hit = False
+        for first, last in _reduced_spans(text):
+            for i in range(first - 1, last - 1):
+                test, then = lines[i].strip(), lines[i + 1].strip()
+                if test.startswith("if ") and test.endswith(" is not None:") and then.startswith("model_inputs[") \
+                        and then.endswith("] = None"):
+                    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+                    lines[i] = f"{indent}if False:  # mutant: was `{test[3:-1]}`\n"
+                    hit = True
+        if hit:
+            path.write_text("".join(lines), encoding="utf-8")
+            changed.append(path.relative_to(root).as_posix())
+    if not changed:
+        raise MutantError("no reduced override sets a key to None when the caller gives it")
     return changed
 
 
@@ -229,6 +261,8 @@ MUTANTS = [
     )),
     Mutant("first-step-input-every-step", "a reduced override's first-step-only input sent on every step",
            edit=first_step_every_step),
+    Mutant("caller-input-honoured", "a reduced override's key that the old code ignored when the caller gave it "
+           "is passed as the caller gave it", edit=caller_input_honoured),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
         ('model_inputs["past_key_values"] = past_key_values\n',
          'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),

@@ -133,6 +133,31 @@ def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> No
     assert text.count("if True:  # mutant") == 1 and text.count("if cache_position[0] == 0:") == 1
 
 
+def test_a_key_none_when_given_is_left_to_the_caller_in_reduced_overrides_only(tmp_path) -> None:
+    model = tmp_path / "src/transformers/models/lynx/modeling_lynx.py"
+    model.parent.mkdir(parents=True)
+    model.write_text(
+        "class LynxForCausalLM(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+        '        if kwargs.get("position_ids") is not None:\n'
+        '            model_inputs["position_ids"] = None\n'
+        "        return model_inputs\n\n\n"
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, position_ids=None, **kwargs):\n"
+        "        model_inputs = {'input_ids': input_ids}\n"
+        "        if position_ids is not None:\n"
+        '            model_inputs["position_ids"] = None\n'
+        "        return model_inputs\n"
+    )
+    assert mutants.caller_input_honoured(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
+    text = model.read_text()
+    assert text.count("if False:  # mutant") == 1 and text.count("if position_ids is not None:") == 1
+    compile(text, "modeling_lynx.py", "exec")
+    with pytest.raises(mutants.MutantError, match="sets a key to None"):
+        mutants.caller_input_honoured(tmp_path)
+
+
 def test_upstream_deletions_and_the_composites_generation_mixin_base() -> None:
     text = (
         "from ...modeling_utils import PreTrainedModel\n\n\n"
