@@ -633,10 +633,8 @@ def _case(name: str, inputs: str, *, mask: bool = True, gen: dict | None = None,
             "assistant": assistant, "embeds": embeds, "reference": reference, "extra": extra}
 
 
-#: computed by the side that runs them (``run_case``), not stored with the inputs: the caller's position ids for
-#: the padded prompt (counted from the first real token), and a cache the caller filled with the prompt's first
-#: ``PREFIX`` tokens by the model's own forward
-COMPUTED_EXTRAS = ("caller_positions", "prefilled_cache")
+#: the prompt's tokens a caller's cache holds in the ``prefilled-cache`` case (``run_case`` computes the cache, as it
+#: does the caller's positions of ``caller-positions``, on the side that runs them)
 PREFIX = 3
 
 

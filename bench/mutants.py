@@ -174,59 +174,50 @@ def _reduced_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def first_step_every_step(root: Path) -> list[str]:
-    """In every reduced override (one that calls ``super().prepare_inputs_for_generation``), an input
-    guarded by ``cache_position[0] == 0`` is passed on every step."""
-    changed = []
-    models = root / "src" / "transformers" / "models"
-    for path in sorted(models.rglob("modeling_*.py")):
-        text = path.read_text(encoding="utf-8")
-        if f"super().{METHOD}" not in text:
-            continue
-        spans = _reduced_spans(text)
-        if not spans:
-            continue
-        lines = text.splitlines(keepends=True)
-        hit = False
-        for first, last in spans:
-            for i in range(first - 1, last):
-                stripped = lines[i].strip()
-                if stripped in ("if cache_position[0] == 0:", "if legacy_processing or cache_position[0] == 0:"):
-                    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-                    lines[i] = f"{indent}if True:  # mutant: was `{stripped[3:-1]}`\n"
-                    hit = True
-        if hit:
-            path.write_text("".join(lines), encoding="utf-8")
-            changed.append(path.relative_to(root).as_posix())
-    if not changed:
-        raise MutantError("no reduced override guards an input with `cache_position[0] == 0`")
-    return changed
-
-
-def caller_input_honoured(root: Path) -> list[str]:
-    """In every reduced override, a key the old code set to None whenever the caller gave it (verification's
-    "None when given" repair: GPT-2's positions) is left as the mixin prepares it: the caller's."""
+def _rewrite_guards(root: Path, guard: Callable[[list[str], int], bool], replacement: str, missing: str) -> list[str]:
+    """In every reduced override (one that calls ``super().prepare_inputs_for_generation``) of the tree's models,
+    each ``if`` line ``i`` for which ``guard(lines, i)`` holds becomes ``if <replacement>:`` (a comment keeps the
+    old test); the files it changed. Fails loudly (``missing``) where no line matched."""
     changed = []
     for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
         text = path.read_text(encoding="utf-8")
         if f"super().{METHOD}" not in text:
             continue
         lines = text.splitlines(keepends=True)
-        hit = False
-        for first, last in _reduced_spans(text):
-            for i in range(first - 1, last - 1):
-                test, then = lines[i].strip(), lines[i + 1].strip()
-                if test.startswith("if ") and test.endswith(" is not None:") and then.startswith("model_inputs[") \
-                        and then.endswith("] = None"):
-                    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-                    lines[i] = f"{indent}if False:  # mutant: was `{test[3:-1]}`\n"
-                    hit = True
-        if hit:
+        hits = [i for first, last in _reduced_spans(text) for i in range(first - 1, last) if guard(lines, i)]
+        for i in hits:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            lines[i] = f"{indent}if {replacement}:  # mutant: was `{lines[i].strip()[3:-1]}`\n"
+        if hits:
             path.write_text("".join(lines), encoding="utf-8")
             changed.append(path.relative_to(root).as_posix())
     if not changed:
-        raise MutantError("no reduced override sets a key to None when the caller gives it")
+        raise MutantError(missing)
     return changed
+
+
+#: the tests a reduced override keeps around its first-step-only inputs
+FIRST_STEP_TESTS = ("if cache_position[0] == 0:", "if legacy_processing or cache_position[0] == 0:")
+
+
+def first_step_every_step(root: Path) -> list[str]:
+    """In every reduced override, an input guarded by ``cache_position[0] == 0`` is passed on every step."""
+    return _rewrite_guards(root, lambda lines, i: lines[i].strip() in FIRST_STEP_TESTS, "True",
+                           "no reduced override guards an input with `cache_position[0] == 0`")
+
+
+def _sets_none_when_given(lines: list[str], i: int) -> bool:
+    """``if <caller's value> is not None:`` followed by ``model_inputs[<key>] = None``."""
+    test, then = lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else ""
+    return test.startswith("if ") and test.endswith(" is not None:") and then.startswith("model_inputs[") \
+        and then.endswith("] = None")
+
+
+def caller_input_honoured(root: Path) -> list[str]:
+    """In every reduced override, a key the old code set to None whenever the caller gave it (verification's
+    "None when given" repair: GPT-2's positions) is left as the mixin prepares it: the caller's."""
+    return _rewrite_guards(root, _sets_none_when_given, "False",
+                           "no reduced override sets a key to None when the caller gives it")
 
 
 MUTANTS = [

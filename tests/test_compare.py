@@ -489,7 +489,7 @@ def test_caller_positions_are_held_to_the_first_new_token_and_a_prefilled_cache_
     later = verdict_with(positions((0, 1, 2, 3, 7), (5, 6, 7, 8, 7)))  # the second new token differs
     assert later.verdict == "identical" and later.extended == ("position-ids",), later.detail
     note = next(s for s in later.scenarios if s.name == "position-ids").detail
-    assert "first new token is greedy's" in note and "last prompt position" in note
+    assert "first new token is left-padded-batch's" in note and "last prompt position" in note
     assert verdict_with(positions((0, 1, 2, 7, 4), (5, 6, 7, 8, 9))).verdict == "differs"  # the first one differs
     prefilled_failed = {"name": "prefilled-cache", "status": "error", "error": "IndexError: x", "calls": []}
     for tokens, expected in ((((4, 5),), "identical"), (((4, 9),), "differs")):

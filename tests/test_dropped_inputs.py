@@ -52,7 +52,7 @@ CHECKS = textwrap.dedent(
             return {"skipped": str(skip)}
         masks = {k: list(v.shape) for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}
         inputs = {k: v for k, v in kwargs.items() if k not in scenarios.HEAD_MASKS and k != "do_sample"}
-        inputs.update(scenarios.decoder_start(model, inputs))
+        inputs.update(scenarios.decoder_start_ids(model, inputs))
         with torch.no_grad():
             plain = model(**inputs).logits[:, -1]
             masked = model(**inputs, **{k: v for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}).logits[:, -1]

@@ -112,10 +112,17 @@ def test_the_mixin_mutants_edit_only_the_mixin_method(tmp_path) -> None:
     assert text.endswith(other) and "input_ids[:, -1:]  # mutant" in text
 
 
-def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> None:
-    model = tmp_path / "src/transformers/models/lynx/modeling_lynx.py"
+def lynx(root: Path, source: str) -> Path:
+    """A model file of ``source`` in a tree under ``root``, where the reduced-override mutants look."""
+    model = root / "src/transformers/models/lynx/modeling_lynx.py"
     model.parent.mkdir(parents=True)
-    model.write_text(
+    model.write_text(source)
+    return model
+
+
+def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> None:
+    model = lynx(
+        tmp_path,
         "class LynxForConditionalGeneration(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)\n"
@@ -134,9 +141,8 @@ def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> No
 
 
 def test_a_key_none_when_given_is_left_to_the_caller_in_reduced_overrides_only(tmp_path) -> None:
-    model = tmp_path / "src/transformers/models/lynx/modeling_lynx.py"
-    model.parent.mkdir(parents=True)
-    model.write_text(
+    model = lynx(
+        tmp_path,
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"

@@ -19,7 +19,7 @@ from codemod.analyse.analysis import Param
 from codemod.transform.apply import initial_plan
 from codemod.checkout import resolve
 from codemod.analyse.classify import Action, Category, Extra
-from codemod.contracts import ExtraHow, Held, HeldCause, Repair
+from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.analyse.copies import apply_replacements
 from codemod.analyse.mixin import Era
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
@@ -849,6 +849,10 @@ def test_a_key_ignored_when_given_is_none_again_under_the_callers_value(fixture_
     assert not analysis.unrecognised, analysis.unrecognised
     named = reduced_body(otter, [Extra("position_ids", ExtraHow.NONE_WHEN_GIVEN)])
     assert named is not None and 'if position_ids is not None:\n    model_inputs["position_ids"] = None\n' in named
+    # no **kwargs and no parameter of that name: nothing to test the caller's value by, no reduction
+    closed = dataclasses.replace(otter, analysis=dataclasses.replace(
+        otter.analysis, params=tuple(p for p in otter.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS)))
+    assert reduced_body(closed, [Extra("token_type_ids", ExtraHow.NONE_WHEN_GIVEN)]) is None
     assert edit_of(make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
                              repairs={OTTER: Repair(none_when_given=("position_ids",))}), OTTER, EditKind.MARK).text \
         == "no position_ids from the caller"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codemod import git
 from codemod.checkout import resolve
-from codemod.analyse.scan import scan
+from codemod.analyse.scan import ScanResult, scan
 from codemod.verify import session
 
 MODEL = '''
@@ -29,6 +29,16 @@ class {name}(PreTrainedModel):
 def commit_all(root: Path) -> None:
     git.run(root, "add", "-A", isolated=True)
     git.run(root, "commit", "-q", "-m", "base", isolated=True)
+
+
+def committed(tmp_path: Path, file: str, source: str) -> tuple[Path, ScanResult]:
+    """A git tree whose base revision holds ``source`` as ``file``, and the scan of that base."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    git.run(root, "init", "-q", "-b", "main", isolated=True)
+    (root / file).write_text(source)
+    commit_all(root)
+    return root, scan(resolve(root))
 
 
 def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monkeypatch) -> None:
@@ -88,12 +98,7 @@ def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_need
     """A change that keeps the guidance statement and hands the rest to super(): an identical verdict must rest
     on a run that gave ``guidance_scale``. So must one that rewrote that statement, or removed it (the new code
     must do with the input what the old did), and one that added a statement reading another own input."""
-    root = tmp_path / "tree"
-    root.mkdir()
-    git.run(root, "init", "-q", "-b", "main", isolated=True)
-    (root / "modeling_guided.py").write_text(OWN_INPUT)
-    commit_all(root)
-    base = scan(resolve(root))
+    root, base = committed(tmp_path, "modeling_guided.py", OWN_INPUT)
     reduced = OWN_INPUT.replace('''        if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values}''', '''        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)''')
@@ -136,16 +141,16 @@ def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> N
     """ProphetNet's closed dict passed ``"head_mask": head_mask`` on, as the mixin does; its attention refuses any
     head mask, so no run can give one: a change that removes (or writes) such a pass-through needs nothing of it.
     One that computes from the input does."""
-    root = tmp_path / "tree"
-    root.mkdir()
-    git.run(root, "init", "-q", "-b", "main", isolated=True)
-    (root / "modeling_masked.py").write_text(PASSED_ON)
-    commit_all(root)
-    base = scan(resolve(root))
+    root, base = committed(tmp_path, "modeling_masked.py", PASSED_ON)
     body = PASSED_ON[PASSED_ON.index("        if past_key_values"):]
     reduced = PASSED_ON.replace(body, "        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
                                       "head_mask=head_mask, **kwargs)\n")
     (root / "modeling_masked.py").write_text(reduced)
+    (target,), _ = session.targets_from_diff(base, "HEAD")
+    assert target.needs == ()
+    set_after = reduced.replace("        return super().prepare_inputs_for_generation(", "        model_inputs = super().prepare_inputs_for_generation(")
+    set_after += '        model_inputs["head_mask"] = head_mask\n        return model_inputs\n'
+    (root / "modeling_masked.py").write_text(set_after)
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == ()
     (root / "modeling_masked.py").write_text(reduced.replace("head_mask=head_mask,", "head_mask=head_mask * 2,"))

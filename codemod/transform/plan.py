@@ -175,7 +175,8 @@ _ONE_STATEMENT = {
 def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = False) -> list[str] | None:
     """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
     lines: list[str] = []
-    named = set(_param_list(override)[1]) if not slim else set()
+    _, parameters, _, var_keywords = _param_list(override)
+    named = set(parameters) if not slim else set()
     outputs = override.analysis.outputs
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
@@ -190,7 +191,6 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
             lines += [f"if {test}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
             continue
         if extra.how is ExtraHow.NONE_WHEN_GIVEN:
-            _, parameters, _, var_keywords = _param_list(override)
             given = extra.key if extra.key in parameters else f"{var_keywords}.get({key})" if var_keywords else None
             if given is None:
                 return None  # the caller's value reaches no name the reduction could test

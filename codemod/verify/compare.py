@@ -617,14 +617,11 @@ def _consistent_extensions(
         if len(wanted) == len(got) and wanted == got:
             out.append(o)
             continue
-        checked, why = PARTIAL_REFERENCE.get(scenario, (count, ""))
+        checked, why = PARTIAL_REFERENCE.get(scenario, (0, ""))
         generated = (mine.get("inputs") or {}).get("max_new_tokens")  # the rows hold the prompt too
-
-        def first(rows: list[list[int]]) -> list[list[int]]:
-            return [row[-generated:][:checked] for row in rows] if isinstance(generated, int) else rows
-
-        if why and len(wanted) == len(got) and first(wanted) == first(got):
-            out.append(dataclasses.replace(o, detail=f"{o.detail}; its first new token is greedy's, {why}"))
+        if why and isinstance(generated, int) and len(wanted) == len(got) and \
+                [row[-generated:][:checked] for row in wanted] == [row[-generated:][:checked] for row in got]:
+            out.append(dataclasses.replace(o, detail=f"{o.detail}; its first new token is {REFERENCE[scenario]}'s, {why}"))
             continue
         difference = Difference(o.name, "sequences", None, None, f"greedy: {wanted[:1]}", f"{got[:1]}")
         out.append(dataclasses.replace(

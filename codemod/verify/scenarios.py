@@ -379,8 +379,8 @@ def head_masks(model: Any, assistant: Any, seed: int) -> Kwargs:
 def _runs_with(model: Any, inputs: Kwargs, extra: Kwargs) -> None:
     """A forward pass with ``extra`` beside the prompt, on the side that builds the scenario: inputs the model
     itself refuses (another rope layout, embeddings of another width) are no scenario, not a crash of either side.
-    A decoder gets its start ids (``decoder_start``), unless ``extra`` gives its inputs (T5 does not make them)."""
-    decoder = {} if {"decoder_input_ids", "decoder_inputs_embeds"} & set(extra) else decoder_start(model, inputs)
+    A decoder gets its start ids (``decoder_start_ids``), unless ``extra`` gives its inputs (T5 does not make them)."""
+    decoder = {} if {"decoder_input_ids", "decoder_inputs_embeds"} & set(extra) else decoder_start_ids(model, inputs)
     try:
         with torch.no_grad():
             model(**inputs, **decoder, **extra)
@@ -388,7 +388,7 @@ def _runs_with(model: Any, inputs: Kwargs, extra: Kwargs) -> None:
         raise Skip(f"the model refuses them: {type(error).__name__}: {str(error)[:120]}") from error
 
 
-def decoder_start(model: Any, inputs: Kwargs) -> Kwargs:
+def decoder_start_ids(model: Any, inputs: Kwargs) -> Kwargs:
     """``decoder_input_ids`` of the decoder start id for one forward pass beside ``inputs``, where ``forward`` takes
     them (by what it takes: Musicgen-Melody's composite is no encoder-decoder by its config, yet has a decoder), a
     row per codebook for a codebook decoder (Musicgen's); else nothing."""
