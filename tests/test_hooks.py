@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.analyse.classify import Finding, classify_override
+from codemod.analyse.classify import Action, Finding, classify_override
 from codemod.cli import app
 from codemod.transform.hooks import (
     MIN_MODELS,
@@ -40,6 +40,7 @@ from codemod.transform.hooks import (
     normalised_code,
     part_of,
     _context,
+    _whole_body,
 )
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_source
@@ -374,6 +375,100 @@ def test_a_hook_too_few_members_can_take_is_a_proposal(fixture_scan: ScanResult)
     assert cluster.applicable_models == ("ant", "bee")
 
 
+# --------------------------------------------------------------------------------------------- whole bodies
+
+#: a masked LM's whole body in 4.45 (a dummy token to predict): statements no rule understands, then one dict
+DUMMY_TOKEN = """\
+def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **model_kwargs):
+    effective_batch_size = input_ids.shape[0]
+    if self.config.pad_token_id is None:
+        raise ValueError("The PAD token should be defined for generation")
+    attention_mask = torch.cat([attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1)
+    dummy_token = torch.full((effective_batch_size, 1), self.config.pad_token_id, dtype=torch.long,
+                             device=input_ids.device)
+    input_ids = torch.cat([input_ids, dummy_token], dim=1)
+    return {"input_ids": input_ids, "attention_mask": attention_mask}
+"""
+
+
+def test_three_models_with_the_same_whole_body_make_a_hook(fixture_scan: ScanResult) -> None:
+    """The code moves into the mixin under ``if self.<attribute>:``; each member keeps a super() call for its
+    signature (generate() refuses ``inputs_embeds`` a signature does not name)."""
+    (cluster,) = mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN))
+    name = "_generation_inputs_as_ant_for_causal_lm"
+    assert (cluster.name, cluster.kind, cluster.applied, cluster.models) == (name, HookKind.STATEMENTS, True,
+                                                                            ("ant", "bee", "cat"))
+    assert {(m.change, m.assignment) for m in cluster.members} == {(Change.REDUCE, f"{name} = True")}
+    assert cluster.hook is not None
+    prologue = ast.parse(cluster.hook.prologue).body
+    assert len(prologue) == 1 and ast.unparse(prologue[0].test) == f"self.{name}"  # type: ignore[attr-defined]
+    assert isinstance(prologue[0].body[-1], ast.Return)  # type: ignore[attr-defined]
+    assert f"{name}: bool = False" in cluster.hook.declaration  # the 5.x-shaped mixin is annotated
+
+
+WHOLE_BODY_NOOPS = [
+    ("reads-its-kwargs", DUMMY_TOKEN.replace("effective_batch_size = input_ids.shape[0]",
+                                             "effective_batch_size = input_ids.shape[0] + len(model_kwargs)"),
+     "reads model_kwargs, which the mixin's method does not have"),
+    ("a-module-helper", DUMMY_TOKEN.replace("torch.cat([input_ids, dummy_token], dim=1)",
+                                            "append_token(input_ids, dummy_token)"),
+     "reads append_token"),
+    ("a-default-of-its-own", DUMMY_TOKEN.replace("attention_mask=None", "attention_mask=1"),
+     "no parameter attention_mask=1"),
+    ("no-kwargs", DUMMY_TOKEN.replace(", **model_kwargs", ""), "the first parameter or the **kwargs differ"),
+    ("a-recognised-statement", DUMMY_TOKEN.replace("    return {", "    model_inputs = {}\n    return {"),
+     "more than statements no rule understands"),
+    ("a-conditional-key", DUMMY_TOKEN.replace('    return {"input_ids": input_ids, "attention_mask": attention_mask}',
+                                              '    if attention_mask is None:\n        return {"input_ids": input_ids}\n'
+                                              '    return {"input_ids": input_ids, "attention_mask": attention_mask}'),
+     "more than statements no rule understands"),
+]
+
+
+@pytest.mark.parametrize(("odd", "why"), [pytest.param(code, why, id=name) for name, code, why in WHOLE_BODY_NOOPS])
+def test_a_whole_body_the_mixin_cannot_run_as_it_is_stays(fixture_scan: ScanResult, odd: str, why: str) -> None:
+    """Noop for the odd one out (the code would mean something else in the mixin, or it is no whole body): the
+    three others still take the hook, and the odd one is listed with why."""
+    (cluster,) = [c for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
+                                   ("dog", odd)) if c.applied]
+    assert cluster.applicable_models == ("ant", "bee", "cat")
+    body = _whole_body(classify_override(override(odd), fixture_scan.profile), fixture_scan.profile)
+    assert body.code == "" and why in body.why, body.why
+    dog = next((m for m in cluster.members if m.model == "dog"), None)
+    if dog is not None:  # the same statements no rule understands: a member, blocked, with why
+        assert dog.change is Change.BLOCKED and why in dog.why, dog.why
+
+
+def test_two_models_with_the_same_whole_body_are_a_proposal_at_most(fixture_scan: ScanResult) -> None:
+    """Noop: fewer than MIN_MODELS models share the body."""
+    assert not any(c.applied for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN)))
+
+
+def test_a_whole_body_hook_is_applied_to_the_mixin_and_its_members(fixture_scan: ScanResult) -> None:
+    """The members become reductions (their signature stays) whose dict the mixin prepares, and the hook goes into
+    the mixin's method, whose parameters its block reassigns: it returns, so the method's own code never sees them."""
+    from codemod.sources import MIXIN_CLASS
+    from codemod.transform.hooks import hooked_findings
+    from codemod.transform.plan import Edit, EditKind
+    from codemod.transform.rewrite import rewrite_source
+
+    findings = tuple(classify_override(override(DUMMY_TOKEN, model=model, class_name=f"{model.title()}ForCausalLM",
+                                                forward_params=("input_ids", "attention_mask")), fixture_scan.profile)
+                     for model in ("ant", "bee", "cat"))
+    result = dataclasses.replace(fixture_scan, findings=findings)
+    report = mine(result)
+    assert report.moved_whole() == {f.override.id for f in findings}
+    assert {(f.action, f.extras, f.flow) for f in hooked_findings(result, report)} == {(Action.REDUCE, (), ())}
+    (cluster,) = report.applied()
+    assert cluster.hook is not None
+    hook = Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, cluster.name, hook=cluster.hook.code())
+    rewritten = rewrite_source(MIXIN, (HOOKS_CHECKOUT / MIXIN).read_bytes(), [hook])
+    assert rewritten.error is None and rewritten.changed
+    after = rewritten.new.decode()
+    ast.parse(after)
+    assert "        if self._generation_inputs_as_ant_for_causal_lm:\n" in after
+
+
 # --------------------------------------------------------------------------------------------- the tree
 
 #: the fixture's clusters: hook -> (members it changes, members it cannot)
@@ -570,3 +665,31 @@ def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
     mixin = next(r for r in changes.rewrites if r.path == MIXIN)
     for name in applied:
         assert f"self.{name}" in mixin.new_text()
+
+
+# --------------------------------------------------------------------------------------------- 4.45.2
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_release_4_45_masked_lms_share_their_whole_body() -> None:
+    """4.45.2's BERT-family masked LMs are one body (a dummy token to predict): the mixin the stub era gets runs it
+    for them, and each keeps a super() call for its signature. RemBERT's and RoFormer's assert where the others
+    raise (another exception for a config without a pad token): not members."""
+    from codemod.transform.apply import compute_changes
+    from codemod.fetch import fetch_release
+
+    result = scan(resolve(fetch_release("4.45.2")))  # the shared cached checkout: read only
+    report = mine(result)
+    (cluster,) = [c for c in report.applied() if c.kind is HookKind.STATEMENTS]
+    assert cluster.name == "_generation_inputs_as_bert_for_masked_lm"
+    assert set(cluster.applicable_models) == {"bert", "big_bird", "ernie", "megatron_bert", "nezha", "qdqbert"}
+    assert {m.change for m in cluster.members} == {Change.REDUCE}
+    changes = compute_changes(result, hooks=True)
+    members = {m.override for m in cluster.members}
+    assert not [h for h in changes.dropped if any(m in h.detail or m == h.subject for m in members)]
+    bert = next(r for r in changes.rewrites if r.path.endswith("models/bert/modeling_bert.py")).new_text()
+    assert "    _generation_inputs_as_bert_for_masked_lm = True\n" in bert
+    assert "dummy_token" not in bert
+    mixin = next(r for r in changes.rewrites if r.path == MIXIN).new_text()
+    assert "if self._generation_inputs_as_bert_for_masked_lm:" in mixin and "dummy_token = torch.full(" in mixin

@@ -191,7 +191,7 @@ def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | Non
 
 def initial_plan(
     result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
-    trims: dict[str, tuple[int, ...]] | None = None,
+    trims: dict[str, tuple[int, ...]] | None = None, moved_whole: frozenset[str] = frozenset(),
 ) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
@@ -206,6 +206,7 @@ def initial_plan(
         mark_kept=mark_kept,
         hold_unproven=hold_unproven,
         trims=trims,
+        moved_whole=moved_whole,
     )
 
 

@@ -23,8 +23,11 @@ listed with why (a sub-model delegation, a statement no rule understands, a para
 accepts only because the override names it, ...), and so are the near misses: parts of the same
 kind whose table differs, with how.
 
-Statements no rule understands are clustered too (normalised code, model prefixes abstracted): those
-clusters are proposals for a maintainer (an overridable mixin method), never applied.
+Statements no rule understands are clustered too (normalised code, model prefixes abstracted). Where they
+are three or more models' whole bodies, the same code that the mixin's method can run in their place (the
+masked LMs' dummy token of 4.45), the hook is that code under ``if self.<attribute>:`` at the start of the
+mixin's method, and the members are deleted: verification proves each, as it proves any change. Other
+such clusters are proposals for a maintainer (an overridable mixin method), never applied.
 
 ``plan_with_hooks`` turns the clusters into a plan (``codemod.transform.plan``): the members' findings as the
 hooked mixin would classify them go through ``make_plan`` like any other (modular families, copies,
@@ -35,6 +38,7 @@ verification fails is reverted with its part of the hook, as other shards are.
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import itertools
 import json
@@ -76,7 +80,7 @@ class HookKind(Vocabulary):
     FROM_CONFIG = "from-config"  # a config attribute
     DEFAULT = "default"  # a default when the caller gives none
     CONSTANT = "constant"  # a literal
-    STATEMENTS = "statements"  # repeated statements no rule understands: a proposal, never applied
+    STATEMENTS = "statements"  # repeated statements no rule understands: applied only as whole bodies
     OTHER = "other"  # an idiom with no template: a proposal
 
 
@@ -243,6 +247,16 @@ class HookReport:
 
     def applied(self) -> tuple[Cluster, ...]:
         return tuple(c for c in self.clusters if c.applied)
+
+    def moved_whole(self) -> frozenset[str]:
+        """The overrides whose whole body an applied hook runs in the mixin."""
+        return frozenset(m.override for c in self.applied() if c.kind is HookKind.STATEMENTS
+                         for m in c.members if m.applicable)
+
+    def whole_body(self, override_id: str) -> Cluster | None:
+        """The applied cluster that runs ``override_id``'s whole body in the mixin, if any."""
+        return next((c for c in self.applied() if c.kind is HookKind.STATEMENTS
+                     and any(m.override == override_id and m.applicable for m in c.members)), None)
 
     def hooked_keys(self, override_id: str) -> dict[str, Cluster]:
         """Key -> the applied cluster that takes it over, for an override that is an applicable member."""
@@ -1037,7 +1051,7 @@ def mine(result: ScanResult) -> HookReport:
         name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
         clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
                                 tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
-    clusters += _statement_clusters(result)
+    clusters += _statement_clusters(result, mixin_file)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
     return HookReport(tuple(clusters), profile.era, mixin_file, hoisted)
 
@@ -1064,9 +1078,12 @@ def _near_misses(idiom: Idiom, members: Sequence[Part], found: Sequence[Part]) -
     return sorted(out.values(), key=lambda n: (n.model, n.key))
 
 
-def _statement_clusters(result: ScanResult) -> list[Cluster]:
-    """Overrides whose statements no rule understands are the same code (normalised): proposals."""
-    groups: dict[str, list[tuple[Finding, str]]] = {}
+def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Cluster]:
+    """Overrides whose statements no rule understands are the same code (normalised). Where three or more
+    models' whole bodies are the same code that the mixin's method can run as it is (:func:`_whole_body`), the
+    cluster is a hook: that code, under ``if self.<attribute>:``, at the start of the mixin's method, and each
+    member deleted with the attribute set. Otherwise a proposal."""
+    groups: dict[str, list[Finding]] = {}
     for f in result.findings:
         o = f.override
         unrecognised = o.analysis.unrecognised
@@ -1076,26 +1093,100 @@ def _statement_clusters(result: ScanResult) -> list[Cluster]:
         codes = [normalised_code(u.code, context) for u in unrecognised]
         if any(c is None for c in codes):
             continue
-        code = "\n".join(c for c in codes if c)
-        groups.setdefault(code, []).append((f, code))
+        groups.setdefault("\n".join(c for c in codes if c), []).append(f)
     out = []
     for code, found in groups.items():
-        models = {f.override.model or f.override.class_name for f, _ in found}
+        models = {f.override.model or f.override.class_name for f in found}
         if len(models) < MIN_MODELS:
             continue
-        members = tuple(sorted(
-            (Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file, (),
-                    "", Change.BLOCKED, "statements no rule understands: a proposal, not applied", (), f.override.lines)
-             for f, _ in found), key=lambda m: (m.model, m.file, m.class_name)))
+        found.sort(key=lambda f: (f.override.model or f.override.class_name, f.override.file, f.override.class_name))
+        bodies = {f.override.id: _whole_body(f, result.profile) for f in found}
+        movable = [body for body in bodies.values() if body.code]
+        shared = max(movable, key=lambda b: sum(1 for m in movable if m.code == b.code), default=None)
+        takers = {oid for oid, body in bodies.items() if shared is not None and body.code == shared.code}
         first = code.splitlines()[0]
         lines = code.count("\n") + 1
-        out.append(Cluster(
-            "_prepare_" + _slug(first)[:40], HookKind.STATEMENTS, None,
-            f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each (first: {first[:70]})",
-            None, members, code=code,
-            not_applied="statements no rule understands: a proposal for an overridable mixin method, not applied",
-        ))
+        description = (f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each "
+                       f"(first: {first[:70]})")
+        if shared is not None and mixin_file is not None and \
+                len({f.override.model or f.override.class_name for f in found if f.override.id in takers}) >= MIN_MODELS:
+            representative = next(f.override for f in found if f.override.id in takers)
+            name = "_generation_inputs_as_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", representative.class_name).lower()
+            hook = _whole_body_hook(name, representative.class_name, shared.code, result.profile)
+            members = tuple(
+                Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file,
+                       (), f"{name} = True", Change.REDUCE, "", (), f.override.lines) if f.override.id in takers else
+                Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file,
+                       (), "", Change.BLOCKED, bodies[f.override.id].why or "its body is other code than the others'",
+                       (), f.override.lines)
+                for f in found)
+            out.append(Cluster(name, HookKind.STATEMENTS, None, f"the whole body: {description}", hook, members,
+                               code=shared.code))
+            continue
+        why = "statements no rule understands: a proposal for an overridable mixin method, not applied"
+        members = tuple(Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name,
+                               f.override.file, (), "", Change.BLOCKED, bodies[f.override.id].why or why, (),
+                               f.override.lines) for f in found)
+        out.append(Cluster("_prepare_" + _slug(first)[:40], HookKind.STATEMENTS, None, description, None, members,
+                           code=code, not_applied=why))
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Body:
+    """An override's whole body as the mixin's method would run it (``code``), or why it cannot (``why``)."""
+
+    code: str = ""
+    why: str = ""
+
+
+def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
+    """``f``'s body as code the mixin's method can run in its place: statements no rule understands, then one
+    ``return {...}`` of names (no condition, nothing dropped), reading only its own locals, builtins, ``self``,
+    ``torch`` (which every era's generation/utils.py imports) and parameters the mixin's method has under the same
+    name with the same default. A body that reads anything else (its ``**kwargs``, a name of its module) would mean
+    something else there. The override must take ``**kwargs`` as the mixin does, so that deleting it changes nothing
+    generate() accepts."""
+    o = f.override
+    a = o.analysis
+    mixin = profile.analysis
+    if mixin is None:
+        return _Body(why="no mixin method to move it into")
+    if o.fallback is not None and o.fallback.kind is not FallbackKind.MIXIN:
+        return _Body(why=f"a deletion reaches {o.fallback.detail}, not the mixin")
+    statements = sorted(a.top_level, key=lambda t: t.index)
+    body, last = statements[:-1], statements[-1] if statements else None
+    if a.delegation is not None or last is None or not last.returns or len(a.recognised) != 1 or a.dropped \
+            or [(u.line, u.end_line) for u in a.unrecognised] != [(t.line, t.end_line) for t in body]:
+        return _Body(why="its body is more than statements no rule understands and one return of a dict")
+    if not a.outputs or any(out.line != last.line or out.guards or out.conditions or not out.expr.isidentifier()
+                            for out in a.outputs):
+        return _Body(why="it returns more than a dict of names")
+    shared = {p.name: p for p in mixin.params}
+    ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+    mixin_ids = next((p.name for p in mixin.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+    if ids != mixin_ids or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
+        return _Body(why="its signature is not the mixin's: the first parameter or the **kwargs differ")
+    for p in a.params:
+        if p.kind.named and p.name not in ("self", ids) and (p.name not in shared or shared[p.name].default != p.default):
+            return _Body(why=f"the mixin's method has no parameter {p.name}={p.default}")
+    known = {"self", "torch", ids, *(p.name for p in a.params if p.kind.named), *dir(builtins)}
+    for t in statements:
+        foreign = sorted(set(t.exposed) - known)
+        if foreign:
+            return _Body(why=f"line {t.line} reads {', '.join(foreign)}, which the mixin's method does not have")
+        known.update(t.writes)
+    returned = ", ".join(f"{json.dumps(out.key)}: {out.expr}" for out in a.outputs)
+    return _Body("\n".join([*(u.code for u in a.unrecognised), f"return {{{returned}}}"]))
+
+
+def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:
+    typed = profile.era is Era.NEXT_SEQUENCE_LENGTH
+    summary = (f"Models that prepare their inputs as {class_name}'s override did (the same code in each; no rule "
+               "understands it) set this True: the mixin runs that code in their place")
+    return _hook(HookKind.STATEMENTS, name, "bool" if typed else "", "False", summary,
+                 prologue=f"# The inputs as {class_name}'s override prepared them (`{name}`)\n"
+                          f"if self.{name}:\n{textwrap.indent(code, '    ')}\n")
 
 
 # --------------------------------------------------------------------------------------------- plan
@@ -1107,6 +1198,11 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
     keep_signature = set(keep_signature)
     out = []
     for f in result.findings:
+        moved = report.whole_body(f.override.id)
+        if moved is not None:
+            note = Reason(ReasonKind.NOTE, f"its whole body runs in the mixin: the {moved.name} hook ({moved.description})")
+            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=(), reasons=(*f.reasons, note), flow=()))
+            continue
         hooked = report.hooked_keys(f.override.id)
         if not hooked:
             out.append(f)
@@ -1143,7 +1239,7 @@ def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, R
 
     kept = dict(keep_signature or {})
     plan = initial_plan(hooked_result(result, report, kept), repairs, mark_kept=mark_kept,
-                        hold_unproven=hold_unproven, trims={**trims(report), **kept})
+                        hold_unproven=hold_unproven, trims={**trims(report), **kept}, moved_whole=report.moved_whole())
     return extend(plan, report)
 
 

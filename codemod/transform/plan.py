@@ -555,6 +555,11 @@ def _short(text: str) -> str:
     return text if len(text) <= 90 else text[:87].rstrip() + "..."
 
 
+#: the mark of an override whose whole body a mined hook runs in the mixin: generate() reads the method's
+#: signature (it refuses ``inputs_embeds`` a signature does not name, and checks the model kwargs against it)
+_MOVED_WHOLE = "the mixin's hook prepares its inputs; kept for its signature, which generate() reads"
+
+
 class _Planner:
     def __init__(
         self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
@@ -564,8 +569,12 @@ class _Planner:
         mark_kept: bool = False,
         hold_unproven: bool = False,
         trims: dict[str, tuple[int, ...]] | None = None,
+        moved_whole: frozenset[str] = frozenset(),
     ) -> None:
         self.repairs = repairs or {}
+        #: overrides whose whole body a mined hook runs in the mixin, which returns before it prepares anything:
+        #: what the mixin would pass to forward is no concern of theirs
+        self.moved_whole = moved_whole
         #: no verification follows: hold back the changes only verification could prove
         self.hold_unproven = hold_unproven
         self.trims = trims or {}
@@ -638,7 +647,7 @@ class _Planner:
                     self.held.append(Held(oid, HeldCause.NOT_RECREATABLE,
                                           "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
-                    summary = extras_summary(f.extras, f)
+                    summary = (_MOVED_WHOLE if oid in self.moved_whole else extras_summary(f.extras, f))
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
                                                     keep_params=reduction.keep_params, extras=f.extras)
@@ -674,7 +683,7 @@ class _Planner:
         mixin for models with Cache classes); without it nothing runs the model to check it: the refusal below
         keeps the override instead."""
         o = f.override
-        if (not o.in_library and self.hold_unproven) or self.mixin_reach is None \
+        if (not o.in_library and self.hold_unproven) or self.mixin_reach is None or o.id in self.moved_whole \
                 or decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
             return decision
         reach = soundness.reach_of(o, self.mixin_reach)
@@ -708,6 +717,8 @@ class _Planner:
         if o.fallback is not None and _unreachable(o):  # classify keeps these; a repair must not bring them back
             return f"nothing takes the method's place: {o.fallback.detail}"
         reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None else None
+        if o.id in self.moved_whole:
+            return None
         if decision.edit is EditKind.DELETE:
             return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
         extras = decision.extras
@@ -934,6 +945,7 @@ def make_plan(
     mark_kept: bool = False,
     hold_unproven: bool = False,
     trims: dict[str, tuple[int, ...]] | None = None,
+    moved_whole: frozenset[str] = frozenset(),
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -948,10 +960,11 @@ def make_plan(
     standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
     override the findings keep to the statements of its body to remove (the members of a mined hook,
     ``codemod.transform.hooks``, that call ``super()`` already): planned like any change, so a generated file and
-    its modular source trim together.
+    its modular source trim together. ``moved_whole``: overrides deleted because a mined hook runs their whole
+    body in the mixin (which returns their own dict before preparing anything).
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept, hold_unproven, trims)
+                       mixin_reach, mark_kept, hold_unproven, trims, moved_whole)
     planner.initial()
     planner.generated()
     planner.modular_trap()

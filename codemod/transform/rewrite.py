@@ -388,6 +388,8 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
     prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
     epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
     for statement in prologue:
+        if _returns_at_end(statement):
+            continue  # what it assigns never reaches the method's own statements: it returns first
         for target in findall_of(cst.AssignTarget, statement, m.AssignTarget(target=m.Name())):
             assert isinstance(target.target, cst.Name)  # what the matcher asked for
             local = target.target.value
@@ -410,6 +412,12 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
             last = last.with_changes(leading_lines=[_BLANK_LINE])
         body = [*body[:-1], *epilogue, last]
     return function.with_changes(body=function.body.with_changes(body=body))
+
+
+def _returns_at_end(statement: cst.BaseStatement) -> bool:
+    """An ``if`` (without ``else``) whose block ends in ``return``: every path through it returns or raises."""
+    return (isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.body, cst.IndentedBlock)
+            and m.matches(statement.body.body[-1], m.SimpleStatementLine([m.Return()])))
 
 
 def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "") -> cst.FunctionDef:
