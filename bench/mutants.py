@@ -270,6 +270,10 @@ MUTANTS = [
         ("                    model_input = model_input.clone(memory_format=torch.contiguous_format)\n",
          "                    model_input = model_input.contiguous()  # mutant (equivalent)\n"),
     )),
+    Mutant("hook-dummy-token-attended", "the masked LMs' whole-body hook (run by the mixin) lets its dummy token be "
+           "attended to", (
+        ("attention_mask.new_zeros((attention_mask.shape[0], 1))", "attention_mask.new_ones((attention_mask.shape[0], 1))"),
+    )),
     Mutant("cache-position-dropped", "cache_position not forwarded (models then derive it from the cache)", (
         ('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),
     )),

@@ -92,6 +92,17 @@ def test_the_first_differing_step_and_key_are_named() -> None:
     assert "step 1" in str(outcome.difference)
 
 
+def test_a_difference_past_the_values_shown_says_where_it_is() -> None:
+    """A masked LM's mask with its last value changed: the first six values agree, so the message names the
+    first index that does not (before: both sides read ``[1, 1, 1, 1, 1, 1]…``)."""
+    mask = [1, 1, 1, 1, 1, 1, 1, 0]
+    old = ok(calls=[{"input_ids": tensor([5, 6]), "attention_mask": tensor(mask)}])
+    new = ok(calls=[{"input_ids": tensor([5, 6]), "attention_mask": tensor(mask[:-1] + [1])}])
+    outcome = compare_scenario(old, new)
+    assert outcome.status == "differs" and outcome.difference.key == "attention_mask"
+    assert "([7] = 0) -> " in str(outcome.difference) and str(outcome.difference).endswith("([7] = 1)")
+
+
 def test_class_verdicts() -> None:
     assert compare("a::A", side(ok()), side(ok())).verdict == "identical"
     assert compare("a::A", side(ok()), side(ok(sequences=((1,),)))).verdict == "differs"

@@ -229,8 +229,22 @@ def _call_difference(old: PreparedCall, new: PreparedCall) -> tuple[str, str, st
     for key in keys:
         a, b = old.get(key), new.get(key)
         if not same_summary(a, b):
+            at = _first_differing_value(a, b)
+            if at is not None:  # the six values shown may all agree: say where they do not
+                assert isinstance(a, dict) and isinstance(b, dict)  # tensors, as _first_differing_value checked
+                return key, f"{_short(a)} ([{at}] = {a['values'][at]})", f"{_short(b)} ([{at}] = {b['values'][at]})"
             return key, _short(a), _short(b)
     return None
+
+
+def _first_differing_value(a: Summary, b: Summary) -> int | None:
+    """The flat index of the first value two recorded tensors of one shape and dtype disagree on, or None."""
+    if not (isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b
+            and a.get("tensor") == b.get("tensor") and a.get("dtype") == b.get("dtype")):
+        return None
+    floating = "float" in a["dtype"]
+    return next((i for i, (x, y) in enumerate(zip(a["values"], b["values"]))
+                 if not _same_values([x], [y], floating)), None)
 
 
 def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall], *, crashed: bool,
