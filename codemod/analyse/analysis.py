@@ -54,7 +54,9 @@ class Recognised:
 class Unrecognised:
     line: int
     end_line: int
-    code: str
+    code: str  # normalised: one line, no layout (for messages and comparisons)
+    #: the statement as written (the blank and comment lines above it, its layout; at column 0): for code that moves
+    source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -83,7 +83,9 @@ class _Walker:
                 consumed = match.consumed
             elif not (isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions)):
                 line, end_line = self.lines([statement])
-                self.unrecognised.append(Unrecognised(line, end_line, node_code(statement)))
+                written = (cst.Module(body=[statement]).code.rstrip()
+                           if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) else "")
+                self.unrecognised.append(Unrecognised(line, end_line, node_code(statement), written))
             if not guards:
                 self.note_top_level(statements, i, consumed, before, match)
             i += consumed

@@ -1112,7 +1112,7 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
                 len({f.override.model or f.override.class_name for f in found if f.override.id in takers}) >= MIN_MODELS:
             representative = next(f.override for f in found if f.override.id in takers)
             name = "_generation_inputs_as_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", representative.class_name).lower()
-            hook = _whole_body_hook(name, representative.class_name, shared.code, result.profile)
+            hook = _whole_body_hook(name, representative.class_name, bodies[representative.id].source, result.profile)
             members = tuple(
                 Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file,
                        (), f"{name} = True", Change.REDUCE, "", (), f.override.lines) if f.override.id in takers else
@@ -1134,10 +1134,12 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
 
 @dataclasses.dataclass(frozen=True)
 class _Body:
-    """An override's whole body as the mixin's method would run it (``code``), or why it cannot (``why``)."""
+    """An override's whole body as the mixin's method would run it (``code``, normalised: the same in every member
+    that does the same; ``source``, as written), or why it cannot (``why``)."""
 
     code: str = ""
     why: str = ""
+    source: str = ""
 
 
 def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
@@ -1177,7 +1179,11 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
             return _Body(why=f"line {t.line} reads {', '.join(foreign)}, which the mixin's method does not have")
         known.update(t.writes)
     returned = ", ".join(f"{json.dumps(out.key)}: {out.expr}" for out in a.outputs)
-    return _Body("\n".join([*(u.code for u in a.unrecognised), f"return {{{returned}}}"]))
+    ret = f"return {{{returned}}}"
+    # ``source``: the statements as written (comments, layout, one blank line where groups had any)
+    written = [re.sub(r"\A\n+", "\n", u.source) if u.source else u.code for u in a.unrecognised]
+    return _Body("\n".join([*(u.code for u in a.unrecognised), ret]),
+                 source="\n".join([written[0].lstrip("\n"), *written[1:], "", ret]))
 
 
 def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:
