@@ -39,8 +39,11 @@ crosscheck on the baseline). The **verifier** (``codemod verify MUTANT --base HE
 the oracle finds unaffected is *equivalent* and not counted; one the oracle cannot build or run is
 *unknown*. Kill rate = caught / affected, per kind.
 
-Results are cached in ``--work`` (default: the user cache), keyed by the trees' contents: a second
-run only runs what changed. ``--fresh`` ignores the cache.
+Results are cached in ``--work`` (default: the user cache), keyed by the trees' contents, the interpreter and
+the build of the saved tiny models: a second run only runs what changed. ``--fresh`` ignores the cache and
+rebuilds the models, which makes every result computed with the old weights stale (another kind's included:
+before the models' build was in the key, a ``--fresh`` run of one kind left the next full run comparing new
+pristine results with an old mutant side, and upstream-4.46 "missed" three classes that generate the same).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -468,7 +472,16 @@ def oracle_side(label: str, root: Path, targets: list[crosscheck.Target], models
                                     tests=tests, say=None)
         stored.update(fresh)
         cache.put(f"oracle-{label}-{key}", stored)
+        if build:
+            # new weights: every result cached with the old ones (another kind's mutant side) is stale
+            (models / "STAMP").write_text(uuid.uuid4().hex)
     return {t.id: stored[t.id] for t in targets}
+
+
+def models_stamp(models: Path) -> str:
+    """Which build of the saved tiny models the results were computed with (the key of the sides that load them)."""
+    stamp = models / "STAMP"
+    return stamp.read_text() if stamp.is_file() else "none"
 
 
 def run_verifier(root: Path, models: list[str], *, python: str, jobs: int, cache: Cache, key: str, say) -> dict:
@@ -631,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     from codemod.fetch import fetch_release
 
     migrated_source = args.migrated or default_migrated(args.python, say)
-    python = args.python or crosscheck.default_python(migrated_source, None)
+    python = args.python or crosscheck.default_python(migrated_source, args.tests)
     work = args.work or cache_dir("bench") / "mutants" / "work"
     cache = Cache(work / "results", args.fresh)
     models_dir = work / "models"
@@ -649,7 +662,8 @@ def main(argv: list[str] | None = None) -> int:
         pristine_tree = crosscheck.Tree(pristine)
         migrated_tree = crosscheck.Tree(tree)
         originals = {rel: (tree / rel).read_bytes() for rel in crosscheck.model_files(tree) + [crosscheck.MIXIN_FILE]}
-        pristine_key = "pristine-" + (args.tests and "tests" or "defaults")
+        # the environment decides what the same weights generate (its packages): one cache per interpreter
+        pristine_key = "pristine-" + (args.tests and "tests" or "defaults") + "-" + hashlib.sha256(python.encode()).hexdigest()[:8]
         tool_key = verifier_digest()
         for kind in kinds:
             started = time.perf_counter()
@@ -672,11 +686,12 @@ def main(argv: list[str] | None = None) -> int:
                 prist = oracle_side("pristine", pristine, touched, models_dir, cache, python=python, jobs=args.jobs,
                                     tests=args.tests, build=True, key=pristine_key, say=say)
                 migr = None
+                stamp = models_stamp(models_dir)
                 if kind != "upstream-4.46":
                     migr = oracle_side("migrated", migrated_source, touched, models_dir, cache, python=python, jobs=args.jobs, tests=args.tests,
-                                       build=False, key=f"migrated-{baseline_key}-{pristine_key}", say=say)
+                                       build=False, key=f"migrated-{baseline_key}-{pristine_key}-{stamp}", say=say)
                 mut = oracle_side(f"mutant-{kind}", target_root, touched, models_dir, cache, python=python,
-                                  jobs=args.jobs, tests=args.tests, build=False, key=f"{key}-{pristine_key}", say=say)
+                                  jobs=args.jobs, tests=args.tests, build=False, key=f"{key}-{pristine_key}-{stamp}", say=say)
                 oracle_seconds = time.perf_counter() - started
                 model_names = sorted({t.model for t in touched}
                                      | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"})

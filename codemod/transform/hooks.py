@@ -26,8 +26,9 @@ kind whose table differs, with how.
 Statements no rule understands are clustered too (normalised code, model prefixes abstracted). Where they
 are three or more models' whole bodies, the same code that the mixin's method can run in their place (the
 masked LMs' dummy token of 4.45), the hook is that code under ``if self.<attribute>:`` at the start of the
-mixin's method, and the members are deleted: verification proves each, as it proves any change. Other
-such clusters are proposals for a maintainer (an overridable mixin method), never applied.
+mixin's method, and each member is reduced to a ``super()`` call that keeps its signature (generate() reads it):
+verification proves each, as it proves any change. Other such clusters are proposals for a maintainer (an
+overridable mixin method), never applied.
 
 ``plan_with_hooks`` turns the clusters into a plan (``codemod.transform.plan``): the members' findings as the
 hooked mixin would classify them go through ``make_plan`` like any other (modular families, copies,
@@ -1082,7 +1083,7 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
     """Overrides whose statements no rule understands are the same code (normalised). Where three or more
     models' whole bodies are the same code that the mixin's method can run as it is (:func:`_whole_body`), the
     cluster is a hook: that code, under ``if self.<attribute>:``, at the start of the mixin's method, and each
-    member deleted with the attribute set. Otherwise a proposal."""
+    member reduced to ``super()`` with the attribute set. Otherwise a proposal."""
     groups: dict[str, list[Finding]] = {}
     for f in result.findings:
         o = f.override
@@ -1147,8 +1148,7 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
     ``return {...}`` of names (no condition, nothing dropped), reading only its own locals, builtins, ``self``,
     ``torch`` (which every era's generation/utils.py imports) and parameters the mixin's method has under the same
     name with the same default. A body that reads anything else (its ``**kwargs``, a name of its module) would mean
-    something else there. The override must take ``**kwargs`` as the mixin does, so that deleting it changes nothing
-    generate() accepts."""
+    something else there. The override must take ``**kwargs``: its reduction hands every input on through them."""
     o = f.override
     a = o.analysis
     mixin = profile.analysis
