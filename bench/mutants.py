@@ -109,6 +109,8 @@ class Mutant:
     replacements: tuple[tuple[str, ...], ...] = ()
     #: or an edit of the tree (in place), returning the files it changed
     edit: Callable[[Path], list[str]] | None = None
+    #: the hook the mixin must have for the pattern to be there (a migration made with ``--hooks`` adds it)
+    hook: str = ""
 
     def mutate(self, source: str, where: str = "the mixin") -> str:
         """``source`` (a ``prepare_inputs_for_generation``) with this mutant's replacements."""
@@ -277,7 +279,7 @@ MUTANTS = [
     Mutant("hook-dummy-token-attended", "the masked LMs' whole-body hook (run by the mixin) lets its dummy token be "
            "attended to", (
         ("attention_mask.new_zeros((attention_mask.shape[0], 1))", "attention_mask.new_ones((attention_mask.shape[0], 1))"),
-    )),
+    ), hook="_generation_inputs_as_bert_for_masked_lm"),
     Mutant("cache-position-dropped", "cache_position not forwarded (models then derive it from the cache)", (
         ('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),
     )),
@@ -665,6 +667,10 @@ def main(argv: list[str] | None = None) -> int:
         # the environment decides what the same weights generate (its packages): one cache per interpreter
         pristine_key = "pristine-" + (args.tests and "tests" or "defaults") + "-" + hashlib.sha256(python.encode()).hexdigest()[:8]
         tool_key = verifier_digest()
+        mixin_text = (tree / MIXIN).read_text(encoding="utf-8")
+        for kind in [k for k in kinds if k in KINDS and KINDS[k].hook and f"self.{KINDS[k].hook}" not in mixin_text]:
+            say(f"== {kind}: skipped: the migrated mixin has no {KINDS[kind].hook} hook (a migration without --hooks)")
+            kinds.remove(kind)
         for kind in kinds:
             started = time.perf_counter()
             if kind == "upstream-4.46":

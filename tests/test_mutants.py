@@ -90,10 +90,32 @@ def git(root: Path, *args: str) -> None:
 # ----------------------------------------------------------------------------------- no torch needed
 
 
-@pytest.mark.parametrize("mutant", [m for m in mutants.MUTANTS if m.edit is None], ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", [m for m in mutants.MUTANTS if m.edit is None and not m.hook], ids=lambda m: m.name)
 def test_each_mixin_mutant_applies_once_to_the_generic_mixin_and_compiles(mutant) -> None:
     mutated = mutant.mutate(METHOD_SOURCE)
     assert mutated != METHOD_SOURCE
+    compile("class GenerationMixin:\n" + mutated, mutant.name, "exec")
+
+
+#: the masked LMs' whole-body hook as ``apply --hooks`` puts it at the start of the generic mixin's method
+MASKED_LM_HOOK = """\
+        if self._generation_inputs_as_bert_for_masked_lm:
+            attention_mask = torch.cat([attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1)
+            dummy_token = torch.full((input_ids.shape[0], 1), self.config.pad_token_id, device=input_ids.device)
+            return {"input_ids": torch.cat([input_ids, dummy_token], dim=1), "attention_mask": attention_mask}
+"""
+
+
+@pytest.mark.parametrize("mutant", [m for m in mutants.MUTANTS if m.hook], ids=lambda m: m.name)
+def test_each_hook_mutant_applies_once_to_the_mixin_with_its_hook(mutant) -> None:
+    """Noop on the generic mixin alone (its pattern is the hook's); once on the mixin with the hook."""
+    assert mutant.hook == "_generation_inputs_as_bert_for_masked_lm"
+    with pytest.raises(mutants.MutantError, match="found it 0 times"):
+        mutant.mutate(METHOD_SOURCE)
+    docstring_end = METHOD_SOURCE.index('"""\n', METHOD_SOURCE.index('"""') + 3) + 4
+    hooked = METHOD_SOURCE[:docstring_end] + MASKED_LM_HOOK + METHOD_SOURCE[docstring_end:]
+    mutated = mutant.mutate(hooked)
+    assert mutated != hooked and "new_ones" in mutated
     compile("class GenerationMixin:\n" + mutated, mutant.name, "exec")
 
 
