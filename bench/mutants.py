@@ -54,7 +54,6 @@ import dataclasses
 import hashlib
 import importlib.util
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -698,7 +697,6 @@ def main(argv: list[str] | None = None) -> int:
                                        build=False, key=f"migrated-{baseline_key}-{pristine_key}-{stamp}", say=say)
                 mut = oracle_side(f"mutant-{kind}", target_root, touched, models_dir, cache, python=python,
                                   jobs=args.jobs, tests=args.tests, build=False, key=f"{key}-{pristine_key}-{stamp}", say=say)
-                oracle_seconds = time.perf_counter() - started
                 model_names = sorted({t.model for t in touched}
                                      | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"})
                 verify_doc = run_verifier(target_root, model_names, python=python, jobs=args.jobs, cache=cache,
