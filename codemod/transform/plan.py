@@ -716,9 +716,9 @@ class _Planner:
             return None
         if o.fallback is not None and _unreachable(o):  # classify keeps these; a repair must not bring them back
             return f"nothing takes the method's place: {o.fallback.detail}"
-        reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None else None
-        if o.id in self.moved_whole:
-            return None
+        # what the mixin passes to forward (no concern of an override whose whole body it runs and returns)
+        reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None \
+            and o.id not in self.moved_whole else None
         if decision.edit is EditKind.DELETE:
             return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
         extras = decision.extras
@@ -960,8 +960,8 @@ def make_plan(
     standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
     override the findings keep to the statements of its body to remove (the members of a mined hook,
     ``codemod.transform.hooks``, that call ``super()`` already): planned like any change, so a generated file and
-    its modular source trim together. ``moved_whole``: overrides deleted because a mined hook runs their whole
-    body in the mixin (which returns their own dict before preparing anything).
+    its modular source trim together. ``moved_whole``: overrides reduced to ``super()`` because a mined hook runs their
+    whole body in the mixin (which returns their own dict before preparing anything).
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
                        mixin_reach, mark_kept, hold_unproven, trims, moved_whole)
