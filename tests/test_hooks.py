@@ -42,6 +42,7 @@ from codemod.transform.hooks import (
     _context,
     _whole_body,
 )
+from codemod.analyse.fallback import Fallback, FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_source
 from codemod.analyse.recognise import analyse_source
@@ -64,6 +65,10 @@ def profile() -> MixinProfile:
     return profile_from_source((HOOKS_CHECKOUT / MIXIN).read_text(encoding="utf-8"), MIXIN)
 
 
+#: what a deletion or super() reaches from the snippets' classes, as a scan resolves it for a model of the fixture
+REACHES_MIXIN = Fallback(FallbackKind.MIXIN, "GenerationMixin of the fixture", "GenerationMixin", MIXIN)
+
+
 def override(source: str, *, model: str = "toy", class_name: str = "ToyForCausalLM",
              forward_params: tuple[str, ...] | None = None) -> Override:
     source = textwrap.dedent(source).lstrip("\n")
@@ -73,6 +78,7 @@ def override(source: str, *, model: str = "toy", class_name: str = "ToyForCausal
         start_line=1, end_line=source.count("\n"), bases=("ToyPreTrainedModel", "GenerationMixin"),
         analysis=analyse_source(source), forward_params=forward_params, attributes=(), module_functions=(),
         copied_from=None, copy_group=None, generated_from=None, overwritten=None, deprecated=False, in_library=True,
+        fallback=REACHES_MIXIN,
     )
 
 
@@ -437,6 +443,40 @@ def test_a_whole_body_the_mixin_cannot_run_as_it_is_stays(fixture_scan: ScanResu
     dog = next((m for m in cluster.members if m.model == "dog"), None)
     if dog is not None:  # the same statements no rule understands: a member, blocked, with why
         assert dog.change is Change.BLOCKED and why in dog.why, dog.why
+
+
+@pytest.mark.parametrize("fallback", [None, Fallback(FallbackKind.PARENT, "BertForMaskedLM's override", "BertForMaskedLM")],
+                         ids=["unresolved", "a-parent-override"])
+def test_a_whole_body_moves_only_where_super_is_known_to_reach_the_mixin(fixture_scan: ScanResult,
+                                                                       fallback: Fallback | None) -> None:
+    """Noop: the hook runs in the mixin, so a member's super() must be resolved to it, not assumed."""
+    o = dataclasses.replace(override(DUMMY_TOKEN), fallback=fallback)
+    body = _whole_body(classify_override(o, fixture_scan.profile), fixture_scan.profile)
+    assert body.code == "" and "not the mixin" in body.why
+
+
+@pytest.mark.parametrize(("prologue", "error"), [
+    # the block returns: what it assigns never reaches the method's own statements
+    ("if self._flag:\n    attention_mask = None\n    return {}\n", None),
+    # it falls through: the method would see the hook's attention_mask where the caller's was
+    ("if self._flag:\n    attention_mask = None\n", "already uses the name 'attention_mask'"),
+    ("attention_mask = None\n", "already uses the name 'attention_mask'"),
+    # an else branch falls through too
+    ("if self._flag:\n    return {}\nelse:\n    attention_mask = None\n", "already uses the name 'attention_mask'"),
+], ids=["returns", "falls-through", "unguarded", "else-branch"])
+def test_a_hook_may_reassign_the_methods_parameters_only_in_a_block_that_returns(prologue: str,
+                                                                                 error: str | None) -> None:
+    from codemod.sources import MIXIN_CLASS
+    from codemod.transform.plan import Edit, EditKind, HookCode
+    from codemod.transform.rewrite import rewrite_source
+
+    hook = HookCode("_flag", "_flag = False\n", prologue=prologue)
+    rewritten = rewrite_source(MIXIN, (HOOKS_CHECKOUT / MIXIN).read_bytes(),
+                               [Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, "_flag", hook=hook)])
+    if error is None:
+        assert rewritten.error is None and rewritten.changed
+    else:
+        assert rewritten.error is not None and error in rewritten.error, rewritten.error
 
 
 def test_two_models_with_the_same_whole_body_are_a_proposal_at_most(fixture_scan: ScanResult) -> None:

@@ -142,48 +142,52 @@ def lynx(root: Path, source: str) -> Path:
     return model
 
 
-def test_first_step_inputs_are_mutated_in_reduced_overrides_only(tmp_path) -> None:
-    model = lynx(
-        tmp_path,
+#: (a reduced override with the guarded statement, a bespoke one with the same test, the mutant's edit, its new
+#: test, the test it keeps in the bespoke override, what it says once nothing is left to mutate): each
+#: reduced-override mutant leaves bespoke code alone
+GUARD_MUTANTS = [
+    pytest.param(
         "class LynxForConditionalGeneration(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)\n"
         "        if cache_position[0] == 0:\n"
         '            model_inputs["pixel_values"] = pixel_values\n'
-        "        return model_inputs\n\n\n"
+        "        return model_inputs\n",
         "class LynxBespoke(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, cache_position=None, **kwargs):\n"
         "        if cache_position[0] == 0:\n"
         "            return {}\n"
-        "        return {'input_ids': input_ids}\n"
-    )
-    assert mutants.first_step_every_step(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
-    text = model.read_text()
-    assert text.count("if True:  # mutant") == 1 and text.count("if cache_position[0] == 0:") == 1
-
-
-def test_a_key_none_when_given_is_left_to_the_caller_in_reduced_overrides_only(tmp_path) -> None:
-    model = lynx(
-        tmp_path,
+        "        return {'input_ids': input_ids}\n",
+        mutants.first_step_every_step, "if True:  # mutant", "if cache_position[0] == 0:", "guards an input",
+        id="first-step-input"),
+    pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
         '        if kwargs.get("position_ids") is not None:\n'
         '            model_inputs["position_ids"] = None\n'
-        "        return model_inputs\n\n\n"
+        "        return model_inputs\n",
         "class LynxBespoke(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, position_ids=None, **kwargs):\n"
         "        model_inputs = {'input_ids': input_ids}\n"
         "        if position_ids is not None:\n"
         '            model_inputs["position_ids"] = None\n'
-        "        return model_inputs\n"
-    )
-    assert mutants.caller_input_honoured(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
+        "        return model_inputs\n",
+        mutants.caller_input_honoured, "if False:  # mutant", "if position_ids is not None:", "sets a key to None",
+        id="none-when-given"),
+]
+
+
+@pytest.mark.parametrize(("reduced", "bespoke", "mutate", "mutated", "kept", "exhausted"), GUARD_MUTANTS)
+def test_a_reduced_override_mutant_edits_reduced_overrides_only(tmp_path, reduced, bespoke, mutate, mutated, kept,
+                                                                exhausted) -> None:
+    model = lynx(tmp_path, reduced + "\n\n" + bespoke)
+    assert mutate(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
     text = model.read_text()
-    assert text.count("if False:  # mutant") == 1 and text.count("if position_ids is not None:") == 1
+    assert text.count(mutated) == 1 and text.count(kept) == 1
     compile(text, "modeling_lynx.py", "exec")
-    with pytest.raises(mutants.MutantError, match="sets a key to None"):
-        mutants.caller_input_honoured(tmp_path)
+    with pytest.raises(mutants.MutantError, match=exhausted):  # nothing left to mutate: it says so
+        mutate(tmp_path)
 
 
 def test_upstream_deletions_and_the_composites_generation_mixin_base() -> None:

@@ -1114,23 +1114,24 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
             representative = next(f.override for f in found if f.override.id in takers)
             name = "_generation_inputs_as_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", representative.class_name).lower()
             hook = _whole_body_hook(name, representative.class_name, bodies[representative.id].source, result.profile)
-            members = tuple(
-                Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file,
-                       (), f"{name} = True", Change.REDUCE, "", (), f.override.lines) if f.override.id in takers else
-                Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name, f.override.file,
-                       (), "", Change.BLOCKED, bodies[f.override.id].why or "its body is other code than the others'",
-                       (), f.override.lines)
-                for f in found)
+            members = tuple(_statements_member(f.override, Change.REDUCE, assignment=f"{name} = True")
+                            if f.override.id in takers else
+                            _statements_member(f.override, Change.BLOCKED,
+                                               bodies[f.override.id].why or "its body is other code than the others'")
+                            for f in found)
             out.append(Cluster(name, HookKind.STATEMENTS, None, f"the whole body: {description}", hook, members,
                                code=shared.code))
             continue
         why = "statements no rule understands: a proposal for an overridable mixin method, not applied"
-        members = tuple(Member(f.override.id, f.override.model or f.override.class_name, f.override.class_name,
-                               f.override.file, (), "", Change.BLOCKED, bodies[f.override.id].why or why, (),
-                               f.override.lines) for f in found)
+        members = tuple(_statements_member(f.override, Change.BLOCKED, bodies[f.override.id].why or why) for f in found)
         out.append(Cluster("_prepare_" + _slug(first)[:40], HookKind.STATEMENTS, None, description, None, members,
                            code=code, not_applied=why))
     return out
+
+
+def _statements_member(o: Override, change: Change, why: str = "", *, assignment: str = "") -> Member:
+    """A member of a cluster of statements no rule understands (it hooks no key)."""
+    return Member(o.id, o.model or o.class_name, o.class_name, o.file, (), assignment, change, why, (), o.lines)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1154,8 +1155,10 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
     mixin = profile.analysis
     if mixin is None:
         return _Body(why="no mixin method to move it into")
-    if o.fallback is not None and o.fallback.kind is not FallbackKind.MIXIN:
-        return _Body(why=f"a deletion reaches {o.fallback.detail}, not the mixin")
+    if o.fallback is None or o.fallback.kind is not FallbackKind.MIXIN:
+        # the code runs in the mixin only if super() reaches it: resolved, not assumed
+        reached = o.fallback.detail if o.fallback is not None else "nothing resolved"
+        return _Body(why=f"super() reaches {reached}, not the mixin")
     statements = sorted(a.top_level, key=lambda t: t.index)
     body, last = statements[:-1], statements[-1] if statements else None
     if a.delegation is not None or last is None or not last.returns or len(a.recognised) != 1 or a.dropped \
