@@ -44,11 +44,29 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
     if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
         return None
+    if variant == _MULTI_QUERY:
+        if captures.code("p") not in PAST_NAMES:
+            return None
+        detail = variant + ("" if ctx.under_past else "; not under a cache guard")
+        return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "past length")})
+    if variant == _WITH_CACHE_POSITION:
+        if captures.code("p") not in PAST_NAMES:
+            return None
+        # the guard is part of the template; cache_position is what generate() gives, else counted from the cache
+        return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "past length"),
+                                              "cache_position": Value(ValueOrigin.BEHAVIOUR, "cache position")})
     source = _length_source(captures.nodes["length"])
     if source is None:
         return None
     detail = f"past length from the {source}" + ("" if ctx.under_past else "; not under a cache guard")
     return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "past length")})
+
+
+#: GPTBigCode's legacy cache: one tensor per layer, its sequence axis 1 when keys and values share one head
+_MULTI_QUERY = "past length from the legacy tensor cache, its axis by config.multi_query"
+#: Whisper's decoder: the past length is cache_position's first entry (or the cache's own count), and a
+#: cache_position the caller did not give is made from it; under generate() it is the caller's, cut to the kept ids
+_WITH_CACHE_POSITION = "past length from cache_position or the cache; cache_position made when not given"
 
 
 RULE = TemplateRule(
@@ -63,6 +81,34 @@ RULE = TemplateRule(
                 remove_prefix_length = $ids.shape[1] - 1
             $ids = $ids[:, remove_prefix_length:]
         """,
+        _MULTI_QUERY: """
+            if self.config.multi_query:
+                past_length = $p[0].shape[1]
+            else:
+                past_length = $p[0].shape[2]
+            if $ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = $ids.shape[1] - 1
+            $ids = $ids[:, remove_prefix_length:]
+        """,
+        _WITH_CACHE_POSITION: """
+            past_length = 0
+            if $p is not None:
+                if isinstance($p, $_):
+                    past_length = cache_position[0] if cache_position is not None else $p.get_seq_length()
+                else:
+                    past_length = $p[0][0].shape[2]
+                if $ids.shape[1] > past_length:
+                    remove_prefix_length = past_length
+                else:
+                    remove_prefix_length = $ids.shape[1] - 1
+                $ids = $ids[:, remove_prefix_length:]
+            if cache_position is None:
+                cache_position = torch.arange(past_length, past_length + $ids.shape[1], device=$ids.device)
+            elif use_cache:
+                cache_position = cache_position[-$ids.shape[1] :]
+        """,
     },
     _check,
     # Under generate, cache_position is arange(past length, sequence length): the same tokens.
@@ -76,6 +122,47 @@ ERAS = (
         "`next_sequence_length`) keeps the same tokens",
     ),
 )
+
+#: 4.45's GPTBigCodeForCausalLM, as written
+_GPT_BIGCODE = """
+        if past_key_values:
+            if self.config.multi_query:
+                past_length = past_key_values[0].shape[1]
+            else:
+                past_length = past_key_values[0].shape[2]
+
+            # Some generation methods already pass only the last input ID
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                # Default to old behavior: keep only final ID
+                remove_prefix_length = input_ids.shape[1] - 1
+
+            input_ids = input_ids[:, remove_prefix_length:]
+        """
+
+#: 4.45's WhisperForCausalLM, as written
+_WHISPER = """
+        past_length = 0
+        if past_key_values is not None:
+            if isinstance(past_key_values, (Cache, EncoderDecoderCache)):
+                past_length = cache_position[0] if cache_position is not None else past_key_values.get_seq_length()
+            else:
+                past_length = past_key_values[0][0].shape[2]
+
+            # Some generation methods already pass only the last input ID
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 1
+
+            input_ids = input_ids[:, remove_prefix_length:]
+
+        if cache_position is None:
+            cache_position = torch.arange(past_length, past_length + input_ids.shape[1], device=input_ids.device)
+        elif use_cache:
+            cache_position = cache_position[-input_ids.shape[1] :]
+        """
 
 CASES = (
     Case(
@@ -145,6 +232,23 @@ CASES = (
         input_ids = input_ids[:, remove_prefix_length:]
         """,
         detail="past length from the legacy tuple cache; not under a cache guard",
+    ),
+    Case("cache-position-made", _WHISPER, detail=_WITH_CACHE_POSITION),
+    Case("multi-query", _GPT_BIGCODE, detail=_MULTI_QUERY),
+    NoOp(
+        "multi-query-axes-swapped",
+        # GPTBigCode's block with the two layouts' sequence axes the other way round
+        _GPT_BIGCODE.replace("[0].shape[1]", "[0].shape[@]").replace("[0].shape[2]", "[0].shape[1]")
+        .replace("[0].shape[@]", "[0].shape[2]"),
+        why="another cache layout: which axis counts the tokens is the model's to say",
+        unrecognised="if self.config.multi_query:",
+    ),
+    NoOp(
+        "cache-position-from-elsewhere",
+        # Whisper's block with one token more in the cache_position it makes
+        _WHISPER.replace("past_length + input_ids.shape[1],", "past_length + input_ids.shape[1] + 1,"),
+        why="a cache_position one longer than the kept ids is not what generate() gives",
+        unrecognised="past_length = 0",
     ),
     NoOp(
         "unknown-cache",

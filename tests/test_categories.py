@@ -29,8 +29,9 @@ AGREEMENT = 0.95
 #: disagreements known today, release -> class -> (the reader's category, the scan's, why they differ)
 KNOWN = {
     "4.45.2": {
-        "WhisperForCausalLM": ("generic", "bespoke", "its past-length slicing and cache_position fallback are not recognised: "
-                                                     "kept in front of super() as its own input handling"),
+        "GPTBigCodeForCausalLM": ("bespoke", "generic", "the reader counts its multi-query past length as its own; the "
+                                                        "scan sees the ids sliced to the tokens generate()'s "
+                                                        "cache_position names, as the mixin slices them"),
         "MllamaForConditionalGeneration": ("kwargs-forwarding", "bespoke", "pixel inputs while the ids hold an image "
                                                                           "token: a condition no recogniser claims"),
     },

@@ -651,8 +651,9 @@ def _finding(result: ScanResult, cls: str):
             # the first-step inputs are not given to super() (which would forward them on every step)
             SUPER_CALL
             + "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, use_cache=use_cache, **kwargs\n)\n"
+            # one test for both: the first block only sets keys, so it holds for the second
             'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
-            'if cache_position[0] == 0:\n    model_inputs["image_sizes"] = image_sizes\n'
+            '    model_inputs["image_sizes"] = image_sizes\n'
             'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n',
             id="first-step-extras-and-a-dropped-key",
         ),
@@ -684,7 +685,7 @@ def test_reduced_body_without_slimming_passes_every_parameter(newt: ScanResult) 
     assert reduced_body(finding.override, finding.extras, slim=False) == (
         SUPER_CALL + STANDARD_ARGUMENTS +
         'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
-        'if cache_position[0] == 0:\n    model_inputs["image_sizes"] = image_sizes\n'
+        '    model_inputs["image_sizes"] = image_sizes\n'
         'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n'
     )
 

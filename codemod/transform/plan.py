@@ -38,6 +38,7 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
+from codemod.analyse.analysis import Recognised
 from codemod.analyse.fallback import FallbackKind
 from codemod.groups import UnionFind
 from codemod.analyse.index import CopyLink, Index, Override
@@ -190,6 +191,13 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
             # the old code's own cut, under its own test
             lines += [f"if {test}:", f"    model_inputs[{key}] = model_inputs[{key}][:, -1:]"]
             continue
+        if extra.how is ExtraHow.LATER_STEP_NONE:
+            if any(e.how is ExtraHow.COMPUTED and e.key == extra.key for e in extras):
+                continue  # the statements kept after super() compute it, None on the later steps included
+            test = _later_step_none_guard(override, extra.key)
+            if test is not None:  # a parameter set to None under the cache test (else: as the dict wrote it)
+                lines += [f"if {test}:", f"    model_inputs[{key}] = None"]
+                continue
         if extra.how is ExtraHow.NONE_WHEN_GIVEN:
             given = extra.key if extra.key in parameters else f"{var_keywords}.get({key})" if var_keywords else None
             if given is None:
@@ -225,12 +233,31 @@ def _last_token_guard(override: Override) -> str | None:
     cache parameter; None when the scan saw no such cut, or one under another test."""
     from rules.slice_to_last_token import RULE as LAST_TOKEN
 
+    cut = next((r for r in override.analysis.recognised if r.code == LAST_TOKEN.code), None)
+    return _cache_test(override, cut)
+
+
+def _later_step_none_guard(override: Override, key: str) -> str | None:
+    """The cache test under which the override set the parameter it passes as ``key`` to None
+    (``later-step-none``), on its cache parameter; None when no such statement gives the key its value."""
+    from rules.later_step_none import RULE as LATER_STEP_NONE
+
     a = override.analysis
-    cut = next((r for r in a.recognised if r.code == LAST_TOKEN.code), None)
-    cache = next((p.name for p in a.params if p.name in ("past_key_values", "past")), None)
-    if cut is None or cache is None:
+    final = [o for o in a.outputs if o.key == key and o.value.origin is not ValueOrigin.DROPPED]
+    if not final or final[-1].conditions or not final[-1].expr:
         return None
-    return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(cut.facet("guard") or "")
+    name = final[-1].expr
+    return _cache_test(override, next((r for r in a.recognised
+                                       if r.code == LATER_STEP_NONE.code and r.facet("name") == name), None))
+
+
+def _cache_test(override: Override, recognised: Recognised | None) -> str | None:
+    """The cache test a recognised statement stood under (its ``guard`` facet), written on the override's
+    cache parameter, for a reduction to repeat after super(); None without either."""
+    cache = next((p.name for p in override.analysis.params if p.name in ("past_key_values", "past")), None)
+    if recognised is None or cache is None:
+        return None
+    return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(recognised.facet("guard") or "")
 
 
 def _names(code: str) -> set[str]:
@@ -342,7 +369,7 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    tail = [*_grouped_drops(statements), "return model_inputs"]
+    tail = [*_merged_tests(_grouped_drops(statements)), "return model_inputs"]
     return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
 
@@ -404,6 +431,23 @@ def _grouped_drops(statements: Sequence[str]) -> list[str]:
         else:
             run.append(found.group(1))
     flush()
+    return out
+
+
+def _merged_tests(lines: Sequence[str]) -> list[str]:
+    """Two blocks under the same test, one after the other, as one (Musicgen-Melody's decoder sets its
+    encoder's states to None and cuts its ids under one cache test): the first block's lines only set
+    keys of ``model_inputs``, so where the test does not read ``model_inputs`` it holds for both."""
+    out: list[str] = []
+    test: str | None = None  # the test of the block the last line belongs to, when it may take the next one
+    for line in lines:
+        if line.startswith("if ") and line == test and "model_inputs" not in line:
+            continue
+        if not line.startswith(" "):
+            test = line if line.startswith("if ") and line.endswith(":") else None
+        elif not line.startswith("    model_inputs["):
+            test = None  # a body that does something else may change what the test reads
+        out.append(line)
     return out
 
 
