@@ -24,6 +24,9 @@ from rules.base import Case, Context, EraNote, Kind, Match, NoOp, Rule, Statemen
 #: falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step
 PAST_GUARDS = ("past-not-none", "past-truthy")
 
+#: the cache and its step counters: a reduction never sets these after super()
+CACHE_LIKE = ("past_key_values", "past", "past_key_value", "cache_position", "use_cache")
+
 
 class LaterStepNone(Rule):
     # plumbing: what it does is the value it leaves in the name (None on the later steps); the key that
@@ -53,9 +56,6 @@ class LaterStepNone(Rule):
                      defines={name: Value(ValueOrigin.NONE, ValueOrigin.LATER_STEP.value)},
                      facets={"guard": guard, "name": name})
 
-
-#: the cache and its step counters: a reduction never sets these after super()
-CACHE_LIKE = ("past_key_values", "past", "past_key_value", "cache_position", "use_cache")
 
 RULE = LaterStepNone()
 
