@@ -81,10 +81,11 @@ def test_a_key_the_kept_statements_compute_is_not_set_twice(hoisted: MixinProfil
     already), the reduction sets it from them once, with no cache test of its own in front."""
     finding = classify_override(override(DELAYED.format(guard="past_key_values is not None"), forward_params=FORWARD),
                                 hoisted)
-    computed = (*finding.extras, Extra("encoder_hidden_states", ExtraHow.COMPUTED))
+    # the cache block (statement 2) kept after super(), where it sets the local to None on the later steps
+    computed = (*finding.extras, Extra("", ExtraHow.KEEP_AFTER, "2"), Extra("encoder_hidden_states", ExtraHow.COMPUTED))
     reduction = reduce_override(finding.override, computed)
     assert reduction is not None
-    assert 'model_inputs["encoder_hidden_states"] = None' not in reduction.body
+    assert reduction.tail == 'model_inputs["encoder_hidden_states"] = encoder_hidden_states\nreturn model_inputs\n'
 
 
 @pytest.mark.parametrize(("source", "why"), [
@@ -123,3 +124,29 @@ def test_blocks_under_one_test_stay_apart_where_merging_could_change_them(lines:
     from codemod.transform.plan import _merged_tests
 
     assert _merged_tests(lines) == lines, why
+
+
+def test_the_cache_test_is_written_on_the_cache_parameter_the_guards_know(hoisted: MixinProfile) -> None:
+    """``past_key_value`` is a cache name to the guards (``rules.guards.PAST_NAMES``): the reduction repeats the
+    test on it. Before, the test was looked up on ``past_key_values`` and ``past`` only, the extra fell through to
+    "as the dict wrote it", and the reduction passed the caller's conditioning on every step."""
+    source = (DELAYED.format(guard="past_key_value is not None").replace("past_key_values=None", "past_key_value=None")
+              .replace('"past_key_values": past_key_values', '"past_key_values": past_key_value'))
+    finding = classify_override(override(source, forward_params=FORWARD), hoisted)
+    assert Extra("encoder_hidden_states", ExtraHow.LATER_STEP_NONE) in finding.extras
+    reduction = reduce_override(finding.override, finding.extras)
+    assert reduction is not None
+    assert reduction.tail == ('if past_key_value is not None:\n    model_inputs["encoder_hidden_states"] = None\n'
+                              "return model_inputs\n")
+
+
+def test_no_reduction_where_the_cache_test_cannot_be_written(hoisted: MixinProfile) -> None:
+    """The cache read from ``**kwargs``, no parameter to test after super(): the key cannot be None on the later
+    steps only, so there is no reduction (not the caller's value on every step)."""
+    source = DELAYED.format(guard="past_key_values is not None").replace(
+        "past_key_values=None, ", "").replace("    if delay_pattern_mask is None:",
+                                              '    past_key_values = kwargs.get("past_key_values")\n'
+                                              "    if delay_pattern_mask is None:", 1)
+    finding = classify_override(override(source, forward_params=FORWARD), hoisted)
+    assert Extra("encoder_hidden_states", ExtraHow.LATER_STEP_NONE) in finding.extras, finding.extras
+    assert reduce_override(finding.override, finding.extras) is None

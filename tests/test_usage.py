@@ -33,6 +33,7 @@ SCRIPT = textwrap.dedent(
         "LlamaForCausalLM": "transformers.models.llama.modeling_llama",
         "BartForConditionalGeneration": "transformers.models.bart.modeling_bart",
         "BertGenerationDecoder": "transformers.models.bert_generation.modeling_bert_generation",
+        "GPTBigCodeForCausalLM": "transformers.models.gpt_bigcode.modeling_gpt_bigcode",
     }
     out = {}
     for name, module in CLASSES.items():
@@ -46,6 +47,16 @@ SCRIPT = textwrap.dedent(
         out[name] = {"primary": chosen, "is_decoder": model.config.is_decoder,
                      "variants": [v.name for v in variants],
                      "scenarios": {v.name: list(v.scenarios) if v.scenarios else None for v in variants}}
+
+    # each variant of GPTBigCode builds a model whose cache has that variant's layout (the rank of a layer's tensor)
+    cls = getattr(importlib.import_module(CLASSES["GPTBigCodeForCausalLM"]), "GPTBigCodeForCausalLM")
+    ranks = {}
+    for variant in usage.variants(cls, tiny.tiny_model(cls, seed=0)[0].config, {}):
+        model, _ = tiny.tiny_model(cls, seed=0, settings=variant.settings)
+        with torch.no_grad():
+            cache = model(torch.tensor([[3, 4, 5]]), use_cache=True).past_key_values
+        ranks[variant.name] = cache[0].dim()
+    out["layouts"] = ranks
 
     # the composite: a decoder head with cross-attention inside an EncoderDecoderModel generates
     cls = getattr(importlib.import_module(CLASSES["RobertaForCausalLM"]), "RobertaForCausalLM")
@@ -123,3 +134,18 @@ def test_the_composite_generates_through_the_decoders_method_with_a_cache(usage_
     composite = usage_results["composite"]
     assert composite["shape"] == [1, 1 + 4]  # the decoder start token, then the new ones
     assert composite["decoder_calls"] == 4 and composite["cached"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_cache_layout_switch_runs_the_other_layout_too(usage_results) -> None:
+    """GPTBigCode reads its past length by ``config.multi_query``: the default (one shared head, a layer's
+    cache a 3-d tensor) and the other value (a head each, 4-d) both reach the code, the slicing scenarios
+    on the second."""
+    found = usage_results["GPTBigCodeForCausalLM"]
+    assert "multi_query=False" in found["variants"]
+    assert {"left-padded-batch", "assisted", "prefilled-cache"} <= set(found["scenarios"]["multi_query=False"])
+    layouts = usage_results["layouts"]
+    assert (layouts["as-used"], layouts["multi_query=False"]) == (3, 4)
+    # a model with no such switch gets no such variant
+    assert not [v for v in usage_results["LlamaForCausalLM"]["variants"] if v.startswith("multi_query")]

@@ -194,8 +194,11 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
         if extra.how is ExtraHow.LATER_STEP_NONE:
             if any(e.how is ExtraHow.COMPUTED and e.key == extra.key for e in extras):
                 continue  # the statements kept after super() compute it, None on the later steps included
-            test = _later_step_none_guard(override, extra.key)
-            if test is not None:  # a parameter set to None under the cache test (else: as the dict wrote it)
+            cut = _later_step_none(override, extra.key)
+            if cut is not None:  # a parameter set to None under the cache test (else: as the dict wrote it, below)
+                test = _cache_test(override, cut)
+                if test is None:
+                    return None  # written as the dict wrote it, the key would be the caller's value on every step
                 lines += [f"if {test}:", f"    model_inputs[{key}] = None"]
                 continue
         if extra.how is ExtraHow.NONE_WHEN_GIVEN:
@@ -237,9 +240,10 @@ def _last_token_guard(override: Override) -> str | None:
     return _cache_test(override, cut)
 
 
-def _later_step_none_guard(override: Override, key: str) -> str | None:
-    """The cache test under which the override set the parameter it passes as ``key`` to None
-    (``later-step-none``), on its cache parameter; None when no such statement gives the key its value."""
+def _later_step_none(override: Override, key: str) -> Recognised | None:
+    """The statement that set the parameter the override passes as ``key`` to None under a cache test
+    (``later-step-none``); None when no such statement gives the key its value (a dict written under the
+    test itself)."""
     from rules.later_step_none import RULE as LATER_STEP_NONE
 
     a = override.analysis
@@ -247,14 +251,16 @@ def _later_step_none_guard(override: Override, key: str) -> str | None:
     if not final or final[-1].conditions or not final[-1].expr:
         return None
     name = final[-1].expr
-    return _cache_test(override, next((r for r in a.recognised
-                                       if r.code == LATER_STEP_NONE.code and r.facet("name") == name), None))
+    return next((r for r in a.recognised if r.code == LATER_STEP_NONE.code and r.facet("name") == name), None)
 
 
 def _cache_test(override: Override, recognised: Recognised | None) -> str | None:
     """The cache test a recognised statement stood under (its ``guard`` facet), written on the override's
-    cache parameter, for a reduction to repeat after super(); None without either."""
-    cache = next((p.name for p in override.analysis.params if p.name in ("past_key_values", "past")), None)
+    cache parameter (a name the guards know as a cache), for a reduction to repeat after super(); None
+    without either."""
+    from rules.guards import PAST_NAMES
+
+    cache = next((p.name for p in override.analysis.params if p.name in PAST_NAMES), None)
     if recognised is None or cache is None:
         return None
     return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(recognised.facet("guard") or "")
@@ -369,7 +375,7 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     if kwargs:
         arguments.append(f"**{kwargs}")
     call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    tail = [*_merged_tests(_grouped_drops(statements)), "return model_inputs"]
+    tail = [*_laid_out(statements), "return model_inputs"]
     return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
 
@@ -432,6 +438,11 @@ def _grouped_drops(statements: Sequence[str]) -> list[str]:
             run.append(found.group(1))
     flush()
     return out
+
+
+def _laid_out(statements: Sequence[str]) -> list[str]:
+    """The statements after super() as a person would write them: drops in a loop, one block per test."""
+    return _merged_tests(_grouped_drops(statements))
 
 
 def _merged_tests(lines: Sequence[str]) -> list[str]:
@@ -660,7 +671,7 @@ class _Planner:
                 if swap is not None and fixes:
                     # super() instead of the sub-model, and after it what the sub-model's own override did
                     summary = extras_summary(repaired)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_drops(fixes)) + "\n",
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_laid_out(fixes)) + "\n",
                                                     mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
                                                     reason=f"reduced: super() instead of {swap}, after verification: {summary}",
                                                     # a fix that reads a parameter keeps every one (slimming drops some)

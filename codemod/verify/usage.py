@@ -9,6 +9,8 @@ variants, the other valid settings of the switches that change generation paths:
 
 - ``is_decoder=False`` for those decoder heads (they still generate, without a cache);
 - the eager attention implementation for classes that default to SDPA (the masks differ);
+- the other layout of the model's own cache where a config switch picks it (``multi_query``): an
+  override that read the past length by the layout is checked on both;
 - cross-attention on: alone, given encoder states by the caller (an override that returned a closed
   dict dropped them), and as the decoder of an ``EncoderDecoderModel``, whose own
   ``prepare_inputs_for_generation`` calls the decoder's: a change to the decoder's reaches it.
@@ -35,6 +37,10 @@ IS_DECODER_FALSE_SCENARIOS = ("greedy", "left-padded-batch", "sampling", "assist
 EAGER_SCENARIOS = ("left-padded-batch", "static-cache", "assisted")
 ENCODER_DECODER_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "beam-search", "sampling", "assisted")
 CROSS_ATTENTION_SCENARIOS = ("greedy", "encoder-hidden-states", "greedy-no-cache")
+#: config switches that pick the layout of the model's own cache, which its code reads the past length by
+#: (GPTBigCode's and Falcon's ``multi_query``): the other value runs the scenarios that slice by that length
+CACHE_LAYOUT_SWITCHES = ("multi_query",)
+CACHE_LAYOUT_SCENARIOS = ("left-padded-batch", "beam-search", "assisted", "prefilled-cache")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +162,11 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
         cross = {**primary, "is_decoder": True, "add_cross_attention": True}
         out.append(Variant("cross-attention", cross, CROSS_ATTENTION_SCENARIOS,
                            why="a decoder attending to encoder states the caller passes to generate()"))
+    for switch in CACHE_LAYOUT_SWITCHES:
+        value = getattr(config, switch, None)
+        if isinstance(value, bool):
+            out.append(Variant(f"{switch}={not value}", {**primary, switch: not value}, CACHE_LAYOUT_SCENARIOS,
+                               why=f"{switch} picks the layout of the cache the model reads its past length from"))
     if _can_decode_for_an_encoder(model_class, config) and _registered(config):
         out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
                            ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
