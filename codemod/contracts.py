@@ -82,6 +82,9 @@ class ScenarioStatus(Vocabulary):
 
     SAME = "same"  # prepared and generated the same
     SAME_ERROR = "same-error"  # failed alike on both sides: no evidence
+    # failed on both sides, the new code no earlier and preparing the same until the old code failed: the caller
+    # gets an exception either way (4.45's Idefics2 told not to cache): no evidence either way
+    BOTH_FAIL = "both-fail"
     SKIPPED = "skipped"  # does not apply to the model
     EXTENDED = "extended"  # only the old code failed: the new code generates
     DIFFERS = "differs"

@@ -11,7 +11,9 @@ Pure: a function of the two sides' result documents (written by ``worker.py``).
   and the report says where;
 - **differs**: some scenario prepared or generated something else; the evidence names the first
   differing ``prepare_inputs_for_generation`` call (step) and key;
-- **crashed**: a scenario failed on one side only, or differently;
+- **crashed**: a scenario failed on the new side only, or on both where the new code failed earlier or
+  prepared something else before the old code failed (where it prepared the same up to there and failed no
+  earlier, the caller gets an exception either way: like a same failure, it is no evidence);
 - **unverified**: the old side could not build or run the model, or no scenario ran at all.
 """
 
@@ -455,6 +457,13 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: fr
         # generate() rejected it by the override's signature, which a reduction keeps
         return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"{rejected}; the new code crashes: {new['error'][:200]}",
                                Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
+    if old_failed and new_failed and assistant is None and len(new_calls) >= len(old_calls) \
+            and first_call_difference(name, old_calls, new_calls[: len(old_calls)]) is None:
+        # the old code prepared something before it failed (no signature refusal), and the new code did the same up
+        # to there before failing too: what worked before still works, what failed still fails
+        return ScenarioOutcome(name, ScenarioStatus.BOTH_FAIL, f"fails on both sides, the new code no earlier: old after "
+                               f"{len(old_calls)} steps ({_error_kind(old['error'])[:120]}), new after {len(new_calls)} "
+                               f"({_error_kind(new['error'])[:120]})")
     if new_failed:
         detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
         difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
