@@ -21,6 +21,10 @@ def ok(name="greedy", sequences=((5, 6, 7),), scores=(((0.1, 0.2),),), calls=Non
     }
 
 
+def crash(name: str, error: str, calls) -> dict:
+    return {"name": name, "status": "error", "error": error, "calls": calls}
+
+
 def side(*scenarios, status="ok", caches=False):
     """One side's result document; ``caches``: whether the class can cache at all (then an
     identical verdict needs a compared run that used a cache and one that did not)."""
@@ -72,27 +76,20 @@ def side(*scenarios, status="ok", caches=False):
             "extended",
             id="old-fails-midway",
         ),
-        pytest.param(
-            {"name": "greedy", "status": "error", "error": "AttributeError: a", "calls": [{"input_ids": tensor([5])}]},
-            {"name": "greedy", "status": "error", "error": "RuntimeError: b",
-             "calls": [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]},
-            "both-fail",
-            id="both-fail-the-new-code-no-earlier-and-alike-until-then",
-        ),
-        pytest.param(
-            {"name": "greedy", "status": "error", "error": "AttributeError: a",
-             "calls": [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]},
-            {"name": "greedy", "status": "error", "error": "RuntimeError: b", "calls": [{"input_ids": tensor([5])}]},
-            "crashed",
-            id="both-fail-the-new-code-earlier",
-        ),
-        pytest.param(
-            {"name": "greedy", "status": "error", "error": "AttributeError: a", "calls": [{"input_ids": tensor([5])}]},
-            {"name": "greedy", "status": "error", "error": "RuntimeError: b",
-             "calls": [{"input_ids": tensor([4])}, {"input_ids": tensor([6])}]},
-            "crashed",
-            id="both-fail-the-new-code-prepared-otherwise-first",
-        ),
+        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+                     "both-fail", id="both-fail-the-new-code-no-earlier-and-alike-until-then"),
+        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}]),
+                     "crashed", id="both-fail-the-new-code-earlier"),
+        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([4])}, {"input_ids": tensor([6])}]),
+                     "crashed", id="both-fail-the-new-code-prepared-otherwise-first"),
+        pytest.param({**crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+                      "outer_calls": [{"decoder_input_ids": tensor([1])}]},
+                     {**crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+                      "outer_calls": [{"decoder_input_ids": tensor([2])}]},
+                     "crashed", id="both-fail-the-composite-prepared-otherwise-first"),
         pytest.param({"name": "x", "status": "skipped", "reason": "n/a"}, {"name": "x", "status": "skipped"}, "skipped",
                      id="skipped"),
     ],
@@ -402,10 +399,6 @@ def test_a_value_is_passed_through_only_where_both_sides_were_given_the_same() -
                       received=[{"past_key_values": cache_old}], received_new=[{"past_key_values": cache_old}]) is None
 
 
-def crash(name: str, error: str, calls) -> dict:
-    return {"name": name, "status": "error", "error": error, "calls": calls}
-
-
 def test_a_crash_that_names_its_arguments_narrows_the_repair() -> None:
     """A forward's TypeError says which keys it lacked or refused: only those are the crash's cause."""
     old = ok(calls=[{"input_ids": None, "head_mask": None, "decoder_input_ids": tensor([1])}])
@@ -528,3 +521,15 @@ def test_caller_positions_are_held_to_the_first_new_token_and_a_prefilled_cache_
         verdict = compare("a::A", side(greedy_run, uncached_run, prefilled_failed, caches=True),
                           side(greedy_run, uncached_run, ok(name="prefilled-cache", sequences=tokens), caches=True))
         assert verdict.verdict == expected, verdict.detail
+
+
+def test_a_scenario_failing_on_both_sides_alike_until_then_is_no_evidence_against_the_class() -> None:
+    """Idefics2 in 4.45 told not to cache with an image: an exception before and after; the class is judged
+    by the scenarios that ran (a cached and an uncached one here)."""
+    both = (crash("multimodal-no-cache", "AttributeError: a", [{"input_ids": tensor([5])}]),
+            crash("multimodal-no-cache", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]))
+    old = side(ok(), both[0])
+    new = side(ok(), both[1])
+    verdict = compare("m.py::M", old, new)
+    assert [o.status.value for o in verdict.scenarios] == ["same", "both-fail"]
+    assert verdict.verdict.value == "identical"

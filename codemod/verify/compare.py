@@ -457,8 +457,8 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: fr
         # generate() rejected it by the override's signature, which a reduction keeps
         return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"{rejected}; the new code crashes: {new['error'][:200]}",
                                Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
-    if old_failed and new_failed and assistant is None and len(new_calls) >= len(old_calls) \
-            and first_call_difference(name, old_calls, new_calls[: len(old_calls)]) is None:
+    if old_failed and new_failed and assistant is None and _alike_until(old_calls, new_calls) \
+            and _alike_until(old.get("outer_calls", []), new.get("outer_calls", [])):
         # the old code prepared something before it failed (no signature refusal), and the new code did the same up
         # to there before failing too: what worked before still works, what failed still fails
         return ScenarioOutcome(name, ScenarioStatus.BOTH_FAIL, f"fails on both sides, the new code no earlier: old after "
@@ -476,6 +476,11 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: fr
     if calls is not None:
         return ScenarioOutcome(name, ScenarioStatus.DIFFERS, f"same outputs, but the prepared inputs differ: {calls}", calls, repair)
     return ScenarioOutcome(name, ScenarioStatus.SAME)
+
+
+def _alike_until(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall]) -> bool:
+    """Whether the new code made at least the old code's calls, and the same ones, before it stopped."""
+    return len(new_calls) >= len(old_calls) and first_call_difference("", old_calls, new_calls[: len(old_calls)]) is None
 
 
 def _status(document: ScenarioDocument | ResultDocument) -> WorkerStatus | None:
