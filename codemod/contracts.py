@@ -61,6 +61,8 @@ class ExtraHow(Vocabulary):
     KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
     KEEP_AFTER = "keep-after"  # top-level statements kept after super(), before the keys they compute (indices in ``source``)
     COMPUTED = "computed"  # the override's own value, from statements kept after super(), replaces the fallback's
+    CUT = "cut"  # the ids slicing inside a kept statement, which the fallback does itself, left out of it (first lines in
+    # ``source``; ``key``: the ids key it no longer sets from them, the fallback's sliced ids standing)
     SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
 
 
@@ -256,7 +258,8 @@ class Repair:
     under that the mixin prepares under another (``renamed``: (old key, the mixin's key)), which the
     reduction moves; and the keys the old code named but passed as None whenever the caller gave
     them (``none_when_given``: GPT-2 ignored a caller's ``position_ids``), which the reduction sets
-    to None under the same test."""
+    to None under the same test; and ``uncut``: the ids slicing a reduction left to the mixin (``ExtraHow.CUT``)
+    goes back into the statements it kept, where verification found the reduction without it different."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
@@ -265,6 +268,7 @@ class Repair:
     last_token: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     none_when_given: tuple[str, ...] = ()
+    uncut: bool = False
 
     def __or__(self, other: Repair) -> Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -273,4 +277,4 @@ class Repair:
         return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
                       union(self.passthrough, other.passthrough), union(self.last_token, other.last_token),
                       tuple(sorted(set(self.renamed) | set(other.renamed))),
-                      union(self.none_when_given, other.none_when_given))
+                      union(self.none_when_given, other.none_when_given), self.uncut or other.uncut)

@@ -161,18 +161,33 @@ def run_migration_on(
         # reaches the second, where the ids differ): the classes that still differ only by whole keys get
         # the union of what each round found, a few rounds at most.
         repairs: dict[str, Repair] = {}
-        pending = _repairs(report, result)
-        for _ in range(REPAIR_ROUNDS):
-            grown = {oid: repairs[oid] | r if oid in repairs else r for oid, r in pending.items()}
-            grown = {oid: r for oid, r in grown.items() if r != repairs.get(oid)}
-            if not grown:
-                break
-            repairs.update(grown)
-            current = rewrite(make_plan(repairs))
-            again = verify(current, set(grown))
-            report = _merge(report, again)
-            pending = _repairs(again, result)
+
+        def grow(pending: dict[str, Repair]) -> None:
+            nonlocal current, report
+            for _ in range(REPAIR_ROUNDS):
+                grown = {oid: repairs[oid] | r if oid in repairs else r for oid, r in pending.items()}
+                grown = {oid: r for oid, r in grown.items() if r != repairs.get(oid)}
+                if not grown:
+                    break
+                repairs.update(grown)
+                current = rewrite(make_plan(repairs))
+                again = verify(current, set(grown))
+                report = _merge(report, again)
+                pending = _repairs(again, result)
+
+        grow(_repairs(report, result))
         failed = failing(report, keep_unverified)
+        # a reduction whose cut (the ids slicing left to the mixin) does not verify is tried as it was without the
+        # cut, the slicing kept in its statements, before it goes altogether
+        cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
+        if cut:
+            uncut = {oid: repairs.get(oid, Repair()) | Repair(uncut=True) for oid in sorted(cut)}
+            repairs.update(uncut)
+            current = rewrite(make_plan(repairs))
+            again = verify(current, set(uncut))
+            report = _merge(report, again)
+            grow(_repairs(again, result))
+            failed = failing(report, keep_unverified)
         final = current
         if failed:
             drops = _shards_to_drop(current.plan, failed, result)

@@ -39,6 +39,12 @@ _GENERIC_DICT = '''
     else:
         model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
 '''
+def _updated(*keys: str) -> str:
+    """The dict's ``update`` with these keys, each from the local of its name, and the return (4.45's layout)."""
+    entries = "".join(f'            "{key}": {key},\n' for key in keys)
+    return f"\n    model_inputs.update(\n        {{\n{entries}        }}\n    )\n    return model_inputs\n"
+
+
 #: 4.45's 4D mask for a static cache, through the module's helper (the hoisted mixin builds the same)
 _STATIC_MASK = '''
     if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
@@ -171,17 +177,7 @@ CONDITIONED_POSITIONS = _SIGNATURE + _GENERIC_START + '''
             position_ids = position_ids[:, -input_ids.shape[1] :]
     if pixel_values is not None and past_key_values is not None:
         position_ids = torch.tensor([input_ids.shape[-1]], dtype=torch.long, device=input_ids.device)
-''' + _GENERIC_DICT + _STATIC_MASK + '''
-    model_inputs.update(
-        {
-            "position_ids": position_ids,
-            "past_key_values": past_key_values,
-            "use_cache": use_cache,
-            "attention_mask": attention_mask,
-        }
-    )
-    return model_inputs
-'''
+''' + _GENERIC_DICT + _STATIC_MASK + _updated("position_ids", "past_key_values", "use_cache", "attention_mask")
 
 
 def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwise(hoisted: MixinProfile) -> None:
@@ -439,3 +435,247 @@ def test_the_verification_of_a_reduction_needs_what_its_kept_statements_read(tmp
     targets, _ = targets_from_plan(result, initial_plan(result))
     target = next(t for t in targets if t.class_name == "MinnowForConditionalGeneration")
     assert target.needs == (frozenset({"pixel_values"}),)
+
+
+# ------------------------------------------------------------------------------------------- what the fallback does
+# inside what stays: the ids' slicing goes from a kept statement (``ExtraHow.CUT``), and a read of the ids only for
+# their device needs no slicing kept (``TopLevel.placement_reads``)
+
+#: 4.45's legacy slicing by the cache's length, inside a block guarded by the cache (8 spaces in)
+_PAST_LENGTH_SLICING = '''
+        past_length = past_key_values[0][0].shape[2]
+
+        # Some generation methods already pass only the last input ID
+        if input_ids.shape[1] > past_length:
+            remove_prefix_length = past_length
+        else:
+            # Default to old behavior: keep only final ID
+            remove_prefix_length = input_ids.shape[1] - 1
+
+        input_ids = input_ids[:, remove_prefix_length:]'''
+
+#: CLVP: its own position ids read the ids only for their length before the slicing and their device after it
+DEVICE_ONLY = _SIGNATURE + '''
+    ids_length = input_ids.shape[-1]
+    token_type_ids = kwargs.get("token_type_ids", None)
+    if past_key_values:''' + _PAST_LENGTH_SLICING + '''
+        if token_type_ids is not None:
+            token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
+    if pixel_values is not None and past_key_values is not None:
+        position_ids = torch.tensor([ids_length], dtype=torch.long, device=input_ids.device)
+''' + _GENERIC_DICT + _updated("position_ids", "past_key_values", "use_cache", "token_type_ids")
+
+#: RoCBert: its own inputs cut to the last token in the block that also slices the ids
+OWN_INPUTS_IN_THE_SLICING_BLOCK = '''
+def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, attention_mask=None, **kwargs):
+    if attention_mask is None:
+        attention_mask = input_ids.new_ones(input_ids.shape)
+
+    # cut decoder_input_ids if past_key_values is used
+    if past_key_values is not None:''' + _PAST_LENGTH_SLICING + '''
+        if shape_ids is not None:
+            shape_ids = shape_ids[:, -1:]
+
+    return {
+        "input_ids": input_ids,
+        "shape_ids": shape_ids,
+        "attention_mask": attention_mask,
+        "past_key_values": past_key_values,
+    }
+'''
+
+#: RoCBert's forward: no position ids the mixin would build
+OWN_FORWARD = ("input_ids", "shape_ids", "attention_mask", "past_key_values")
+
+#: Jamba: one branch slices the ids, the other makes its cache, in front of the generic part
+CACHE_IN_THE_OTHER_BRANCH = _SIGNATURE + '''
+    empty_past_kv = past_key_values is None
+
+    # If we have cache: let's slice `input_ids` through `cache_position`, to keep only the unprocessed tokens
+    if not empty_past_kv:
+        if inputs_embeds is not None:  # Exception 1
+            input_ids = input_ids[:, -cache_position.shape[0] :]
+        elif input_ids.shape[1] != cache_position.shape[0]:  # Default case
+            input_ids = input_ids[:, cache_position]
+    else:
+        past_key_values = HybridCache(self.config, input_ids.shape[0], self.dtype, device=self.device)
+
+    if attention_mask is not None and position_ids is None:
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if not empty_past_kv:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+
+    if inputs_embeds is not None and empty_past_kv:
+        model_inputs = {"inputs_embeds": inputs_embeds}
+    else:
+        model_inputs = {"input_ids": input_ids.contiguous()}
+''' + _updated("position_ids", "past_key_values", "use_cache", "attention_mask", "cache_position")
+
+
+def test_a_read_of_the_ids_only_for_their_device_keeps_no_slicing(hoisted: MixinProfile) -> None:
+    """CLVP: the conditioning positions take the ids' device; a slice lives where the ids do, so neither the slicing
+    nor the ``token_type_ids`` it cut along (the mixin cuts them itself) stays after super()."""
+    finding = _finding(DEVICE_ONLY, hoisted)
+    assert finding.action is Action.REDUCE
+    assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
+        Extra("", ExtraHow.KEEP_AFTER, "0,3"), Extra("position_ids", ExtraHow.COMPUTED)]
+
+
+def test_the_ids_slicing_is_cut_out_of_a_block_kept_after_super(hoisted: MixinProfile) -> None:
+    """RoCBert: the block stays for its own inputs; the ids' slicing in it goes, and so does the key that passed the
+    sliced ids on (the mixin's sliced ids stand)."""
+    finding = classify_override(override(OWN_INPUTS_IN_THE_SLICING_BLOCK, forward_params=OWN_FORWARD), hoisted)
+    assert finding.action is Action.REDUCE
+    assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
+        Extra("input_ids", ExtraHow.CUT, "7"), Extra("", ExtraHow.KEEP_AFTER, "1"), Extra("shape_ids", ExtraHow.COMPUTED)]
+
+
+def test_the_ids_slicing_is_cut_out_of_a_statement_kept_in_front_of_super(hoisted: MixinProfile) -> None:
+    finding = _finding(CACHE_IN_THE_OTHER_BRANCH, hoisted)
+    assert finding.action is Action.REDUCE
+    assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.CUT)] == [
+        Extra("", ExtraHow.CUT, "17"), Extra("", ExtraHow.KEEP_STATEMENTS, "0,1")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace("shape_ids[:, -1:]", "shape_ids[:, -input_ids.shape[1] :]"),
+                     # the block reads the sliced ids after the slicing: they must stay sliced there
+                     id="the-block-reads-the-sliced-ids-after-it"),
+        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace('"input_ids": input_ids,', '"input_ids": input_ids + 1,'),
+                     # the dict passed on more than the sliced ids: a key the reduction sets reads them
+                     id="a-key-reads-the-sliced-ids"),
+        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace(
+            "            shape_ids = shape_ids[:, -1:]\n",
+            "            shape_ids = shape_ids[:, -1:]\n        input_ids = self.remap(input_ids)\n"),
+                     # the block writes the ids once more, its own way: the mixin's sliced ids would not be those
+                     id="the-block-writes-the-ids-its-own-way-too"),
+    ],
+)
+def test_no_cut(hoisted: MixinProfile, source: str) -> None:
+    finding = classify_override(override(source, forward_params=OWN_FORWARD), hoisted)
+    assert not any(e.how is ExtraHow.CUT for e in finding.extras), finding.extras
+
+
+MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None, shape_ids=None):")
+
+
+@pytest.mark.parametrize(
+    ("method", "after"),
+    [
+        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK, '''\
+    def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
+        # Overwritten -- then its own input handling (shape_ids = shape_ids[:, -1:]); its own shape_ids from them
+        model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
+
+        if past_key_values is not None:
+            if shape_ids is not None:
+                shape_ids = shape_ids[:, -1:]
+        model_inputs["shape_ids"] = shape_ids
+        return model_inputs
+''', id="after-super"),
+        pytest.param(CACHE_IN_THE_OTHER_BRANCH, '''\
+    def prepare_inputs_for_generation(
+        self, input_ids, past_key_values=None, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs
+    ):
+        # Overwritten -- its own input handling first (empty_past_kv = past_key_values is None)
+        empty_past_kv = past_key_values is None
+
+        if empty_past_kv:
+            past_key_values = HybridCache(self.config, input_ids.shape[0], self.dtype, device=self.device)
+        model_inputs = super().prepare_inputs_for_generation(
+            input_ids,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            cache_position=cache_position,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        return model_inputs
+''', id="in-front-of-super"),
+    ],
+)
+def test_the_rewritten_method_has_no_slicing_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str,
+                                                  after: str) -> None:
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    body = textwrap.indent(textwrap.dedent(method).lstrip("\n"), "    ")
+    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    result = scan_of(root)
+    rewrite = next(r for r in settle(result, initial_plan(result)).rewrites if r.path.endswith("modeling_minnow.py"))
+    new = rewrite.new.decode()
+    assert new[new.index("    def prepare_inputs_for_generation("):] == after
+    ast.parse(new)
+
+
+@pytest.mark.parametrize(
+    ("code", "placed"),
+    [
+        ("p = torch.tensor([n], device=input_ids.device)", ("input_ids",)),
+        ("p = torch.zeros(2, dtype=mask.dtype, device=mask.device)", ("mask",)),
+        ("p = torch.tensor([input_ids.shape[1]], device=input_ids.device)", ()),  # its length is a value read
+        ("p = input_ids", ()),
+        ("x += y.device", ("y",)),  # ``x``, read by the augmented assignment, is no placement read
+    ],
+)
+def test_placement_reads(code: str, placed: tuple[str, ...]) -> None:
+    import libcst as cst
+
+    from codemod.analyse.recognise import _placement_reads
+
+    statement = cst.parse_module(code + "\n").body[0]
+    assert isinstance(statement, cst.SimpleStatementLine)
+    assert tuple(n for n in _placement_reads(statement) if n not in {"torch", "n"}) == placed
+
+
+# ------------------------------------------------------------------------------------------- when the cut differs
+
+
+def test_an_uncut_repair_puts_the_slicing_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut verification finds different is no reason to lose the whole reduction: ``Repair(uncut=True)`` plans it
+    as it was before cuts, the slicing kept in its block and the sliced ids set again."""
+    from codemod.contracts import Repair
+
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    body = textwrap.indent(textwrap.dedent(OWN_INPUTS_IN_THE_SLICING_BLOCK).lstrip("\n"), "    ")
+    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    result = scan_of(root)
+    oid = next(o.id for o in result.index.overrides if o.class_name == "MinnowForConditionalGeneration")
+    cut = next(e for e in initial_plan(result).edits() if e.override_id == oid)
+    uncut = next(e for e in initial_plan(result, {oid: Repair(uncut=True)}).edits() if e.override_id == oid)
+    assert cut.cuts and not uncut.cuts
+    assert (cut.kind, cut.keep_after) == (uncut.kind, uncut.keep_after) == (EditKind.REDUCE, (1,))
+    assert 'model_inputs["input_ids"] = input_ids' not in cut.text
+    assert uncut.text.index('model_inputs["input_ids"] = input_ids') < uncut.text.index('model_inputs["shape_ids"]')
+
+
+def test_a_cut_that_does_not_verify_is_planned_uncut_and_verified_again(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemod import migrate
+    from codemod.checkout import resolve
+    from codemod.contracts import Verdict
+    from codemod.migrate import run_migration_on
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    body = textwrap.indent(textwrap.dedent(OWN_INPUTS_IN_THE_SLICING_BLOCK).lstrip("\n"), "    ")
+    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    written = root / "src/transformers/models/minnow/modeling_minnow.py"
+    seen: list[bool] = []
+
+    def verify_change(checkout, targets, **kwargs):  # the slicing is what this model needs: without it, it differs
+        sliced = "remove_prefix_length" in written.read_text()
+        seen.append(sliced)
+        verdicts = tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL if sliced or "Minnow" not in t.override_id
+                                      else Verdict.DIFFERS, detail="greedy: tokens differ") for t in targets)
+        return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    run = run_migration_on(resolve(root, with_git=False))
+    assert seen == [False, True]
+    assert "MinnowForConditionalGeneration" not in {h.subject.rsplit("::", 1)[-1] for h in run.reverted}
+    edit = next(e for e in run.final.plan.edits() if e.override_id and e.override_id.endswith("::MinnowForConditionalGeneration"))
+    assert edit.kind is EditKind.REDUCE and not edit.cuts
+    assert "remove_prefix_length" in written.read_text()

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from codemod.analyse.analysis import Nested
 from codemod.transform.plan import METHOD, Edit, EditKind
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from rules.generic_mixin import METHOD_SOURCE
@@ -642,6 +643,92 @@ CASES = [
         '''),
         # the statements kept after super() stay as written, comments and all, in their order
         id="reduce-keeps-statements-after-the-super-call",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
+                    # cut the ids if there is a cache
+                    if past_key_values is not None:
+                        past_length = past_key_values[0][0].shape[2]
+
+                        input_ids = input_ids[:, past_length:]
+                        if shape_ids is not None:
+                            shape_ids = shape_ids[:, -1:]
+                    return {"input_ids": input_ids, "shape_ids": shape_ids, "past_key_values": past_key_values}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "past_key_values=past_key_values)\n"
+                                                   "model_inputs[\"shape_ids\"] = shape_ids\nreturn model_inputs\n"),
+                             keep_after=(0,), cuts=(Nested((0, "body", 0), 2, ("input_ids", "past_length")),))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+                    if past_key_values is not None:
+                        if shape_ids is not None:
+                            shape_ids = shape_ids[:, -1:]
+                    model_inputs["shape_ids"] = shape_ids
+                    return model_inputs
+        '''),
+        # RoCBert: the ids' slicing inside the kept block is the mixin's; the comment above the block, which said what
+        # it did first, goes with it, and no blank line is left to open the block
+        id="reduce-cuts-the-ids-slicing-out-of-a-kept-block",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):
+                    empty_past_kv = past_key_values is None
+
+                    # slice the ids through cache_position
+                    if not empty_past_kv:
+                        input_ids = input_ids[:, cache_position]
+                    else:
+                        past_key_values = self.new_cache(input_ids.shape[0])
+                    return {"input_ids": input_ids, "past_key_values": past_key_values}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "past_key_values=past_key_values, cache_position=cache_position)\n"
+                                                   "return model_inputs\n"),
+                             keep=(0, 1), cuts=(Nested((1, "body", 0), 1, ("input_ids",)),))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):
+                    empty_past_kv = past_key_values is None
+
+                    if empty_past_kv:
+                        past_key_values = self.new_cache(input_ids.shape[0])
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, cache_position=cache_position)
+                    return model_inputs
+        '''),
+        # Jamba: the branch that sliced goes, the other stays under the opposite test
+        id="reduce-cuts-a-branch-in-front-of-super-and-keeps-the-other-under-the-opposite-test",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    if past_key_values is not None and self.config.slices:
+                        input_ids = input_ids[:, -1:]
+                    elif self.config.fresh:
+                        past_key_values = self.new_cache()
+                    return {"input_ids": input_ids, "past_key_values": past_key_values}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
+                             keep=(0,), cuts=(Nested((0, "body", 0), 1, ("input_ids",)),))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    if not (past_key_values is not None and self.config.slices):
+                        if self.config.fresh:
+                            past_key_values = self.new_cache()
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+                    return model_inputs
+        '''),
+        # an elif under the first test's opposite; a compound test is negated whole, in parentheses
+        id="reduce-cuts-a-branch-before-an-elif",
     ),
 ]
 
@@ -1654,3 +1741,42 @@ def test_add_mixin_base_in_a_module_without_relative_imports() -> None:
     result = rewrite(before, edit(EditKind.DELETE), edit(EditKind.ADD_MIXIN_BASE))
     assert result.error is None, result.error
     assert ast.get_docstring(ast.parse(result.new)) == "Foo."
+
+
+@pytest.mark.parametrize(
+    ("test", "negated"),
+    [
+        ("not empty_past_kv", "empty_past_kv"),
+        ("past_key_values is None", "past_key_values is not None"),
+        ("past_key_values is not None", "past_key_values is None"),
+        ("cache_position[0] == 0", "cache_position[0] != 0"),
+        ("past_key_values", "not past_key_values"),
+        ("a is None and b", "not (a is None and b)"),
+        ("(a or b)", "not (a or b)"),
+        ("0 < n < 3", "not 0 < n < 3"),  # a chained comparison: negated whole (``not`` binds looser)
+    ],
+)
+def test_the_opposite_test_is_written_as_a_person_would(test: str, negated: str) -> None:
+    import libcst as cst
+
+    from codemod.transform.rewrite import _negated
+
+    result = cst.Module(body=[]).code_for_node(_negated(cst.parse_expression(test)))
+    assert result == negated
+    env = {"empty_past_kv": True, "past_key_values": None, "cache_position": [0], "a": None, "b": 0, "n": 1}
+    assert eval(result, {}, env) is (not eval(test, {}, env))  # noqa: S307 - the expressions above, no input
+
+
+def test_a_cut_inside_anything_but_an_if_is_an_error_with_unchanged_bytes() -> None:
+    before = src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                for key in kwargs:
+                    input_ids = input_ids[:, -1:]
+                return {"input_ids": input_ids}
+    ''')
+    cut = dataclasses.replace(edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids)\n"), keep=(0,),
+                              cuts=(Nested((0, "body", 0), 1, ("input_ids",)),))
+    result = rewrite(before, cut)
+    assert result.error is not None and "only inside an if" in result.error
+    assert result.new == before.encode() and not result.changed

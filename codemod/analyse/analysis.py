@@ -37,6 +37,21 @@ class Param:
 
 
 @dataclasses.dataclass(frozen=True)
+class Nested:
+    """Where a recognised run of statements stands inside a top-level statement of the body, for a reduction that
+    keeps that statement but not what the fallback does inside it (Jamba's slicing in the branch of the ``if`` that
+    also makes its cache)."""
+
+    #: the top-level statement's index in the body, then ``body`` or ``orelse`` and the index in that block, down to
+    #: the run's first statement (``(2, "body", 0)``: the first statement in the body of the third statement)
+    path: tuple[int | str, ...]
+    count: int  # statements in the run
+    writes: tuple[str, ...]  # the names the run assigns
+    #: of those, the ones the top-level statement reads after the run (for more than their device or dtype)
+    read_after: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Recognised:
     code: str
     behaviour: str
@@ -45,6 +60,8 @@ class Recognised:
     end_line: int
     detail: str = ""
     facets: tuple[tuple[str, str], ...] = ()
+    #: inside a top-level statement (not one itself): where, for a reduction that keeps the statement without it
+    nested: Nested | None = None
 
     def facet(self, name: str) -> str | None:
         return dict(self.facets).get(name)
@@ -86,6 +103,9 @@ class TopLevel:
     end_line: int = 0
     #: the names it reads before it (surely) assigns them itself: what it takes from the statements before it
     exposed: tuple[str, ...] = ()
+    #: of those, the ones it reads only for where they live (``input_ids.device``, ``.dtype``): a slicing before it
+    #: changes nothing it reads of them
+    placement_reads: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

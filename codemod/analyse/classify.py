@@ -28,9 +28,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, TopLevel
+from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Recognised, TopLevel
 from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Index, Override
@@ -38,6 +38,8 @@ from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 from rules.base import IDS_SLICING
 
+#: behaviours that only cut tensors to the new tokens (the ids, and the inputs sliced with them)
+SLICING = frozenset({*IDS_SLICING, "slice-to-last-token", "slice-with-ids"})
 # Keys every generic implementation handles itself; an override passing them through adds nothing.
 IDS_KEYS = frozenset({"input_ids", "decoder_input_ids"})
 #: keys generate() always puts into the model kwargs: a parameter default for them never applies
@@ -442,7 +444,10 @@ class _Judge:
         for out in a.outputs:
             if out.expr and _names_in(out.expr) & dropped_writes:
                 return ()
-        return tuple(t.index for t in kept)
+        indices = tuple(t.index for t in kept)
+        later = {n for e in self.extras for n in _names_in(e.source)} if self.extras else set()
+        self._cut(self._cuts(indices, later))
+        return indices
 
     def kept_after(self) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
         """Top-level statements a reduction can keep as they are *after* ``super()``, and the keys it then
@@ -486,10 +491,13 @@ class _Judge:
             keys = self._taken_keys(statements, seeds, kept)
             if keys is None:
                 return None
-            needed = [(by_index[i].line, set(by_index[i].exposed)) for i in kept]
-            needed += [(o.line, _names_in(o.expr)) for key in keys for o in _final_writes(a, key)]
-            more = {w.index for line, names in needed for w in statements
-                    if w.line < line and w.index not in kept and set(w.writes) & (names - {RESULT})}
+            # (a name read only for its device or dtype needs no slicing of it: a statement that only slices is no writer)
+            needed = [(by_index[i].line, set(by_index[i].exposed) - set(by_index[i].placement_reads),
+                       set(by_index[i].placement_reads)) for i in kept]
+            needed += [(o.line, _names_in(o.expr), set()) for key in keys for o in _final_writes(a, key)]
+            more = {w.index for line, names, placed in needed for w in statements
+                    if w.line < line and w.index not in kept
+                    and set(w.writes) & ((names | (set() if self._only_slices(w) else placed)) - {RESULT})}
             if not more:
                 break
             if any(by_index[i].builds_output or by_index[i].returns for i in more):
@@ -497,6 +505,17 @@ class _Judge:
             kept |= more
         if any(within(t, line) for line in unguarded for t in statements if t.index not in kept):
             return None
+        # the ids slicing inside the kept statements is the fallback's: it goes, and the fallback's sliced ids stand
+        ids_keys = [key for key in keys if key in IDS_KEYS and all(o.expr.strip() == key for o in _final_writes(a, key))]
+        cuts = self._cuts(tuple(kept), {n for key in keys if key not in ids_keys for o in _final_writes(a, key)
+                                        for n in _names_in(o.expr)})
+        released = ""
+        if cuts and any(name in IDS_KEYS for r in cuts for name in (r.nested.writes if r.nested else ())):
+            if len(ids_keys) != 1 or self._writes_outside(kept, cuts, ids_keys):
+                cuts = ()
+            else:
+                released = ids_keys[0]
+                keys = {key: None for key in keys if key != released}
         for key in keys:
             writes = _final_writes(a, key)
             if not writes or any(not o.expr for o in writes):
@@ -510,9 +529,64 @@ class _Judge:
         ends = [max(t.end_line, t.line) for t in statements]
         removed = sum(end - (ends[p - 1] if p else t.line - 1) for p, (t, end) in enumerate(zip(statements, ends))
                       if t.index not in kept)
+        removed += sum(r.end_line - r.line + 1 for r in cuts)
         if removed - (3 + len(keys) + 1) < AFTER_SUPER_SAVES_AT_LEAST:
             return None
+        self._cut(cuts, released)
         return tuple(sorted(kept)), tuple(keys)
+
+    def _cuts(self, kept: Sequence[int], read_later: set[str]) -> tuple[Recognised, ...]:
+        """The ids slicing (``IDS_SLICING``) inside the ``kept`` top-level statements that nothing kept after it
+        reads (``read_later``: what the code after them reads): the fallback slices the ids itself (Jamba's
+        ``if`` slices them in one branch and makes its cache in the other; the cache stays, the slicing goes)."""
+        a = self.a
+        by_index = {t.index: t for t in a.top_level}
+        cuts: dict[tuple[int | str, ...], Recognised] = {}
+        for r in a.recognised:
+            n = r.nested
+            top = n.path[0] if n is not None else None
+            if n is None or not isinstance(top, int) or r.behaviour not in IDS_SLICING or top not in kept or n.read_after \
+                    or n.path in cuts:
+                continue
+            later = [by_index[i] for i in kept if i > top and i in by_index]
+            if any(set(n.writes) & (set(t.exposed) - set(t.placement_reads)) for t in later) or set(n.writes) & read_later:
+                continue
+            cuts[n.path] = r
+        return tuple(cuts.values())
+
+    def _writes_outside(self, kept: Iterable[int], cuts: Sequence[Recognised], names: Iterable[str]) -> bool:
+        """Whether the kept statements assign one of ``names`` other than in the ``cuts`` (or may: code that does
+        not parse)."""
+        a = self.a
+        cut_lines = {(r.line, r.end_line) for r in cuts}
+        spans = [(t.line, max(t.end_line, t.line)) for t in a.top_level if t.index in set(kept)]
+        wanted = set(names)
+
+        def inside(line: int) -> bool:
+            return any(start <= line <= end for start, end in spans)
+
+        for r in a.recognised:
+            if r.nested and inside(r.line) and (r.line, r.end_line) not in cut_lines and set(r.nested.writes) & wanted:
+                return True
+        for u in a.unrecognised:
+            if inside(u.line):
+                try:
+                    tree = ast.parse(textwrap.dedent(u.source or u.code))
+                except SyntaxError:
+                    return True
+                if {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & wanted:
+                    return True
+        return False
+
+    def _cut(self, cuts: Sequence[Recognised], released: str = "") -> None:
+        if cuts:
+            self.extras.append(Extra(released, ExtraHow.CUT, ",".join(str(r.line) for r in cuts)))
+
+    def _only_slices(self, statement: TopLevel) -> bool:
+        """Whether ``statement`` is nothing but slicing the rules recognise (the ids by the cache, the inputs that go
+        with them): what it writes lives where it did."""
+        inside = [r for r in self.a.recognised if statement.line <= r.line <= max(statement.end_line, statement.line)]
+        return statement.recognised and bool(inside) and all(r.behaviour in SLICING for r in inside)
 
     def _taken_keys(self, statements: list[TopLevel], seeds: set[int], kept: set[int]) -> dict[str, None] | None:
         """The keys a reduction keeping ``kept`` after super() sets from what they computed (in order); None when

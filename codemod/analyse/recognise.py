@@ -21,7 +21,17 @@ import libcst.matchers as m
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 import rules
-from codemod.analyse.analysis import DROPPED, BodyAnalysis, Delegation, OutputKey, Param, Recognised, TopLevel, Unrecognised
+from codemod.analyse.analysis import (
+    DROPPED,
+    BodyAnalysis,
+    Delegation,
+    Nested,
+    OutputKey,
+    Param,
+    Recognised,
+    TopLevel,
+    Unrecognised,
+)
 from codemod.contracts import ParamKind
 from rules._pattern import findall_of, node_code
 from rules.base import Context, Match, Rule, Statements, Value, ValueOrigin
@@ -67,7 +77,10 @@ class _Walker:
     def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
         return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
 
-    def walk(self, statements: Statements, guards: tuple[str, ...], conditions: tuple[str, ...] = ()) -> None:
+    def walk(self, statements: Statements, guards: tuple[str, ...], conditions: tuple[str, ...] = (),
+             where: tuple[int | str, ...] = (), after: Sequence[cst.CSTNode] = ()) -> None:
+        """Claim ``statements`` for the rules; ``where`` is the block's path in its top-level statement (``Nested``)
+        and ``after`` the statements of that top-level statement that run after the block."""
         i = 0
         while i < len(statements):
             statement = statements[i]
@@ -78,10 +91,13 @@ class _Walker:
             before = (len(self.unrecognised), len(self.outputs), self.delegates_to)
             match, rule = self.best_match(statements, i, ctx)
             consumed = 1
+            place = (*where, i)
             if match is not None and rule is not None:  # found together
-                self.record(match, rule, statements[i : i + match.consumed], guards, conditions)
                 consumed = match.consumed
-            elif not (isinstance(statement, cst.If) and self.walk_guarded(statement, guards, conditions)):
+                nested = _nested(place, statements[i : i + consumed], (*statements[i + consumed :], *after)) if where else None
+                self.record(match, rule, statements[i : i + consumed], guards, conditions, nested)
+            elif not (isinstance(statement, cst.If) and self.walk_guarded(
+                    statement, guards, conditions, place, (*statements[i + 1 :], *after) if where else ())):
                 line, end_line = self.lines([statement])
                 written = (cst.Module(body=[statement]).code.rstrip()
                            if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) else "")
@@ -106,6 +122,7 @@ class _Walker:
                 line=line,
                 end_line=end_line,
                 exposed=_exposed(statement),
+                placement_reads=_placement_reads(statement),
                 recognised=len(self.unrecognised) == unrecognised,
                 builds_output=builds or bool(match and match.returns),
                 returns=bool(m.findall(statement, m.Return())),
@@ -113,18 +130,19 @@ class _Walker:
                 writes=writes,
             ))
 
-    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...], conditions: tuple[str, ...]) -> bool:
+    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...], conditions: tuple[str, ...],
+                     place: tuple[int | str, ...] = (), after: Sequence[cst.CSTNode] = ()) -> bool:
         found = guard_of(statement.test)
         if found is None:
             return False
         if_guard, else_guard = found
         test = node_code(statement.test)
-        self.walk(statement.body.body, (*guards, if_guard), (*conditions, test))
+        self.walk(statement.body.body, (*guards, if_guard), (*conditions, test), (*place, "body"), after)
         negated = (*conditions, f"not ({test})")
         if isinstance(statement.orelse, cst.Else):
-            self.walk(statement.orelse.body.body, (*guards, else_guard), negated)
+            self.walk(statement.orelse.body.body, (*guards, else_guard), negated, (*place, "orelse"), after)
         elif isinstance(statement.orelse, cst.If):
-            self.walk([statement.orelse], (*guards, else_guard), negated)
+            self.walk([statement.orelse], (*guards, else_guard), negated, (*place, "orelse"), after)
         return True
 
     def best_match(self, statements: Statements, i: int, ctx: Context) -> tuple[Match | None, Rule | None]:
@@ -136,12 +154,14 @@ class _Walker:
         return best
 
     def record(
-        self, match: Match, rule: Rule, nodes: Sequence[cst.CSTNode], guards: tuple[str, ...], conditions: tuple[str, ...] = ()
+        self, match: Match, rule: Rule, nodes: Sequence[cst.CSTNode], guards: tuple[str, ...], conditions: tuple[str, ...] = (),
+        nested: Nested | None = None,
     ) -> None:
         line, end_line = self.lines(nodes)
         for behaviour in (match.behaviour, *match.implies):
             facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
-            self.recognised.append(Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets))
+            self.recognised.append(Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets,
+                                              nested))
         if match.resets_outputs and not guards:
             # keyword arguments set before a delegated call that forwards **kwargs reach its result
             keep = match.delegates_to is not None and match.forwards_kwargs
@@ -191,6 +211,47 @@ def _exposed(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> 
     except SyntaxError:  # pragma: no cover - libcst produced it
         return ()
     return tuple(sorted(_exposed_in(tree.body, frozenset())[0]))
+
+
+def _nested(place: tuple[int | str, ...], run: Sequence[cst.CSTNode], after: Sequence[cst.CSTNode]) -> Nested | None:
+    """Where a recognised run stands in its top-level statement, what it assigns and which of that runs after it
+    reads (``after``: the statements of the top-level statement that run after it)."""
+    statements = [s for s in run if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
+    if len(statements) != len(run):
+        return None  # a one-line suite's small statements: no block to take them from
+    writes = sorted({name for s in statements for name in _names(s)[1]})
+    later = [s for s in after if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
+    read = _value_reads(cst.Module(body=later).code) if later else set()
+    return Nested(place, len(statements), tuple(writes), tuple(name for name in writes if name in read))
+
+
+def _value_reads(code: str) -> set[str]:
+    """The names ``code`` reads for more than their device or dtype."""
+    return _reads(code)[0]
+
+
+def _reads(code: str) -> tuple[set[str], set[str]]:
+    """(the names ``code`` reads for more than their device or dtype, those it reads only for them)."""
+    tree = ast.parse(textwrap.dedent(code))
+    loads = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    placed = Counter(n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                     and n.attr in PLACEMENT_ATTRIBUTES and isinstance(n.ctx, ast.Load))
+    return {name for name, count in loads.items() if count > placed[name]}, {name for name, count in placed.items()
+                                                                             if count == loads[name]}
+
+
+#: what a tensor's attribute says of where it lives, not of its values: the same for any slice of it
+PLACEMENT_ATTRIBUTES = frozenset({"device", "dtype"})
+
+
+def _placement_reads(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[str, ...]:
+    """The names ``statement`` takes from before it (``_exposed``) and reads only as ``<name>.device`` or
+    ``<name>.dtype``: CLVP's ``torch.tensor([length], device=input_ids.device)`` needs no slicing of the ids."""
+    exposed = _exposed(statement)
+    if not exposed:
+        return ()
+    read, placed = _reads(cst.Module(body=[statement]).code)
+    return tuple(sorted(name for name in exposed if name in placed and name not in read))
 
 
 def _loads(node: ast.AST) -> set[str]:
@@ -392,7 +453,8 @@ def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
     statement = cst.ensure_type(function.body, cst.IndentedBlock).body[top.index]
     assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     reads, writes = _names(statement)
-    return dataclasses.replace(top, reads=reads, writes=writes, exposed=_exposed(statement))
+    return dataclasses.replace(top, reads=reads, writes=writes, exposed=_exposed(statement),
+                               placement_reads=_placement_reads(statement))
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:

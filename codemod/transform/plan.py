@@ -38,7 +38,7 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.analyse.analysis import Recognised
+from codemod.analyse.analysis import Nested, Recognised
 from codemod.analyse.fallback import FallbackKind
 from codemod.groups import UnionFind
 from codemod.analyse.index import CopyLink, Index, Override
@@ -95,6 +95,8 @@ class Edit:
     #: REDUCE: indices of the original body's statements to keep right after the new body's first statement
     #: (the super() call): what they compute replaces what the fallback prepared
     keep_after: tuple[int, ...] = ()
+    #: REDUCE: runs of statements inside the kept statements to leave out of them (the fallback does what they did)
+    cuts: tuple[Nested, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +209,7 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
                 return None  # the caller's value reaches no name the reduction could test
             lines += [f"if {given} is not None:", f"    model_inputs[{key}] = None"]
             continue
-        if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER):
+        if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER, ExtraHow.CUT):
             continue  # the statements themselves stay, in front of super() or after it (see Edit.keep, Edit.keep_after)
         if extra.how is ExtraHow.DEFAULT:
             if extra.key not in named:  # a named parameter reaches super() with its default already
@@ -497,6 +499,24 @@ def _kept_after(extras: Sequence[Extra]) -> tuple[int, ...]:
     return _kept_statements(extras, ExtraHow.KEEP_AFTER)
 
 
+def without_cuts(extras: Sequence[Extra]) -> tuple[Extra, ...]:
+    """The extras as they were before any cut (``Repair.uncut``): the slicing stays in the kept statements, and the
+    ids key a cut released is set from them again, first of the keys they compute."""
+    released = [Extra(e.key, ExtraHow.COMPUTED) for e in extras if e.how is ExtraHow.CUT and e.key]
+    out: list[Extra] = []
+    for e in extras:
+        if e.how is not ExtraHow.CUT:
+            out += [e, *released] if e.how is ExtraHow.KEEP_AFTER else [e]
+    return tuple(out)
+
+
+def cuts_of(override: Override, extras: Sequence[Extra]) -> tuple[Nested, ...]:
+    """Where the runs the ``CUT`` extras name (by their first line) stand inside the kept statements."""
+    lines = {int(n) for e in extras if e.how is ExtraHow.CUT for n in e.source.split(",") if n}
+    found = {r.nested.path: r.nested for r in override.analysis.recognised if r.line in lines and r.nested is not None}
+    return tuple(found.values())
+
+
 def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> str:
     phrases = {
         ExtraHow.FIRST_STEP: "{key} only on the first step",
@@ -520,7 +540,9 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
         ExtraHow.SLICED: "{key} sliced with the ids",
     }
     computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
-    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras if e.how is not ExtraHow.COMPUTED]
+    # (a cut is what the fallback does: nothing of the model's own to name)
+    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras
+             if e.how not in (ExtraHow.COMPUTED, ExtraHow.CUT)]
     if computed:  # one phrase for the keys it sets its own way after super() (from the statements kept there)
         after = next((i + 1 for i, p in enumerate(parts) if p == phrases[ExtraHow.KEEP_AFTER]), None)
         phrase = phrases[ExtraHow.COMPUTED].format(key=", ".join(computed)) + (" from them" if after else "")
@@ -665,7 +687,7 @@ class _Planner:
                 outputs = {o.key for o in f.override.analysis.outputs}
                 # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
                 repaired = tuple(e for e in _repair_extras(repair) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
-                extras = (*f.extras, *repaired)
+                extras = (*(without_cuts(f.extras) if repair.uncut else f.extras), *repaired)
                 swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
                 fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
                 if swap is not None and fixes:
@@ -930,7 +952,8 @@ class _Planner:
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
                 own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
-                                decision.keep_params, remove=decision.remove, keep_after=decision.keep_after))
+                                decision.keep_params, remove=decision.remove, keep_after=decision.keep_after,
+                                cuts=cuts_of(o, decision.extras)))
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone",

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
 from codemod.transform.plan import Edit, EditKind, HookCode, call_lines
 from codemod.sources import METHOD, MIXIN_CLASS
@@ -93,18 +94,25 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
 
 
 def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = (),
-                  keep_after: Sequence[int] = ()) -> cst.FunctionDef:
+                  keep_after: Sequence[int] = (), cuts: Sequence[Nested] = ()) -> cst.FunctionDef:
     """Same header (decorators, signature, comments above), new body; the statements at ``keep``
     (indices into the old body) stay, in their order, in front of it, and those at ``keep_after`` right
-    after its first statement (the super() call), with their comments."""
+    after its first statement (the super() call), with their comments, less the runs of statements ``cuts``
+    names inside them."""
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
     old = function.body.body
     if any(i >= len(old) for i in (*keep, *keep_after)):
         raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
     new = _code_block(module, body)
-    head = [*(old[i] for i in keep), *new[:1]]
-    after = [_statement(old[i]) for i in keep_after]
+
+    def kept(indices: Sequence[int]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
+        statements = (_without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i])
+                      for i in indices)
+        return [s for s in statements if s is not None]
+
+    head = [*kept(keep), *new[:1]]
+    after = kept(keep_after)
     # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
     marks = [line for s in after for line in s.leading_lines if _is_comment(line, _OVERWRITTEN)]
     if marks:
@@ -322,6 +330,76 @@ def _class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
 _BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
 
 
+#: a run to cut: its path below the statement that holds it (``("body", 0)``), and its length
+Run = tuple[tuple[int | str, ...], int]
+
+
+def _without_runs(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, runs: Sequence[Run]
+                  ) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
+    """``statement`` less the ``runs`` inside it; None when nothing is left. An ``if`` whose branch is left empty
+    keeps the other under the opposite test (Jamba: ``if not empty_past_kv: <slicing> else: <cache>`` becomes
+    ``if empty_past_kv: <cache>``); the comments above it go when the first thing it did goes (they describe it)."""
+    if not runs:
+        return statement
+    if not isinstance(statement, cst.If) or not isinstance(statement.body, cst.IndentedBlock):
+        raise RewriteError(f"cannot cut inside {type(statement).__name__}: only inside an if, in its indented blocks")
+    body = _block_without(statement.body.body, [(path[1:], n) for path, n in runs if path[:1] == ("body",)])
+    else_runs = [(path[1:], n) for path, n in runs if path[:1] == ("orelse",)]
+    orelse: cst.If | cst.Else | None = statement.orelse
+    if isinstance(orelse, cst.Else):
+        if not isinstance(orelse.body, cst.IndentedBlock):
+            raise RewriteError("cannot cut inside a one-line else")
+        rest = _block_without(orelse.body.body, else_runs)
+        orelse = orelse.with_changes(body=orelse.body.with_changes(body=rest)) if rest else None
+    elif isinstance(orelse, cst.If):
+        rest = _block_without([orelse], else_runs)
+        orelse = _statement(rest[0]) if rest else None  # type: ignore[assignment]
+        assert orelse is None or isinstance(orelse, cst.If)
+    if any(path[:2] == ("body", 0) for path, _ in runs):
+        statement = statement.with_changes(leading_lines=[line for line in statement.leading_lines if line.comment is None])
+    if body:
+        return statement.with_changes(body=statement.body.with_changes(body=body), orelse=orelse)
+    if orelse is None:
+        return None
+    branch = orelse.body.body if isinstance(orelse, cst.Else) else [orelse.with_changes(leading_lines=[])]
+    return statement.with_changes(test=_negated(statement.test), body=statement.body.with_changes(body=branch), orelse=None)
+
+
+def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> list[cst.BaseStatement]:
+    out = list(block)
+    # from the last run up, so that the indices before it stay right
+    for path, count in sorted(runs, key=lambda run: run[0], reverse=True):
+        index = path[0]
+        if not isinstance(index, int) or index + (count if len(path) == 1 else 1) > len(out):
+            raise RewriteError(f"no statements at {path} to cut")
+        if len(path) == 1:
+            del out[index : index + count]
+        else:
+            inner = _without_runs(_statement(out[index]), [(path[1:], count)])
+            out[index : index + 1] = [inner] if inner is not None else []
+    if out and len(out) < len(block):  # no blank line opens a block
+        first = _statement(out[0])
+        lines = list(first.leading_lines)
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+        out[0] = first.with_changes(leading_lines=lines)
+    return out
+
+
+def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` the other way round, as a person writes it: ``not x`` -> ``x``, ``x is None`` -> ``x is not None``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression.with_changes(lpar=[], rpar=[]) if isinstance(test.expression, cst.Name) else test.expression
+    opposite = {cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and type(test.comparisons[0].operator) in opposite:
+        target = test.comparisons[0]
+        flipped = opposite[type(target.operator)]()
+        return test.with_changes(comparisons=[target.with_changes(operator=flipped)])
+    atomic = isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison))
+    operand = test if atomic or test.lpar else test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.UnaryOperation(operator=cst.Not(), expression=operand)
+
+
 def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
     """A body's statement as the type that has ``leading_lines`` (every ``BaseStatement`` is one of the two)."""
     assert isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
@@ -479,7 +557,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             deleted = True
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
-            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after)
+            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after, edit.cuts)
             if edit.keep_params:
                 function = _slim_parameters(module, function, edit.keep_params)
         elif edit.kind is EditKind.HOIST:
