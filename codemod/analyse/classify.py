@@ -559,7 +559,8 @@ class _Judge:
         not parse)."""
         a = self.a
         cut_lines = {(r.line, r.end_line) for r in cuts}
-        spans = [(t.line, max(t.end_line, t.line)) for t in a.top_level if t.index in set(kept)]
+        indices = set(kept)
+        spans = [(t.line, max(t.end_line, t.line)) for t in a.top_level if t.index in indices]
         wanted = set(names)
 
         def inside(line: int) -> bool:
