@@ -10,13 +10,14 @@ rest went.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from codemod.transform import hooks as hook_stage
 from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
+from codemod.analyse.index import Override
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform.plan import EditKind, Plan, Shard, extras_summary
@@ -181,7 +182,8 @@ def run_migration_on(
         # cut, the slicing kept in its statements, before it goes altogether
         cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
         if cut:
-            uncut = {oid: repairs.get(oid, Repair()) | Repair(uncut=True) for oid in sorted(cut)}
+            # a generated class's modular source is planned uncut with it, so both files agree (as ``_repairs`` does)
+            uncut = {oid: repairs.get(oid, Repair()) | Repair(uncut=True) for oid in sorted(_with_modular_sources(cut, result.index.by_id()))}
             repairs.update(uncut)
             current = rewrite(make_plan(repairs))
             again = verify(current, set(uncut))
@@ -319,6 +321,16 @@ def _combined(first: Changes, second: Changes) -> Changes:
 REPAIR_ROUNDS = 3
 
 
+def _with_modular_sources(override_ids: Iterable[str], by_id: Mapping[str, Override]) -> set[str]:
+    """The overrides and, for a generated class's, the modular source's override it comes from."""
+    ids = set(override_ids)
+    for oid in list(ids):
+        origin = by_id[oid].generated_from
+        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
+            ids.add(origin.modular_id)
+    return ids
+
+
 def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
     """Override id -> the reduction's fixes, for classes whose prepared inputs differ only by whole
     keys. A generated class's modular source gets the same repair, so both files agree."""
@@ -330,10 +342,8 @@ def _repairs(report: VerifyReport, result: ScanResult) -> dict[str, Repair]:
         repair = verdict.repair()  # None unless only whole keys differ
         if repair is None:
             continue
-        out[verdict.override_id] = repair
-        origin = by_id[verdict.override_id].generated_from
-        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
-            out[origin.modular_id] = repair
+        for oid in _with_modular_sources([verdict.override_id], by_id):
+            out[oid] = repair
     return out
 
 

@@ -538,25 +538,42 @@ def test_the_ids_slicing_is_cut_out_of_a_statement_kept_in_front_of_super(hoiste
         Extra("", ExtraHow.CUT, "17"), Extra("", ExtraHow.KEEP_STATEMENTS, "0,1")]
 
 
+#: RoCBert's shape with more of the generic dict: worth reducing even with its slicing kept, so that a case the cut
+#: refuses still reduces, the slicing and the sliced ids' key kept
+_LONGER_DICT = OWN_INPUTS_IN_THE_SLICING_BLOCK.replace('''        "past_key_values": past_key_values,
+    }''', '''        "past_key_values": past_key_values,
+        "use_cache": kwargs.get("use_cache"),
+        "token_type_ids": kwargs.get("token_type_ids"),
+    }''')
+
+
 @pytest.mark.parametrize(
-    "source",
+    ("source", "computed"),
     [
-        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace("shape_ids[:, -1:]", "shape_ids[:, -input_ids.shape[1] :]"),
+        pytest.param(_LONGER_DICT.replace("shape_ids = shape_ids[:, -1:]", "shape_ids = self.shapes_of(input_ids)"),
+                     ("input_ids", "shape_ids"),
                      # the block reads the sliced ids after the slicing: they must stay sliced there
                      id="the-block-reads-the-sliced-ids-after-it"),
-        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace('"input_ids": input_ids,', '"input_ids": input_ids + 1,'),
-                     # the dict passed on more than the sliced ids: a key the reduction sets reads them
+        pytest.param(_LONGER_DICT.replace('"shape_ids": shape_ids,', '"shape_ids": shape_ids,\n        "ids_length": input_ids.shape[1],'),
+                     ("ids_length", "input_ids", "shape_ids"),
+                     # a key the reduction sets reads the sliced ids
                      id="a-key-reads-the-sliced-ids"),
-        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK.replace(
-            "            shape_ids = shape_ids[:, -1:]\n",
-            "            shape_ids = shape_ids[:, -1:]\n        input_ids = self.remap(input_ids)\n"),
-                     # the block writes the ids once more, its own way: the mixin's sliced ids would not be those
-                     id="the-block-writes-the-ids-its-own-way-too"),
     ],
 )
-def test_no_cut(hoisted: MixinProfile, source: str) -> None:
-    finding = classify_override(override(source, forward_params=OWN_FORWARD), hoisted)
-    assert not any(e.how is ExtraHow.CUT for e in finding.extras), finding.extras
+def test_no_cut(hoisted: MixinProfile, source: str, computed: tuple[str, ...]) -> None:
+    assert source != _LONGER_DICT
+    forward = (*OWN_FORWARD, "use_cache", "token_type_ids", "ids_length")
+    finding = classify_override(override(source, forward_params=forward), hoisted)
+    # still reduced, the slicing kept in its block and the sliced ids set from it
+    assert finding.action is Action.REDUCE
+    assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
+        Extra("", ExtraHow.KEEP_AFTER, "1"), *(Extra(key, ExtraHow.COMPUTED) for key in computed)]
+
+
+def test_the_longer_shape_is_cut_too(hoisted: MixinProfile) -> None:
+    """The control for ``test_no_cut``: the same method without what refuses the cut is cut."""
+    finding = classify_override(override(_LONGER_DICT, forward_params=(*OWN_FORWARD, "use_cache", "token_type_ids")), hoisted)
+    assert Extra("input_ids", ExtraHow.CUT, "7") in finding.extras
 
 
 MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None, shape_ids=None):")
@@ -626,7 +643,7 @@ def test_placement_reads(code: str, placed: tuple[str, ...]) -> None:
 
     statement = cst.parse_module(code + "\n").body[0]
     assert isinstance(statement, cst.SimpleStatementLine)
-    assert tuple(n for n in _placement_reads(statement) if n not in {"torch", "n"}) == placed
+    assert _placement_reads(statement, _exposed(statement)) == placed
 
 
 # ------------------------------------------------------------------------------------------- when the cut differs

@@ -730,6 +730,33 @@ CASES = [
         # an elif under the first test's opposite; a compound test is negated whole, in parentheses
         id="reduce-cuts-a-branch-before-an-elif",
     ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    if self.config.fresh:
+                        past_key_values = self.new_cache()
+                    elif past_key_values is not None:
+                        input_ids = input_ids[:, -1:]
+                    if past_key_values is not None:
+                        input_ids = input_ids[:, -1:]
+                    return {"input_ids": input_ids, "past_key_values": past_key_values}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
+                             keep=(0, 1), cuts=(Nested((0, "orelse", 0, "body", 0), 1, ("input_ids",)),
+                                                Nested((1, "body", 0), 1, ("input_ids",))))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    if self.config.fresh:
+                        past_key_values = self.new_cache()
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
+                    return model_inputs
+        '''),
+        # an elif left empty goes; an if left with nothing in it goes altogether
+        id="reduce-cuts-an-elif-and-a-whole-if",
+    ),
 ]
 
 

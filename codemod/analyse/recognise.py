@@ -117,12 +117,13 @@ class _Walker:
             assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)), statement
             reads, writes = _names(statement)
             line, end_line = self.lines([statement])
+            exposed = _exposed(statement)
             self.top_level.append(TopLevel(
                 index=index,
                 line=line,
                 end_line=end_line,
-                exposed=_exposed(statement),
-                placement_reads=_placement_reads(statement),
+                exposed=exposed,
+                placement_reads=_placement_reads(statement, exposed),
                 recognised=len(self.unrecognised) == unrecognised,
                 builds_output=builds or bool(match and match.returns),
                 returns=bool(m.findall(statement, m.Return())),
@@ -221,13 +222,8 @@ def _nested(place: tuple[int | str, ...], run: Sequence[cst.CSTNode], after: Seq
         return None  # a one-line suite's small statements: no block to take them from
     writes = sorted({name for s in statements for name in _names(s)[1]})
     later = [s for s in after if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
-    read = _value_reads(cst.Module(body=later).code) if later else set()
+    read = _reads(cst.Module(body=later).code)[0] if later else set()
     return Nested(place, len(statements), tuple(writes), tuple(name for name in writes if name in read))
-
-
-def _value_reads(code: str) -> set[str]:
-    """The names ``code`` reads for more than their device or dtype."""
-    return _reads(code)[0]
 
 
 def _reads(code: str) -> tuple[set[str], set[str]]:
@@ -244,10 +240,11 @@ def _reads(code: str) -> tuple[set[str], set[str]]:
 PLACEMENT_ATTRIBUTES = frozenset({"device", "dtype"})
 
 
-def _placement_reads(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[str, ...]:
-    """The names ``statement`` takes from before it (``_exposed``) and reads only as ``<name>.device`` or
-    ``<name>.dtype``: CLVP's ``torch.tensor([length], device=input_ids.device)`` needs no slicing of the ids."""
-    exposed = _exposed(statement)
+def _placement_reads(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, exposed: Sequence[str]
+                     ) -> tuple[str, ...]:
+    """Of the names ``statement`` takes from before it (``exposed``, from ``_exposed``), those it reads only as
+    ``<name>.device`` or ``<name>.dtype``: CLVP's ``torch.tensor([length], device=input_ids.device)`` needs no
+    slicing of the ids."""
     if not exposed:
         return ()
     read, placed = _reads(cst.Module(body=[statement]).code)
@@ -453,8 +450,9 @@ def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
     statement = cst.ensure_type(function.body, cst.IndentedBlock).body[top.index]
     assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     reads, writes = _names(statement)
-    return dataclasses.replace(top, reads=reads, writes=writes, exposed=_exposed(statement),
-                               placement_reads=_placement_reads(statement))
+    exposed = _exposed(statement)
+    return dataclasses.replace(top, reads=reads, writes=writes, exposed=exposed,
+                               placement_reads=_placement_reads(statement, exposed))
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:
