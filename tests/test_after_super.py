@@ -602,7 +602,7 @@ MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None,
 
         if empty_past_kv:
             past_key_values = HybridCache(self.config, input_ids.shape[0], self.dtype, device=self.device)
-        model_inputs = super().prepare_inputs_for_generation(
+        return super().prepare_inputs_for_generation(
             input_ids,
             past_key_values=past_key_values,
             inputs_embeds=inputs_embeds,
@@ -610,7 +610,6 @@ MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None,
             use_cache=use_cache,
             **kwargs,
         )
-        return model_inputs
 ''', id="in-front-of-super"),
     ],
 )

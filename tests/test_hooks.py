@@ -252,6 +252,8 @@ def test_a_condition_no_rule_understands_has_no_code() -> None:
     (Idiom((FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER)), HookKind.UNSLICED_WHEN,
      "_generation_unsliced_prefill_inputs"),
     (Idiom((), (CONFIG,)), HookKind.FROM_CONFIG, "_generation_inputs_from_config"),
+    # GPT-2's family: a caller's positions are ignored, the mask's are used
+    (Idiom((Atom.GIVEN.value,), (PREPARED, NONE)), HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"),
 ])
 def test_each_idiom_has_its_hook(profile: MixinProfile, idiom: Idiom, kind: HookKind, name: str) -> None:
     found, hook, _ = hook_for(idiom, profile)
@@ -346,6 +348,42 @@ def test_three_models_sharing_an_idiom_make_a_hook(fixture_scan: ScanResult) -> 
                                                                   True)]
     assert {m.change for m in clusters[0].members} == {Change.DELETE}
     assert {m.assignment for m in clusters[0].members} == {'_generation_dropped_inputs = ("position_ids",)'}
+
+
+#: GPT-2's positions as 4.45's reduction left them: the caller's ignored, the mask's used
+IGNORED_POSITIONS = method('if kwargs.get("position_ids") is not None:', '    model_inputs["position_ids"] = None')
+
+
+def test_inputs_ignored_when_the_caller_gives_them_make_a_hook(fixture_scan: ScanResult) -> None:
+    """What the caller gave is read in the prologue, before the mixin fills the key in from the mask."""
+    clusters = mined(fixture_scan, ("ant", IGNORED_POSITIONS), ("bee", IGNORED_POSITIONS), ("cat", IGNORED_POSITIONS))
+    (cluster,) = clusters
+    assert (cluster.name, cluster.kind, cluster.applied) == ("_generation_inputs_ignored_when_given",
+                                                             HookKind.NONE_WHEN_GIVEN, True)
+    assert cluster.hook is not None
+    assert "kwargs.get(name) is not None" in cluster.hook.prologue and "= None" in cluster.hook.epilogue
+    assert {m.change for m in cluster.members} == {Change.DELETE}
+    assert {m.assignment for m in cluster.members} == {'_generation_inputs_ignored_when_given = ("position_ids",)'}
+
+
+def test_the_defaults_hook_names_every_default_of_its_members_signature(fixture_scan: ScanResult) -> None:
+    """Mixtral's ``use_cache=True`` beside its ``output_router_logits=False``: with both in the attribute nothing
+    but the signature keeps the override, so it goes (verification runs it inside a composite, which passes no
+    use_cache)."""
+    params = "input_ids, output_router_logits=False, use_cache=True, **kwargs"
+    code = ("def prepare_inputs_for_generation(self, " + params + "):\n"
+            "    model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+            '    model_inputs["output_router_logits"] = output_router_logits\n'
+            '    model_inputs["use_cache"] = use_cache\n'
+            "    return model_inputs\n")
+    forward = ("input_ids", "position_ids", "attention_mask", "output_router_logits", "use_cache")
+    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
+                                                forward_params=forward), fixture_scan.profile)
+                     for model in ("ant", "bee", "cat"))
+    (cluster,) = mine(dataclasses.replace(fixture_scan, findings=findings)).clusters
+    assert {m.assignment for m in cluster.members} == {
+        '_generation_input_defaults = {"output_router_logits": False, "use_cache": True}'}
+    assert {m.change for m in cluster.members} == {Change.DELETE}
 
 
 def test_two_models_are_no_cluster(fixture_scan: ScanResult) -> None:

@@ -312,6 +312,45 @@ def test_generated_override_follows_its_modular_source(fixture_plan: Plan) -> No
     assert fixture_plan.action_of(PUFFIN_SPEECH) is fixture_plan.action_of(PUFFIN_SPEECH_MODULAR) is Action.DELETE
 
 
+#: Puffin's speech head, written so that it reduces to a super() call with nothing after it (a default of its own)
+_PUFFIN_SPEECH_METHOD = ('''
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        # Puffin's speech head decodes one frame per step
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+''', '''
+    def prepare_inputs_for_generation(
+        self, input_ids, past_key_values=None, attention_mask=None, cache_position=None, num_logits_to_keep=1, **kwargs
+    ):
+        # Puffin's speech head scores its last frame only
+        if past_key_values is not None:
+            input_ids = input_ids[:, cache_position]
+        return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask,
+                "cache_position": cache_position, "num_logits_to_keep": num_logits_to_keep}
+''')
+
+
+def test_only_edits_outside_a_modular_family_return_the_super_call_directly(fixture_plan: Plan, tmp_path: Path) -> None:
+    """The converter inlines a modular source's top-level ``return super()...`` (and regenerates the files made from
+    it): a family's reductions keep ``model_inputs = super()...`` and ``return model_inputs``; others return the
+    call (the rewrite does it where nothing stands between the two)."""
+    ending = {EditKind.REDUCE, EditKind.TRIM, EditKind.SWAP_DELEGATE}
+    edits = [e for s in fixture_plan.shards if s.kind != "modular" for e in s.edits]
+    assert any(e.kind in ending for e in edits)
+    assert all(e.direct_return is (e.kind in ending) for e in edits)
+    root = checkout_copy(tmp_path / "checkout")
+    old, new = (textwrap.indent(textwrap.dedent(t).lstrip("\n"), "    ") for t in _PUFFIN_SPEECH_METHOD)
+    for name in ("modular_puffin.py", "modeling_puffin.py"):
+        path = root / PKG / "puffin" / name
+        assert old in path.read_text(encoding="utf-8")
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    family = shard_of(initial_plan(scan_of(root)), PUFFIN_SPEECH)
+    assert family.kind == "modular"
+    assert [e.kind for e in family.edits if e.kind is not EditKind.MARK] == [EditKind.REDUCE, EditKind.REDUCE]
+    assert not any(e.direct_return for e in family.edits)
+
+
 def test_generated_override_inherited_from_another_model_follows_that_model(fixture_plan: Plan) -> None:
     """PuffinForCausalLM's method is the converter's copy of otter's: it goes when otter's goes."""
     assert shard_of(fixture_plan, PUFFIN_CAUSAL) is shard_of(fixture_plan, OTTER)

@@ -757,7 +757,90 @@ CASES = [
         # an elif left empty goes; an if left with nothing in it goes altogether
         id="reduce-cuts-an-elif-and-a-whole-if",
     ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, use_cache=True, past_key_values=None, **kwargs):
+                    return {"input_ids": input_ids, "use_cache": use_cache, "past_key_values": past_key_values}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "# Overwritten -- its default use_cache=True\n"
+                                                   "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                                                   "use_cache=use_cache, **kwargs)\nreturn model_inputs\n"),
+                             direct_return=True, keep_params=("input_ids", "use_cache", "kwargs"))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, use_cache=True, **kwargs):
+                    # Overwritten -- its default use_cache=True
+                    return super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)
+        '''),
+        # nothing after the super() call: the call is returned, its mark kept above it
+        id="reduce-returns-the-super-call",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs):
+                    return {"input_ids": input_ids}
+        '''),
+        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(\n"
+                                                   "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, "
+                                                   "use_cache=use_cache, **kwargs\n)\nreturn model_inputs\n"),
+                             direct_return=True)],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs):
+                    return super().prepare_inputs_for_generation(
+                        input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, use_cache=use_cache, **kwargs
+                    )
+        '''),
+        # laid out again for its new start, as ruff would: the arguments still need a line of their own
+        id="reduce-returns-a-long-super-call",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
+                    model_inputs["position_ids"] = None
+                    return model_inputs
+        '''),
+        [dataclasses.replace(edit(EditKind.TRIM), remove=(1,), direct_return=True)],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                    return super().prepare_inputs_for_generation(input_ids, **kwargs)
+        '''),
+        # a trim that leaves nothing after the call
+        id="trim-returns-the-super-call",
+    ),
 ]
+
+#: a body that ends in its super() call as the reduction writes it, and edits that say to return the call directly
+_UNTIDY = ("model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n", "return model_inputs\n")
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    (f"{_UNTIDY[0]}model_inputs['x'] = 1\n{_UNTIDY[1]}", "a statement between the call and the return"),
+    (f"{_UNTIDY[0]}# the prepared inputs\n{_UNTIDY[1]}", "a comment above the return would be lost"),
+    (f"{_UNTIDY[0]}{_UNTIDY[1].rstrip()}  # as prepared\n", "a comment on the return would be lost"),
+    ("model_inputs = super().prepare_inputs_for_generation(\n    input_ids,  # the ids\n    **kwargs,\n)\n"
+     f"{_UNTIDY[1]}", "a comment among the arguments would be lost"),
+    ("inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
+     "the return is not of what the call gave"),
+    ("model_inputs = self.model.prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
+     "not a super() call"),
+    (f"model_inputs = {{}}\n{_UNTIDY[0]}{_UNTIDY[1]}", "the name is also used in front: returning the call would leave it "
+     "unused"),
+])
+def test_a_body_is_left_ending_as_it_does(body: str, why: str) -> None:
+    """Noops of ``Edit.direct_return``: the reduction's own ending stays."""
+    before = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return 1\n"
+    result = rewrite(before, dataclasses.replace(edit(EditKind.REDUCE, body), direct_return=True))
+    assert result.error is None, result.error
+    expected = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + \
+        textwrap.indent(body, "        ")
+    assert_parses(expected)
+    assert result.new_text() == expected, why
 
 
 @pytest.mark.parametrize(("before", "edits", "after"), CASES)

@@ -78,6 +78,7 @@ class HookKind(Vocabulary):
     DROPPED = "dropped"  # left out, always (the model's forward builds them itself)
     DROPPED_WHEN = "dropped-when"  # left out when a step condition holds (after the first step / prefill)
     UNSLICED_WHEN = "unsliced-when"  # the caller's value, unsliced, while a condition holds; None otherwise
+    NONE_WHEN_GIVEN = "none-when-given"  # None where the caller gives it; as the mixin prepares it otherwise
     FROM_CONFIG = "from-config"  # a config attribute
     DEFAULT = "default"  # a default when the caller gives none
     CONSTANT = "constant"  # a literal
@@ -766,6 +767,16 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
     for atom in idiom.atoms:
         if atom in needs and needs[atom] not in params:
             return HookKind.OTHER, None, f"the mixin has no {needs[atom]} parameter to tell the first step by"
+    if idiom.atoms == (Atom.GIVEN.value,) and tuple(idiom.table) == (ValueKind.PREPARED, ValueKind.NONE):
+        # GPT-2's family: a caller's position_ids are ignored (the forward counts positions itself), those the mask
+        # gives are used. What the caller gave is read first: the mixin fills the same key in when none is given.
+        kind, name = HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"
+        return kind, _hook(kind, name, names_type, "()", "Inputs the model ignores where a caller passes them: None "
+                           "then (its forward makes its own), as the mixin prepares them otherwise",
+                           prologue=f"# Read before the mixin fills them in (`{name}`)\n"
+                                    f"inputs_given = [name for name in self.{name} if {kwargs}.get(name) is not None]\n",
+                           epilogue=f"# None where the caller gave them (`{name}`)\n"
+                                    "for name in inputs_given:\n    model_inputs[name] = None\n"), name
     if kinds == {ValueKind.PREPARED, ValueKind.NONE}:
         rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.NONE]
         code = condition_code(idiom.atoms, rows, spelling)
@@ -851,7 +862,8 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
                                     "may not be the same to it"), ()
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
-    if not remaining and not signature_kept(a, profile) and not keep_signature:
+    provided = {k for k in hooked if k in idioms and set(idioms[k].table) == {ValueKind.CALLER_OR_DEFAULT}}
+    if not remaining and not signature_kept(a, profile, provided) and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
@@ -892,7 +904,29 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     return Change.TRIM, "", removed
 
 
-def signature_kept(a: BodyAnalysis, profile: MixinProfile) -> str:
+def _signature_defaults(members: Sequence[Part], findings: Mapping[str, Finding], profile: MixinProfile) -> list[Part]:
+    """The other defaults of the defaults hook's members' signatures (Mixtral's ``use_cache=True`` beside its
+    ``output_router_logits=False``), as parts of the same cluster: the attribute names every default the
+    signature gave an input the override passes on, so that nothing but its signature would keep the override.
+    ``use_cache`` is among them: generate() always passes it, but a composite asking its decoder does not."""
+    mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
+    idiom = members[0].idiom if members else None
+    have = {(p.override, p.key) for p in members}
+    out: list[Part] = []
+    for override_id in dict.fromkeys(p.override for p in members):
+        a = findings[override_id].override.analysis
+        model = next(p.model for p in members if p.override == override_id)
+        ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+        passed = {o.key for o in a.outputs}
+        for param in a.params:
+            if (param.kind.named and param.name not in ("self", ids) and param.default not in (None, "None")
+                    and mixin.get(param.name) != param.default and param.name in passed
+                    and (override_id, param.name) not in have):
+                out.append(Part(override_id, model, param.name, idiom, argument=param.default or ""))
+    return out
+
+
+def signature_kept(a: BodyAnalysis, profile: MixinProfile, provided: Iterable[str] = ()) -> str:
     """Why the override's signature matters beyond its body (empty: it does not), so that a hook member is trimmed
     or reduced, never deleted: a default of its own for an input (``output_router_logits=False``; the mixin's own
     default for it is no reason), which applies wherever a caller leaves the input out. Not for what generate()
@@ -901,7 +935,7 @@ def signature_kept(a: BodyAnalysis, profile: MixinProfile) -> str:
     ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
     mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
     defaults = [f"{p.name}={p.default}" for p in a.params if p.kind.named and p.name not in ("self", ids, *GENERATE_PROVIDES)
-                and p.default not in (None, "None") and mixin.get(p.name) != p.default]
+                and p.name not in set(provided) and p.default not in (None, "None") and mixin.get(p.name) != p.default]
     return f"its default{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}" if defaults else ""
 
 
@@ -1003,6 +1037,15 @@ def mine(result: ScanResult) -> HookReport:
         if hook is not None and kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
             members = [p for p in members if p.argument]
+        if hook is not None and kind is HookKind.DEFAULT:
+            defaults = _signature_defaults(members, findings, profile)
+            members = [*members, *defaults]
+            for part in defaults:
+                idioms_of.setdefault(part.override, {})[part.key] = idiom
+        if hook is not None and kind is HookKind.NONE_WHEN_GIVEN and profile.analysis is not None:
+            # the hook reads what the caller gave from the mixin's **kwargs: not an input the mixin names
+            named = {p.name for p in profile.analysis.params}
+            members = [p for p in members if p.key not in named]
         by_override: dict[OverrideId, list[Part]] = {}
         for part in members:
             by_override.setdefault(part.override, []).append(part)
@@ -1224,7 +1267,9 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
         reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
-        if not remaining and not signature_kept(f.override.analysis, result.profile) and f.override.id not in keep_signature:
+        provided = {k for k, c in hooked.items() if c.kind is HookKind.DEFAULT}
+        if not remaining and not signature_kept(f.override.analysis, result.profile, provided) \
+                and f.override.id not in keep_signature:
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))

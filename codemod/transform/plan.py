@@ -95,6 +95,10 @@ class Edit:
     #: REDUCE: indices of the original body's statements to keep right after the new body's first statement
     #: (the super() call): what they compute replaces what the fallback prepared
     keep_after: tuple[int, ...] = ()
+    #: REDUCE/TRIM/SWAP_DELEGATE: a body that ends in ``model_inputs = super().<method>(...)`` and ``return
+    #: model_inputs`` returns the call itself, as a person writes it (not in a modular family: the converter inlines
+    #: a modular source's top-level ``return super()`` call, and regenerates the files made from it)
+    direct_return: bool = False
     #: REDUCE: runs of statements inside the kept statements to leave out of them (the fallback does what they did)
     cuts: tuple[Nested, ...] = ()
 
@@ -991,8 +995,16 @@ class _Planner:
             kinds = {"copy" if self.by_id[m].copied_from else "generated" if self.by_id[m].generated_from else "" for m in members}
             kind = "override" if len(members) == 1 else ("copy-group" if "copy" in kinds else "modular")
             source = next((m for m in members if m not in derived), members[0])
+            if not any(self.by_id[m].kind is FileKind.MODULAR or self.by_id[m].generated_from is not None
+                       for m in members if m in self.by_id):
+                shard_edits = tuple(dataclasses.replace(e, direct_return=True) if e.kind in _DIRECT_RETURN_KINDS else e
+                                    for e in shard_edits)
             shards.append(Shard(members[0], kind, tuple(members), shard_edits, source))
         return sorted(shards, key=lambda s: s.id)
+
+
+#: the edits that leave a method ending in its super() call (``Edit.direct_return``)
+_DIRECT_RETURN_KINDS = frozenset({EditKind.REDUCE, EditKind.TRIM, EditKind.SWAP_DELEGATE})
 
 
 def _mixin_import(o: Override) -> str:

@@ -181,6 +181,33 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
     return slim
 
 
+def _direct_return(module: cst.Module, function: cst.FunctionDef) -> cst.FunctionDef:
+    """``model_inputs = super().<method>(...)`` and then ``return model_inputs`` as one ``return super().<method>(...)``,
+    laid out again (``Edit.direct_return``); left as it is where a comment would be lost (on the return, or among
+    the call's arguments) or the two statements are not the body's last."""
+    if not isinstance(function.body, cst.IndentedBlock) or len(function.body.body) < 2:
+        return function
+    *rest, call_line, return_line = function.body.body
+    super_call = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name(METHOD)))
+    if not (m.matches(call_line, m.SimpleStatementLine([m.Assign(targets=[m.AssignTarget(m.Name())], value=super_call)]))
+            and m.matches(return_line, m.SimpleStatementLine([m.Return(m.Name())]))):
+        return function
+    assert isinstance(call_line, cst.SimpleStatementLine) and isinstance(return_line, cst.SimpleStatementLine)
+    assign, returned = call_line.body[0], return_line.body[0]
+    assert isinstance(assign, cst.Assign) and isinstance(returned, cst.Return)
+    name, value = cst.ensure_type(assign.targets[0].target, cst.Name).value, cst.ensure_type(returned.value, cst.Name).value
+    code = cst.Module(body=[])
+    call = cst.ensure_type(assign.value, cst.Call)
+    if name != value or any(line.comment for line in return_line.leading_lines) or return_line.trailing_whitespace.comment \
+            or call_line.trailing_whitespace.comment or "#" in code.code_for_node(call) or _names_used(rest) & {name}:
+        # (a name the kept statements also use stays: RWKV keeps a dict of its own under it in front)
+        return function
+    arguments = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in call.args]
+    new = _code_block(module, "\n".join(call_lines(f"return super().{METHOD}", arguments)) + "\n")[0]
+    new = new.with_changes(leading_lines=call_line.leading_lines)
+    return function.with_changes(body=function.body.with_changes(body=[*rest, new]))
+
+
 def _before_return(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
     """``code`` (statements on the prepared dict) right before the body's final ``return model_inputs``:
     what a swapped delegation's sub-model did that super() does not (verification's repair)."""
@@ -577,6 +604,8 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
             function = _hook_method(module, function, edit.hook)
             hooks.append(edit.hook)
+    if not deleted and any(e.direct_return for e in edits):
+        function = _direct_return(module, function)
     if deleted:
         body.pop(position)  # the method
         following = body[position] if position < len(body) else None
