@@ -366,6 +366,14 @@ def test_inputs_ignored_when_the_caller_gives_them_make_a_hook(fixture_scan: Sca
     assert {m.assignment for m in cluster.members} == {'_generation_inputs_ignored_when_given = ("position_ids",)'}
 
 
+def test_an_input_the_mixin_names_is_no_member_of_the_ignored_inputs_hook(fixture_scan: ScanResult) -> None:
+    """Noop: the hook reads what the caller gave from the mixin's **kwargs, and the mixin takes attention_mask as a
+    parameter of its own: the same idiom on it makes no cluster (control: position_ids above)."""
+    ignored_mask = method('if kwargs.get("attention_mask") is not None:', '    model_inputs["attention_mask"] = None')
+    clusters = mined(fixture_scan, ("ant", ignored_mask), ("bee", ignored_mask), ("cat", ignored_mask))
+    assert [c for c in clusters if c.kind is HookKind.NONE_WHEN_GIVEN and c.members] == []
+
+
 def test_the_defaults_hook_names_every_default_of_its_members_signature(fixture_scan: ScanResult) -> None:
     """Mixtral's ``use_cache=True`` beside its ``output_router_logits=False``: with both in the attribute nothing
     but the signature keeps the override, so it goes (verification runs it inside a composite, which passes no

@@ -866,7 +866,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     if not remaining and not signature_kept(a, profile, provided) and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
-            ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+            ids = _ids_param(a)
             unknown = sorted(p.name for p in a.params if p.kind.named and p.name not in ("self", ids)
                              and p.name not in forward and p.name not in mixin_params)
             if unknown:
@@ -904,38 +904,47 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     return Change.TRIM, "", removed
 
 
-def _signature_defaults(members: Sequence[Part], findings: Mapping[str, Finding], profile: MixinProfile) -> list[Part]:
+def _ids_param(a: BodyAnalysis) -> str | None:
+    """The name the method takes the ids under: its first positional parameter after ``self``."""
+    return next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+
+
+def _own_defaults(a: BodyAnalysis, profile: MixinProfile) -> list[Param]:
+    """The named parameters (not ``self``, not the ids) with a default of the override's own: not None, and not
+    the mixin's default for the same parameter."""
+    mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
+    ids = _ids_param(a)
+    return [p for p in a.params if p.kind.named and p.name not in ("self", ids) and p.default not in (None, "None")
+            and mixin.get(p.name) != p.default]
+
+
+def _signature_defaults(idiom: Idiom, members: Sequence[Part], findings: Mapping[str, Finding],
+                        profile: MixinProfile) -> list[Part]:
     """The other defaults of the defaults hook's members' signatures (Mixtral's ``use_cache=True`` beside its
     ``output_router_logits=False``), as parts of the same cluster: the attribute names every default the
     signature gave an input the override passes on, so that nothing but its signature would keep the override.
-    ``use_cache`` is among them: generate() always passes it, but a composite asking its decoder does not."""
-    mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
-    idiom = members[0].idiom if members else None
+    ``use_cache`` is among them: generate() always passes it, so only a direct caller that leaves it out sees the
+    default, which ``setdefault`` in the hook gives as the signature did."""
     have = {(p.override, p.key) for p in members}
+    models = {p.override: p.model for p in members}
     out: list[Part] = []
-    for override_id in dict.fromkeys(p.override for p in members):
+    for override_id, model in models.items():
         a = findings[override_id].override.analysis
-        model = next(p.model for p in members if p.override == override_id)
-        ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
         passed = {o.key for o in a.outputs}
-        for param in a.params:
-            if (param.kind.named and param.name not in ("self", ids) and param.default not in (None, "None")
-                    and mixin.get(param.name) != param.default and param.name in passed
-                    and (override_id, param.name) not in have):
-                out.append(Part(override_id, model, param.name, idiom, argument=param.default or ""))
+        out += [Part(override_id, model, p.name, idiom, argument=p.default or "") for p in _own_defaults(a, profile)
+                if p.name in passed and (override_id, p.name) not in have]
     return out
 
 
 def signature_kept(a: BodyAnalysis, profile: MixinProfile, provided: Iterable[str] = ()) -> str:
     """Why the override's signature matters beyond its body (empty: it does not), so that a hook member is trimmed
     or reduced, never deleted: a default of its own for an input (``output_router_logits=False``; the mixin's own
-    default for it is no reason), which applies wherever a caller leaves the input out. Not for what generate()
-    always passes (``use_cache``): only a composite asking its decoder without it sees that default, and
-    verification runs each decoder head inside one (a member it fails for is trimmed instead, ``trimmed``)."""
-    ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
-    mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
-    defaults = [f"{p.name}={p.default}" for p in a.params if p.kind.named and p.name not in ("self", ids, *GENERATE_PROVIDES)
-                and p.name not in set(provided) and p.default not in (None, "None") and mixin.get(p.name) != p.default]
+    default for it is no reason), which applies wherever a caller leaves the input out, unless a hook now gives
+    it (``provided``). Not for what generate() always passes (``use_cache``): only a composite asking its decoder
+    without it sees that default, and verification runs each BERT-style decoder head inside one (a member it fails
+    for is trimmed instead, ``trimmed``)."""
+    skipped = {*GENERATE_PROVIDES, *provided}
+    defaults = [f"{p.name}={p.default}" for p in _own_defaults(a, profile) if p.name not in skipped]
     return f"its default{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}" if defaults else ""
 
 
@@ -1038,7 +1047,7 @@ def mine(result: ScanResult) -> HookReport:
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
             members = [p for p in members if p.argument]
         if hook is not None and kind is HookKind.DEFAULT:
-            defaults = _signature_defaults(members, findings, profile)
+            defaults = _signature_defaults(idiom, members, findings, profile)
             members = [*members, *defaults]
             for part in defaults:
                 idioms_of.setdefault(part.override, {})[part.key] = idiom
@@ -1211,8 +1220,7 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
                             for out in a.outputs):
         return _Body(why="it returns more than a dict of names")
     shared = {p.name: p for p in mixin.params}
-    ids = next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
-    mixin_ids = next((p.name for p in mixin.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+    ids, mixin_ids = _ids_param(a), _ids_param(mixin)
     if ids != mixin_ids or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
         return _Body(why="its signature is not the mixin's: the first parameter or the **kwargs differ")
     for p in a.params:

@@ -169,16 +169,23 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
     assert isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Call)
     kept = [a for a in small.value.args if not (a.keyword is not None and a.keyword.value in dropped
                                                 and m.matches(a.value, m.Name(a.keyword.value)))]
-    code = cst.Module(body=[])
-    arguments = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in kept]
-    target = code.code_for_node(small.targets[0].target) + " = " if isinstance(small, cst.Assign) else "return "
-    lines = call_lines(f"{target}super().{METHOD}", arguments)
-    new = _code_block(module, "\n".join(lines) + "\n")[0].with_changes(leading_lines=statement.leading_lines)
+    target = cst.Module(body=[]).code_for_node(small.targets[0].target) + " = " if isinstance(small, cst.Assign) else "return "
+    new = _super_call_statement(module, target, kept, statement.leading_lines)
     body[call_at] = new
     if _names_used([new, *body]) & dropped:
         raise RewriteError(f"parameters to drop are still read: {sorted(_names_used(body) & dropped)}")
     slim = _slim_parameters(module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params)
     return slim
+
+
+def _super_call_statement(module: cst.Module, target: str, arguments: Sequence[cst.Arg],
+                          leading_lines: Sequence[cst.EmptyLine]) -> cst.BaseStatement:
+    """``<target>super().<method>(<arguments>)`` as one statement, laid out as ruff would (``call_lines``), with
+    the comments and blank lines above it that the statement it replaces had."""
+    code = cst.Module(body=[])
+    texts = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments]
+    new = _code_block(module, "\n".join(call_lines(f"{target}super().{METHOD}", texts)) + "\n")[0]
+    return new.with_changes(leading_lines=leading_lines)
 
 
 def _direct_return(module: cst.Module, function: cst.FunctionDef) -> cst.FunctionDef:
@@ -196,15 +203,12 @@ def _direct_return(module: cst.Module, function: cst.FunctionDef) -> cst.Functio
     assign, returned = call_line.body[0], return_line.body[0]
     assert isinstance(assign, cst.Assign) and isinstance(returned, cst.Return)
     name, value = cst.ensure_type(assign.targets[0].target, cst.Name).value, cst.ensure_type(returned.value, cst.Name).value
-    code = cst.Module(body=[])
     call = cst.ensure_type(assign.value, cst.Call)
-    if name != value or any(line.comment for line in return_line.leading_lines) or return_line.trailing_whitespace.comment \
-            or call_line.trailing_whitespace.comment or "#" in code.code_for_node(call) or _names_used(rest) & {name}:
+    if name != value or m.findall(return_line, m.Comment()) or m.findall(call_line.body[0], m.Comment()) \
+            or call_line.trailing_whitespace.comment or _names_used(rest) & {name}:
         # (a name the kept statements also use stays: RWKV keeps a dict of its own under it in front)
         return function
-    arguments = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in call.args]
-    new = _code_block(module, "\n".join(call_lines(f"return super().{METHOD}", arguments)) + "\n")[0]
-    new = new.with_changes(leading_lines=call_line.leading_lines)
+    new = _super_call_statement(module, "return ", call.args, call_line.leading_lines)
     return function.with_changes(body=function.body.with_changes(body=[*rest, new]))
 
 
