@@ -20,7 +20,7 @@ from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
-from codemod.transform.plan import EditKind, Plan, Shard, extras_summary
+from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -235,7 +235,7 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
     # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it
     reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
 
-    def plan_for(keep_signature: dict[str, tuple[int, ...]]) -> Plan:
+    def plan_for(keep_signature: dict[str, Trim]) -> Plan:
         """The members' shards only (everything else stays as the first pass left it), the marks re-worded."""
         planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined, keep_signature=keep_signature), result)
         members = hook_stage.shards_of_members(planned, mined)

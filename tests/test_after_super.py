@@ -695,3 +695,32 @@ def test_a_cut_that_does_not_verify_is_planned_uncut_and_verified_again(tmp_path
     edit = next(e for e in run.final.plan.edits() if e.override_id and e.override_id.endswith("::MinnowForConditionalGeneration"))
     assert edit.kind is EditKind.REDUCE and not edit.cuts
     assert "remove_prefix_length" in written.read_text()
+
+
+# ------------------------------------------------------------------------------------------- set back to the caller's
+
+
+@pytest.mark.parametrize("key", ["attention_mask", "position_ids", "token_type_ids"])
+def test_an_input_set_back_to_the_callers_value_after_super_is_an_extra(hoisted: MixinProfile, key: str) -> None:
+    """A first pass's repair (Chameleon's mask as the caller gives it, not the 4D one the mixin makes for a static
+    cache) read again by a second pass: the override keeps doing something the mixin does not."""
+    source = f'''
+def prepare_inputs_for_generation(self, input_ids, {key}=None, **kwargs):
+    model_inputs = super().prepare_inputs_for_generation(input_ids, {key}={key}, **kwargs)
+    model_inputs["{key}"] = {key}
+    return model_inputs
+'''
+    finding = _finding(source, hoisted)
+    assert Extra(key, ExtraHow.PASSTHROUGH, key) in finding.extras
+    assert finding.action is not Action.DELETE
+
+
+def test_an_input_the_mixin_passes_as_given_set_back_after_super_is_no_extra(hoisted: MixinProfile) -> None:
+    """``use_cache`` reaches forward as the caller gives it: setting it back changes nothing."""
+    source = '''
+def prepare_inputs_for_generation(self, input_ids, use_cache=None, **kwargs):
+    model_inputs = super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)
+    model_inputs["use_cache"] = use_cache
+    return model_inputs
+'''
+    assert _finding(source, hoisted).extras == ()

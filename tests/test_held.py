@@ -234,8 +234,12 @@ def test_a_hook_too_few_models_would_keep_is_reverted(tmp_path: Path) -> None:
     result = scan_tree(copy_fixture(FIXTURES / "hooks_checkout", tmp_path / "hooks_checkout"))
     report = mine(result)
     plan = plan_with_hooks(result, report)
-    cluster = next(c for c in report.applied() if len(c.applicable_models) == MIN_MODELS)
-    failed = [next(m.override for m in cluster.members if m.applicable)]
+    cluster = min(report.applied(), key=lambda c: len(c.applicable_models))
+    # members of one model each, enough of them failing that fewer than MIN_MODELS are left
+    failing = len(cluster.applicable_models) - MIN_MODELS + 1
+    by_model = {m.model: m.override for m in cluster.members if m.applicable}
+    assert len(by_model) == len(cluster.applicable_models)
+    failed = list(by_model.values())[:failing]
     reverted = failing_clusters(plan, report, failed)
     assert reverted and {h.cause for h in reverted.values()} == {HeldCause.HOOK_TOO_SMALL}
     assert all(h.subject == shard for shard, h in reverted.items())

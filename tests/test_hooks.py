@@ -280,9 +280,9 @@ def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: Mixin
     idioms = {"position_ids": Idiom((), (NONE,))}
     named = finding(source, profile, forward_params=("input_ids", "position_ids", "**kwargs"))
     loose = finding(source, profile, forward_params=("input_ids", "**kwargs"))
-    assert member_change(named, ["position_ids"], profile, idioms)[0] is Change.DELETE
-    change, why, _ = member_change(loose, ["position_ids"], profile, idioms)
-    assert change is Change.BLOCKED and "does not name position_ids" in why
+    assert member_change(named, ["position_ids"], profile, idioms).change is Change.DELETE
+    found = member_change(loose, ["position_ids"], profile, idioms)
+    assert found.change is Change.BLOCKED and "does not name position_ids" in found.why
 
 
 @pytest.mark.parametrize(
@@ -301,23 +301,60 @@ def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: Mixin
 def test_a_default_of_its_own_keeps_the_member_from_being_deleted(profile: MixinProfile, params: str, call: str,
                                                                   change: Change) -> None:
     source = method('model_inputs["position_ids"] = None', params=params, call=call)
-    found, _, _ = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
-    assert found is change
+    found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert found.change is change
 
 
 def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> None:
     source = method('model_inputs["position_ids"] = None', 'model_inputs["output_router_logits"] = True')
     f = finding(source, profile)
-    change, _, removed = member_change(f, ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
-    assert (change, removed) == (Change.TRIM, (1,))
+    found = member_change(f, ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert (found.change, found.removed, found.unnamed) == (Change.TRIM, (1,), ())
 
 
 def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile: MixinProfile) -> None:
     """It would see the hook's value (set inside super()) where it saw the mixin's."""
     source = method('model_inputs["output_router_logits"] = True', 'model_inputs["position_ids"] = None')
-    change, why, _ = member_change(finding(source, profile), ["position_ids"], profile,
-                                   {"position_ids": Idiom((), (NONE,))})
-    assert change is Change.BLOCKED and "between super()" in why
+    found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert found.change is Change.BLOCKED and "between super()" in found.why
+
+
+def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:
+    """Fuyu's reduction: super(), a first-step input, then its ids cut to the last token (nothing the mixin does).
+    The hooked statement goes; the cut stays where it was, after where the hook now runs."""
+    source = method('model_inputs["image_patches"] = image_patches if is_first_iteration else None',
+                    "if past_key_values:", '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]',
+                    params="input_ids, past_key_values=None, image_patches=None, is_first_iteration=False, **kwargs",
+                    call="input_ids, past_key_values=past_key_values, is_first_iteration=is_first_iteration, **kwargs")
+    f = finding(source, profile, forward_params=("input_ids", "past_key_values", "image_patches"))
+    assert any(r.kind.keeps for r in f.reasons)  # the cut is the override's own
+    found = member_change(f, ["image_patches"], profile, {"image_patches": Idiom((FIRST,), (NONE, CALLER))})
+    # the parameter super() never got leaves the signature: through **kwargs it reaches the mixin's hook
+    assert (found.change, found.removed, found.unnamed) == (Change.TRIM, (1,), ("image_patches",))
+
+
+@pytest.mark.parametrize(
+    ("params", "forward_params", "read_again"),
+    [
+        # read again after the removed statement: it has to stay
+        ("input_ids, image_patches=None, is_first_iteration=False, **kwargs", ("input_ids", "image_patches"), True),
+        # a default of its own would be lost: a caller leaving it out gives the mixin nothing
+        ("input_ids, image_patches=1, is_first_iteration=False, **kwargs", ("input_ids", "image_patches"), False),
+        # generate() accepts the input through the signature alone (forward does not name it)
+        ("input_ids, image_patches=None, is_first_iteration=False, **kwargs", ("input_ids",), False),
+    ],
+)
+def test_a_withheld_parameter_leaves_the_signature_only_when_nothing_else_needs_it(
+        profile: MixinProfile, params: str, forward_params: tuple[str, ...], read_again: bool) -> None:
+    # the ids cut to the last token, the member's own: it is trimmed, not deleted
+    body = ['model_inputs["image_patches"] = image_patches if is_first_iteration else None',
+            "if not is_first_iteration:", '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]']
+    if read_again:
+        body.append('model_inputs["patch_count"] = image_patches.shape[0]')
+    source = method(*body, params=params, call="input_ids, is_first_iteration=is_first_iteration, **kwargs")
+    found = member_change(finding(source, profile, forward_params=forward_params), ["image_patches"], profile,
+                          {"image_patches": Idiom((FIRST,), (NONE, CALLER))})
+    assert found.change is Change.BLOCKED and "does not hand image_patches to super()" in found.why
 
 
 # --------------------------------------------------------------------------------------------- clustering
@@ -560,7 +597,7 @@ def test_a_whole_body_hook_is_applied_to_the_mixin_and_its_members(fixture_scan:
 #: the fixture's clusters: hook -> (members it changes, members it cannot)
 TREE = {
     "_generation_dropped_inputs": ({"newt", "owl", "pike", "toad", "wren"}, {"mole"}),
-    "_generation_inputs_dropped_after_prefill": ({"heron", "ibis", "koi"}, {"mole"}),
+    "_generation_inputs_dropped_after_prefill": ({"crane", "heron", "ibis", "koi"}, {"mole"}),
     "_generation_inputs_from_config": ({"jay", "kite", "lark", "wren"}, set()),
 }
 #: files no hook may touch: the near miss (its mask left out after the first step, cache or not) and the blocked
@@ -671,13 +708,25 @@ def test_apply_with_hooks_adds_the_hooks_and_rewrites_the_members(checkout: Path
     positions = '_generation_dropped_inputs = ("position_ids",)'
     expect = {
         "heron": [after_prefill("attention_mask")], "ibis": [after_prefill("image_grid")],
-        "koi": [after_prefill("image_grid")], "jay": [from_config], "kite": [from_config], "lark": [from_config],
+        "koi": [after_prefill("image_grid")], "crane": [after_prefill("image_grid")], "jay": [from_config], "kite": [from_config], "lark": [from_config],
         "newt": [positions], "owl": [positions], "pike": [positions], "toad": [positions],
         "wren": [positions, from_config],  # deleted: with both hooks, nothing model-specific is left
     }
     for model, assignments in expect.items():
         for path in {f"{PKG}/{model}/modeling_{model}.py", f"{PKG}/{model}/modular_{model}.py"} & changed:
             removed, added = _changed_lines(before[path], after[path])
+            if model == "crane":
+                # trimmed: the grid's statement goes, and the parameter only it read (super() never got it, the
+                # hook finds it in **kwargs); its own cut of the ids stays
+                signature = "def prepare_inputs_for_generation(self, input_ids, is_first_iteration=False, **kwargs):"
+                assert [line.strip() for line in added if line.strip()] == [*assignments, signature], (path, added)
+                assert [line.strip() for line in removed] == [
+                    "def prepare_inputs_for_generation(", "self,", "input_ids,", "image_grid=None,",
+                    "is_first_iteration=False,", "**kwargs,", "):",
+                    'if is_first_iteration or not kwargs.get("use_cache", True):',
+                    'model_inputs["image_grid"] = image_grid']
+                assert 'model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]' in after[path].decode()
+                continue
             assert [line.strip() for line in added if line.strip()] == assignments, (path, added)
             old_method = _method_lines(before[path])
             assert set(removed) <= old_method, (path, set(removed) - old_method)

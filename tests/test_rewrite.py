@@ -618,6 +618,35 @@ CASES = [
     pytest.param(
         src('''
             class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(
+                    self,
+                    input_ids,
+                    past_key_values=None,
+                    image_patches=None,
+                    **kwargs,
+                ):
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
+                    model_inputs["image_patches"] = image_patches if past_key_values is None else None
+                    if past_key_values:
+                        model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
+                    return model_inputs
+        '''),
+        [dataclasses.replace(edit(EditKind.TRIM), remove=(1,), keep_params=("self", "input_ids", "past_key_values",
+                                                                             "kwargs"))],
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
+                    if past_key_values:
+                        model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
+                    return model_inputs
+        '''),
+        # the parameter only the removed statement read leaves the signature: **kwargs takes it to the hook
+        id="trim-drops-a-parameter-only-the-removed-statement-read",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if past_key_values is not None:
                         input_ids = input_ids[:, -1:]
@@ -855,6 +884,63 @@ def test_rewrite(before: str, edits: list[Edit], after: str) -> None:
     classes = {e.class_name for e in edits}
     if len(classes) == 1:
         assert_outside_unchanged(result.old, result.new, classes.pop())
+
+
+#: a mined hook's class attribute where the class sets it already
+ATTRIBUTE_CASES = [
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                _generation_dropped_inputs = ("head_mask", "position_ids")
+
+                def forward(self):
+                    pass
+        '''),
+        [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("position_ids", "cache_position")')],
+        src('''
+            class FooForCausalLM(Base):
+                _generation_dropped_inputs = ("head_mask", "position_ids", "cache_position")
+
+                def forward(self):
+                    pass
+        '''),
+        # a second pass over the tree the first left: what the first pass's attribute names stays named
+        id="set-attribute-adds-names-to-the-tuple-an-earlier-pass-wrote",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                _generation_input_defaults = {'output_router_logits': False}
+        '''),
+        [edit(EditKind.SET_ATTRIBUTE, '_generation_input_defaults = {"use_cache": True}')],
+        src('''
+            class FooForCausalLM(Base):
+                _generation_input_defaults = {"output_router_logits": False, "use_cache": True}
+        '''),
+        id="set-attribute-adds-keys-to-the-dict-an-earlier-pass-wrote",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                _generation_dropped_inputs = DROPPED
+        '''),
+        [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("head_mask",)')],
+        src('''
+            class FooForCausalLM(Base):
+                _generation_dropped_inputs = ("head_mask",)
+        '''),
+        # not a literal: nothing to merge with
+        id="set-attribute-replaces-what-is-no-literal",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "edits", "after"), ATTRIBUTE_CASES)
+def test_set_attribute(before: str, edits: list[Edit], after: str) -> None:
+    assert_parses(after)
+    result = rewrite(before, *edits)
+    assert result.error is None, result.error
+    assert result.new_text() == after
 
 
 NOOPS = [

@@ -316,6 +316,11 @@ class _Judge:
                     elif self.closed_fallback is not None and key not in self.closed_fallback:
                         self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} is passed on; the dict "
                                                                   f"{self._fallback_name} returns drops it")
+                    elif a.delegation is Delegation.SUPER and key in PREPARED_FROM_CALLER:
+                        # set after super() (a first pass's repair: Chameleon's mask), it undoes what the mixin made of
+                        # the caller's value (a 4D mask for a static cache, positions cut to the new tokens)
+                        self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} as the caller gives it, not as "
+                                                                  f"{self._fallback_name} prepares it")
                     continue  # passed through: the fallback forwards every keyword argument
                 self.extra(key, ExtraHow.ADJUSTED, name, line, f"{key} is given the value of {name}")
                 continue
@@ -683,6 +688,10 @@ class _Judge:
         params = frozenset(p.name for p in self.a.params)
         return any(_handles_inputs(u.code, params) for u in self.a.unrecognised)
 
+
+#: inputs the mixin makes something of, from what the caller gives: an override setting one back to its parameter
+#: after super() keeps the caller's value
+PREPARED_FROM_CALLER = frozenset({"attention_mask", "position_ids", "token_type_ids"})
 
 #: the name of the dict an override builds and returns (the fallback's, after a reduction)
 RESULT = "model_inputs"

@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, Va
 from codemod.errors import CodemodError
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile
-from codemod.transform.plan import Edit, Plan, make_plan
+from codemod.transform.plan import Edit, Plan, Trim, make_plan
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import read_source
@@ -191,7 +191,8 @@ def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | Non
 
 def initial_plan(
     result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
-    trims: dict[str, tuple[int, ...]] | None = None, moved_whole: frozenset[str] = frozenset(),
+    trims: dict[str, Trim] | None = None, moved_whole: frozenset[str] = frozenset(),
+    left_out: Mapping[str, frozenset[str]] | None = None,
 ) -> Plan:
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
@@ -207,6 +208,7 @@ def initial_plan(
         hold_unproven=hold_unproven,
         trims=trims,
         moved_whole=moved_whole,
+        left_out=left_out,
     )
 
 

@@ -63,7 +63,7 @@ from codemod.contracts import (
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
-from codemod.transform.plan import Edit, EditKind, HookCode, Plan
+from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim
 from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
@@ -193,6 +193,8 @@ class Member:
     #: TRIM: the top-level statements removed (indices into the method body, the docstring counts)
     removed: tuple[int, ...] = ()
     lines: int = 0  # the override's lines today
+    #: TRIM: the parameters that leave the signature with the removed statements (see :class:`MemberChange`)
+    unnamed: tuple[str, ...] = ()
 
     @property
     def applicable(self) -> bool:
@@ -836,72 +838,113 @@ def assignment(cluster_kind: HookKind, attribute: str, parts: Sequence[Part]) ->
 _ALWAYS_SET = frozenset({ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT})
 
 
+@dataclasses.dataclass(frozen=True)
+class MemberChange:
+    """How a member's override changes once the mixin does its hooked inputs."""
+
+    change: Change
+    why: str = ""  # why it is blocked
+    #: TRIM: the top-level statements removed (indices into the method body, the docstring counts)
+    removed: tuple[int, ...] = ()
+    #: TRIM: parameters only the removed statements read, which the method withheld from super(): they leave the
+    #: signature and reach super() through ``**kwargs``, where the hook reads them (Fuyu's ``image_patches``)
+    unnamed: tuple[str, ...] = ()
+
+
+def _blocked(why: str) -> MemberChange:
+    return MemberChange(Change.BLOCKED, why)
+
+
 def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom], *,
-                  keep_signature: bool = False) -> tuple[Change, str, tuple[int, ...]]:
-    """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it: (change, why blocked,
-    the statements a trim removes). ``keep_signature``: never a deletion (verification found the signature to
-    matter: see :func:`trimmed`)."""
+                  keep_signature: bool = False) -> MemberChange:
+    """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it. ``keep_signature``: never
+    a deletion (verification found the signature to matter: see :func:`trimmed`)."""
     o = f.override
     a = o.analysis
     hooked = set(hooked)
     if o.fallback is not None and o.fallback.kind is not FallbackKind.MIXIN:
-        return Change.BLOCKED, f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into", ()
+        return _blocked(f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into")
     if a.delegation in (Delegation.SUBMODEL, Delegation.STORED_METHOD):
-        return Change.BLOCKED, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()", ()
+        return _blocked(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()")
     bespoke = next((r for r in f.reasons if r.kind.keeps), None)
-    if bespoke is not None:
-        return Change.BLOCKED, f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other " \
-                               "statements are not all recognised, so nothing checks the part can move", ()
+    if bespoke is not None and a.delegation is not Delegation.SUPER:
+        return _blocked(f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other "
+                        "statements are not all recognised, so nothing checks the part can move")
     if o.forward_params is not None and any(p.startswith("**") for p in o.forward_params):
         # a hook leaves out what a member may have set to None (and the other way round): the same to a forward
         # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
         named = {p for p in o.forward_params if not p.startswith("*")}
         loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named)
         if loose:
-            return Change.BLOCKED, (f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
-                                    "may not be the same to it"), ()
+            return _blocked(f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
+                            "may not be the same to it")
     remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
     provided = {k for k in hooked if k in idioms and set(idioms[k].table) == {ValueKind.CALLER_OR_DEFAULT}}
-    if not remaining and not signature_kept(a, profile, provided) and not keep_signature:
+    # an override that already calls super() and does something the mixin does not (Fuyu's ids cut to the last
+    # token) can still be trimmed: its own statements stay where they are, only those that set hooked inputs go, with
+    # the checks of any trim below (they do nothing else; nothing runs between super() and them)
+    if not remaining and bespoke is None and not signature_kept(a, profile, provided) and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = _ids_param(a)
             unknown = sorted(p.name for p in a.params if p.kind.named and p.name not in ("self", ids)
                              and p.name not in forward and p.name not in mixin_params)
             if unknown:
-                return Change.BLOCKED, (f"generate() accepts {', '.join(unknown)} only because the override names "
-                                        f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
-                                        "deleting it would make generate() refuse the input"), ()
-        return Change.DELETE, "", ()
+                return _blocked(f"generate() accepts {', '.join(unknown)} only because the override names "
+                                f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
+                                "deleting it would make generate() refuse the input")
+        return MemberChange(Change.DELETE)
     if a.delegation is None:
-        return Change.REDUCE, "", ()
+        return MemberChange(Change.REDUCE)
     # already super(): remove the statements that only set hooked keys
     if not a.forwards_kwargs:
-        return Change.BLOCKED, "its super() call hands on no **kwargs: the hooked inputs would not reach the mixin", ()
+        return _blocked("its super() call hands on no **kwargs: the hooked inputs would not reach the mixin")
+    removed = _statements_of(a, hooked)
+    if removed is None:
+        return _blocked("a statement setting a hooked input also does something else")
+    unnamed = []
     for key in sorted(hooked):
-        if key in a.withheld or _popped_before(a, key):
-            return Change.BLOCKED, (f"it does not hand {key} to super(): removing its statement would lose the input "
-                                    "(a deletion would not, but something else stays)"), ()
+        if _popped_before(a, key):
+            return _blocked(f"it drops {key} before super(): removing its statement would lose the input (a deletion "
+                            "would not, but something else stays)")
+        if key in a.withheld:
+            if not _unnamable(o, key, removed):
+                return _blocked(f"it does not hand {key} to super(): removing its statement would lose the input "
+                                "(a deletion would not, but something else stays)")
+            unnamed.append(key)
     atoms = set().union(*(set(idioms[k].atoms) for k in hooked if k in idioms))
     flags = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position",
              Atom.USE_CACHE.value: "use_cache"}
     for atom in sorted(atoms):
         flag = flags.get(atom)
         if flag is not None and flag in a.withheld:
-            return Change.BLOCKED, f"it does not hand {flag} to super(): the mixin's test is not the override's", ()
-    removed = _statements_of(a, hooked)
-    if removed is None:
-        return Change.BLOCKED, "a statement setting a hooked input also does something else", ()
+            return _blocked(f"it does not hand {flag} to super(): the mixin's test is not the override's")
     ordered = sorted(a.top_level, key=lambda t: t.index)
     call = next((t.index for t in ordered if "super" in t.reads), None)
     between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed),
                    None)
     if between is not None:
         # the hook runs inside super(): a statement between the call and the removed ones would see its values
-        return Change.BLOCKED, (f"line {between.line} runs between super() and the statements the hook replaces: it "
-                                "would see the hook's values where it saw the mixin's"), ()
-    return Change.TRIM, "", removed
+        return _blocked(f"line {between.line} runs between super() and the statements the hook replaces: it would see "
+                        "the hook's values where it saw the mixin's")
+    return MemberChange(Change.TRIM, removed=removed, unnamed=tuple(unnamed))
+
+
+def _unnamable(o: Override, name: str, removed: tuple[int, ...]) -> bool:
+    """Whether parameter ``name``, which the method does not hand to super(), can leave the signature with the
+    ``removed`` statements, reaching super() through ``**kwargs`` as the caller gives it: only those statements
+    read it, its default is None (what a caller leaving it out gives the mixin), generate() still accepts it
+    (``forward`` names it) and it is not the ids or ``inputs_embeds`` (which generate() looks for in this
+    signature). No ``*args``: a parameter less would shift their positions."""
+    a = o.analysis
+    param = next((p for p in a.params if p.name == name), None)
+    if param is None or not param.kind.named or param.default != "None" or name == "inputs_embeds" \
+            or name == _ids_param(a) or o.forward_params is None or name not in o.forward_params:
+        return False
+    if any(p.kind is ParamKind.VAR_ARGS for p in a.params) or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
+        return False
+    return all(name not in t.reads for t in a.top_level if t.index not in removed)
 
 
 def _ids_param(a: BodyAnalysis) -> str | None:
@@ -948,8 +991,8 @@ def signature_kept(a: BodyAnalysis, profile: MixinProfile, provided: Iterable[st
     return f"its default{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}" if defaults else ""
 
 
-def signature_trims(report: HookReport, result: ScanResult, members: Iterable[str]) -> dict[str, tuple[int, ...]]:
-    """Override id -> the statements a trim removes, for the ``members`` a hook deletes that can be trimmed
+def signature_trims(report: HookReport, result: ScanResult, members: Iterable[str]) -> dict[str, Trim]:
+    """Override id -> what a trim removes, for the ``members`` a hook deletes that can be trimmed
     instead (with the same checks as any trim: see :func:`member_change`): the override keeps its signature and
     whatever else it does. For a member whose deletion verification found to change what generate() does
     through the signature (it took ``inputs_embeds`` the old signature refused, or lost a default a composite's
@@ -962,11 +1005,11 @@ def signature_trims(report: HookReport, result: ScanResult, members: Iterable[st
                     and cluster.idiom is not None:
                 hooked.setdefault(member.override, {}).update(dict.fromkeys(member.keys, cluster.idiom))
     findings = {f.override.id: f for f in result.findings}
-    out: dict[str, tuple[int, ...]] = {}
+    out: dict[str, Trim] = {}
     for oid, idioms in hooked.items():
-        change, _, removed = member_change(findings[OverrideId(oid)], idioms, result.profile, idioms, keep_signature=True)
-        if change is Change.TRIM:
-            out[oid] = removed
+        found = member_change(findings[OverrideId(oid)], idioms, result.profile, idioms, keep_signature=True)
+        if found.change is Change.TRIM:
+            out[oid] = Trim(found.removed, found.unnamed)
     return out
 
 
@@ -1062,7 +1105,7 @@ def mine(result: ScanResult) -> HookReport:
     # A member's change depends on every hook it takes: with all of them, nothing may be left (a deletion);
     # with some, a trim. Which hooks are applied depends on how many models each can change: settle both.
     applied = {id(d) for d in drafts if d.hook is not None and mixin_file is not None}
-    changes: dict[tuple[int, str], tuple[Change, str, tuple[int, ...]]] = {}
+    changes: dict[tuple[int, str], MemberChange] = {}
     for _ in range(len(drafts) + 1):
         joint: dict[str, list[str]] = {}
         for d in drafts:
@@ -1072,13 +1115,13 @@ def mine(result: ScanResult) -> HookReport:
         for d in drafts:
             for override_id, own in d.parts.items():
                 if d.hook is None:
-                    changes[id(d), override_id] = (Change.BLOCKED, "no hook template", ())
+                    changes[id(d), override_id] = _blocked("no hook template")
                     continue
                 keys = joint[override_id] if id(d) in applied else [p.key for p in own]
                 changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
                                                             idioms_of.get(override_id, {}))
         settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
-            o for o in d.parts if changes[id(d), o][0] is not Change.BLOCKED)) >= MIN_MODELS}
+            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= MIN_MODELS}
         if settled == applied:
             break
         applied = settled
@@ -1087,10 +1130,11 @@ def mine(result: ScanResult) -> HookReport:
         cluster_members = []
         for override_id, own in d.parts.items():
             o = findings[override_id].override
-            change, why, removed = changes[id(d), override_id]
+            outcome = changes[id(d), override_id]
             cluster_members.append(Member(
                 OverrideId(override_id), own[0].model, o.class_name, o.file, tuple(p.key for p in own),
-                assignment(d.kind, d.hook.attribute, own) if d.hook else "", change, why, removed, o.lines,
+                assignment(d.kind, d.hook.attribute, own) if d.hook else "", outcome.change, outcome.why, outcome.removed,
+                o.lines, outcome.unnamed,
             ))
         cluster_members.sort(key=lambda m: (m.model, m.file, m.class_name))
         not_applied = ""
@@ -1276,7 +1320,9 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
         provided = {k for k, c in hooked.items() if c.kind is HookKind.DEFAULT}
-        if not remaining and not signature_kept(f.override.analysis, result.profile, provided) \
+        # what the mixin does not do (Fuyu's ids cut to the last token) keeps the override: only trimmed
+        own = any(r.kind.keeps for r in f.reasons)
+        if not remaining and not own and not signature_kept(f.override.analysis, result.profile, provided) \
                 and f.override.id not in keep_signature:
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
@@ -1292,7 +1338,7 @@ def hooked_result(result: ScanResult, report: HookReport, keep_signature: Iterab
 
 def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None, *,
                     mark_kept: bool = False, hold_unproven: bool = False,
-                    keep_signature: Mapping[str, tuple[int, ...]] | None = None) -> Plan:
+                    keep_signature: Mapping[str, Trim] | None = None) -> Plan:
     """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
     (the same edit in every member's shard, written once: the hook stays as long as one member does).
@@ -1301,19 +1347,34 @@ def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, R
 
     kept = dict(keep_signature or {})
     plan = initial_plan(hooked_result(result, report, kept), repairs, mark_kept=mark_kept,
-                        hold_unproven=hold_unproven, trims={**trims(report), **kept}, moved_whole=report.moved_whole())
+                        hold_unproven=hold_unproven, trims={**trims(report), **kept}, moved_whole=report.moved_whole(),
+                        left_out=left_out(report))
     return extend(plan, report)
 
 
-def trims(report: HookReport) -> dict[str, tuple[int, ...]]:
-    """Override id -> the statements to remove, for the applicable members that call ``super()`` already
-    (the statements every hook it takes does in the mixin now)."""
-    out: dict[str, set[int]] = {}
+def left_out(report: HookReport) -> dict[str, frozenset[str]]:
+    """Override id -> the keys the applied hooks make the mixin leave out for its class (always: none of them
+    reaches forward)."""
+    out: dict[str, set[str]] = {}
+    for cluster in report.applied():
+        if cluster.kind is HookKind.DROPPED:
+            for member in cluster.members:
+                if member.applicable:
+                    out.setdefault(member.override, set()).update(member.keys)
+    return {oid: frozenset(keys) for oid, keys in out.items()}
+
+
+def trims(report: HookReport) -> dict[str, Trim]:
+    """Override id -> what to remove, for the applicable members that call ``super()`` already (the statements
+    every hook it takes does in the mixin now, and the parameters only they read)."""
+    removed: dict[str, set[int]] = {}
+    unnamed: dict[str, set[str]] = {}
     for cluster in report.applied():
         for member in cluster.members:
             if member.applicable and member.change is Change.TRIM:
-                out.setdefault(member.override, set()).update(member.removed)
-    return {oid: tuple(sorted(removed)) for oid, removed in out.items()}
+                removed.setdefault(member.override, set()).update(member.removed)
+                unnamed.setdefault(member.override, set()).update(member.unnamed)
+    return {oid: Trim(tuple(sorted(statements)), tuple(sorted(unnamed[oid]))) for oid, statements in removed.items()}
 
 
 def extend(plan: Plan, report: HookReport) -> Plan:

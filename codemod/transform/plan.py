@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from codemod.analyse import soundness
 from codemod.analyse.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
@@ -85,7 +85,7 @@ class Edit:
     text: str = ""
     #: REDUCE: indices of the original body's statements to keep, in front of the new body
     keep: tuple[int, ...] = ()
-    #: REDUCE: the parameters the reduced method still names (others reach super() through **kwargs);
+    #: REDUCE/TRIM: the parameters the method still names (others reach super() through **kwargs);
     #: empty to keep the signature as it is
     keep_params: tuple[str, ...] = ()
     #: HOOK: the attribute and code to add to the mixin
@@ -101,6 +101,18 @@ class Edit:
     direct_return: bool = False
     #: REDUCE: runs of statements inside the kept statements to leave out of them (the fallback does what they did)
     cuts: tuple[Nested, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Trim:
+    """What a mined hook (``codemod.transform.hooks``) takes out of an override that calls super() already."""
+
+    #: indices of the body's top-level statements to remove (see Edit.remove)
+    remove: tuple[int, ...]
+    #: parameters that leave the signature: only the removed statements read them, and the method withheld them
+    #: from super(); through **kwargs they now reach the mixin, whose hook sets the input from them (Fuyu's
+    #: ``image_patches``)
+    unnamed: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,6 +291,10 @@ def _names(code: str) -> set[str]:
     except SyntaxError:
         return set()
 
+
+#: the class attribute of the mined hook for inputs a model computes itself (``codemod.transform.hooks``): the
+#: mixin leaves out every key a class names in it
+DROPPED_INPUTS = "_generation_dropped_inputs"
 
 #: keys a mixin of some era, or generate() through it, may put in the prepared inputs itself
 MIXIN_KEYS = CORE_INPUTS | GENERATE_PROVIDES | {"token_type_ids", "num_logits_to_keep", "logits_to_keep",
@@ -599,7 +615,7 @@ class _Decision:
     mark: str = ""
     reason: str = ""
     keep: tuple[int, ...] = ()  # statements a REDUCE keeps (see Edit.keep)
-    keep_params: tuple[str, ...] = ()  # parameters a REDUCE keeps (see Edit.keep_params)
+    keep_params: tuple[str, ...] = ()  # parameters a REDUCE or TRIM keeps (see Edit.keep_params)
     extras: tuple[Extra, ...] = ()  # what a REDUCE re-creates after super()
     remove: tuple[int, ...] = ()  # statements a TRIM removes (see Edit.remove)
 
@@ -649,10 +665,14 @@ class _Planner:
         mixin_reach: soundness.Reach | None = None,
         mark_kept: bool = False,
         hold_unproven: bool = False,
-        trims: dict[str, tuple[int, ...]] | None = None,
+        trims: dict[str, Trim] | None = None,
         moved_whole: frozenset[str] = frozenset(),
+        left_out: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.repairs = repairs or {}
+        #: keys the mixin's mined hooks leave out for an override (``_generation_dropped_inputs``): never passed to
+        #: forward, so nothing to drop after super() for them
+        self.left_out = dict(left_out or {})
         #: overrides whose whole body a mined hook runs in the mixin, which returns before it prepares anything:
         #: what the mixin would pass to forward is no concern of theirs
         self.moved_whole = moved_whole
@@ -739,11 +759,13 @@ class _Planner:
                     # (no base defines the method): nothing to add
                     mark = ""
                 self.decisions[oid] = _Decision(Action.KEEP, None, mark=mark)
-        for oid, removed in self.trims.items():
+        for oid, trim in self.trims.items():
             if oid in self.decisions and self.decisions[oid].action is Action.KEEP:
                 # statements a mined hook does in the mixin now (codemod.transform.hooks); the rest of the method stays as
                 # the maintainers wrote it, comments and all, so it gets no mark
-                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=removed,
+                signature = self.by_id[oid].analysis.params
+                keep_params = tuple(p.name for p in signature if p.name not in trim.unnamed) if trim.unnamed else ()
+                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=trim.remove, keep_params=keep_params,
                                                 reason="trimmed: the mixin's hook does what the removed statements did")
         for oid, decision in list(self.decisions.items()):
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
@@ -774,7 +796,7 @@ class _Planner:
         for _ in range(3):  # a reduction hands super() its parameters, which may add keys to drop
             keywords = reduction.keywords if reduction is not None else ()
             more = tuple(k for k in soundness.not_taken(o, soundness.forwarded_keys(o, reach, keywords, extras))
-                         if k not in missing)
+                         if k not in missing and k not in self._left_out(o))
             if not more:
                 break
             missing += more
@@ -789,6 +811,17 @@ class _Planner:
                          reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take "
                                 f"{', '.join(missing)})", keep=_kept_statements(extras),
                          keep_params=reduction.keep_params, extras=extras)
+
+    def _left_out(self, o: Override) -> frozenset[str]:
+        """What the mixin leaves out for ``o``'s class: the keys this plan's hooks drop for it, and those its class
+        names in the attribute of a hook written before (a second pass over the tree a first one left)."""
+        written = o.attribute(DROPPED_INPUTS)
+        try:
+            names: object = ast.literal_eval(written) if written is not None else ()
+        except (ValueError, SyntaxError):
+            names = ()
+        named = frozenset(n for n in names if isinstance(n, str)) if isinstance(names, tuple) else frozenset[str]()
+        return self.left_out.get(o.id, frozenset()) | named
 
     def refusal(self, f: Finding, decision: _Decision) -> str | None:
         """Why a change would leave code that cannot run (``codemod.analyse.soundness``), or None."""
@@ -1034,8 +1067,9 @@ def make_plan(
     mixin_reach: soundness.Reach | None = None,
     mark_kept: bool = False,
     hold_unproven: bool = False,
-    trims: dict[str, tuple[int, ...]] | None = None,
+    trims: dict[str, Trim] | None = None,
     moved_whole: frozenset[str] = frozenset(),
+    left_out: Mapping[str, frozenset[str]] | None = None,
 ) -> Plan:
     """Plan the migration of ``findings`` (already filtered by --only/--skip).
 
@@ -1048,13 +1082,14 @@ def make_plan(
     every key a change makes reach ``forward`` is one it takes. ``hold_unproven``: no verification
     follows (``apply`` on model code outside transformers), so a change that would alter what the
     standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
-    override the findings keep to the statements of its body to remove (the members of a mined hook,
+    override the findings keep to the statements of its body to remove (and the parameters it still names) (the members of a mined hook,
     ``codemod.transform.hooks``, that call ``super()`` already): planned like any change, so a generated file and
     its modular source trim together. ``moved_whole``: overrides reduced to ``super()`` because a mined hook runs their
-    whole body in the mixin (which returns their own dict before preparing anything).
+    whole body in the mixin (which returns their own dict before preparing anything). ``left_out``: the keys the
+    mined hooks make the mixin leave out for an override (none of them reaches forward).
     """
     planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept, hold_unproven, trims, moved_whole)
+                       mixin_reach, mark_kept, hold_unproven, trims, moved_whole, left_out)
     planner.initial()
     planner.generated()
     planner.modular_trap()

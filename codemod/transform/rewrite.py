@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import textwrap
 from collections.abc import Iterable, Sequence
 
@@ -346,6 +347,34 @@ def _assigned_name(statement: cst.CSTNode) -> str | None:
     return None
 
 
+def _literal(statement: cst.CSTNode) -> object:
+    """The value a class-level assignment gives, when it is a literal (None otherwise)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(statement.body[0], (cst.Assign, cst.AnnAssign)):
+        return None
+    value = statement.body[0].value
+    try:
+        return ast.literal_eval(cst.Module(body=[]).code_for_node(value)) if value is not None else None
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _literal_code(value: object) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _merged_value(existing: cst.CSTNode, new: cst.CSTNode) -> str | None:
+    """A hook attribute the class sets already (a first pass's, when a second one mines the tree it left) keeps
+    what it names: a tuple of names gets the new ones after its own, a dict the new keys; None: replace it."""
+    old_value, new_value = _literal(existing), _literal(new)
+    if isinstance(old_value, tuple) and isinstance(new_value, tuple):
+        names = tuple(dict.fromkeys((*old_value, *new_value)))
+        return "(" + ", ".join(_literal_code(n) for n in names) + ("," if len(names) == 1 else "") + ")"
+    if isinstance(old_value, dict) and isinstance(new_value, dict):
+        items = {**old_value, **new_value}
+        return "{" + ", ".join(f"{_literal_code(k)}: {_literal_code(v)}" for k, v in items.items()) + "}"
+    return None
+
+
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return m.matches(statement, m.SimpleStatementLine([m.Expr(m.SimpleString() | m.ConcatenatedString())]))
 
@@ -440,7 +469,7 @@ def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCom
 def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str) -> list[cst.BaseStatement]:
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
-    same name is replaced."""
+    same name is merged with it (:func:`_merged_value`)."""
     new = _class_statements(module, code)
     if len(new) != 1 or _assigned_name(new[0]) is None:
         raise RewriteError(f"not one class attribute assignment: {code!r}")
@@ -448,6 +477,9 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
     statement = _statement(statement)
     for i, existing in enumerate(body):
         if _assigned_name(existing) == name:
+            merged = _merged_value(existing, statement)
+            if merged is not None:
+                statement = _statement(_class_statements(module, f"{name} = {merged}")[0])
             body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
             return body
     if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
@@ -605,6 +637,8 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             function = _ignore_copy(function)
         elif edit.kind is EditKind.TRIM:
             function = _trim(function, edit.remove, edit.text)
+            if edit.keep_params:
+                function = _slim_parameters(module, function, edit.keep_params)
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
             function = _hook_method(module, function, edit.hook)
             hooks.append(edit.hook)
