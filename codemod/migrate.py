@@ -83,6 +83,19 @@ def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> d
 CONTEXT_CLASSES = ("EncoderDecoderModel",)
 
 
+def reworded_mark(mark: str, hooked: Iterable[str]) -> str:
+    """A mark this tool wrote (``plan.extras_summary``: phrases joined by ``; ``, each naming its key first, as in
+    ``image_patches only on the first step``, or after ``drops`` / ``no``), without the phrases of the ``hooked``
+    keys, which a hook does now."""
+    keys = set(hooked)
+
+    def key_of(phrase: str) -> str:
+        words = phrase.split() or [""]
+        return words[1] if words[0] in ("drops", "no") and len(words) > 1 else words[0]
+
+    return "; ".join(p for p in mark.split("; ") if key_of(p) not in keys)
+
+
 def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
     """The plan without the changes to ``CONTEXT_CLASSES`` when it changes anything else: those are
     verified in a run of their own (``--only`` their model), against decoders as they are."""
@@ -244,6 +257,11 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
 
         def mark(oid: str) -> str:
             f = remaining[oid]
+            if any(r.kind.keeps for r in f.reasons) and f.override.overwritten:
+                # statements of its own stay (Fuyu's ids cut): the first pass's mark, less what the hooks do now
+                kept = reworded_mark(f.override.overwritten, mined.hooked_keys(oid))
+                if kept:
+                    return kept
             why = hook_stage.signature_kept(f.override.analysis, result.profile)
             return extras_summary(f.extras, f) or (f"keeps its signature ({why})" if why else "keeps its signature for generate()")
 

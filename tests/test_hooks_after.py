@@ -122,3 +122,22 @@ def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the
         source = _class_source(tree, model)
         assert 'model_inputs.pop("token_type_ids", None)' in source and "_generation_dropped_inputs" not in source
     assert "_generation_dropped_inputs" not in (tree / "src/transformers/generation/utils.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("mark", "hooked", "reworded"),
+    [
+        # Fuyu: its first-step inputs are the hook's now, its own cut of the ids stays
+        ("image_patches only on the first step; input_ids cut to the last token", {"image_patches"},
+         "input_ids cut to the last token"),
+        # a key named inside a phrase about another key is not that phrase's key
+        ("position_ids from attention_mask; drops head_mask", {"attention_mask"},
+         "position_ids from attention_mask; drops head_mask"),
+        ("image_patches only on the first step", {"image_patches"}, ""),
+        ("drops head_mask; no pixel_values after the first step; input_ids cut to the last token",
+         {"head_mask", "pixel_values"}, "input_ids cut to the last token"),
+    ],
+)
+def test_a_trim_keeps_the_phrases_of_the_first_pass_mark_no_hook_does(mark: str, hooked: set[str],
+                                                                        reworded: str) -> None:
+    assert migrate.reworded_mark(mark, hooked) == reworded
