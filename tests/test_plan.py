@@ -1126,3 +1126,44 @@ def test_a_dropped_key_a_mixin_may_set_itself_is_still_handed_on_and_dropped(new
     assert body is not None
     assert "num_logits_to_keep=num_logits_to_keep" in body
     assert 'model_inputs.pop("num_logits_to_keep", None)' in body
+
+
+# ------------------------------------------------------------------------------------------- keys a hook leaves out
+
+_CROW = '''
+from ...generation import GenerationMixin
+from ...modeling_utils import PreTrainedModel
+
+
+class CrowPreTrainedModel(PreTrainedModel):
+    _supports_cache_class = True
+
+
+class CrowForCausalLM(CrowPreTrainedModel, GenerationMixin):
+{attribute}    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, inputs_embeds=None, use_cache=None):
+        pass
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
+'''
+CROW = f"{PKG}/crow/modeling_crow.py::CrowForCausalLM"
+
+
+@pytest.mark.parametrize(
+    ("attribute", "left_out", "kind"),
+    [
+        # the mixin passes cache_position (the class supports Cache classes), which forward does not take: dropped
+        ("", {}, EditKind.REDUCE),
+        # this plan's hook leaves it out for the class: nothing to drop after super()
+        ("", {CROW: frozenset({"cache_position"})}, EditKind.DELETE),
+        # a hook a first pass wrote leaves it out (a second pass over that tree)
+        ('    _generation_dropped_inputs = ("head_mask", "cache_position")\n\n', {}, EditKind.DELETE),
+    ],
+)
+def test_a_key_a_hook_leaves_out_is_not_dropped_again(tmp_path: Path, attribute: str,
+                                                      left_out: dict[str, frozenset[str]], kind: EditKind) -> None:
+    root = checkout_copy(tmp_path / "mini", {"crow/modeling_crow.py": _CROW.format(attribute=attribute)})
+    plan = initial_plan(scan_of(root), left_out=left_out)
+    assert edits_by_override(plan)[CROW][0] is kind
+    if kind is EditKind.REDUCE:
+        assert 'model_inputs.pop("cache_position", None)' in edit_of(plan, CROW, EditKind.REDUCE).text

@@ -131,6 +131,11 @@ class BodyAnalysis:
     def behaviours(self) -> frozenset[str]:
         return frozenset(r.behaviour for r in self.recognised)
 
+    @property
+    def ids_param(self) -> str | None:
+        """The name the method takes the ids under: its first positional parameter after ``self``."""
+        return next((p.name for p in self.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+
     def output_values(self) -> dict[str, Value]:
         """The final value of each output key, merging assignments on different steps.
 

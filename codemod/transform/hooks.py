@@ -63,7 +63,7 @@ from codemod.contracts import (
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
-from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim
+from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim, unnamable
 from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
@@ -887,7 +887,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     if not remaining and bespoke is None and not signature_kept(a, profile, provided) and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
-            ids = _ids_param(a)
+            ids = a.ids_param
             unknown = sorted(p.name for p in a.params if p.kind.named and p.name not in ("self", ids)
                              and p.name not in forward and p.name not in mixin_params)
             if unknown:
@@ -933,30 +933,16 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
 
 def _unnamable(o: Override, name: str, removed: tuple[int, ...]) -> bool:
     """Whether parameter ``name``, which the method does not hand to super(), can leave the signature with the
-    ``removed`` statements, reaching super() through ``**kwargs`` as the caller gives it: only those statements
-    read it, its default is None (what a caller leaving it out gives the mixin), generate() still accepts it
-    (``forward`` names it) and it is not the ids or ``inputs_embeds`` (which generate() looks for in this
-    signature). No ``*args``: a parameter less would shift their positions."""
-    a = o.analysis
-    param = next((p for p in a.params if p.name == name), None)
-    if param is None or not param.kind.named or param.default != "None" or name == "inputs_embeds" \
-            or name == _ids_param(a) or o.forward_params is None or name not in o.forward_params:
-        return False
-    if any(p.kind is ParamKind.VAR_ARGS for p in a.params) or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
-        return False
-    return all(name not in t.reads for t in a.top_level if t.index not in removed)
-
-
-def _ids_param(a: BodyAnalysis) -> str | None:
-    """The name the method takes the ids under: its first positional parameter after ``self``."""
-    return next((p.name for p in a.params if p.kind is ParamKind.POSITIONAL and p.name != "self"), None)
+    ``removed`` statements (only they read it), reaching super() and the hook through ``**kwargs``
+    (``plan.unnamable``)."""
+    return unnamable(o, name) and all(name not in t.reads for t in o.analysis.top_level if t.index not in removed)
 
 
 def _own_defaults(a: BodyAnalysis, profile: MixinProfile) -> list[Param]:
     """The named parameters (not ``self``, not the ids) with a default of the override's own: not None, and not
     the mixin's default for the same parameter."""
     mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
-    ids = _ids_param(a)
+    ids = a.ids_param
     return [p for p in a.params if p.kind.named and p.name not in ("self", ids) and p.default not in (None, "None")
             and mixin.get(p.name) != p.default]
 
@@ -1264,7 +1250,7 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
                             for out in a.outputs):
         return _Body(why="it returns more than a dict of names")
     shared = {p.name: p for p in mixin.params}
-    ids, mixin_ids = _ids_param(a), _ids_param(mixin)
+    ids, mixin_ids = a.ids_param, mixin.ids_param
     if ids != mixin_ids or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
         return _Body(why="its signature is not the mixin's: the first parameter or the **kwargs differ")
     for p in a.params:

@@ -301,6 +301,22 @@ MIXIN_KEYS = CORE_INPUTS | GENERATE_PROVIDES | {"token_type_ids", "num_logits_to
                                                 "decoder_inputs_embeds"}
 
 
+def unnamable(override: Override, name: str) -> bool:
+    """Whether parameter ``name`` can leave the signature and still reach ``super()`` as the caller gives it,
+    through ``**kwargs`` (which the caller must then read it from): a None default (what a caller leaving it out
+    gives the fallback), a ``forward`` that names it (generate() accepts a model kwarg when this signature or,
+    through ``**kwargs``, ``forward`` names it), not the ids or ``inputs_embeds`` (generate() looks for them in
+    this signature), and a signature with ``**kwargs`` and no ``*args`` (whose positions a parameter less would
+    shift). What else in the body reads it is the caller's to check."""
+    a = override.analysis
+    kinds = {p.kind for p in a.params}
+    param = next((p for p in a.params if p.name == name), None)
+    return (param is not None and param.kind.named and param.default == "None"
+            and name not in (a.ids_param, "inputs_embeds", "self")
+            and override.forward_params is not None and name in override.forward_params
+            and ParamKind.VAR_KEYWORDS in kinds and ParamKind.VAR_ARGS not in kinds)
+
+
 def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> tuple[str, ...]:
     """The parameters a reduced override still names; the others reach ``super()`` through
     ``**kwargs``, as the mixin takes them (a None the caller leaves out is the same None to the
@@ -313,20 +329,12 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     positions a dropped parameter would shift): the signature stays.
     """
     params = [p for p in override.analysis.params if p.name != "self"]
-    kinds = {p.kind for p in params}
-    if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None:
-        return ()
-    ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
     kept = [t for t in override.analysis.top_level if t.index in (*_kept_statements(extras), *_kept_after(extras))]
     # what the kept statements read, and what they assign (a parameter they reset must reach super()
     # as they left it, not as the caller gave it through **kwargs)
     kept_names = {n for t in kept for n in (*t.reads, *t.writes)}
-    needed = _names(body) | kept_names | {"inputs_embeds", ids} | {e.source for e in extras}
-    forward = set(override.forward_params)
-    keep = tuple(
-        p.name for p in params
-        if p.kind is ParamKind.VAR_KEYWORDS or p.name in needed or p.default != "None" or p.name not in forward
-    )
+    needed = _names(body) | kept_names | {e.source for e in extras}
+    keep = tuple(p.name for p in params if p.name in needed or not unnamable(override, p.name))
     return keep if len(keep) < len(params) else ()
 
 
@@ -336,19 +344,14 @@ def swap_parameters(override: Override) -> tuple[str, ...]:
     ``name=name``: the rewrite checks it), with a None default, that ``forward`` takes, and not the ids
     or ``inputs_embeds``: through ``**kwargs`` they reach super() as they did (see ``slim_parameters``)."""
     a = override.analysis
-    params = [p for p in a.params if p.name != "self"]
-    kinds = {p.kind for p in params}
-    if ParamKind.VAR_KEYWORDS not in kinds or ParamKind.VAR_ARGS in kinds or override.forward_params is None \
-            or not a.forwards_kwargs:
+    if not a.forwards_kwargs:
         return ()
     from rules.delegate import RULE as DELEGATE
 
     call_lines = {r.line for r in a.recognised if r.code == DELEGATE.code}
     others = {n for t in a.top_level if t.line not in call_lines for n in t.reads}
-    ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), None)
-    forward = set(override.forward_params)
-    dropped = {p.name for p in params if p.kind.named and p.default == "None" and p.name in forward
-               and p.name not in others and p.name not in (ids, "inputs_embeds")}
+    params = [p for p in a.params if p.name != "self"]
+    dropped = {p.name for p in params if p.name not in others and unnamable(override, p.name)}
     return tuple(p.name for p in params if p.name not in dropped) if dropped else ()
 
 
@@ -795,8 +798,8 @@ class _Planner:
         missing: tuple[str, ...] = ()
         for _ in range(3):  # a reduction hands super() its parameters, which may add keys to drop
             keywords = reduction.keywords if reduction is not None else ()
-            more = tuple(k for k in soundness.not_taken(o, soundness.forwarded_keys(o, reach, keywords, extras))
-                         if k not in missing and k not in self._left_out(o))
+            more = tuple(k for k in soundness.not_taken(o, self._forwarded(o, reach, keywords, extras))
+                         if k not in missing)
             if not more:
                 break
             missing += more
@@ -811,6 +814,12 @@ class _Planner:
                          reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take "
                                 f"{', '.join(missing)})", keep=_kept_statements(extras),
                          keep_params=reduction.keep_params, extras=extras)
+
+    def _forwarded(self, o: Override, reach: soundness.Reach, keywords: Iterable[str] = (),
+                   extras: Iterable[Extra] = ()) -> set[str]:
+        """The keys the mixin passes to ``o``'s forward (``soundness.forwarded_keys``), less those its hooks leave out
+        for the class: what the forward check and the keys to drop after super() are about."""
+        return soundness.forwarded_keys(o, reach, keywords, extras) - self._left_out(o)
 
     def _left_out(self, o: Override) -> frozenset[str]:
         """What the mixin leaves out for ``o``'s class: the keys this plan's hooks drop for it, and those its class
@@ -834,7 +843,7 @@ class _Planner:
         reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None \
             and o.id not in self.moved_whole else None
         if decision.edit is EditKind.DELETE:
-            return soundness.forward_refusal(o, soundness.forwarded_keys(o, reach)) if reach is not None else None
+            return soundness.forward_refusal(o, self._forwarded(o, reach)) if reach is not None else None
         extras = decision.extras
         reduction = reduce_override(o, extras)
         if reduction is None:
@@ -845,7 +854,7 @@ class _Planner:
             or soundness.dead_statements(o, kept, reduction.body)
             or soundness.dead_statements(o, _kept_after(extras), reduction.tail, where="after")
             or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
-            or (soundness.forward_refusal(o, soundness.forwarded_keys(o, reach, reduction.keywords, extras))
+            or (soundness.forward_refusal(o, self._forwarded(o, reach, reduction.keywords, extras))
                 if reach is not None else None)
             or (soundness.interference(o, kept, reach) if reach is not None else None)
         )
@@ -1082,7 +1091,7 @@ def make_plan(
     every key a change makes reach ``forward`` is one it takes. ``hold_unproven``: no verification
     follows (``apply`` on model code outside transformers), so a change that would alter what the
     standard generate flow prepares (``Finding.flow``) is held back with its reason. ``trims`` maps an
-    override the findings keep to the statements of its body to remove (and the parameters it still names) (the members of a mined hook,
+    override the findings keep to what a trim takes out of it (``Trim``: for the members of a mined hook,
     ``codemod.transform.hooks``, that call ``super()`` already): planned like any change, so a generated file and
     its modular source trim together. ``moved_whole``: overrides reduced to ``super()`` because a mined hook runs their
     whole body in the mixin (which returns their own dict before preparing anything). ``left_out``: the keys the
