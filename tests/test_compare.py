@@ -448,6 +448,25 @@ def test_a_none_for_a_parameter_that_defaults_to_none_is_never_a_cause() -> None
     assert verdict.repair() == Repair(remove=("guidance_scale",))
 
 
+@pytest.mark.parametrize(
+    ("absorbs", "set_none"),
+    [
+        pytest.param(["decoder_input_ids", "decoder_attention_mask"], (), id="taken-in-kwargs-never-a-cause"),
+        pytest.param(["decoder_input_ids", "input_ids"], ("input_ids",), id="named-and-required-may-be"),
+        pytest.param(None, ("input_ids",), id="no-kwargs-may-be"),
+    ],
+)
+def test_a_none_the_forward_takes_only_in_its_kwargs_is_never_set_again(absorbs, set_none) -> None:
+    """SeamlessM4T's old code passed ``"input_ids": None``, which its forward takes in ``**kwargs`` and ignores; the
+    new code crashed for another key. Leaving that None out leaves it out of ``**kwargs``: no repair sets it again
+    (a ``setdefault`` line the reduction would carry for nothing). A forward that names the key, or takes no
+    ``**kwargs``, may require it: then the None stays a suspect, as before."""
+    old = ok(calls=[{"decoder_input_ids": tensor([5]), "input_ids": None}])
+    new = crash("greedy", "RuntimeError: shapes", [{"decoder_input_ids": tensor([5]), "decoder_attention_mask": tensor([1])}])
+    verdict = compare("a::A", {**side(old), "forward_absorbs": absorbs}, side(new))
+    assert verdict.repair() == Repair(remove=("decoder_attention_mask",), set_none=set_none)
+
+
 def test_what_the_evidence_reached_is_what_the_scenarios_compared_as_the_same_gave() -> None:
     """A scenario that differs, or fails alike, exercised nothing that counts."""
     same = {**ok(), "given": ["input_ids", "pixel_values"]}

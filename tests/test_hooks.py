@@ -285,6 +285,18 @@ def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: Mixin
     assert found.change is Change.BLOCKED and "does not name position_ids" in found.why
 
 
+def test_a_member_that_pops_the_key_as_the_hook_does_needs_no_forward_naming_it(profile: MixinProfile) -> None:
+    """VisionEncoderDecoder pops ``decoder_head_mask``, which its forward takes only in **kwargs: the dropped-inputs
+    hook pops it too, so that forward gets the same (nothing) either way. A member that sets the key to None stays
+    blocked: the hook would leave out what it passed as None."""
+    idioms = {"decoder_head_mask": Idiom((), (NONE,))}
+    popped = finding(method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs"))
+    assert member_change(popped, ["decoder_head_mask"], profile, idioms).change is Change.DELETE
+    set_none = finding(method('model_inputs["decoder_head_mask"] = None'), profile, forward_params=("input_ids", "**kwargs"))
+    found = member_change(set_none, ["decoder_head_mask"], profile, idioms)
+    assert found.change is Change.BLOCKED and "does not name decoder_head_mask" in found.why
+
+
 @pytest.mark.parametrize(
     ("params", "call", "change"),
     [
@@ -312,11 +324,39 @@ def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> Non
     assert (found.change, found.removed, found.unnamed) == (Change.TRIM, (1,), ())
 
 
-def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile: MixinProfile) -> None:
-    """It would see the hook's value (set inside super()) where it saw the mixin's."""
-    source = method('model_inputs["output_router_logits"] = True', 'model_inputs["position_ids"] = None')
+@pytest.mark.parametrize(
+    "between",
+    [
+        # reads the hooked key off the prepared dict: it would see the hook's value (set inside super())
+        'model_inputs["decoder_position_ids"] = model_inputs["position_ids"]',
+        # a value computed off the prepared dict: the engine cannot say what it reads
+        'model_inputs["attention_mask"] = model_inputs["attention_mask"][:, -1:]',
+        # a statement no rule understands may do either
+        "self.counter += 1",
+    ],
+)
+def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile: MixinProfile, between: str) -> None:
+    source = method(between, 'model_inputs["position_ids"] = None')
     found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
     assert found.change is Change.BLOCKED and "between super()" in found.why
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        'model_inputs["is_decoder"] = True',  # BLIP's reduction: a literal under another key
+        'model_inputs["past_buckets_states"] = past_key_values',  # Reformer's: a parameter under another key
+        'model_inputs.pop("head_mask", None)',  # another key dropped
+    ],
+)
+def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile: MixinProfile, between: str) -> None:
+    """It sets or drops only other keys, from parameters or literals: it does the same whether the hooked key was
+    dropped inside super() or after it, so the hooked statement goes and it stays where it was."""
+    source = method(between, 'model_inputs["position_ids"] = None',
+                    params="input_ids, past_key_values=None, **kwargs",
+                    call="input_ids, past_key_values=past_key_values, **kwargs")
+    found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
+    assert (found.change, found.removed) == (Change.TRIM, (2,))
 
 
 def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:

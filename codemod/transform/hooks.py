@@ -874,7 +874,8 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
         # a hook leaves out what a member may have set to None (and the other way round): the same to a forward
         # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
         named = {p for p in o.forward_params if not p.startswith("*")}
-        loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named)
+        loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named
+                       and not _left_out_alike(a, k, idioms[k]))
         if loose:
             return _blocked(f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
                             "may not be the same to it")
@@ -922,13 +923,39 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
             return _blocked(f"it does not hand {flag} to super(): the mixin's test is not the override's")
     ordered = sorted(a.top_level, key=lambda t: t.index)
     call = next((t.index for t in ordered if "super" in t.reads), None)
-    between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed),
-                   None)
+    between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed
+                    and not _unaffected_by(a, t, hooked)), None)
     if between is not None:
         # the hook runs inside super(): a statement between the call and the removed ones would see its values
         return _blocked(f"line {between.line} runs between super() and the statements the hook replaces: it would see "
                         "the hook's values where it saw the mixin's")
     return MemberChange(Change.TRIM, removed=removed, unnamed=tuple(unnamed))
+
+
+def _left_out_alike(a: BodyAnalysis, key: str, idiom: Idiom) -> bool:
+    """Whether the member and the hook both leave ``key`` out where either does: the member only pops it (never sets
+    it to None), and the hook pops it where it is not what the mixin prepared (the dropped-inputs hooks). Then a
+    forward that takes the key only in ``**kwargs`` gets the same from both (VisionEncoderDecoder's
+    ``decoder_head_mask``, RAG's ``assistant_model``)."""
+    writes = [out for out in a.outputs if out.key == key]
+    return (bool(writes) and all(out.value.origin is ValueOrigin.DROPPED and not out.via_kwargs for out in writes)
+            and set(idiom.table) <= {ValueKind.NONE, ValueKind.PREPARED})
+
+
+#: values a statement takes from the method's parameters or writes as they are: never read off the prepared dict
+_OWN_VALUES = frozenset({ValueOrigin.PARAM, ValueOrigin.PARAM_DEFAULT, ValueOrigin.CONST, ValueOrigin.NONE,
+                         ValueOrigin.DROPPED})
+
+
+def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str]) -> bool:
+    """Whether statement ``t``, standing between super() and the statements a trim removes, does the same when the
+    hook has already set the hooked keys inside super(): every part of it recognised, it sets or drops only other
+    keys, with values from the method's parameters or literals (BLIP's ``model_inputs["is_decoder"] = True``,
+    Reformer's ``past_buckets_states`` from its ``past_key_values`` parameter), so it reads nothing the hook
+    changes, and the removed statements read nothing it writes."""
+    outputs = [out for out in a.outputs if _owner(a, out.line) is t]
+    return (t.recognised and not t.returns and "super" not in t.reads and not t.writes and bool(outputs)
+            and all(out.key not in hooked and out.value.origin in _OWN_VALUES for out in outputs))
 
 
 def _unnamable(o: Override, name: str, removed: tuple[int, ...]) -> bool:

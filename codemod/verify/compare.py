@@ -76,6 +76,7 @@ ResultDocument = TypedDict(
         "variants": list[dict[str, Any]],
         "caches": bool,
         "forward_optional": list[str],
+        "forward_absorbs": list[str] | None,
         "scenarios": list[ScenarioDocument],
         "seconds": float,
     },
@@ -509,6 +510,22 @@ def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[Sce
     ]
 
 
+def _absorbed_nones(old: ResultDocument) -> frozenset[str]:
+    """The keys the old code passed as None that ``forward`` does not name but takes in its ``**kwargs``
+    (``forward_absorbs``): the new code leaving such a None out leaves it out of ``**kwargs``, which neither the
+    prepared-inputs comparison (None is absent) nor a forward's required parameters can tell, so a repair never
+    sets it again (SeamlessM4T's ``"input_ids": None``, which its forward takes in ``**kwargs`` and ignores). Only
+    keys the old code passed: a None the new code adds may still be handed on from ``**kwargs`` to a module that
+    refuses it."""
+    named = old.get("forward_absorbs")
+    if named is None:
+        return frozenset()
+    passed = {key for scenario in old.get("scenarios", [])
+              for calls in (scenario.get("calls", []), scenario.get("assistant_calls", []))
+              for call in calls for key, value in call.items() if value is None}
+    return frozenset(passed - set(named))
+
+
 def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True,
             needs: Sequence[frozenset[str]] = ()) -> ClassVerdict:
     """The verdict on one class from both sides' results. ``needs``: the inputs the change's kept statements
@@ -522,7 +539,7 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
         return ClassVerdict(override_id, Verdict.CRASHED, detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
                             seconds=seconds)
     new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
-    optional = frozenset(old.get("forward_optional") or ())
+    optional = frozenset(old.get("forward_optional") or ()) | _absorbed_nones(old)
     outcomes = []
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"})

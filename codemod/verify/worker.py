@@ -193,6 +193,7 @@ def handle(request: Document) -> Document:
     result["variants"] = [v.to_json() for v in chosen]
     result["caches"] = _caches(model_class)
     result["forward_optional"] = _optional_parameters(model_class)
+    result["forward_absorbs"] = _absorbs_unnamed(model_class)
     inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
@@ -251,6 +252,22 @@ def _optional_parameters(model_class: type[Any]) -> list[str]:
         return []
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return sorted(p.name for p in parameters if p.kind in named and p.default is None)
+
+
+def _absorbs_unnamed(model_class: type[Any]) -> list[str] | None:
+    """Where ``forward`` takes ``**kwargs``, the parameters it names (a key it does not name lands in ``**kwargs``);
+    None where it takes no ``**kwargs`` or its signature cannot be read. A None the old code put under such a key
+    and the new code leaves out is a None missing from ``**kwargs``: what the prepared-inputs comparison already
+    calls the same, and nothing a forward can require (comparison's repairs)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model_class.forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
 
 
 def _resident_mb() -> int:
