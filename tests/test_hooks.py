@@ -288,13 +288,17 @@ def test_a_forward_that_takes_the_key_in_kwargs_blocks_the_member(profile: Mixin
 def test_a_member_that_pops_the_key_as_the_hook_does_needs_no_forward_naming_it(profile: MixinProfile) -> None:
     """VisionEncoderDecoder pops ``decoder_head_mask``, which its forward takes only in **kwargs: the dropped-inputs
     hook pops it too, so that forward gets the same (nothing) either way. A member that sets the key to None stays
-    blocked: the hook would leave out what it passed as None."""
+    blocked (the hook would leave out what it passed as None), and so does the pop under a hook that sets None."""
     idioms = {"decoder_head_mask": Idiom((), (NONE,))}
     popped = finding(method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs"))
     assert member_change(popped, ["decoder_head_mask"], profile, idioms).change is Change.DELETE
     set_none = finding(method('model_inputs["decoder_head_mask"] = None'), profile, forward_params=("input_ids", "**kwargs"))
     found = member_change(set_none, ["decoder_head_mask"], profile, idioms)
     assert found.change is Change.BLOCKED and "does not name decoder_head_mask" in found.why
+    # the same pop under a hook that writes None where it leaves the key out (the caller's input ignored): not alike
+    ignored = member_change(popped, ["decoder_head_mask"], profile,
+                            {"decoder_head_mask": Idiom((Atom.GIVEN.value,), (PREPARED, NONE))})
+    assert ignored.change is Change.BLOCKED and "does not name decoder_head_mask" in ignored.why
 
 
 @pytest.mark.parametrize(
@@ -333,6 +337,8 @@ def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> Non
         'model_inputs["attention_mask"] = model_inputs["attention_mask"][:, -1:]',
         # a statement no rule understands may do either
         "self.counter += 1",
+        # another key, a literal, but under a test that reads the hooked key off the prepared dict
+        'if model_inputs["position_ids"] is not None:\n        model_inputs["is_decoder"] = True',
     ],
 )
 def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile: MixinProfile, between: str) -> None:

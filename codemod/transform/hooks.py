@@ -875,7 +875,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
         # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
         named = {p for p in o.forward_params if not p.startswith("*")}
         loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named
-                       and not _left_out_alike(a, k, idioms[k]))
+                       and not _left_out_alike(a, k, idioms[k], profile))
         if loose:
             return _blocked(f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
                             "may not be the same to it")
@@ -932,14 +932,18 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     return MemberChange(Change.TRIM, removed=removed, unnamed=tuple(unnamed))
 
 
-def _left_out_alike(a: BodyAnalysis, key: str, idiom: Idiom) -> bool:
-    """Whether the member and the hook both leave ``key`` out where either does: the member only pops it (never sets
-    it to None), and the hook pops it where it is not what the mixin prepared (the dropped-inputs hooks). Then a
-    forward that takes the key only in ``**kwargs`` gets the same from both (VisionEncoderDecoder's
-    ``decoder_head_mask``, RAG's ``assistant_model``)."""
+#: the hooks whose code pops their inputs (``model_inputs.pop(name, None)``) where it does not leave what the mixin
+#: prepared: what they leave out is absent, never None
+_POPPING_HOOKS = frozenset({HookKind.DROPPED, HookKind.DROPPED_WHEN})
+
+
+def _left_out_alike(a: BodyAnalysis, key: str, idiom: Idiom, profile: MixinProfile) -> bool:
+    """Whether the member and the idiom's hook both leave ``key`` out where either does: the member only pops it
+    (never sets it to None), and the hook pops it too. Then a forward that takes the key only in ``**kwargs`` gets
+    the same from both (VisionEncoderDecoder's ``decoder_head_mask``, RAG's ``assistant_model``)."""
     writes = [out for out in a.outputs if out.key == key]
     return (bool(writes) and all(out.value.origin is ValueOrigin.DROPPED and not out.via_kwargs for out in writes)
-            and set(idiom.table) <= {ValueKind.NONE, ValueKind.PREPARED})
+            and hook_for(idiom, profile)[0] in _POPPING_HOOKS)
 
 
 #: values a statement takes from the method's parameters or writes as they are: never read off the prepared dict

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict
 
 from codemod.contracts import CACHE_NAMES, Repair, ScenarioStatus, Verdict, WorkerStatus
@@ -264,7 +264,8 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     (later steps may differ as its consequence), or the first difference that none of these explain;
     a hypothesis that re-verification tests. ``suspects``: where the crash names the
     keys a forward refused, only those of the keys the new code passes as None are removed; a None for a
-    parameter of ``forward`` that defaults to None (``optional``) is never a cause.
+    parameter of ``forward`` that defaults to None, or for a key ``forward`` takes only in ``**kwargs`` where the
+    old code passed one (``optional``, made in ``compare``), is never a cause.
     A cache is never passed through: the mixin hands it on as it gets it, so a cache that differs
     follows from another difference."""
     remove: set[str] = set()
@@ -413,7 +414,7 @@ def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_input
                      optional: frozenset[str] = frozenset()) -> ScenarioOutcome:
     """One scenario's outcome. Without ``same_inputs`` (two releases) the prepared inputs are not
     held against each other: a difference there is noted on a scenario whose outputs agree.
-    ``optional``: the parameters of ``forward`` that default to None (see ``repair_for``)."""
+    ``optional``: the keys whose None is never a cause (see ``repair_for``)."""
     if same_inputs:
         outcome = _compare_scenario(old, new, optional)
     else:
@@ -495,14 +496,19 @@ def _error_kind(error: str) -> str:
     return error.splitlines()[0] if error else ""
 
 
+def _prepared_calls(scenarios: Sequence[ScenarioDocument]) -> Iterator[PreparedCall]:
+    """Every call of the method under test the scenarios recorded: the main model's and the assistant's (the same
+    class), the calls repairs are read from."""
+    for scenario in scenarios:
+        yield from scenario.get("calls", [])
+        yield from scenario.get("assistant_calls", [])
+
+
 def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[ScenarioDocument]) -> list[ScenarioOutcome]:
     """A key one scenario saw as None on every step (no cache, say) may carry a value in another
     (a cache): the class's repair must not set it to None. A repair is one reduction for every
     scenario, so set-none keeps only keys the old code never passed a value for."""
-    passed = {
-        key for scenario in old_scenarios for calls in (scenario.get("calls", []), scenario.get("assistant_calls", []))
-        for call in calls for key, value in call.items() if value is not None
-    }
+    passed = {key for call in _prepared_calls(old_scenarios) for key, value in call.items() if value is not None}
     return [
         dataclasses.replace(o, repair=dataclasses.replace(o.repair, set_none=tuple(k for k in o.repair.set_none if k not in passed)))
         if o.repair is not None and passed & set(o.repair.set_none) else o
@@ -520,10 +526,8 @@ def _absorbed_nones(old: ResultDocument) -> frozenset[str]:
     named = old.get("forward_absorbs")
     if named is None:
         return frozenset()
-    passed = {key for scenario in old.get("scenarios", [])
-              for calls in (scenario.get("calls", []), scenario.get("assistant_calls", []))
-              for call in calls for key, value in call.items() if value is None}
-    return frozenset(passed - set(named))
+    nones = {key for call in _prepared_calls(old.get("scenarios", [])) for key, value in call.items() if value is None}
+    return frozenset(nones - set(named))
 
 
 def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import importlib
+import inspect
 import json
 import os
 import resource
@@ -98,8 +99,6 @@ def _built(model_class: type[Any], seed: int, settings: dict[str, Any] | None) -
 def repository_config(model_class: type[Any]) -> dict[str, Any] | None:
     """The ``config.json`` beside a remote-code model's file, when it is this class's config (a
     repository ships the sizes and options its model runs with; shrunk, they make the tiny model)."""
-    import inspect
-
     if model_class.__module__.startswith("transformers."):
         return None
     try:
@@ -191,9 +190,7 @@ def handle(request: Document) -> Document:
         return result
     result["status"] = "ok"
     result["variants"] = [v.to_json() for v in chosen]
-    result["caches"] = _caches(model_class)
-    result["forward_optional"] = _optional_parameters(model_class)
-    result["forward_absorbs"] = _absorbs_unnamed(model_class)
+    result.update(_forward_facts(model_class))
     inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
@@ -230,44 +227,30 @@ def handle(request: Document) -> Document:
     return result
 
 
-def _caches(model_class: type[Any]) -> bool:
-    """Whether the class can cache at all: its forward takes a cache (or the flag that turns one on)."""
-    import inspect
+def _forward_facts(model_class: type[Any]) -> dict[str, Any]:
+    """What comparison needs to know of the class's ``forward``, from its signature read once (nothing where it
+    cannot be read):
 
+    - ``caches``: whether the class can cache at all (its forward takes a cache, or the flag that turns one on);
+    - ``forward_optional``: the parameters that default to None. Passing None there is leaving them out, so a None
+      the new code passes, or one it no longer passes, cannot be what crashed it (comparison's repairs);
+    - ``forward_absorbs``: where it takes ``**kwargs``, the parameters it names (a key it does not name lands in
+      ``**kwargs``); None where it takes none. A None the old code put under such a key and the new code leaves out
+      is a None missing from ``**kwargs``: what the prepared-inputs comparison already calls the same, and nothing
+      a forward can require."""
     try:
-        parameters = inspect.signature(model_class.forward).parameters
+        parameters = list(inspect.signature(model_class.forward).parameters.values())
     except (TypeError, ValueError):
-        return False
-    return any(name in parameters for name in (*scenarios.CACHE_KEYS, "use_cache"))
-
-
-def _optional_parameters(model_class: type[Any]) -> list[str]:
-    """The parameters of ``forward`` that default to None: passing None there is leaving them out, so a None
-    the new code passes, or one it no longer passes, cannot be what crashed it (comparison's repairs)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(model_class.forward).parameters.values()
-    except (TypeError, ValueError):
-        return []
+        return {"caches": False, "forward_optional": [], "forward_absorbs": None}
+    names = {p.name for p in parameters}
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return sorted(p.name for p in parameters if p.kind in named and p.default is None)
-
-
-def _absorbs_unnamed(model_class: type[Any]) -> list[str] | None:
-    """Where ``forward`` takes ``**kwargs``, the parameters it names (a key it does not name lands in ``**kwargs``);
-    None where it takes no ``**kwargs`` or its signature cannot be read. A None the old code put under such a key
-    and the new code leaves out is a None missing from ``**kwargs``: what the prepared-inputs comparison already
-    calls the same, and nothing a forward can require (comparison's repairs)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(model_class.forward).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return None
-    return sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
+    var_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    return {
+        "caches": any(name in names for name in (*scenarios.CACHE_KEYS, "use_cache")),
+        "forward_optional": sorted(p.name for p in parameters if p.kind in named and p.default is None),
+        "forward_absorbs": sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
+        if var_keyword else None,
+    }
 
 
 def _resident_mb() -> int:
