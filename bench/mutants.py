@@ -16,6 +16,10 @@ pattern is not found exactly once:
   ``ids-unsliced``, ``ids-last-token``, ``positions-none``, ``positions-pad-zero``,
   ``positions-off-by-one``, ``token-type-ids-dropped-assisted``, ``inputs-embeds-every-step``,
   ``cache-key-renamed``, ``closed-dict``, ``use-cache-dropped``, ``cache-position-dropped``;
+- in the hooks ``apply --hooks`` adds to the mixin, tried on the classes that set the hook's attribute only:
+  ``hook-dummy-token-attended`` (the masked LMs' whole-body hook), ``hook-dropped-inputs-passed``,
+  ``hook-first-step-inputs-every-step``, ``hook-ignored-inputs-honoured``, ``hook-defaults-missing``
+  (each hook's loop made to do nothing);
 - in the reduced overrides: ``first-step-input-every-step`` (``if cache_position[0] == 0:``
   around ``pixel_values`` & co. made unconditional), ``caller-input-honoured`` (a key set to None
   when the caller gives it, GPT-2's positions, left as the caller gave it);
@@ -282,8 +286,55 @@ MUTANTS = [
     Mutant("cache-position-dropped", "cache_position not forwarded (models then derive it from the cache)", (
         ('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),
     )),
+    # the mined hooks' own code in the mixin (``apply --hooks``): each breaks what its members now rely on, and is
+    # tried on those members only (the classes that set the attribute; every other class runs the loop over nothing)
+    Mutant("hook-dropped-inputs-passed", "the dropped-inputs hook passes its inputs on (its pop loop does nothing)", (
+        ("        for name in self._generation_dropped_inputs:\n            model_inputs.pop(name, None)\n",
+         "        for name in self._generation_dropped_inputs:\n            pass  # mutant\n"),
+    ), hook="_generation_dropped_inputs"),
+    Mutant("hook-first-step-inputs-every-step", "the first-step hook passes its inputs on every step", (
+        ("            for name in self._generation_inputs_dropped_after_first_step:\n"
+         "                model_inputs.pop(name, None)\n",
+         "            for name in self._generation_inputs_dropped_after_first_step:\n"
+         "                pass  # mutant\n"),
+    ), hook="_generation_inputs_dropped_after_first_step"),
+    Mutant("hook-ignored-inputs-honoured", "the ignored-when-given hook passes the caller's value (GPT-2's positions)", (
+        ("        for name in inputs_given:\n            model_inputs[name] = None\n",
+         "        for name in inputs_given:\n            pass  # mutant\n"),
+    ), hook="_generation_inputs_ignored_when_given"),
+    Mutant("hook-defaults-missing", "the defaults hook sets no default (Mixtral's output_router_logits)", (
+        ("            model_inputs.setdefault(name, default)\n", "            pass  # mutant\n"),
+    ), hook="_generation_input_defaults"),
 ]
 KINDS = {m.name: m for m in MUTANTS}
+
+
+def hook_setters(root: Path, hook: str) -> set[str]:
+    """The model classes of ``root`` that set the mixin attribute ``hook`` in their body, or inherit it from a class
+    of the same file that does: the only classes a mutant of the hook's code can affect."""
+    setters: set[str] = set()
+    for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if hook not in text:
+            continue
+        classes = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef)]
+        found = {c.name for c in classes if any(
+            isinstance(s, (ast.Assign, ast.AnnAssign)) and hook in {t.id for t in (s.targets if isinstance(s, ast.Assign)
+                                                                                else [s.target]) if isinstance(t, ast.Name)}
+            for s in c.body)}
+        while True:  # subclasses in the same file inherit it
+            more = {c.name for c in classes if c.name not in found
+                    and any(isinstance(b, ast.Name) and b.id in found for b in c.bases)}
+            if not more:
+                break
+            found |= more
+        setters |= found
+    return setters
+
+
+def hooked(targets: list[crosscheck.Target], setters: set[str]) -> list[crosscheck.Target]:
+    """The targets that run a hooked class: the class itself, or a composite's decoder."""
+    return [t for t in targets if t.cls in setters or t.decoder_cls in setters]
 
 
 # ------------------------------------------------------------------------------------- upstream 4.46
@@ -685,6 +736,8 @@ def main(argv: list[str] | None = None) -> int:
                 mutant_tree = crosscheck.Tree(target_root)
                 touched = crosscheck.changed_targets(base_tree, mutant_tree)
                 touched = crosscheck.select(touched, split(args.only), split(args.classes))
+                if kind in KINDS and KINDS[kind].hook:
+                    touched = hooked(touched, hook_setters(tree, KINDS[kind].hook))
                 touched = _sample(touched, args.sample, args.seed)
                 key = tree_digest(target_root, changed_files(target_root))
                 say(f"== {kind}: {len(changed)} files changed, {len(touched)} targets touched")

@@ -33,8 +33,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import libcst
+
+from codemod.analyse.mixin import profile_from_source
 from codemod.cli import app
-from rules.generic_mixin import METHOD_SOURCE
+from codemod.transform import rewrite
+from codemod.transform.hooks import Atom, Idiom, ValueKind, hook_for
+from rules.generic_mixin import METHOD_SOURCE, MODULE_SOURCE
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "mutants" / "modeling_mutant_lm.py"
@@ -106,17 +111,67 @@ MASKED_LM_HOOK = """\
 """
 
 
+#: the idiom whose hook each hook mutant breaks (the masked LMs' whole-body hook has none: its code is theirs)
+HOOK_IDIOMS = {
+    "_generation_dropped_inputs": Idiom((), (ValueKind.NONE,)),
+    "_generation_inputs_dropped_after_first_step": Idiom((Atom.FIRST.value,), (ValueKind.NONE, ValueKind.PREPARED)),
+    "_generation_inputs_ignored_when_given": Idiom((Atom.GIVEN.value,), (ValueKind.PREPARED, ValueKind.NONE)),
+    "_generation_input_defaults": Idiom((), (ValueKind.CALLER_OR_DEFAULT,)),
+}
+
+
+def hooked_mixin(hook: str) -> str:
+    """The generic mixin's method with ``hook``'s code, as ``apply --hooks`` installs it (the rewrite's own
+    code, from the hook the miner proposes for its idiom)."""
+    if hook == "_generation_inputs_as_bert_for_masked_lm":
+        docstring_end = METHOD_SOURCE.index('"""\n', METHOD_SOURCE.index('"""') + 3) + 4
+        return METHOD_SOURCE[:docstring_end] + MASKED_LM_HOOK + METHOD_SOURCE[docstring_end:]
+    profile = profile_from_source(MODULE_SOURCE, mutants.MIXIN)
+    _, proposed, _ = hook_for(HOOK_IDIOMS[hook], profile)
+    assert proposed is not None and proposed.attribute == hook
+    module = libcst.parse_module(MODULE_SOURCE)
+    cls = module.body[0]
+    assert isinstance(cls, libcst.ClassDef) and isinstance(cls.body, libcst.IndentedBlock)
+    method = cls.body.body[0]
+    assert isinstance(method, libcst.FunctionDef)
+    hooked = rewrite._hook_method(module, method, proposed.code())
+    text = module.with_changes(body=[cls.with_changes(body=cls.body.with_changes(body=[hooked]))]).code
+    return text.removeprefix("class GenerationMixin:\n")
+
+
+def test_every_hook_mutant_has_its_hook_here() -> None:
+    assert {m.hook for m in mutants.MUTANTS if m.hook} == {*HOOK_IDIOMS, "_generation_inputs_as_bert_for_masked_lm"}
+
+
 @pytest.mark.parametrize("mutant", [m for m in mutants.MUTANTS if m.hook], ids=lambda m: m.name)
 def test_each_hook_mutant_applies_once_to_the_mixin_with_its_hook(mutant) -> None:
     """Noop on the generic mixin alone (its pattern is the hook's); once on the mixin with the hook."""
-    assert mutant.hook == "_generation_inputs_as_bert_for_masked_lm"
     with pytest.raises(mutants.MutantError, match="found it 0 times"):
         mutant.mutate(METHOD_SOURCE)
-    docstring_end = METHOD_SOURCE.index('"""\n', METHOD_SOURCE.index('"""') + 3) + 4
-    hooked = METHOD_SOURCE[:docstring_end] + MASKED_LM_HOOK + METHOD_SOURCE[docstring_end:]
+    hooked = hooked_mixin(mutant.hook)
+    assert f"self.{mutant.hook}" in hooked
     mutated = mutant.mutate(hooked)
-    assert mutated != hooked and "new_ones" in mutated
+    assert mutated != hooked and "mutant" in mutated or "new_ones" in mutated
     compile("class GenerationMixin:\n" + mutated, mutant.name, "exec")
+
+
+def test_a_hook_mutant_is_tried_on_the_classes_that_set_its_attribute(tmp_path) -> None:
+    """Only they run the hook's code: the class that sets it, its subclasses in the file, composites around them."""
+    package = tmp_path / "src" / "transformers" / "models" / "toy"
+    package.mkdir(parents=True)
+    (package / "modeling_toy.py").write_text(
+        "class ToyPreTrainedModel:\n    pass\n\n\n"
+        "class ToyForCausalLM(ToyPreTrainedModel):\n    _generation_dropped_inputs = ('head_mask',)\n\n\n"
+        "class ToyWithHeadForCausalLM(ToyForCausalLM):\n    pass\n\n\n"
+        "class ToyModel(ToyPreTrainedModel):\n    _generation_dropped_inputs_other = ()\n"
+    )
+    setters = mutants.hook_setters(tmp_path, "_generation_dropped_inputs")
+    assert setters == {"ToyForCausalLM", "ToyWithHeadForCausalLM"}
+    Target = crosscheck.Target
+    targets = [Target("a", "m", "ToyForCausalLM", "toy"), Target("b", "m", "ToyModel", "toy"),
+               Target("c", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m", "ToyForCausalLM"),
+               Target("d", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m2", "BertLMHeadModel")]
+    assert [t.id for t in mutants.hooked(targets, setters)] == ["a", "c"]
 
 
 def test_a_mutant_whose_pattern_is_missing_fails_loudly() -> None:
