@@ -131,6 +131,17 @@ PARTS = [
                                 '    model_inputs["token_type_ids"] = kwargs.get("token_type_ids")',
                                 "else:", '    model_inputs["token_type_ids"] = None', params=STEP, call=STEP_CALL),
      "token_type_ids", (FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER), ""),
+    # a statement no rule understands that sets another key only, after the dict is made (PaliGemma's 4D mask and
+    # its 1-indexed positions): the first-step input can still be read off the recognised writes
+    ("beside-a-statement-setting-another-key",
+     method("if attention_mask.ndim == 2:",
+            '    batch_size = model_inputs["input_ids"].shape[0]',
+            '    model_inputs["attention_mask"] = build_mask(attention_mask, batch_size, is_first_iteration)',
+            'if model_inputs.get("position_ids") is not None:', '    model_inputs["position_ids"] += 1',
+            "if is_first_iteration:", '    model_inputs["image_grid"] = image_grid',
+            params="input_ids, attention_mask=None, image_grid=None, is_first_iteration=False, **kwargs",
+            call="input_ids, attention_mask=attention_mask, is_first_iteration=is_first_iteration, **kwargs"),
+     "image_grid", (FIRST,), (NONE, PREPARED), ""),
 ]
 
 
@@ -183,6 +194,29 @@ OPAQUE = [
     # ``update`` names no key: it could set position_ids again
     ("unrecognised-statement", method('model_inputs["position_ids"] = None', "model_inputs.update(self.extra_inputs)"),
      "position_ids", "a statement no rule understands"),
+    # what a statement no rule understands may do to the key, whatever else it does
+    *[(f"unrecognised-{name}", method(statement, "if is_first_iteration:", '    model_inputs["pixel_values"] = pixel_values',
+                                      params="input_ids, pixel_values=None, is_first_iteration=False, **kwargs",
+                                      call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
+       "pixel_values", "a statement no rule understands") for name, statement in [
+        ("sets-it", 'model_inputs["pixel_values"], extra = self.encode(pixel_values)'),
+        ("sets-a-key-it-cannot-name", "model_inputs[self.image_key] = None"),
+        ("rebinds-its-source", "pixel_values = self.processor(pixel_values)"),
+        ("rebinds-its-condition", "is_first_iteration = self.first"),
+        ("rebinds-the-dict", "model_inputs = dict(model_inputs)"),
+        ("changes-it-in-place", "pixel_values.mul_(self.scale)"),
+        ("changes-the-dicts-value-in-place", 'model_inputs["pixel_values"].clamp_(0, 1)'),
+        ("aliases-it", 'images = model_inputs["pixel_values"]'),
+        ("hands-the-dict-on", "self.fill(model_inputs)"),
+        ("changes-kwargs", "kwargs.clear()"),
+    ]],
+    # before the dict is made, whatever it assigns may be an input the mixin prepares the key from
+    ("unrecognised-before-super",
+     'def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):\n'
+     '    attention_mask = attention_mask[:, : self.config.max_length]\n'
+     '    model_inputs = super().prepare_inputs_for_generation(input_ids, attention_mask=attention_mask, **kwargs)\n'
+     '    model_inputs["position_ids"] = None\n'
+     '    return model_inputs\n', "position_ids", "a statement no rule understands"),
     # pop without a default raises where nothing prepared the key; a hook's pop(name, None) would not
     ("pop-without-default", method('model_inputs.pop("position_ids")'), "position_ids", "without a default"),
     ("del", method('del model_inputs["token_type_ids"]'), "token_type_ids", "without a default"),

@@ -469,7 +469,7 @@ class _Judge:
         a = self.a
         if a.delegates_to is not None or (self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN):
             return None  # a parent's closed dict is no mixin to hand the generic part to
-        statements = sorted(a.top_level, key=lambda t: t.index)
+        statements = a.top_level
         # it ends by returning its dict, by name or as a literal the outputs record
         if not statements or not statements[-1].returns or not (statements[-1].reads == (RESULT,) or statements[-1].builds_output) \
                 or any(t.returns for t in statements[:-1]):
@@ -594,7 +594,7 @@ class _Judge:
         inside = [r for r in self.a.recognised if statement.line <= r.line <= max(statement.end_line, statement.line)]
         return statement.recognised and bool(inside) and all(r.behaviour in SLICING for r in inside)
 
-    def _taken_keys(self, statements: list[TopLevel], seeds: set[int], kept: set[int]) -> dict[str, None] | None:
+    def _taken_keys(self, statements: Sequence[TopLevel], seeds: set[int], kept: set[int]) -> dict[str, None] | None:
         """The keys a reduction keeping ``kept`` after super() sets from what they computed (in order); None when
         a statement that goes would compute from what a model-specific one computed, or a key is set both inside
         and outside the kept statements."""

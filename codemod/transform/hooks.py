@@ -47,8 +47,8 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
-from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel
-from codemod.analyse.classify import GENERATE_PROVIDES, Action, Category, Finding, Reason
+from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel, Unrecognised
+from codemod.analyse.classify import GENERATE_PROVIDES, RESULT, Action, Category, Finding, Reason
 from codemod.contracts import (
     ExtraHow,
     Held,
@@ -523,12 +523,13 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     a = o.analysis
     model = o.model or o.class_name
     context = _context(o, profile)
-    if a.unrecognised:
+    changing = next((u for u in a.unrecognised if _may_change(a, u, key)), None)
+    if changing is not None:
         # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
         # does not name it): its value cannot be read off the recognised writes
-        return Part(o.id, model, key, None, opaque=f"a statement no rule understands (line {a.unrecognised[0].line}) "
+        return Part(o.id, model, key, None, opaque=f"a statement no rule understands (line {changing.line}) "
                                                    "may change it")
-    early = next((t for t in sorted(a.top_level, key=lambda t: t.index)[:-1] if t.returns), None)
+    early = next((t for t in a.top_level[:-1] if t.returns), None)
     if early is not None:
         # the writes after an early return hold only when it does not return: a condition no write records
         return Part(o.id, model, key, None, opaque=f"returns early (line {early.line}): the writes after it are "
@@ -596,10 +597,87 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     return Part(o.id, model, key, idiom, argument)
 
 
+#: the read-only methods a statement may call on the dict it builds or on ``**kwargs`` without changing a key
+_READING_METHODS = frozenset({"get", "keys", "items", "values", "copy"})
+#: the methods that change a list, a dict or a set in place (a tensor's end in ``_``)
+_MUTATING_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "reverse", "update", "pop", "popitem",
+                               "setdefault", "clear", "add", "discard"})
+
+
+def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
+    """Whether the statement ``u`` (no rule understands it) may change what the override ends with under ``key``.
+
+    Only a statement after the one that made the dict is read (before it, whatever it assigns may be an input
+    the mixin prepares ``key`` from: Bark's cut mask makes the positions), as code: it may not rebind the dict,
+    ``**kwargs``, ``key`` or a name ``key``'s writes read (their values or their conditions), set or delete
+    ``key`` or a key it cannot name, or hand the dict or ``**kwargs`` to any call but a read (``.get``). PaliGemma's
+    4D mask for a static cache sets ``attention_mask`` only: its ``pixel_values`` can still be read off the rest."""
+    owner = _owner(a, u.line)
+    made = next((t for t in a.top_level if t.builds_output and RESULT in t.writes), None)
+    if owner is None or made is None or owner.index <= made.index or owner.returns:
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(u.source or u.code))
+    except SyntaxError:
+        return True
+    kwargs = {p.name for p in a.params if p.kind is ParamKind.VAR_KEYWORDS}
+    containers = {RESULT} | kwargs
+    names = {key} | containers
+    for out in a.outputs:
+        if out.key == key:
+            names |= _names_in(out.expr) | {n for condition in out.conditions for n in _names_in(condition)}
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def mutated(node: ast.expr) -> bool:
+        """``node`` changed in place: an item or attribute set on it, a mutating method called (``.add_``), or
+        bound to another name (which the statement may then change)."""
+        parent = parents.get(node)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem)) or \
+                (isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Assign)):
+            return True
+        if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node and not isinstance(parent.ctx, ast.Load):
+            return True
+        return isinstance(parent, ast.Attribute) and parent.value is node and isinstance(parents.get(parent), ast.Call) \
+            and (parent.attr.endswith("_") or parent.attr in _MUTATING_METHODS)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) or (isinstance(node, ast.keyword) and node.arg == "out"):
+            return True
+        if not isinstance(node, ast.Name):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            if node.id in names:
+                return True
+            continue
+        if node.id not in containers:
+            if node.id in names and mutated(node):
+                return True
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            constant = parent.slice.value if isinstance(parent.slice, ast.Constant) else None
+            if (not isinstance(constant, str) or constant == key) and (not isinstance(parent.ctx, ast.Load) or mutated(parent)):
+                return True
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS and isinstance(parents.get(parent), ast.Call):
+            continue
+        if isinstance(parent, ast.Compare) and isinstance(parent.ops[0], (ast.In, ast.NotIn)) and node is not parent.left:
+            continue  # ``"x" in model_inputs``
+        return True
+    return False
+
+
+def _names_in(expression: str) -> set[str]:
+    try:
+        return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+
+
 def _owner(a: BodyAnalysis, line: int) -> TopLevel | None:
     """The top-level statement that holds ``line``."""
     found = None
-    for t in sorted(a.top_level, key=lambda t: t.line):
+    for t in a.top_level:
         if t.line <= line:
             found = t
     return found
@@ -608,7 +686,7 @@ def _owner(a: BodyAnalysis, line: int) -> TopLevel | None:
 def _before_super(a: BodyAnalysis, line: int) -> bool:
     """``line`` is in the statement that calls ``super()`` or in one before it: what it sets is an input of
     the mixin, not something the mixin prepared."""
-    call = next((t for t in sorted(a.top_level, key=lambda t: t.line) if "super" in t.reads), None)
+    call = next((t for t in a.top_level if "super" in t.reads), None)
     owner = _owner(a, line)
     return call is not None and owner is not None and owner.line <= call.line
 
@@ -921,7 +999,7 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
         flag = flags.get(atom)
         if flag is not None and flag in a.withheld:
             return _blocked(f"it does not hand {flag} to super(): the mixin's test is not the override's")
-    ordered = sorted(a.top_level, key=lambda t: t.index)
+    ordered = a.top_level
     call = next((t.index for t in ordered if "super" in t.reads), None)
     between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed
                     and not _unaffected_by(a, t, hooked)), None)
@@ -1272,7 +1350,7 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
         # the code runs in the mixin only if super() reaches it: resolved, not assumed
         reached = o.fallback.detail if o.fallback is not None else "nothing resolved"
         return _Body(why=f"super() reaches {reached}, not the mixin")
-    statements = sorted(a.top_level, key=lambda t: t.index)
+    statements = a.top_level
     body, last = statements[:-1], statements[-1] if statements else None
     if a.delegation is not None or last is None or not last.returns or len(a.recognised) != 1 or a.dropped \
             or [(u.line, u.end_line) for u in a.unrecognised] != [(t.line, t.end_line) for t in body]:
