@@ -369,8 +369,12 @@ def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> Non
         'model_inputs["decoder_position_ids"] = model_inputs["position_ids"]',
         # a value computed off the prepared dict: the engine cannot say what it reads
         'model_inputs["attention_mask"] = model_inputs["attention_mask"][:, -1:]',
-        # a statement no rule understands may do either
-        "self.counter += 1",
+        # a statement no rule understands that hands the dict on may do either
+        "self.log(model_inputs)",
+        # one that names the dict to read another key: no rule says what else it reads
+        'if model_inputs.get("inputs_embeds") is not None:\n        self.counter += 1',
+        # a key computed off the prepared dict under a name of its own (a rule understands it, not what it reads)
+        'model_inputs["decoder_mask"] = model_inputs.get("position_ids")',
         # another key, a literal, but under a test that reads the hooked key off the prepared dict
         'if model_inputs["position_ids"] is not None:\n        model_inputs["is_decoder"] = True',
     ],
@@ -387,6 +391,11 @@ def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile:
         'model_inputs["is_decoder"] = True',  # BLIP's reduction: a literal under another key
         'model_inputs["past_buckets_states"] = past_key_values',  # Reformer's: a parameter under another key
         'model_inputs.pop("head_mask", None)',  # another key dropped
+        "self.counter += 1",  # names no dict: nothing the hook sets can reach it
+        # RoCBert's reduction: its own ids cut after the first step, no rule understands it, never names the dict
+        "if past_key_values is not None:\n        shape_ids = kwargs.get('shape_ids')[:, -1:]",
+        # Bloom's: another key set from a local of its own (a static cache's 2D mask padded to the cache's size)
+        'model_inputs["attention_mask"] = padded_mask',
     ],
 )
 def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile: MixinProfile, between: str) -> None:
@@ -397,6 +406,16 @@ def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile
                     call="input_ids, past_key_values=past_key_values, **kwargs")
     found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
     assert (found.change, found.removed) == (Change.TRIM, (2,))
+
+
+def test_a_statement_between_that_assigns_what_the_trimmed_ones_read_blocks_the_trim(profile: MixinProfile) -> None:
+    """The removed statement read ``router_default`` after the statement between assigned it: the hook, which runs
+    before, would not see that value."""
+    source = method("router_default = self.config.output_router_logits",
+                    'model_inputs["output_router_logits"] = kwargs.get("output_router_logits", router_default)')
+    found = member_change(finding(source, profile), ["output_router_logits"], profile,
+                          {"output_router_logits": Idiom((), (ValueKind.CALLER_OR_DEFAULT,))})
+    assert found.change is Change.BLOCKED and "between super()" in found.why
 
 
 def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:

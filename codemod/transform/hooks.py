@@ -1001,8 +1001,9 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
             return _blocked(f"it does not hand {flag} to super(): the mixin's test is not the override's")
     ordered = a.top_level
     call = next((t.index for t in ordered if "super" in t.reads), None)
+    gone = [t for t in ordered if t.index in removed]
     between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed
-                    and not _unaffected_by(a, t, hooked)), None)
+                    and not _unaffected_by(a, t, hooked, gone)), None)
     if between is not None:
         # the hook runs inside super(): a statement between the call and the removed ones would see its values
         return _blocked(f"line {between.line} runs between super() and the statements the hook replaces: it would see "
@@ -1029,15 +1030,27 @@ _OWN_VALUES = frozenset({ValueOrigin.PARAM, ValueOrigin.PARAM_DEFAULT, ValueOrig
                          ValueOrigin.DROPPED})
 
 
-def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str]) -> bool:
+def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequence[TopLevel]) -> bool:
     """Whether statement ``t``, standing between super() and the statements a trim removes, does the same when the
-    hook has already set the hooked keys inside super(): every part of it recognised, it sets or drops only other
-    keys, with values from the method's parameters or literals (BLIP's ``model_inputs["is_decoder"] = True``,
-    Reformer's ``past_buckets_states`` from its ``past_key_values`` parameter), so it reads nothing the hook
-    changes, and the removed statements read nothing it writes."""
+    hook has already set the hooked keys inside super(), and the removed statements the same after it.
+
+    The hook changes nothing but the dict super() returns (``**kwargs`` reach super() unpacked: a copy). So ``t``
+    must not read that dict, but where it sets other keys of it (as recognised code: an unrecognised part could read
+    anything) from values that do not come from it: BLIP's ``model_inputs["is_decoder"] = True``, Reformer's
+    ``past_buckets_states`` from its ``past_key_values`` parameter, Bloom's static-cache mask from its own
+    ``attention_mask``. Statements that never name the dict qualify whether a rule understands them or not
+    (RoCBert's cut of its shape and pronunciation ids). And it must not assign a name the removed statements read,
+    nor rebind the dict."""
+    if t.returns or "super" in t.reads or set(t.writes) & ({n for r in removed for n in r.reads} | {RESULT}):
+        return False
     outputs = [out for out in a.outputs if _owner(a, out.line) is t]
-    return (t.recognised and not t.returns and "super" not in t.reads and not t.writes and bool(outputs)
-            and all(out.key not in hooked and out.value.origin in _OWN_VALUES for out in outputs))
+    if not outputs:
+        return RESULT not in t.reads
+    return t.recognised and all(
+        out.key not in hooked and not out.via_kwargs
+        and (out.value.origin in _OWN_VALUES or RESULT not in _names_in(out.expr))
+        and not any(RESULT in _names_in(condition) for condition in out.conditions)
+        for out in outputs)
 
 
 def _unnamable(o: Override, name: str, removed: tuple[int, ...]) -> bool:
