@@ -50,7 +50,11 @@ METHOD_SOURCE = '''\
         # decoders made it: some forwards (Electra's) build their own default without counting the cache.
         if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
             attention_mask = input_ids.new_ones(input_ids.shape)
-        if isinstance(past_key_values, tuple) and inputs_embeds is None and (cache_position is None or kwargs.get("use_cache") is False):
+        if (
+            isinstance(past_key_values, tuple)
+            and inputs_embeds is None
+            and (cache_position is None or kwargs.get("use_cache") is False)
+        ):
             past_length = min(past_key_values[0][0].shape[2], input_ids.shape[1] - 1)
             cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
         model_inputs = {}
@@ -118,7 +122,8 @@ METHOD_SOURCE = '''\
 
         if (
             isinstance(past_key_values, StaticCache)
-            or isinstance(past_key_values, HybridCache) and not self.config._attn_implementation == "flash_attention_2"
+            or isinstance(past_key_values, HybridCache)
+            and not self.config._attn_implementation == "flash_attention_2"
         ) and attention_mask.ndim == 2:
             if model_inputs["inputs_embeds"] is not None:
                 batch_size, sequence_length, _ = model_inputs["inputs_embeds"].shape
@@ -137,8 +142,16 @@ METHOD_SOURCE = '''\
                 # a model's own variant may want more than these arguments (PaliGemma's): not ours to fill
                 parameters = inspect.signature(causal_mask_creation_function).parameters.values()
                 required = {p.name for p in parameters if p.default is inspect.Parameter.empty}
-                if not required <= {"attention_mask", "sequence_length", "target_length", "dtype", "device", "min_dtype",
-                                    "cache_position", "batch_size"}:
+                if not required <= {
+                    "attention_mask",
+                    "sequence_length",
+                    "target_length",
+                    "dtype",
+                    "device",
+                    "min_dtype",
+                    "cache_position",
+                    "batch_size",
+                }:
                     causal_mask_creation_function = None
             if causal_mask_creation_function is None:
                 logger.warning_once(
@@ -146,7 +159,11 @@ METHOD_SOURCE = '''\
                     "helper: the static cache gets the 2D attention mask."
                 )
             else:
-                dtype = self.get_output_embeddings().weight.dtype if self.get_output_embeddings() is not None else self.dtype
+                dtype = (
+                    self.get_output_embeddings().weight.dtype
+                    if self.get_output_embeddings() is not None
+                    else self.dtype
+                )
                 min_dtype = torch.finfo(dtype).min
                 attention_mask = causal_mask_creation_function(
                     attention_mask,

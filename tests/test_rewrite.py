@@ -932,6 +932,47 @@ ATTRIBUTE_CASES = [
         # not a literal: nothing to merge with
         id="set-attribute-replaces-what-is-no-literal",
     ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                _tied_weights_keys = ["lm_head.weight"]
+        '''),
+        [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("encoder_attention_mask", "encoder_hidden_states", '
+                                      '"head_mask", "position_ids", "token_type_ids", "use_cache")')],
+        src('''
+            class FooForCausalLM(Base):
+                _tied_weights_keys = ["lm_head.weight"]
+                _generation_dropped_inputs = (
+                    "encoder_attention_mask",
+                    "encoder_hidden_states",
+                    "head_mask",
+                    "position_ids",
+                    "token_type_ids",
+                    "use_cache",
+                )
+        '''),
+        # 150 columns on one line: laid out as `ruff format --line-length 119` lays a collection out (RoCBert's)
+        id="set-attribute-too-long-for-a-line-one-item-per-line",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                _generation_input_defaults = {"output_router_logits": False, "use_cache": True}
+        '''),
+        [edit(EditKind.SET_ATTRIBUTE, '_generation_input_defaults = {"aux_loss_coefficient_for_the_router": 0.001, '
+                                      '"router_jitter_noise": 0.0}')],
+        src('''
+            class FooForCausalLM(Base):
+                _generation_input_defaults = {
+                    "output_router_logits": False,
+                    "use_cache": True,
+                    "aux_loss_coefficient_for_the_router": 0.001,
+                    "router_jitter_noise": 0.0,
+                }
+        '''),
+        # merged with what an earlier pass wrote, then too long
+        id="set-attribute-merged-then-too-long-one-item-per-line",
+    ),
 ]
 
 

@@ -491,16 +491,15 @@ def _drop_loop(keys: Sequence[str]) -> list[str]:
     joined = ", ".join(keys)
     if BODY_INDENT + len("for key in ():") + len(joined) <= LINE_LENGTH:
         head = [f"for key in ({joined}):"]
-    elif BODY_INDENT + 4 + len(joined) <= LINE_LENGTH:
-        head = ["for key in (", f"    {joined}", "):"]
-    else:
+    else:  # ruff splits a tuple one item per line (a call's arguments, on one line of their own if they fit)
         head = ["for key in (", *(f"    {k}," for k in keys), "):"]
     return [*head, "    model_inputs.pop(key, None)"]
 
 
-#: the line length transformers formats to (ruff, ``line-length = 119``), and a method body's indent
+#: the line length transformers formats to (ruff, ``line-length = 119``), a method body's indent and a class body's
 LINE_LENGTH = 119
 BODY_INDENT = 8
+CLASS_INDENT = 4
 
 
 def call_lines(function: str, arguments: Sequence[str]) -> list[str]:

@@ -20,7 +20,8 @@ import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
-from codemod.transform.plan import Edit, EditKind, HookCode, call_lines
+from codemod.transform.layout import laid_out
+from codemod.transform.plan import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, Edit, EditKind, HookCode, call_lines
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
@@ -238,9 +239,9 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
         parts.append(_param_code(params.star_kwarg))
     indent = module.default_indent
     joined = ", ".join(parts)
-    if len(f"{indent}def {function.name.value}({joined}):") <= 119:
+    if len(f"{indent}def {function.name.value}({joined}):") <= LINE_LENGTH:
         header = f"def {function.name.value}({joined}):"
-    elif len(f"{indent * 2}{joined}") <= 119:
+    elif len(f"{indent * 2}{joined}") <= LINE_LENGTH:
         # the parameters on one line of their own, as ruff lays out what has no trailing comma
         header = f"def {function.name.value}(\n    {joined}\n):"
     else:
@@ -470,7 +471,7 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
     same name is merged with it (:func:`_merged_value`)."""
-    new = _class_statements(module, code)
+    new = _class_statements(module, laid_out(code, CLASS_INDENT))
     if len(new) != 1 or _assigned_name(new[0]) is None:
         raise RewriteError(f"not one class attribute assignment: {code!r}")
     statement, name = new[0], _assigned_name(new[0])
@@ -479,7 +480,7 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
         if _assigned_name(existing) == name:
             merged = _merged_value(existing, statement)
             if merged is not None:
-                statement = _statement(_class_statements(module, f"{name} = {merged}")[0])
+                statement = _statement(_class_statements(module, laid_out(f"{name} = {merged}", CLASS_INDENT))[0])
             body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
             return body
     if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
@@ -504,7 +505,7 @@ def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, h
     """The hook's attribute declared right above the mixin's method (once)."""
     if any(_assigned_name(s) == hook.attribute for s in body):
         return body
-    statements = _class_statements(module, hook.declaration)
+    statements = _class_statements(module, laid_out(hook.declaration, CLASS_INDENT))
     first = _statement(statements[0])
     statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
     method = _statement(body[position])
@@ -526,8 +527,8 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
                            f"{hook.attribute} hook")
     # the hook's code says why in its own first comment; without one, where to read about it
     comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
-    prologue = list(_code_block(module, hook.prologue)) if hook.prologue.strip() else []
-    epilogue = list(_code_block(module, hook.epilogue)) if hook.epilogue.strip() else []
+    prologue = list(_code_block(module, laid_out(hook.prologue, BODY_INDENT))) if hook.prologue.strip() else []
+    epilogue = list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT))) if hook.epilogue.strip() else []
     for statement in prologue:
         if _returns_at_end(statement):
             continue  # what it assigns never reaches the method's own statements: it returns first

@@ -1,0 +1,35 @@
+"""New code laid out as transformers lays out its own: ``ruff format`` at a line length of 119.
+
+Pure. The code this tool writes from templates and from other places' source (a hook's statements moved into the
+mixin's method one level deeper, a hook attribute naming six inputs) must pass the checkout's ``make quality``
+(``ruff format --check``), or the pull request fails its first CI job. ``black`` lays it out: ruff's formatter
+follows black's style, and black runs in process on a string. Only the snippet the tool writes is formatted, at
+the indent it will have; the file around it stays byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import black
+from black.parsing import InvalidInput
+
+from codemod.transform.plan import LINE_LENGTH
+
+_MODE = black.Mode(line_length=LINE_LENGTH)
+
+
+def laid_out(code: str, indent: int) -> str:
+    """``code`` (statements at column 0) laid out as they will stand at ``indent`` columns, returned at column 0
+    again; as it is when black cannot parse it (the rewrite then reports what is wrong with it)."""
+    if not code.strip():
+        return code
+    levels = indent // 4
+    # nested blocks put the snippet at its indent: black measures its lines where they will be
+    header = "".join(f"{'    ' * level}if _:\n" for level in range(levels))
+    try:
+        formatted = black.format_str(header + textwrap.indent(code, "    " * levels), mode=_MODE)
+    except (InvalidInput, ValueError):
+        return code
+    body = formatted.splitlines(keepends=True)[levels:]
+    return textwrap.dedent("".join(body))
