@@ -109,3 +109,22 @@ def test_every_hook_the_rewrite_installs_is_laid_out() -> None:
     assert all(f"self.{e.hook.attribute}" in text for e in edits if e.hook is not None)
     assert as_ruff_lays_it_out(text), "".join(difflib.unified_diff(
         text.splitlines(keepends=True), black.format_str(text, mode=MODE).splitlines(keepends=True)))
+
+
+def test_a_modular_removal_stub_too_long_for_its_line_is_laid_out() -> None:
+    """5.23.0's Gemma4Unified: the converter's removal stub names the class, 121 columns on one line."""
+    path = "src/transformers/models/gemma4_unified/modular_gemma4_unified.py"
+    cls = "Gemma4UnifiedForConditionalGeneration"
+    before = (f"class {cls}(Gemma4ForConditionalGeneration):\n"
+              "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+              "        return super().prepare_inputs_for_generation(input_ids, **kwargs)\n")
+    stub = f'raise AttributeError("{cls} uses GenerationMixin.prepare_inputs_for_generation")\n'
+    result = rewrite_source(path, before.encode(), [Edit(path, cls, EditKind.REMOVE, f"{path}::{cls}", "test", stub)])
+    assert result.error is None, result.error
+    assert result.new_text() == (
+        f"class {cls}(Gemma4ForConditionalGeneration):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        raise AttributeError(\n"
+        f'            "{cls} uses GenerationMixin.prepare_inputs_for_generation"\n'
+        "        )\n")
+    assert as_ruff_lays_it_out(result.new_text())

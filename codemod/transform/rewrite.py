@@ -106,7 +106,7 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     old = function.body.body
     if any(i >= len(old) for i in (*keep, *keep_after)):
         raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
-    new = _code_block(module, body)
+    new = _code_block(module, laid_out(body, BODY_INDENT))
 
     def kept(indices: Sequence[int]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
         statements = (_without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i])
