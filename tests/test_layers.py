@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                 "analyse.fallback", "analyse.mixin", "analyse.index", "analyse.classify", "analyse.soundness",
                 "analyse.scan"),
     "transform": ("transform", "transform.plan", "transform.rewrite", "transform.apply", "transform.hooks",
-                  "transform.hook_changes"),
+                  "transform.hook_changes", "transform.formatting"),
     "verify": ("verify", "verify.compare", "verify.owntests", "verify.runner", "verify.scenarios", "verify.session",
                "verify.sides", "verify.testers", "verify.tiny", "verify.tiny.common", "verify.tiny.tokens",
                "verify.tiny.shrink", "verify.tiny.fixups", "verify.tiny.build", "verify.tiny.multimodal",

@@ -728,10 +728,13 @@ CASES = [
 
                     if empty_past_kv:
                         past_key_values = self.new_cache(input_ids.shape[0])
-                    model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, cache_position=cache_position)
+                    model_inputs = super().prepare_inputs_for_generation(
+                        input_ids, past_key_values=past_key_values, cache_position=cache_position
+                    )
                     return model_inputs
         '''),
-        # Jamba: the branch that sliced goes, the other stays under the opposite test
+        # Jamba: the branch that sliced goes, the other stays under the opposite test (the new call, 121 columns on
+        # one line, laid out as ruff would)
         id="reduce-cuts-a-branch-in-front-of-super-and-keeps-the-other-under-the-opposite-test",
     ),
     pytest.param(

@@ -16,7 +16,8 @@ from black.parsing import InvalidInput
 
 from codemod.transform.plan import LINE_LENGTH
 
-_MODE = black.Mode(line_length=LINE_LENGTH)
+#: quotes stay as written: a moved expression keeps its file's style (transformers' is double quotes already)
+_MODE = black.Mode(line_length=LINE_LENGTH, string_normalization=False)
 
 
 def laid_out(code: str, indent: int) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
 from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
-from codemod.transform.layout import laid_out
+from codemod.transform.formatting import laid_out
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 from rules.generic_mixin import MODULE_SOURCE
