@@ -418,6 +418,20 @@ def test_a_statement_between_that_assigns_what_the_trimmed_ones_read_blocks_the_
     assert found.change is Change.BLOCKED and "between super()" in found.why
 
 
+@pytest.mark.parametrize("between", [
+    "self.config.num_logits_to_keep = 5",  # the config attribute the removed statement reads, changed in place
+    "self.bump()",  # a method that may change it
+    "setattr(self.config, 'num_logits_to_keep', 5)",
+])
+def test_a_statement_between_that_touches_what_the_trimmed_ones_read_blocks_the_trim(profile: MixinProfile,
+                                                                                      between: str) -> None:
+    """The hook reads the config inside super(), before this statement runs: the removed statement read it after."""
+    source = method(between, 'model_inputs["logits_to_keep"] = self.config.num_logits_to_keep')
+    found = member_change(finding(source, profile), ["logits_to_keep"], profile,
+                          {"logits_to_keep": Idiom((), (CONFIG,))})
+    assert found.change is Change.BLOCKED and "between super()" in found.why
+
+
 def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:
     """Fuyu's reduction: super(), a first-step input, then its ids cut to the last token (nothing the mixin does).
     The hooked statement goes; the cut stays where it was, after where the hook now runs."""

@@ -1039,9 +1039,11 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     anything) from values that do not come from it: BLIP's ``model_inputs["is_decoder"] = True``, Reformer's
     ``past_buckets_states`` from its ``past_key_values`` parameter, Bloom's static-cache mask from its own
     ``attention_mask``. Statements that never name the dict qualify whether a rule understands them or not
-    (RoCBert's cut of its shape and pronunciation ids). And it must not assign a name the removed statements read,
-    nor rebind the dict."""
-    if t.returns or "super" in t.reads or set(t.writes) & ({n for r in removed for n in r.reads} | {RESULT}):
+    (RoCBert's cut of its shape and pronunciation ids). And it must not rebind the dict, nor touch at all what the
+    removed statements read besides it (``self``, for a config attribute: ``self.config.x = 5`` or ``self.bump()``
+    in front of them changes what the hook, running before it, reads)."""
+    theirs = {n for r in removed for n in r.reads} - {n for r in removed for n in r.writes} - {RESULT}
+    if t.returns or "super" in t.reads or RESULT in t.writes or (set(t.reads) | set(t.writes)) & theirs:
         return False
     outputs = [out for out in a.outputs if _owner(a, out.line) is t]
     if not outputs:
