@@ -46,6 +46,13 @@ CASES = [
      8,
      "if self._hooked:\n    attention_mask = torch.cat(\n"
      "        [attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1\n    )\n"),
+    # too long for one line of arguments: one per line, and a trailing comma after ``**kwargs`` too (ruff, told
+    # transformers' Python, writes one; black left to guess from a snippet did not)
+    ("a-call-one-argument-per-line",
+     "model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+     "attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs)\n", 8,
+     "model_inputs = super().prepare_inputs_for_generation(\n    input_ids,\n    past_key_values=past_key_values,\n"
+     "    attention_mask=attention_mask,\n    inputs_embeds=inputs_embeds,\n    **kwargs,\n)\n"),
     ("comments-and-blank-lines-stay", "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n", 8,
      "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n"),
 ]

@@ -12,12 +12,16 @@ from __future__ import annotations
 import textwrap
 
 import black
-from black.parsing import InvalidInput
+from black.mode import Mode, TargetVersion
 
-from codemod.transform.plan import LINE_LENGTH
-
-#: quotes stay as written: a moved expression keeps its file's style (transformers' is double quotes already)
-_MODE = black.Mode(line_length=LINE_LENGTH, string_normalization=False)
+#: the line length transformers formats to (ruff, ``line-length = 119``), a method body's indent and a class body's
+LINE_LENGTH = 119
+BODY_INDENT = 8
+CLASS_INDENT = 4
+#: quotes stay as written: a moved expression keeps its file's style (transformers' is double quotes already). The
+#: target is Python 3.9, transformers' oldest: left to guess from a snippet, black assumes Python 2 may read it and
+#: puts no trailing comma after a call's ``**kwargs`` split one per line, where ruff (told the project's target) does
+_MODE = Mode(line_length=LINE_LENGTH, string_normalization=False, target_versions={TargetVersion.PY39})
 
 
 def laid_out(code: str, indent: int) -> str:
@@ -30,7 +34,7 @@ def laid_out(code: str, indent: int) -> str:
     header = "".join(f"{'    ' * level}if _:\n" for level in range(levels))
     try:
         formatted = black.format_str(header + textwrap.indent(code, "    " * levels), mode=_MODE)
-    except (InvalidInput, ValueError):
+    except ValueError:  # black's InvalidInput
         return code
     body = formatted.splitlines(keepends=True)[levels:]
     return textwrap.dedent("".join(body))

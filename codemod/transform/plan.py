@@ -40,6 +40,7 @@ from codemod.contracts import (
 )
 from codemod.analyse.analysis import Nested, Recognised
 from codemod.analyse.fallback import FallbackKind
+from codemod.transform.formatting import BODY_INDENT, laid_out
 from codemod.groups import UnionFind
 from codemod.analyse.index import CopyLink, Index, Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era
@@ -488,29 +489,13 @@ def _merged_tests(lines: Sequence[str]) -> list[str]:
 
 
 def _drop_loop(keys: Sequence[str]) -> list[str]:
-    joined = ", ".join(keys)
-    if BODY_INDENT + len("for key in ():") + len(joined) <= LINE_LENGTH:
-        head = [f"for key in ({joined}):"]
-    else:  # ruff splits a tuple one item per line (a call's arguments, on one line of their own if they fit)
-        head = ["for key in (", *(f"    {k}," for k in keys), "):"]
-    return [*head, "    model_inputs.pop(key, None)"]
-
-
-#: the line length transformers formats to (ruff, ``line-length = 119``), a method body's indent and a class body's
-LINE_LENGTH = 119
-BODY_INDENT = 8
-CLASS_INDENT = 4
+    return laid_out(f"for key in ({', '.join(keys)}):\n    model_inputs.pop(key, None)\n", BODY_INDENT).splitlines()
 
 
 def call_lines(function: str, arguments: Sequence[str]) -> list[str]:
-    """The call laid out as ruff would: one line if it fits, else the arguments on one line of their
-    own, else one argument per line with a trailing comma."""
-    joined = ", ".join(arguments)
-    if BODY_INDENT + len(function) + len(joined) + 2 <= LINE_LENGTH:
-        return [f"{function}({joined})"]
-    if BODY_INDENT + 4 + len(joined) <= LINE_LENGTH:
-        return [f"{function}(", f"    {joined}", ")"]
-    return [f"{function}(", *(f"    {a}," for a in arguments), ")"]
+    """The call laid out as ruff would at a method body's indent: one line if it fits, else the arguments on one
+    line of their own, else one argument per line with a trailing comma."""
+    return laid_out(f"{function}({', '.join(arguments)})\n", BODY_INDENT).splitlines()
 
 
 def _kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:

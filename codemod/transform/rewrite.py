@@ -20,8 +20,8 @@ import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
-from codemod.transform.formatting import laid_out
-from codemod.transform.plan import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, Edit, EditKind, HookCode, call_lines
+from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, laid_out
+from codemod.transform.plan import Edit, EditKind, HookCode, call_lines
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
