@@ -638,8 +638,35 @@ def _case(name: str, inputs: str, *, mask: bool = True, gen: dict | None = None,
 PREFIX = 3
 
 
+def legacy_prompt(inputs: dict, config: Any) -> dict | None:
+    """``inputs`` with one image token per row where the config wants ``image_seq_length`` of them: the prompt 4.45's
+    processors without ``patch_size`` made, on which the llava family merges the image itself (its legacy path) and
+    needs it again on every step. None where the config names no such length, or a row has no run to shorten."""
+    import torch
+
+    seq_length = getattr(config, "image_seq_length", None)
+    token = getattr(config, "image_token_index", None)
+    ids, mask = inputs.get("input_ids"), inputs.get("attention_mask")
+    if not isinstance(seq_length, int) or seq_length <= 1 or not isinstance(token, int):
+        return None
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not isinstance(mask, torch.Tensor):
+        return None
+    rows, masks = [], []
+    for row, row_mask in zip(ids, mask):
+        at = (row == token).nonzero().flatten()
+        if len(at) <= 1:
+            return None
+        keep = torch.ones_like(row, dtype=torch.bool)
+        keep[at[1:]] = False
+        rows.append(row[keep])
+        masks.append(row_mask[keep])
+    if len({len(row) for row in rows}) != 1:
+        return None
+    return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
+
+
 def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: bool, has_tt: bool,
-               reads_is_decoder: bool, decoder_start: int | None) -> list[dict]:
+               reads_is_decoder: bool, decoder_start: int | None, legacy: bool = False) -> list[dict]:
     no_cache_cfg = {"use_cache": False}
     cases = [
         _case("greedy-padded", "b2"),
@@ -673,6 +700,8 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
     if encoder_decoder and text and decoder_start is not None:
         cases.append(_case("decoder-prompt", "b2", extra="decoder_prompt"))
         cases.append(_case("decoder-prompt-no-cache", "b2", extra="decoder_prompt", gen={"use_cache": False}))
+    if legacy:  # the llava family's legacy prompt: the image on every step
+        cases.append(_case("legacy-image-padded", "legacy"))
     if reads_is_decoder and not encoder_decoder:
         off = {"is_decoder": False}
         cases += [_case("is_decoder=False greedy-padded", "b2", config=off),
@@ -906,6 +935,10 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
                 chosen = {main_input: _speech_input(config, main_input, rows)}
             inputs[name] = chosen
         manifest["notes"].append("inputs from the tester: " + ", ".join(sorted(inputs["b2"])))
+        legacy = legacy_prompt(inputs["b2"], config)
+        if legacy is not None:
+            inputs["legacy"] = legacy
+            manifest["notes"].append("a legacy prompt: one image token per row")
     if text and _forward_takes(model, "bbox"):  # layout models: a box per token (sorted corners, 0..1000)
         g = torch.Generator().manual_seed(9)
         for name in ("b1", "b2"):
@@ -937,7 +970,8 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     torch.save(inputs, os.path.join(work, "inputs.pt"))
     reads = _reads_is_decoder(model_class) and manifest["flags"].get("is_decoder") is True
     manifest["cases"] = plan_cases(model, encoder_decoder=encoder_decoder, text=text, embeddable=embeddable and not codebooks,
-                                   has_tt=has_tt, reads_is_decoder=reads, decoder_start=decoder_start)
+                                   has_tt=has_tt, reads_is_decoder=reads, decoder_start=decoder_start,
+                                   legacy="legacy" in inputs)
     manifest["pad"] = pad
     manifest["shapes"] = {name: {k: list(v.shape) for k, v in d.items() if isinstance(v, torch.Tensor)}
                           for name, d in inputs.items()}

@@ -215,6 +215,17 @@ def first_step_every_step(root: Path) -> list[str]:
                            "no reduced override guards an input with `cache_position[0] == 0`")
 
 
+#: the llava family's test: the image again on every step while the prompt takes the legacy merge path
+LEGACY_TEST = "if legacy_processing or cache_position[0] == 0:"
+
+
+def legacy_image_first_step_only(root: Path) -> list[str]:
+    """In every reduced override, an input the llava family passes on the first step *or* while the prompt takes the
+    legacy merge path (one image token) is passed on the first step only."""
+    return _rewrite_guards(root, lambda lines, i: lines[i].strip() == LEGACY_TEST, "cache_position[0] == 0",
+                           "no reduced override guards an input with `legacy_processing or cache_position[0] == 0`")
+
+
 def _sets_none_when_given(lines: list[str], i: int) -> bool:
     """``if <caller's value> is not None:`` followed by ``model_inputs[<key>] = None``."""
     test, then = lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else ""
@@ -261,6 +272,8 @@ MUTANTS = [
     )),
     Mutant("first-step-input-every-step", "a reduced override's first-step-only input sent on every step",
            edit=first_step_every_step),
+    Mutant("legacy-image-first-step-only", "a reduced llava-family override's image, which a legacy prompt needs on "
+           "every step, sent on the first step only", edit=legacy_image_first_step_only),
     Mutant("caller-input-honoured", "a reduced override's key that the old code ignored when the caller gave it "
            "is passed as the caller gave it", edit=caller_input_honoured),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (

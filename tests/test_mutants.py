@@ -213,6 +213,23 @@ GUARD_MUTANTS = [
         mutants.first_step_every_step, "if True:  # mutant", "if cache_position[0] == 0:", "guards an input",
         id="first-step-input"),
     pytest.param(
+        "class LynxForConditionalGeneration(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):\n"
+        "        legacy_processing = (input_ids == self.config.image_token_index).sum(1).max() < 4\n"
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)\n"
+        "        if legacy_processing or cache_position[0] == 0:\n"
+        '            model_inputs["pixel_values"] = pixel_values\n'
+        "        return model_inputs\n",
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, cache_position=None, **kwargs):\n"
+        "        legacy_processing = True\n"
+        "        if legacy_processing or cache_position[0] == 0:\n"
+        "            return {}\n"
+        "        return {'input_ids': input_ids}\n",
+        mutants.legacy_image_first_step_only, "if cache_position[0] == 0:  # mutant",
+        "if legacy_processing or cache_position[0] == 0:", "legacy_processing or",
+        id="legacy-image"),
+    pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"

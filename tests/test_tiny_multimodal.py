@@ -236,6 +236,27 @@ CHECKS = textwrap.dedent(
         return result
 
     run("musicgen_guidance", musicgen_guidance)
+
+    def llava_legacy():
+        # a prompt with one image token where the config wants image_seq_length: 4.45's legacy merge path, which
+        # needs the image on every step (the override passes it while legacy_processing)
+        model, _ = tiny.tiny_model(load("transformers.models.llava.modeling_llava", "LlavaForConditionalGeneration"),
+                                   seed=0)
+        token = model.config.image_token_index
+        text = tiny.generation_inputs(model, batch_size=2, seed=0, left_pad=3)
+        legacy = tiny.legacy_image_inputs(model, text, seed=0)
+        full = tiny.multimodal_inputs(model, text, seed=0)
+        result = {"seq_length": model.config.image_seq_length, "tokens": (legacy["input_ids"] == token).sum(-1).tolist(),
+                  "full_tokens": (full["input_ids"] == token).sum(-1).tolist(),
+                  "legacy_steps": recorded_steps(model, legacy), "full_steps": recorded_steps(model, full),
+                  "image_matters": image_matters(model, legacy)}
+        # no image_seq_length to fall short of: no legacy prompt
+        onevision, _ = tiny.tiny_model(load("transformers.models.llava_onevision.modeling_llava_onevision",
+                                            "LlavaOnevisionForConditionalGeneration"), seed=0)
+        result["onevision"] = tiny.legacy_image_inputs(onevision, tiny.generation_inputs(onevision, seed=0), seed=0)
+        return result
+
+    run("llava_legacy", llava_legacy)
     print("RESULT " + json.dumps(out))
     '''
 )
@@ -401,3 +422,15 @@ def test_musicgen_gets_a_guidance_scale_above_one(results):
         assert entry[name] is not None, name
         assert entry[name]["extra"] == {"guidance_scale": 3.0} and entry[name]["text_kept"]
         assert entry[name]["greedy"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_legacy_llava_prompt_has_one_image_token_and_needs_the_image_on_every_step(results):
+    entry = _ok(results, "llava_legacy")
+    assert entry["tokens"] == [1, 1] and entry["full_tokens"] == [entry["seq_length"]] * 2 and entry["seq_length"] > 1
+    assert entry["image_matters"] > 0
+    # the legacy path gets the image on each of its 6 steps, the processor's prompt on the first only
+    assert entry["legacy_steps"] == [["pixel_values"]] * 6, entry["legacy_steps"]
+    assert entry["full_steps"] == [["pixel_values"]] + [[]] * 5, entry["full_steps"]
+    assert entry["onevision"] is None

@@ -32,7 +32,7 @@ VERIFY_DIR = Path(__file__).resolve().parent
 DEFAULT_SCENARIOS = (
     "greedy", "greedy-no-cache", "left-padded-batch", "sampling", "beam-search", "assisted",
     "inputs-embeds", "inputs-embeds-padded", "static-cache", "encoder-outputs", "multimodal", "multimodal-assisted",
-    "multimodal-padded", "multimodal-no-cache", "contrastive",
+    "multimodal-padded", "multimodal-no-cache", "multimodal-legacy", "contrastive",
     "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
     "encoder-hidden-states", "head-masks", "decoder-inputs-embeds", "decoder-prompt",
     "position-ids", "prefilled-cache", "long",

@@ -264,6 +264,17 @@ def multimodal_no_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**multimodal(model, assistant, seed), "use_cache": False}
 
 
+def multimodal_legacy(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """A left-padded batch of two with one image token per row where the config wants ``image_seq_length``: 4.45's
+    llava family merges the image itself (the legacy path) and needs it again on every later step, so an override
+    that sends it on the first step only, whatever the prompt, generates something else."""
+    inputs = tiny.generation_inputs(model, seed=seed, batch_size=2, left_pad=3)
+    extra = tiny.legacy_image_inputs(model, inputs, seed=seed)
+    if extra is None:
+        raise Skip("no legacy image prompt: the config has no image_seq_length, or the model cannot run one")
+    return {**extra, "do_sample": False}
+
+
 def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "penalty_alpha": 0.6, "top_k": 4}
 
@@ -511,6 +522,7 @@ SCENARIOS: dict[str, Builder] = {
     "multimodal-assisted": multimodal_assisted,
     "multimodal-padded": multimodal_padded,
     "multimodal-no-cache": multimodal_no_cache,
+    "multimodal-legacy": multimodal_legacy,
     "contrastive": contrastive,
     "config-no-cache": config_no_cache,
     "config-no-cache-generate-cache": config_no_cache_generate_cache,

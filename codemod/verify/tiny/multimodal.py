@@ -444,6 +444,24 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
 NEEDS_IMAGE = {"idefics"}
 
 
+def legacy_image_inputs(model: Any, inputs: Inputs, *, seed: int = 0) -> Inputs | None:
+    """``inputs`` with an image and *one* image token per row, where the config's ``image_seq_length`` asks for
+    more: the prompt 4.45's processors without ``patch_size`` made, which sends the llava family down its legacy
+    merge path (the model expands the token itself, and on every later step needs the image again to patch the
+    attention mask; its override passes it while ``legacy_processing``). ``None`` where the config has no
+    ``image_seq_length`` to fall short of, or the model cannot run such a prompt (releases without that path)."""
+    seq_length = getattr(model.config, "image_seq_length", None)
+    token = _image_token_id(model.config)
+    if not is_int(seq_length) or seq_length <= 1 or token is None:
+        return None
+    full = multimodal_inputs(model, inputs, seed=seed)
+    if full is None:
+        return None
+    image = {k: v for k, v in full.items() if k not in ("input_ids", "attention_mask")}
+    candidate = {**inputs, **image, **_with_image_tokens(inputs, token, 1)}
+    return candidate if _try_generate(model, candidate) is None else None
+
+
 def multimodal_inputs(model: Any, inputs: Inputs, *, seed: int = 0) -> Inputs | None:
     """Best effort: ``inputs`` plus an image (``pixel_values``, ``image_sizes``..., and image tokens
     in ``input_ids``) for a multimodal model, or ``None`` when this model's image input isn't known.
