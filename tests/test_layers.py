@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
 #: commands as functions (api), and the CLI that parses their arguments and renders their results
 LAYERS: dict[str, tuple[str, ...]] = {
     "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
-    "edges": ("fetch", "checkout", "sources", "environment", "tools", "github"),
+    "edges": ("fetch", "checkout", "sources", "environment", "tools", "github", "style"),
     "analyse": ("analyse", "analyse.analysis", "analyse.recognise", "analyse.modular", "analyse.copies", "analyse.target",
                 "analyse.fallback", "analyse.mixin", "analyse.index", "analyse.classify", "analyse.soundness",
                 "analyse.scan"),

@@ -28,6 +28,7 @@ from codemod.transform.plan import Edit, Plan, Trim, make_plan
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import read_source
+from codemod.style import line_length
 
 _MAX_ROUNDS = 8
 
@@ -77,7 +78,7 @@ class Reader:
         return read_source(path)
 
 
-def _rewrite_job(job: tuple[str, bytes, list[Edit]]) -> FileRewrite:
+def _rewrite_job(job: tuple[str, bytes, list[Edit], int]) -> FileRewrite:
     return rewrite_source(*job)
 
 
@@ -86,8 +87,9 @@ def _rewrite_all(
 ) -> list[FileRewrite]:
     """Rewrite the planned files (``only`` these, if given) in memory; libcst is slow on big modules, so
     in a process pool."""
-    work = [(path, (checkout.root / path).read_bytes(), edits) for path, edits in sorted(by_file.items())
-            if only is None or path in only]
+    # the code written in each file is laid out at its project's line length (its ruff or black configuration)
+    work = [(path, (checkout.root / path).read_bytes(), edits, line_length(checkout.root, path))
+            for path, edits in sorted(by_file.items()) if only is None or path in only]
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if workers <= 1 or len(work) < 4:
         return [_rewrite_job(job) for job in work]

@@ -1,39 +1,48 @@
-"""New code laid out as transformers lays out its own: ``ruff format`` at a line length of 119.
+"""New code laid out as its project lays out its own: ``ruff format`` at the project's line length (transformers' 119).
 
 Pure. The code this tool writes from templates and from other places' source (a hook's statements moved into the
 mixin's method one level deeper, a hook attribute naming six inputs) must pass the checkout's ``make quality``
 (``ruff format --check``), or the pull request fails its first CI job. ``black`` lays it out: ruff's formatter
 follows black's style, and black runs in process on a string. Only the snippet the tool writes is formatted, at
-the indent it will have; the file around it stays byte for byte as it was.
+the indent it will have; the file around it stays byte for byte as it was. The line length is the file's project's
+(``codemod.style``, read at the edge and passed in): 119 for transformers, what a remote-code repository says for its.
 """
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import black
 from black.mode import Mode, TargetVersion
 
-#: the line length transformers formats to (ruff, ``line-length = 119``), a method body's indent and a class body's
+#: the line length transformers formats to (ruff, ``line-length = 119``): the default; a method body's indent and a
+#: class body's
 LINE_LENGTH = 119
 BODY_INDENT = 8
 CLASS_INDENT = 4
-#: quotes stay as written: a moved expression keeps its file's style (transformers' is double quotes already). The
-#: target is Python 3.9, transformers' oldest: left to guess from a snippet, black assumes Python 2 may read it and
-#: puts no trailing comma after a call's ``**kwargs`` split one per line, where ruff (told the project's target) does
-_MODE = Mode(line_length=LINE_LENGTH, string_normalization=False, target_versions={TargetVersion.PY39})
 
 
-def laid_out(code: str, indent: int) -> str:
-    """``code`` (statements at column 0) laid out as they will stand at ``indent`` columns, returned at column 0
-    again; as it is when black cannot parse it (the rewrite then reports what is wrong with it)."""
+@functools.lru_cache(maxsize=8)
+def _mode(line_length: int) -> Mode:
+    """Quotes stay as written: a moved expression keeps its file's style (transformers' is double quotes already).
+    The target is Python 3.9, transformers' oldest: left to guess from a snippet, black assumes Python 2 may read
+    it and puts no trailing comma after a call's ``**kwargs`` split one per line, where ruff (told the project's
+    target) does."""
+    return Mode(line_length=line_length, string_normalization=False, target_versions={TargetVersion.PY39})
+
+
+def laid_out(code: str, indent: int, line_length: int = LINE_LENGTH) -> str:
+    """``code`` (statements at column 0) laid out as they will stand at ``indent`` columns in a file formatted at
+    ``line_length``, returned at column 0 again; as it is when black cannot parse it (the rewrite then reports what
+    is wrong with it)."""
     if not code.strip():
         return code
     levels = indent // 4
     # nested blocks put the snippet at its indent: black measures its lines where they will be
     header = "".join(f"{'    ' * level}if _:\n" for level in range(levels))
     try:
-        formatted = black.format_str(header + textwrap.indent(code, "    " * levels), mode=_MODE)
+        formatted = black.format_str(header + textwrap.indent(code, "    " * levels), mode=_mode(line_length))
     except ValueError:  # black's InvalidInput
         return code
     body = formatted.splitlines(keepends=True)[levels:]

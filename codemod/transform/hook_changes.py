@@ -23,6 +23,7 @@ from codemod.transform.plan import Edit, EditKind, Plan
 from codemod.transform.rewrite import rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import MIXIN_CLASS
+from codemod.style import line_length
 
 
 class MemberStatus(Vocabulary):
@@ -90,7 +91,7 @@ def _diff(path: str, old: str, new: str, label: str = "") -> str:
 
 def _rewritten(root: Path, path: str, edits: Sequence[Edit]) -> tuple[str, str] | None:
     """(old text, new text) of ``path`` with ``edits``; None when the rewrite fails."""
-    done = rewrite_source(path, (root / path).read_bytes(), edits)
+    done = rewrite_source(path, (root / path).read_bytes(), edits, line_length(root, path))
     if done.error is not None:
         return None
     return done.old_text(), done.new_text()

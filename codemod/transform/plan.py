@@ -40,7 +40,7 @@ from codemod.contracts import (
 )
 from codemod.analyse.analysis import Nested, Recognised
 from codemod.analyse.fallback import FallbackKind
-from codemod.transform.formatting import BODY_INDENT, laid_out
+from codemod.transform.formatting import BODY_INDENT, LINE_LENGTH, laid_out
 from codemod.groups import UnionFind
 from codemod.analyse.index import CopyLink, Index, Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era
@@ -492,10 +492,10 @@ def _drop_loop(keys: Sequence[str]) -> list[str]:
     return laid_out(f"for key in ({', '.join(keys)}):\n    model_inputs.pop(key, None)\n", BODY_INDENT).splitlines()
 
 
-def call_lines(function: str, arguments: Sequence[str]) -> list[str]:
+def call_lines(function: str, arguments: Sequence[str], line_length: int = LINE_LENGTH) -> list[str]:
     """The call laid out as ruff would at a method body's indent: one line if it fits, else the arguments on one
     line of their own, else one argument per line with a trailing comma."""
-    return laid_out(f"{function}({', '.join(arguments)})\n", BODY_INDENT).splitlines()
+    return laid_out(f"{function}({', '.join(arguments)})\n", BODY_INDENT, line_length).splitlines()
 
 
 def _kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:

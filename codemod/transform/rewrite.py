@@ -96,7 +96,8 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
 
 
 def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = (),
-                  keep_after: Sequence[int] = (), cuts: Sequence[Nested] = ()) -> cst.FunctionDef:
+                  keep_after: Sequence[int] = (), cuts: Sequence[Nested] = (),
+                  line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """Same header (decorators, signature, comments above), new body; the statements at ``keep``
     (indices into the old body) stay, in their order, in front of it, and those at ``keep_after`` right
     after its first statement (the super() call), with their comments, less the runs of statements ``cuts``
@@ -106,7 +107,7 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     old = function.body.body
     if any(i >= len(old) for i in (*keep, *keep_after)):
         raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
-    new = _code_block(module, laid_out(body, BODY_INDENT))
+    new = _code_block(module, laid_out(body, BODY_INDENT, line_length))
 
     def kept(indices: Sequence[int]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
         statements = (_without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i])
@@ -147,7 +148,8 @@ class _SuperInsteadOfSubmodel(cst.CSTTransformer):
         return updated
 
 
-def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = ()) -> cst.FunctionDef:
+def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = (),
+                   line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """The delegation asks super(); with ``keep_params``, the other parameters leave the signature and
     the call (``name=name`` there), reaching super() through ``**kwargs``."""
     swapper = _SuperInsteadOfSubmodel()
@@ -172,25 +174,26 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
     kept = [a for a in small.value.args if not (a.keyword is not None and a.keyword.value in dropped
                                                 and m.matches(a.value, m.Name(a.keyword.value)))]
     target = cst.Module(body=[]).code_for_node(small.targets[0].target) + " = " if isinstance(small, cst.Assign) else "return "
-    new = _super_call_statement(module, target, kept, statement.leading_lines)
+    new = _super_call_statement(module, target, kept, statement.leading_lines, line_length)
     body[call_at] = new
     if _names_used([new, *body]) & dropped:
         raise RewriteError(f"parameters to drop are still read: {sorted(_names_used(body) & dropped)}")
-    slim = _slim_parameters(module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params)
+    slim = _slim_parameters(module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params,
+                            line_length)
     return slim
 
 
 def _super_call_statement(module: cst.Module, target: str, arguments: Sequence[cst.Arg],
-                          leading_lines: Sequence[cst.EmptyLine]) -> cst.BaseStatement:
+                          leading_lines: Sequence[cst.EmptyLine], line_length: int = LINE_LENGTH) -> cst.BaseStatement:
     """``<target>super().<method>(<arguments>)`` as one statement, laid out as ruff would (``call_lines``), with
     the comments and blank lines above it that the statement it replaces had."""
     code = cst.Module(body=[])
     texts = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments]
-    new = _code_block(module, "\n".join(call_lines(f"{target}super().{METHOD}", texts)) + "\n")[0]
+    new = _code_block(module, "\n".join(call_lines(f"{target}super().{METHOD}", texts, line_length)) + "\n")[0]
     return new.with_changes(leading_lines=leading_lines)
 
 
-def _direct_return(module: cst.Module, function: cst.FunctionDef) -> cst.FunctionDef:
+def _direct_return(module: cst.Module, function: cst.FunctionDef, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``model_inputs = super().<method>(...)`` and then ``return model_inputs`` as one ``return super().<method>(...)``,
     laid out again (``Edit.direct_return``); left as it is where a comment would be lost (on the return, or among
     the call's arguments) or the two statements are not the body's last."""
@@ -210,21 +213,25 @@ def _direct_return(module: cst.Module, function: cst.FunctionDef) -> cst.Functio
             or call_line.trailing_whitespace.comment or _names_used(rest) & {name}:
         # (a name the kept statements also use stays: RWKV keeps a dict of its own under it in front)
         return function
-    new = _super_call_statement(module, "return ", call.args, call_line.leading_lines)
+    new = _super_call_statement(module, "return ", call.args, call_line.leading_lines, line_length)
     return function.with_changes(body=function.body.with_changes(body=[*rest, new]))
 
 
-def _before_return(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
+def _before_return(module: cst.Module, function: cst.FunctionDef, code: str,
+                   line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``code`` (statements on the prepared dict) right before the body's final ``return model_inputs``:
     what a swapped delegation's sub-model did that super() does not (verification's repair)."""
     body = list(cst.ensure_type(function.body, cst.IndentedBlock).body)
     if not body or not m.matches(body[-1], m.SimpleStatementLine(body=[m.Return(value=m.Name("model_inputs"))])):
         raise RewriteError("the body does not end in `return model_inputs`: nothing to add the repair before")
-    return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *_code_block(module, code), body[-1]]))
+    added = _code_block(module, laid_out(code, BODY_INDENT, line_length))
+    return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *added, body[-1]]))
 
 
-def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str]) -> cst.FunctionDef:
-    """Keep only the named parameters (with their annotations and defaults), on one line if it fits."""
+def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str],
+                     line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+    """Keep only the named parameters (with their annotations and defaults), laid out as ruff would at
+    ``line_length`` (on one line if it fits)."""
     params = function.params
     positional = [p for p in params.params if p.name.value in keep or p.name.value == "self"]
     keyword_only = [p for p in params.kwonly_params if p.name.value in keep]
@@ -237,19 +244,10 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
     parts += [_param_code(p) for p in keyword_only]
     if params.star_kwarg is not None:
         parts.append(_param_code(params.star_kwarg))
-    indent = module.default_indent
-    joined = ", ".join(parts)
-    if len(f"{indent}def {function.name.value}({joined}):") <= LINE_LENGTH:
-        header = f"def {function.name.value}({joined}):"
-    elif len(f"{indent * 2}{joined}") <= LINE_LENGTH:
-        # the parameters on one line of their own, as ruff lays out what has no trailing comma
-        header = f"def {function.name.value}(\n    {joined}\n):"
-    else:
-        # one parameter per line (what ruff makes of it); lines are written at the method's level,
-        # _in_module_style indents them into the class
-        inner = "\n".join(f"    {part}," for part in parts)
-        header = f"def {function.name.value}(\n{inner}\n):"
-    parsed = _in_module_style(module, "class _:", f"{header}\n    pass\n").body[0]
+    # a method of a class: laid out at the class body's indent; lines are written at the method's level, and
+    # _in_module_style indents them into the class
+    header = laid_out(f"def {function.name.value}({', '.join(parts)}):\n    pass\n", CLASS_INDENT, line_length)
+    parsed = _in_module_style(module, "class _:", header).body[0]
     assert isinstance(parsed, cst.ClassDef) and isinstance(parsed.body, cst.IndentedBlock)
     new = parsed.body.body[0]
     assert isinstance(new, cst.FunctionDef)
@@ -467,11 +465,12 @@ def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCom
     return node
 
 
-def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str) -> list[cst.BaseStatement]:
+def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str,
+                   line_length: int = LINE_LENGTH) -> list[cst.BaseStatement]:
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
     same name is merged with it (:func:`_merged_value`)."""
-    new = _class_statements(module, laid_out(code, CLASS_INDENT))
+    new = _class_statements(module, laid_out(code, CLASS_INDENT, line_length))
     if len(new) != 1 or _assigned_name(new[0]) is None:
         raise RewriteError(f"not one class attribute assignment: {code!r}")
     statement, name = new[0], _assigned_name(new[0])
@@ -480,7 +479,8 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
         if _assigned_name(existing) == name:
             merged = _merged_value(existing, statement)
             if merged is not None:
-                statement = _statement(_class_statements(module, laid_out(f"{name} = {merged}", CLASS_INDENT))[0])
+                merged_code = laid_out(f"{name} = {merged}", CLASS_INDENT, line_length)
+                statement = _statement(_class_statements(module, merged_code)[0])
             body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
             return body
     if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
@@ -501,11 +501,12 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str)
     return [*body[:position], statement, *body[position:]]
 
 
-def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode) -> list[cst.BaseStatement]:
+def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode,
+             line_length: int = LINE_LENGTH) -> list[cst.BaseStatement]:
     """The hook's attribute declared right above the mixin's method (once)."""
     if any(_assigned_name(s) == hook.attribute for s in body):
         return body
-    statements = _class_statements(module, laid_out(hook.declaration, CLASS_INDENT))
+    statements = _class_statements(module, laid_out(hook.declaration, CLASS_INDENT, line_length))
     first = _statement(statements[0])
     statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
     method = _statement(body[position])
@@ -514,7 +515,8 @@ def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, h
     return [*body[:position], *statements, *body[position:]]
 
 
-def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) -> cst.FunctionDef:
+def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode,
+                 line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
     final ``return model_inputs`` (once: a method that already reads the attribute is left as it is)."""
     function = _indented(function)
@@ -527,8 +529,8 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode) 
                            f"{hook.attribute} hook")
     # the hook's code says why in its own first comment; without one, where to read about it
     comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
-    prologue = list(_code_block(module, laid_out(hook.prologue, BODY_INDENT))) if hook.prologue.strip() else []
-    epilogue = list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT))) if hook.epilogue.strip() else []
+    prologue = list(_code_block(module, laid_out(hook.prologue, BODY_INDENT, line_length))) if hook.prologue.strip() else []
+    epilogue = list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT, line_length))) if hook.epilogue.strip() else []
     for statement in prologue:
         if _returns_at_end(statement):
             continue  # what it assigns never reaches the method's own statements: it returns first
@@ -582,23 +584,23 @@ def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "") -> c
     return function.with_changes(body=function.body.with_changes(body=kept))
 
 
-def _class_level(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+def _class_level(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit], line_length: int) -> cst.ClassDef:
     """The class attributes a model class sets (``SET_ATTRIBUTE``), after its method's edits."""
     assert isinstance(cls.body, cst.IndentedBlock)
     body = list(cls.body.body)
     for edit in edits:
         if edit.kind is EditKind.SET_ATTRIBUTE:
-            body = _set_attribute(module, body, edit.text)
+            body = _set_attribute(module, body, edit.text, line_length)
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
-def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]) -> cst.ClassDef:
+def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit], line_length: int) -> cst.ClassDef:
     attributes = [e for e in edits if e.kind is EditKind.SET_ATTRIBUTE]
     if attributes:
         edits = [e for e in edits if e.kind is not EditKind.SET_ATTRIBUTE]
         if edits:
-            cls = _apply_to_class(module, cls, edits)
-        return _class_level(module, cls, attributes)
+            cls = _apply_to_class(module, cls, edits, line_length)
+        return _class_level(module, cls, attributes, line_length)
     if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
         cls = _add_mixin_base(cls)
         edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
@@ -621,15 +623,15 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             deleted = True
             break
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
-            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after, edit.cuts)
+            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after, edit.cuts, line_length)
             if edit.keep_params:
-                function = _slim_parameters(module, function, edit.keep_params)
+                function = _slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOIST:
             function = _replace_function(module, function, edit.text)
         elif edit.kind is EditKind.SWAP_DELEGATE:
-            function = _swap_delegate(module, function, edit.keep_params)
+            function = _swap_delegate(module, function, edit.keep_params, line_length)
             if edit.text:
-                function = _before_return(module, function, edit.text)
+                function = _before_return(module, function, edit.text, line_length)
         elif edit.kind is EditKind.MARK:
             function = _mark(function, edit.text)
         elif edit.kind is EditKind.DROP_MARKER:
@@ -639,12 +641,12 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         elif edit.kind is EditKind.TRIM:
             function = _trim(function, edit.remove, edit.text)
             if edit.keep_params:
-                function = _slim_parameters(module, function, edit.keep_params)
+                function = _slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
-            function = _hook_method(module, function, edit.hook)
+            function = _hook_method(module, function, edit.hook, line_length)
             hooks.append(edit.hook)
     if not deleted and any(e.direct_return for e in edits):
-        function = _direct_return(module, function)
+        function = _direct_return(module, function, line_length)
     if deleted:
         body.pop(position)  # the method
         following = body[position] if position < len(body) else None
@@ -659,7 +661,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         body[position] = function
         for hook in hooks:
             before = len(body)
-            body = _declare(module, body, position, hook)
+            body = _declare(module, body, position, hook, line_length)
             position += len(body) - before
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
@@ -776,8 +778,9 @@ def _keep_tail(old: bytes, new: bytes) -> bytes:
     return new.rstrip(_BLANK) + old[len(old.rstrip(_BLANK)) :]
 
 
-def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewrite:
-    """Apply ``edits`` (all for ``path``) to ``source``; errors are reported, not raised."""
+def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length: int = LINE_LENGTH) -> FileRewrite:
+    """Apply ``edits`` (all for ``path``) to ``source``, the code it writes laid out at ``line_length`` (the file's
+    project's: ``codemod.style``); errors are reported, not raised."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
@@ -798,7 +801,7 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit]) -> FileRewri
         for statement in module.body:
             if isinstance(statement, cst.ClassDef) and statement.name.value in by_class:
                 seen.add(statement.name.value)
-                statement = _apply_to_class(module, statement, by_class[statement.name.value])
+                statement = _apply_to_class(module, statement, by_class[statement.name.value], line_length)
             body.append(statement)
         missing = set(by_class) - seen
         if missing:
