@@ -60,11 +60,16 @@ def configured_line_length(directory: Path) -> int | None:
     return None
 
 
-def line_length(root: Path, path: str) -> int:
-    """The line length of ``path`` (relative to ``root``): the nearest configuration above it, or 119."""
+def line_length(root: Path, path: str, *, above_root: bool = True) -> int:
+    """The line length of ``path`` (relative to ``root``): the nearest configuration above it, or 119.
+    ``above_root`` False stops the search at ``root``: an installed transformers package is transformers' code,
+    whatever project its environment sits in."""
+    root = root.resolve()
     directory = (root / path).resolve().parent
     for candidate in (directory, *directory.parents):
         found = configured_line_length(candidate)
         if found is not None:
             return found
+        if candidate == root and not above_root:
+            break
     return DEFAULT_LINE_LENGTH

@@ -39,6 +39,15 @@ CASES = [
 ]
 
 
+def test_an_installed_package_is_transformers_code_whatever_project_its_environment_is_in(tmp_path: Path) -> None:
+    """site-packages/transformers inside a project's .venv: the project's 88 is not transformers' style."""
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 88\n")
+    package = tmp_path / ".venv/lib/python3.11/site-packages/transformers"
+    (package / "models/lynx").mkdir(parents=True)
+    assert line_length(package, "models/lynx/modeling_lynx.py", above_root=False) == DEFAULT_LINE_LENGTH
+    assert line_length(package, "models/lynx/modeling_lynx.py") == 88  # a tree of the project's own code
+
+
 @pytest.mark.parametrize(("files", "expected"), CASES)
 def test_the_line_length_is_the_nearest_configuration_s(tmp_path: Path, files: dict[str, str], expected: int) -> None:
     root = tmp_path / "repo"

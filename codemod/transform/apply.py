@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod.analyse import copies, soundness
-from codemod.checkout import Checkout, real_path
+from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.analyse.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
 from codemod.errors import CodemodError
@@ -88,7 +88,8 @@ def _rewrite_all(
     """Rewrite the planned files (``only`` these, if given) in memory; libcst is slow on big modules, so
     in a process pool."""
     # the code written in each file is laid out at its project's line length (its ruff or black configuration)
-    work = [(path, (checkout.root / path).read_bytes(), edits, line_length(checkout.root, path))
+    work = [(path, (checkout.root / path).read_bytes(), edits,
+             line_length(checkout.root, path, above_root=checkout.kind is not CheckoutKind.PACKAGE))
             for path, edits in sorted(by_file.items()) if only is None or path in only]
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if workers <= 1 or len(work) < 4:
