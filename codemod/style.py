@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from codemod.checkout import Checkout, CheckoutKind
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 (black depends on tomli there)
@@ -73,3 +75,9 @@ def line_length(root: Path, path: str, *, above_root: bool = True) -> int:
         if candidate == root and not above_root:
             break
     return DEFAULT_LINE_LENGTH
+
+
+def checkout_line_length(checkout: Checkout, path: str) -> int:
+    """The line length of ``path`` in ``checkout``: an installed transformers package's files are transformers' code
+    (the search stops at the package); a checkout's, a tree's or a file's, its nearest configuration's."""
+    return line_length(checkout.root, path, above_root=checkout.kind is not CheckoutKind.PACKAGE)

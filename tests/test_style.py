@@ -10,9 +10,9 @@ from pathlib import Path
 import black
 import pytest
 
-from codemod.style import DEFAULT_LINE_LENGTH, line_length
+from codemod.style import DEFAULT_LINE_LENGTH, checkout_line_length, line_length
 from codemod.transform.apply import _rewrite_all
-from codemod.checkout import resolve
+from codemod.checkout import CheckoutKind, resolve
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 
@@ -40,12 +40,22 @@ CASES = [
 
 
 def test_an_installed_package_is_transformers_code_whatever_project_its_environment_is_in(tmp_path: Path) -> None:
-    """site-packages/transformers inside a project's .venv: the project's 88 is not transformers' style."""
+    """site-packages/transformers inside a project's .venv: the project's 88 is not transformers' style; the same
+    files as a tree of the project's own code are the project's."""
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 88\n")
     package = tmp_path / ".venv/lib/python3.11/site-packages/transformers"
     (package / "models/lynx").mkdir(parents=True)
+    (package / "generation").mkdir()
+    (package / "__init__.py").write_text('__version__ = "4.45.2"\n')
+    (package / "generation/utils.py").write_text("")
+    (package / "models/lynx/modeling_lynx.py").write_text("")
+    checkout = resolve(package)
+    assert checkout.kind is CheckoutKind.PACKAGE
+    assert checkout_line_length(checkout, "models/lynx/modeling_lynx.py") == DEFAULT_LINE_LENGTH
     assert line_length(package, "models/lynx/modeling_lynx.py", above_root=False) == DEFAULT_LINE_LENGTH
-    assert line_length(package, "models/lynx/modeling_lynx.py") == 88  # a tree of the project's own code
+    assert line_length(package, "models/lynx/modeling_lynx.py") == 88
+    lynx = resolve(package / "models/lynx")
+    assert lynx.kind is CheckoutKind.TREE and checkout_line_length(lynx, "modeling_lynx.py") == 88
 
 
 @pytest.mark.parametrize(("files", "expected"), CASES)

@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod.analyse import copies, soundness
-from codemod.checkout import Checkout, CheckoutKind, real_path
+from codemod.checkout import Checkout, real_path
 from codemod.analyse.classify import Action
 from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
 from codemod.errors import CodemodError
@@ -28,7 +28,7 @@ from codemod.transform.plan import Edit, Plan, Trim, make_plan
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import read_source
-from codemod.style import line_length
+from codemod.style import checkout_line_length
 
 _MAX_ROUNDS = 8
 
@@ -88,8 +88,7 @@ def _rewrite_all(
     """Rewrite the planned files (``only`` these, if given) in memory; libcst is slow on big modules, so
     in a process pool."""
     # the code written in each file is laid out at its project's line length (its ruff or black configuration)
-    work = [(path, (checkout.root / path).read_bytes(), edits,
-             line_length(checkout.root, path, above_root=checkout.kind is not CheckoutKind.PACKAGE))
+    work = [(path, (checkout.root / path).read_bytes(), edits, checkout_line_length(checkout, path))
             for path, edits in sorted(by_file.items()) if only is None or path in only]
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if workers <= 1 or len(work) < 4:

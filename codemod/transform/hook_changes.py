@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Sequence
-from pathlib import Path
 
+from codemod.checkout import Checkout
 from codemod.transform.apply import Changes, settle
 from codemod.analyse.classify import Action
 from codemod.contracts import Held, HeldCause, Vocabulary
@@ -23,7 +23,7 @@ from codemod.transform.plan import Edit, EditKind, Plan
 from codemod.transform.rewrite import rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import MIXIN_CLASS
-from codemod.style import line_length
+from codemod.style import checkout_line_length
 
 
 class MemberStatus(Vocabulary):
@@ -89,9 +89,9 @@ def _diff(path: str, old: str, new: str, label: str = "") -> str:
                                         fromfile=f"a/{path}{label}", tofile=f"b/{path}"))
 
 
-def _rewritten(root: Path, path: str, edits: Sequence[Edit]) -> tuple[str, str] | None:
+def _rewritten(checkout: Checkout, path: str, edits: Sequence[Edit]) -> tuple[str, str] | None:
     """(old text, new text) of ``path`` with ``edits``; None when the rewrite fails."""
-    done = rewrite_source(path, (root / path).read_bytes(), edits, line_length(root, path))
+    done = rewrite_source(path, (checkout.root / path).read_bytes(), edits, checkout_line_length(checkout, path))
     if done.error is not None:
         return None
     return done.old_text(), done.new_text()
@@ -106,7 +106,7 @@ def member_plan(result: ScanResult, report: HookReport) -> Plan:
 
 def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> HookChanges:
     """The diffs of every cluster: read from the checkout on disk, written nowhere."""
-    root = result.index.checkout.root
+    checkout = result.index.checkout
     changes = settle(hooked_result(result, report), member_plan(result, report), jobs) if report.applied() else None
     plan = changes.plan if changes is not None else None
     actions = dict(plan.actions) if plan is not None else {}
@@ -130,7 +130,7 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
                 members.append(MemberChanges(member, MemberStatus.HELD, why))
                 continue
             own = [e for e in edits_of.get(member.override, []) if e.file == member.file]
-            texts = _rewritten(root, member.file, own) if own else None
+            texts = _rewritten(checkout, member.file, own) if own else None
             if texts is None:
                 members.append(MemberChanges(member, MemberStatus.HELD, "its file does not rewrite"))
                 continue
@@ -141,8 +141,8 @@ def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> 
         if cluster.applied and cluster.hook is not None and report.mixin_file is not None:
             hook = Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, None, cluster.name, hook=cluster.hook.code())
             base = [plan.hoist] if plan is not None and plan.hoist is not None else []
-            before = _rewritten(root, report.mixin_file, base) if base else None
-            after = _rewritten(root, report.mixin_file, [*base, hook])
+            before = _rewritten(checkout, report.mixin_file, base) if base else None
+            after = _rewritten(checkout, report.mixin_file, [*base, hook])
             if after is not None:
                 old = before[1] if before is not None else after[0]
                 label = " (after the generic implementation apply installs)" if base else ""
