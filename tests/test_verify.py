@@ -176,32 +176,21 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
 
 
 LLAVA = "src/transformers/models/llava/modeling_llava.py"
-#: LLaVA's override reduced to super(), its image sent on the first step only: the test that also sends it while the
-#: prompt takes 4.45's legacy merge path (one image token) is gone
-LLAVA_FIRST_STEP_ONLY = '''model_inputs = super().prepare_inputs_for_generation(
-    input_ids,
-    past_key_values=past_key_values,
-    inputs_embeds=inputs_embeds,
-    attention_mask=attention_mask,
-    cache_position=cache_position,
-    num_logits_to_keep=num_logits_to_keep,
-    **kwargs,
-)
-if cache_position[0] == 0:
-    model_inputs["pixel_values"] = pixel_values
-return model_inputs
-'''
 
 
 def test_a_reduction_that_drops_the_llava_legacy_condition_is_caught_by_the_legacy_prompt_only(tmp_path) -> None:
-    """Every other scenario prompts as the processor does (as many image tokens as the tower makes features), where
-    the image is needed on the first step only: only the legacy prompt tells this reduction from the original."""
+    """LLaVA's override asking super() (the installed mixin) instead of its language model, its image sent on the
+    first step only: the test that also sends it while the prompt takes 4.45's legacy merge path (one image token) is
+    gone. Every other scenario prompts as the processor does (as many image tokens as the tower makes features), where
+    the image is needed on the first step only: only the legacy prompt tells this change from the original."""
     root = fetch_release("4.45.2", tmp_path / "transformers")
-    rewrite(root, LLAVA, [Edit(LLAVA, "LlavaForConditionalGeneration", EditKind.REDUCE, None, "test",
-                               LLAVA_FIRST_STEP_ONLY)])
+    text = (root / LLAVA).read_text()
+    for old, new in (("self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation("),
+                     ("if legacy_processing or cache_position[0] == 0:", "if cache_position[0] == 0:")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (root / LLAVA).write_text(text)
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
-    # the language model the original asked is Llama's, whose override the migration deletes too
-    rewrite(root, LLAMA, [Edit(LLAMA, "LlamaForCausalLM", EditKind.DELETE, None, "test")])
     target = Target(f"{LLAVA}::LlavaForConditionalGeneration", "transformers.models.llava.modeling_llava",
                     "LlavaForConditionalGeneration", "llava")
     (verdict,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False).verdicts
