@@ -49,6 +49,7 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import inspect
 import json
 import os
 import queue
@@ -665,6 +666,28 @@ def legacy_prompt(inputs: dict, config: Any) -> dict | None:
     return {**inputs, "input_ids": torch.stack(rows), "attention_mask": torch.stack(masks)}
 
 
+def long_rope_config(model: Any) -> dict | None:
+    """Config overrides that put a long-context RoPE's switch to its long factors inside a case's sequence (an
+    original context of ``PROMPT + 1`` tokens), for a class whose own code reads ``original_max_position_embeddings``
+    (Phi-3 drops its cache the step a sequence passes it); None for any other class."""
+    config = model.config
+    if not isinstance(getattr(config, "original_max_position_embeddings", None), int) or \
+            not hasattr(config, "rope_scaling"):
+        return None
+    try:
+        own = inspect.getsource(type(model))
+        module = inspect.getsource(sys.modules[type(model).__module__])
+    except (OSError, TypeError, KeyError):
+        return None
+    if "original_max_position_embeddings" not in own or "longrope" not in module:
+        return None
+    rotary = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    pairs = rotary // 2
+    return {"rope_scaling": {"type": "longrope", "short_factor": [1.0] * pairs,
+                             "long_factor": [16.0 - 8 * i / pairs for i in range(pairs)]},
+            "original_max_position_embeddings": PROMPT + 1}
+
+
 def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: bool, has_tt: bool,
                reads_is_decoder: bool, decoder_start: int | None, legacy: bool = False) -> list[dict]:
     no_cache_cfg = {"use_cache": False}
@@ -702,6 +725,9 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
         cases.append(_case("decoder-prompt-no-cache", "b2", extra="decoder_prompt", gen={"use_cache": False}))
     if legacy:  # the llava family's legacy prompt: the image on every step
         cases.append(_case("legacy-image-padded", "legacy"))
+    long_rope = long_rope_config(model) if text and not encoder_decoder else None
+    if long_rope is not None:  # the switch to the long factors a few tokens in
+        cases += [_case("long-rope-padded", "b2", config=long_rope), _case("long-rope-b1", "b1", config=long_rope)]
     if reads_is_decoder and not encoder_decoder:
         off = {"is_decoder": False}
         cases += [_case("is_decoder=False greedy-padded", "b2", config=off),

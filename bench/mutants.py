@@ -226,6 +226,28 @@ def legacy_image_first_step_only(root: Path) -> list[str]:
                            "no reduced override guards an input with `legacy_processing or cache_position[0] == 0`")
 
 
+def cache_reset_dropped(root: Path) -> list[str]:
+    """In every reduced override, a statement that drops the cache in front of super() (``past_key_values = None``:
+    Phi-3 recomputes it the step a sequence passes its original context) does nothing."""
+    changed = []
+    for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if f"super().{METHOD}" not in text:
+            continue
+        lines = text.splitlines(keepends=True)
+        hits = [i for first, last in _reduced_spans(text) for i in range(first - 1, last)
+                if lines[i].strip() == "past_key_values = None"]
+        for i in hits:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            lines[i] = f"{indent}pass  # mutant: was `past_key_values = None`\n"
+        if hits:
+            path.write_text("".join(lines), encoding="utf-8")
+            changed.append(path.relative_to(root).as_posix())
+    if not changed:
+        raise MutantError("no reduced override drops the cache (`past_key_values = None`)")
+    return changed
+
+
 def _sets_none_when_given(lines: list[str], i: int) -> bool:
     """``if <caller's value> is not None:`` followed by ``model_inputs[<key>] = None``."""
     test, then = lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else ""
@@ -274,6 +296,8 @@ MUTANTS = [
            edit=first_step_every_step),
     Mutant("legacy-image-first-step-only", "a reduced llava-family override's image, which a legacy prompt needs on "
            "every step, sent on the first step only", edit=legacy_image_first_step_only),
+    Mutant("cache-reset-dropped", "a reduced override's cache reset (Phi-3's, past its original context) does "
+           "nothing", edit=cache_reset_dropped),
     Mutant("caller-input-honoured", "a reduced override's key that the old code ignored when the caller gave it "
            "is passed as the caller gave it", edit=caller_input_honoured),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (

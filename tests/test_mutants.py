@@ -231,6 +231,19 @@ GUARD_MUTANTS = [
         id="legacy-image"),
     pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):\n"
+        "        if past_key_values and input_ids.shape[1] > self.config.original_max_position_embeddings:\n"
+        "            past_key_values = None\n"
+        "        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)\n",
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):\n"
+        "        past_key_values = None\n"
+        "        return {'input_ids': input_ids, 'past_key_values': past_key_values}\n",
+        mutants.cache_reset_dropped, "pass  # mutant: was `past_key_values = None`",
+        "\n        past_key_values = None\n", "drops the cache",
+        id="cache-reset"),
+    pytest.param(
+        "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
         '        if kwargs.get("position_ids") is not None:\n'

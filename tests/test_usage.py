@@ -34,6 +34,7 @@ SCRIPT = textwrap.dedent(
         "BartForConditionalGeneration": "transformers.models.bart.modeling_bart",
         "BertGenerationDecoder": "transformers.models.bert_generation.modeling_bert_generation",
         "GPTBigCodeForCausalLM": "transformers.models.gpt_bigcode.modeling_gpt_bigcode",
+        "Phi3ForCausalLM": "transformers.models.phi3.modeling_phi3",
     }
     out = {}
     for name, module in CLASSES.items():
@@ -57,6 +58,24 @@ SCRIPT = textwrap.dedent(
             cache = model(torch.tensor([[3, 4, 5]]), use_cache=True).past_key_values
         ranks[variant.name] = cache[0].dim()
     out["layouts"] = ranks
+
+    # Phi-3's long-rope variant: the switch to the long factors happens inside a scenario's sequence, and its
+    # override drops the cache that step (the prepared dict has no cache at that step, the ids are all of them)
+    cls = getattr(importlib.import_module(CLASSES["Phi3ForCausalLM"]), "Phi3ForCausalLM")
+    (variant,) = [v for v in usage.variants(cls, tiny.tiny_model(cls, seed=0)[0].config, {}) if v.name == "long-rope"]
+    model, _ = tiny.tiny_model(cls, seed=0, settings=variant.settings)
+    steps = []
+    original = model.prepare_inputs_for_generation
+    def record_steps(*args, **kwargs):
+        prepared = original(*args, **kwargs)
+        steps.append([prepared["input_ids"].shape[1], prepared.get("past_key_values") is None])
+        return prepared
+    model.prepare_inputs_for_generation = record_steps
+    inputs = tiny.generation_inputs(model, seed=0)
+    with torch.no_grad():
+        model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    out["long_rope"] = {"prompt": inputs["input_ids"].shape[1], "steps": steps,
+                        "original": model.config.original_max_position_embeddings}
 
     # the composite: a decoder head with cross-attention inside an EncoderDecoderModel generates
     cls = getattr(importlib.import_module(CLASSES["RobertaForCausalLM"]), "RobertaForCausalLM")
@@ -149,3 +168,18 @@ def test_a_cache_layout_switch_runs_the_other_layout_too(usage_results) -> None:
     assert (layouts["as-used"], layouts["multi_query=False"]) == (3, 4)
     # a model with no such switch gets no such variant
     assert not [v for v in usage_results["LlamaForCausalLM"]["variants"] if v.startswith("multi_query")]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_long_context_rope_the_class_reads_switches_within_the_scenarios(usage_results) -> None:
+    """Phi-3's override drops its cache the step a sequence passes ``original_max_position_embeddings`` (4,096 in a
+    tiny config: never). The long-rope variant puts that step at the second new token: the whole sequence again,
+    without a cache, then one token at a time."""
+    found = usage_results["Phi3ForCausalLM"]
+    assert "long-rope" in found["variants"] and "long" in found["scenarios"]["long-rope"]
+    long_rope = usage_results["long_rope"]
+    assert (long_rope["prompt"], long_rope["original"]) == (7, 8)
+    assert long_rope["steps"] == [[7, False], [1, False], [9, True], [1, False]], long_rope["steps"]
+    # a class whose code does not read the original length gets no such variant
+    assert "long-rope" not in usage_results["LlamaForCausalLM"]["variants"]

@@ -13,7 +13,11 @@ variants, the other valid settings of the switches that change generation paths:
   override that read the past length by the layout is checked on both;
 - cross-attention on: alone, given encoder states by the caller (an override that returned a closed
   dict dropped them), and as the decoder of an ``EncoderDecoderModel``, whose own
-  ``prepare_inputs_for_generation`` calls the decoder's: a change to the decoder's reaches it.
+  ``prepare_inputs_for_generation`` calls the decoder's: a change to the decoder's reaches it;
+- a long-context RoPE (``longrope``) whose switch to its long factors falls inside the scenarios' sequences, for a
+  class whose own code reads ``original_max_position_embeddings`` (Phi-3's override drops the cache the step a
+  sequence passes it: the cached keys were rotated with the short factors). Tiny configs keep the default
+  length (4,096), so without the variant that code never runs.
 
 Runs in the verification environment (stdlib, torch, transformers), like :mod:`tiny`; the old side
 decides the variants and writes them into the manifest, the new side replays them.
@@ -41,6 +45,9 @@ CROSS_ATTENTION_SCENARIOS = ("greedy", "encoder-hidden-states", "greedy-no-cache
 #: (GPTBigCode's and Falcon's ``multi_query``): the other value runs the scenarios that slice by that length
 CACHE_LAYOUT_SWITCHES = ("multi_query",)
 CACHE_LAYOUT_SCENARIOS = ("left-padded-batch", "beam-search", "assisted", "prefilled-cache")
+#: the original context length of the long-RoPE variant: a prompt of 7 tokens passes it on its second new token
+LONG_ROPE_ORIGINAL_LENGTH = 8
+LONG_ROPE_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "sampling", "long")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +155,30 @@ def _registered(config: Any) -> bool:
         return False
 
 
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def long_rope_settings(model_class: type, config: Any) -> dict[str, Any] | None:
+    """Settings that switch a long-context RoPE to its long factors inside the scenarios' sequences, for a class
+    whose own code reads ``original_max_position_embeddings`` (and a module that knows ``longrope``); None
+    otherwise. The short factors are 1 (plain RoPE), the long ones grow with the frequency index."""
+    if _int(getattr(config, "original_max_position_embeddings", None)) is None or not hasattr(config, "rope_scaling"):
+        return None
+    if "original_max_position_embeddings" not in _source(model_class):
+        return None
+    if "longrope" not in _source(inspect.getmodule(model_class)):
+        return None
+    hidden, heads = _int(getattr(config, "hidden_size", None)), _int(getattr(config, "num_attention_heads", None))
+    head_dim = _int(getattr(config, "head_dim", None)) or (hidden // heads if hidden and heads else None)
+    if not head_dim:
+        return None
+    half = head_dim // 2
+    factors = {"short_factor": [1.0] * half, "long_factor": [1.0 + (i + 1) / half for i in range(half)]}
+    return {"rope_scaling": {"type": "longrope", **factors},
+            "original_max_position_embeddings": LONG_ROPE_ORIGINAL_LENGTH}
+
+
 def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Variant]:
     """The primary variant first (``config`` was built with the ``primary`` settings), then the other
     valid settings of the switches that matter."""
@@ -167,6 +198,11 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
         if isinstance(value, bool):
             out.append(Variant(f"{switch}={not value}", {**primary, switch: not value}, CACHE_LAYOUT_SCENARIOS,
                                why=f"{switch} picks the layout of the cache the model reads its past length from"))
+    long_rope = long_rope_settings(model_class, config)
+    if long_rope is not None:
+        out.append(Variant("long-rope", {**primary, **long_rope}, LONG_ROPE_SCENARIOS,
+                           why="a long-context RoPE switching factors within the sequence, which the class's own "
+                               "code reads (original_max_position_embeddings)"))
     if _can_decode_for_an_encoder(model_class, config) and _registered(config):
         out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
                            ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
