@@ -183,26 +183,33 @@ def _reduced_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _rewrite_guards(root: Path, guard: Callable[[list[str], int], bool], replacement: str, missing: str) -> list[str]:
+def _rewrite_reduced(root: Path, hit: Callable[[list[str], int], bool], replacement: Callable[[str], str],
+                     missing: str) -> list[str]:
     """In every reduced override (one that calls ``super().prepare_inputs_for_generation``) of the tree's models,
-    each ``if`` line ``i`` for which ``guard(lines, i)`` holds becomes ``if <replacement>:`` (a comment keeps the
-    old test); the files it changed. Fails loudly (``missing``) where no line matched."""
+    each line ``i`` for which ``hit(lines, i)`` holds becomes ``replacement(<the line, stripped>)`` at its indent; the
+    files it changed. Fails loudly (``missing``) where no line matched."""
     changed = []
     for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
         text = path.read_text(encoding="utf-8")
         if f"super().{METHOD}" not in text:
             continue
         lines = text.splitlines(keepends=True)
-        hits = [i for first, last in _reduced_spans(text) for i in range(first - 1, last) if guard(lines, i)]
+        hits = [i for first, last in _reduced_spans(text) for i in range(first - 1, last) if hit(lines, i)]
         for i in hits:
             indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-            lines[i] = f"{indent}if {replacement}:  # mutant: was `{lines[i].strip()[3:-1]}`\n"
+            lines[i] = f"{indent}{replacement(lines[i].strip())}\n"
         if hits:
             path.write_text("".join(lines), encoding="utf-8")
             changed.append(path.relative_to(root).as_posix())
     if not changed:
         raise MutantError(missing)
     return changed
+
+
+def _rewrite_guards(root: Path, guard: Callable[[list[str], int], bool], replacement: str, missing: str) -> list[str]:
+    """Each ``if`` line ``i`` of the reduced overrides for which ``guard(lines, i)`` holds becomes
+    ``if <replacement>:`` (a comment keeps the old test)."""
+    return _rewrite_reduced(root, guard, lambda line: f"if {replacement}:  # mutant: was `{line[3:-1]}`", missing)
 
 
 #: the tests a reduced override keeps around its first-step-only inputs
@@ -229,23 +236,9 @@ def legacy_image_first_step_only(root: Path) -> list[str]:
 def cache_reset_dropped(root: Path) -> list[str]:
     """In every reduced override, a statement that drops the cache in front of super() (``past_key_values = None``:
     Phi-3 recomputes it the step a sequence passes its original context) does nothing."""
-    changed = []
-    for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
-        text = path.read_text(encoding="utf-8")
-        if f"super().{METHOD}" not in text:
-            continue
-        lines = text.splitlines(keepends=True)
-        hits = [i for first, last in _reduced_spans(text) for i in range(first - 1, last)
-                if lines[i].strip() == "past_key_values = None"]
-        for i in hits:
-            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-            lines[i] = f"{indent}pass  # mutant: was `past_key_values = None`\n"
-        if hits:
-            path.write_text("".join(lines), encoding="utf-8")
-            changed.append(path.relative_to(root).as_posix())
-    if not changed:
-        raise MutantError("no reduced override drops the cache (`past_key_values = None`)")
-    return changed
+    return _rewrite_reduced(root, lambda lines, i: lines[i].strip() == "past_key_values = None",
+                            lambda line: f"pass  # mutant: was `{line}`",
+                            "no reduced override drops the cache (`past_key_values = None`)")
 
 
 def _sets_none_when_given(lines: list[str], i: int) -> bool:
