@@ -9,6 +9,7 @@ origins, when the test is not about those arguments).
 from __future__ import annotations
 
 import ast
+import json
 import dataclasses
 import textwrap
 from pathlib import Path
@@ -22,6 +23,7 @@ from codemod.analyse.classify import Action, Category, Extra
 from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.analyse.copies import apply_replacements
 from codemod.analyse.mixin import Era
+from codemod.transform.formatting import BODY_INDENT, laid_out
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
 from codemod.analyse.scan import ScanResult, scan
@@ -663,8 +665,10 @@ def newt(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
 
 
 def reduced_body(override, extras, slim: bool = True) -> str | None:
+    """The reduced body as the rewrite writes it into a transformers file: the plan's code laid out at a method
+    body's indent, 119 columns (the plan says what; the rewrite, knowing the file's line length, lays it out)."""
     reduction = reduce_override(override, extras, slim)
-    return reduction.body if reduction is not None else None
+    return laid_out(reduction.body, BODY_INDENT) if reduction is not None else None
 
 
 def _finding(result: ScanResult, cls: str):
@@ -742,6 +746,18 @@ def test_reduce_edit_names_the_parameters_the_slim_signature_keeps(newt: ScanRes
     assert edit_of(initial_plan(newt), oid, EditKind.REDUCE).keep_params == kept
 
 
+def test_the_plan_leaves_the_layout_to_the_rewrite(fixture_result: ScanResult) -> None:
+    """The plan writes the super() call on one line: laid out here at transformers' 119, a file formatted at a longer
+    length would keep the split (the trailing comma black leaves is one ruff keeps too)."""
+    otter = _finding(fixture_result, "OtterForCausalLM").override
+    keys = ("encoder_attention_mask", "encoder_hidden_states", "inputs_embeds", "position_ids", "token_type_ids")
+    reduction = reduce_override(otter, [Extra(k, ExtraHow.DROP) for k in keys], slim=False)
+    assert reduction is not None
+    call, loop, pop = reduction.body.splitlines()[:3]
+    assert call.startswith("model_inputs = super().prepare_inputs_for_generation(") and call.endswith(")")
+    assert loop == f"for key in ({', '.join(json.dumps(k) for k in keys)}):" and pop == "    model_inputs.pop(key, None)"
+
+
 def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(newt: ScanResult) -> None:
     plan = initial_plan(newt)
     for cls, mark in [
@@ -752,7 +768,8 @@ def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(newt: ScanRe
         finding = _finding(newt, cls)
         oid = finding.override.id
         assert edits_by_override(plan)[oid] == [EditKind.REDUCE, EditKind.MARK]
-        assert edit_of(plan, oid, EditKind.REDUCE).text == reduced_body(finding.override, finding.extras)
+        reduction = reduce_override(finding.override, finding.extras)
+        assert reduction is not None and edit_of(plan, oid, EditKind.REDUCE).text == reduction.body
         assert edit_of(plan, oid, EditKind.MARK).text == mark
 
 

@@ -82,7 +82,7 @@ def _reduce() -> Edit:
     return Edit(MODEL, "LynxForCausalLM", EditKind.REDUCE, f"{MODEL}::LynxForCausalLM", "test", BODY)
 
 
-@pytest.mark.parametrize("length", [119, 88])
+@pytest.mark.parametrize("length", [160, 119, 88])
 def test_a_reduction_is_laid_out_at_the_line_length_it_is_given(length: int) -> None:
     result = rewrite_source(MODEL, REDUCED.encode(), [_reduce()], length)
     assert result.error is None, result.error
@@ -91,7 +91,10 @@ def test_a_reduction_is_laid_out_at_the_line_length_it_is_given(length: int) -> 
     # what ruff format at that length leaves as it is (the signature stays as the file had it)
     code = textwrap.dedent(body)
     assert black.format_str(code, mode=black.Mode(line_length=length - 8, string_normalization=False)) == code
-    # 119: the arguments fit on a line of their own; 88: one per line
+    # 160: the call on one line; 119: the arguments fit on a line of their own; 88: one per line
+    call = ("super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+            "attention_mask=attention_mask, **kwargs)")
+    assert (call in body) == (length == 160)
     one_line = "super().prepare_inputs_for_generation(\n            input_ids, past_key_values=past_key_values"
     assert (one_line in body) == (length == 119)
     assert ("\n            input_ids,\n" in body) == (length == 88)

@@ -40,7 +40,6 @@ from codemod.contracts import (
 )
 from codemod.analyse.analysis import Nested, Recognised
 from codemod.analyse.fallback import FallbackKind
-from codemod.transform.formatting import BODY_INDENT, LINE_LENGTH, laid_out
 from codemod.groups import UnionFind
 from codemod.analyse.index import CopyLink, Index, Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era
@@ -400,9 +399,9 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
-    call = call_lines("model_inputs = super().prepare_inputs_for_generation", arguments)
-    tail = [*_laid_out(statements), "return model_inputs"]
-    return Reduction("\n".join([*call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
+    call = f"model_inputs = super().prepare_inputs_for_generation({', '.join(arguments)})"
+    tail = [*_grouped_statements(statements), "return model_inputs"]
+    return Reduction("\n".join([call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
 
 def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[str]]:
@@ -446,8 +445,8 @@ _DROP = re.compile(r'model_inputs\.pop\(("[^"]+"), None\)')
 
 
 def _grouped_drops(statements: Sequence[str]) -> list[str]:
-    """Runs of ``DROPS_IN_A_LOOP`` or more ``model_inputs.pop(key, None)`` as one loop over the keys (laid
-    out as ruff would), as a person would write them; the keys stay in their order."""
+    """Runs of ``DROPS_IN_A_LOOP`` or more ``model_inputs.pop(key, None)`` as one loop over the keys, as a person
+    would write them; the keys stay in their order. (The rewrite lays the code out at the file's line length.)"""
     out: list[str] = []
     run: list[str] = []
 
@@ -466,7 +465,7 @@ def _grouped_drops(statements: Sequence[str]) -> list[str]:
     return out
 
 
-def _laid_out(statements: Sequence[str]) -> list[str]:
+def _grouped_statements(statements: Sequence[str]) -> list[str]:
     """The statements after super() as a person would write them: drops in a loop, one block per test."""
     return _merged_tests(_grouped_drops(statements))
 
@@ -489,13 +488,7 @@ def _merged_tests(lines: Sequence[str]) -> list[str]:
 
 
 def _drop_loop(keys: Sequence[str]) -> list[str]:
-    return laid_out(f"for key in ({', '.join(keys)}):\n    model_inputs.pop(key, None)\n", BODY_INDENT).splitlines()
-
-
-def call_lines(function: str, arguments: Sequence[str], line_length: int = LINE_LENGTH) -> list[str]:
-    """The call laid out as ruff would at a method body's indent: one line if it fits, else the arguments on one
-    line of their own, else one argument per line with a trailing comma."""
-    return laid_out(f"{function}({', '.join(arguments)})\n", BODY_INDENT, line_length).splitlines()
+    return [f"for key in ({', '.join(keys)}):", "    model_inputs.pop(key, None)"]
 
 
 def _kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:
@@ -704,7 +697,7 @@ class _Planner:
                 if swap is not None and fixes:
                     # super() instead of the sub-model, and after it what the sub-model's own override did
                     summary = extras_summary(repaired)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_laid_out(fixes)) + "\n",
+                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_statements(fixes)) + "\n",
                                                     mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
                                                     reason=f"reduced: super() instead of {swap}, after verification: {summary}",
                                                     # a fix that reads a parameter keeps every one (slimming drops some)

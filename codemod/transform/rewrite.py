@@ -21,7 +21,7 @@ import libcst.matchers as m
 from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, laid_out
-from codemod.transform.plan import Edit, EditKind, HookCode, call_lines
+from codemod.transform.plan import Edit, EditKind, HookCode
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
@@ -185,11 +185,12 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
 
 def _super_call_statement(module: cst.Module, target: str, arguments: Sequence[cst.Arg],
                           leading_lines: Sequence[cst.EmptyLine], line_length: int = LINE_LENGTH) -> cst.BaseStatement:
-    """``<target>super().<method>(<arguments>)`` as one statement, laid out as ruff would (``call_lines``), with
-    the comments and blank lines above it that the statement it replaces had."""
+    """``<target>super().<method>(<arguments>)`` as one statement, laid out as ruff would, with the comments and
+    blank lines above it that the statement it replaces had."""
     code = cst.Module(body=[])
     texts = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments]
-    new = _code_block(module, "\n".join(call_lines(f"{target}super().{METHOD}", texts, line_length)) + "\n")[0]
+    call = f"{target}super().{METHOD}({', '.join(texts)})\n"
+    new = _code_block(module, laid_out(call, BODY_INDENT, line_length))[0]
     return new.with_changes(leading_lines=leading_lines)
 
 
