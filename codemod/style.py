@@ -13,6 +13,7 @@ else ruff's default, 88), or else with a ``[tool.black]`` section (black's ``lin
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,8 +44,10 @@ def _length(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+@functools.lru_cache(maxsize=512)
 def configured_line_length(directory: Path) -> int | None:
-    """The line length ``directory``'s own configuration sets, None where it has none (look further up)."""
+    """The line length ``directory``'s own configuration sets, None where it has none (look further up). Read once
+    per directory: a migration asks for every file it writes, and most share their directories' configuration."""
     for name in ("ruff.toml", ".ruff.toml"):
         candidate = directory / name
         if candidate.is_file():

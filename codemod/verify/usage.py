@@ -244,7 +244,7 @@ def encoder_decoder(decoder: Any, seed: int) -> Any:
     model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
     text = decoder.config
     start = next((v for v in (getattr(text, "bos_token_id", None), getattr(text, "pad_token_id", None), 0)
-                  if isinstance(v, int) and not isinstance(v, bool)), 0)
+                  if _int(v) is not None), 0)
     model.config.decoder_start_token_id = start
     pad = getattr(text, "pad_token_id", None)
     model.config.pad_token_id = pad if pad is not None else 0
