@@ -552,3 +552,40 @@ def test_a_scenario_failing_on_both_sides_alike_until_then_is_no_evidence_agains
     verdict = compare("m.py::M", old, new)
     assert [o.status.value for o in verdict.scenarios] == ["same", "both-fail"]
     assert verdict.verdict.value == "identical"
+
+
+LEGACY_WHY = "its prepare_inputs_for_generation reads image_seq_length: a prompt with fewer image tokens takes the legacy path"
+
+
+def skipped(name: str, reason: str) -> dict:
+    return {"name": name, "status": "skipped", "reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("legacy_old", "legacy_new", "verdict", "said"),
+    [
+        pytest.param(ok(name="multimodal-legacy"), ok(name="multimodal-legacy"), "identical", "", id="ran-the-same"),
+        pytest.param(skipped("multimodal-legacy", "no legacy image prompt"),
+                     skipped("multimodal-legacy", "no legacy image prompt"), "unverified",
+                     "no multimodal-legacy scenario ran the same on both sides (skipped: no legacy image prompt)",
+                     id="prompt-not-built"),
+        pytest.param(crash("multimodal-legacy", "ValueError: x", []), crash("multimodal-legacy", "ValueError: x", []),
+                     "unverified", "(same-error", id="failed-alike"),
+        pytest.param(None, None, "unverified", "(not run)", id="not-asked-for"),
+    ],
+)
+def test_a_scenario_the_class_s_own_code_requires_must_run_the_same(legacy_old, legacy_new, verdict, said) -> None:
+    """4.45's llava family passes the image on every step for a legacy prompt (fewer image tokens than the config's
+    image_seq_length). A change that loses that path agrees on every other scenario: where the legacy prompt could
+    not be built, or did not run, identical would be a verdict about other paths (``usage.required_scenarios``)."""
+    old = side(ok(), *([legacy_old] if legacy_old else []))
+    new = side(ok(), *([legacy_new] if legacy_new else []))
+    old["required"] = {"multimodal-legacy": LEGACY_WHY}
+    found = compare("a::A", old, new)
+    assert found.verdict == verdict, found.detail
+    assert said in found.detail
+    if verdict == "unverified":
+        assert found.detail.startswith(LEGACY_WHY)
+    # the new side's document does not decide what is required: the old code's method does
+    assert compare("a::A", side(ok(), *([legacy_old] if legacy_old else [])), {**new, "required": old["required"]}
+                   ).verdict == "identical"

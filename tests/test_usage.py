@@ -92,6 +92,19 @@ SCRIPT = textwrap.dedent(
     with torch.no_grad():
         tokens = composite.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False)
     out["composite"] = {"shape": list(tokens.shape), "decoder_calls": len(seen), "cached": "past_key_values" in seen[-1]}
+
+    # the scenarios a class's own code requires: the llava family's legacy prompt path
+    required = {}
+    for name, module in (("LlavaForConditionalGeneration", "llava"), ("VideoLlavaForConditionalGeneration", "video_llava"),
+                         ("LlavaOnevisionForConditionalGeneration", "llava_onevision"),
+                         ("ChameleonForConditionalGeneration", "chameleon"), ("GPT2LMHeadModel", "gpt2")):
+        cls = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name)
+        required[name] = usage.required_scenarios(cls)
+    class InheritsLlava(getattr(importlib.import_module("transformers.models.llava.modeling_llava"),
+                                "LlavaForConditionalGeneration")):
+        pass
+    required["InheritsLlava"] = usage.required_scenarios(InheritsLlava)
+    out["required"] = required
     print("RESULT " + json.dumps(out))
     '''
 )
@@ -183,3 +196,18 @@ def test_a_long_context_rope_the_class_reads_switches_within_the_scenarios(usage
     assert long_rope["steps"] == [[7, False], [1, False], [9, True], [1, False]], long_rope["steps"]
     # a class whose code does not read the original length gets no such variant
     assert "long-rope" not in usage_results["LlamaForCausalLM"]["variants"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_class_whose_method_reads_image_seq_length_requires_the_legacy_prompt(usage_results) -> None:
+    """4.45's LLaVA and Video-LLaVA compare the prompt's image (and video) tokens with the config's
+    ``image_seq_length``/``video_seq_length``: only the legacy prompt takes that path, so it is required
+    (``compare.unrun``). A class that inherits the method requires it too; others do not."""
+    required = usage_results["required"]
+    assert set(required["LlavaForConditionalGeneration"]) == {"multimodal-legacy"}
+    assert "image_seq_length" in required["LlavaForConditionalGeneration"]["multimodal-legacy"]
+    assert "image_seq_length and video_seq_length" in required["VideoLlavaForConditionalGeneration"]["multimodal-legacy"]
+    assert required["InheritsLlava"] == required["LlavaForConditionalGeneration"]
+    for name in ("LlavaOnevisionForConditionalGeneration", "ChameleonForConditionalGeneration", "GPT2LMHeadModel"):
+        assert required[name] == {}, name

@@ -198,3 +198,25 @@ def test_a_reduction_that_drops_the_llava_legacy_condition_is_caught_by_the_lega
     failing = sorted({s.name.rpartition("/")[2] for s in verdict.scenarios
                       if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)})
     assert failing == ["multimodal-legacy"], [(s.name, s.status) for s in verdict.scenarios]
+
+
+def test_the_llava_legacy_path_is_required_evidence(tmp_path) -> None:
+    """LLaVA's override (asking super(), its legacy condition kept) agrees on every scenario, but only the legacy
+    prompt takes the path its ``legacy_processing`` test guards: verified without that scenario, the change is not
+    identical but unverified, and the verdict says which path went untested (``usage.required_scenarios``)."""
+    root = fetch_release("4.45.2", tmp_path / "transformers")
+    text = (root / LLAVA).read_text()
+    old = "self.language_model.prepare_inputs_for_generation("
+    assert text.count(old) == 1
+    (root / LLAVA).write_text(text.replace(old, "super().prepare_inputs_for_generation("))
+    rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
+    target = Target(f"{LLAVA}::LlavaForConditionalGeneration", "transformers.models.llava.modeling_llava",
+                    "LlavaForConditionalGeneration", "llava")
+    chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-padded")
+    (without,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen).verdicts
+    assert without.verdict == "unverified", without.detail
+    assert "reads image_seq_length" in without.detail and "no multimodal-legacy scenario" in without.detail
+    assert {s.name for s in without.scenarios if s.status is ScenarioStatus.SAME} >= set(chosen)
+    (with_legacy,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False,
+                                   scenarios=(*chosen, "multimodal-legacy")).verdicts
+    assert with_legacy.verdict == "identical", with_legacy.detail

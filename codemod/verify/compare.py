@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from codemod.contracts import CACHE_NAMES, Repair, ScenarioStatus, Verdict, WorkerStatus
@@ -77,6 +77,8 @@ ResultDocument = TypedDict(
         "caches": bool,
         "forward_optional": list[str],
         "forward_absorbs": list[str] | None,
+        #: scenario -> why the class's own code needs it for an identical verdict (``usage.required_scenarios``)
+        "required": dict[str, str],
         "scenarios": list[ScenarioDocument],
         "seconds": float,
     },
@@ -571,7 +573,8 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
     given = tuple(sorted({name for scenario in old.get("scenarios", []) if scenario["name"] in same
                           for name in scenario.get("given", [])}))
     if verdict is Verdict.IDENTICAL:
-        missing = missing_evidence(outcomes, caches=bool(old.get("caches", True))) or unreached(needs, given)
+        missing = (missing_evidence(outcomes, caches=bool(old.get("caches", True))) or unreached(needs, given)
+                   or unrun(old.get("required") or {}, outcomes))
         if missing:
             verdict, detail = Verdict.UNVERIFIED, missing
     variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
@@ -585,6 +588,19 @@ def unreached(needs: Sequence[frozenset[str]], given: Sequence[str]) -> str:
     reached = set(given)
     missing = sorted({name for group in needs if not group & reached for name in group})
     return f"the statements it keeps handle {', '.join(missing)}, which no scenario gave it" if missing else ""
+
+
+def unrun(required: Mapping[str, str], outcomes: Sequence[ScenarioOutcome]) -> str:
+    """Why a scenario the class's own code makes necessary (``usage.required_scenarios``: the llava family's legacy
+    prompt) is no evidence: it did not run the same on both sides (its inputs could not be built, or it failed
+    alike); "" when each ran the same."""
+    by_name = {o.name: o for o in outcomes}
+    for name, why in sorted(required.items()):
+        outcome = by_name.get(name)
+        if outcome is None or outcome.status is not ScenarioStatus.SAME:
+            state = "not run" if outcome is None else f"{outcome.status.value}: {outcome.detail}"
+            return f"{why}, but no {name} scenario ran the same on both sides ({state[:200]})"
+    return ""
 
 
 def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> str:

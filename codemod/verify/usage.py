@@ -19,6 +19,10 @@ variants, the other valid settings of the switches that change generation paths:
   sequence passes it: the cached keys were rotated with the short factors). Tiny configs keep the default
   length (4,096), so without the variant that code never runs.
 
+A class's own code may also make a scenario necessary (``required_scenarios``): the llava family's legacy prompt
+path runs only on the prompt ``multimodal-legacy`` sends, so where that prompt cannot be built the class is not
+identical but unverified.
+
 Runs in the verification environment (stdlib, torch, transformers), like :mod:`tiny`; the old side
 decides the variants and writes them into the manifest, the new side replays them.
 """
@@ -157,6 +161,24 @@ def _registered(config: Any) -> bool:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: config attributes whose reading in a class's own ``prepare_inputs_for_generation`` means a path only one scenario
+#: takes: 4.45's llava family compares the prompt's image tokens with them and, on a prompt with fewer (the legacy
+#: path), passes the image on every step
+LEGACY_PROMPT_ATTRIBUTES = ("image_seq_length", "video_seq_length")
+
+
+def required_scenarios(model_class: type) -> dict[str, str]:
+    """Scenario -> why, for each scenario an identical verdict needs because the class's own code takes a path only
+    that scenario's inputs reach. Read off the method the class runs (its own override or one it inherits), on the
+    old side: a change that drops the path must not be called identical by scenarios that never took it."""
+    source = _source(getattr(model_class, "prepare_inputs_for_generation", None))
+    read = [name for name in LEGACY_PROMPT_ATTRIBUTES if f"config.{name}" in source]
+    if not read:
+        return {}
+    return {"multimodal-legacy": f"its prepare_inputs_for_generation reads {' and '.join(read)}: a prompt with fewer "
+                                 "image tokens takes the legacy path"}
 
 
 def long_rope_settings(model_class: type, config: Any) -> dict[str, Any] | None:
