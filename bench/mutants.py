@@ -18,7 +18,8 @@ pattern is not found exactly once:
   ``cache-key-renamed``, ``closed-dict``, ``use-cache-dropped``, ``cache-position-dropped``;
 - in the hooks ``apply --hooks`` adds to the mixin, tried on the classes that set the hook's attribute only:
   ``hook-dummy-token-attended`` (the masked LMs' whole-body hook), ``hook-dropped-inputs-passed``,
-  ``hook-first-step-inputs-every-step``, ``hook-ignored-inputs-honoured``, ``hook-defaults-missing``
+  ``hook-first-step-inputs-every-step``, ``hook-needed-inputs-first-step-only``, ``hook-needed-inputs-every-step``,
+  ``hook-ignored-inputs-honoured``, ``hook-defaults-missing``
   (each hook's loop made to do nothing);
 - in the reduced overrides: ``first-step-input-every-step`` (``if cache_position[0] == 0:``
   around ``pixel_values`` & co. made unconditional), ``caller-input-honoured`` (a key set to None
@@ -328,6 +329,18 @@ MUTANTS = [
          "            for name in self._generation_inputs_dropped_after_first_step:\n"
          "                pass  # mutant\n"),
     ), hook="_generation_inputs_dropped_after_first_step"),
+    Mutant("hook-needed-inputs-first-step-only", "the first-step hook that asks the model's own condition no longer "
+           "asks it: a legacy llava prompt's image is sent on the first step only", (
+        ("        if cache_position[0] != 0 and not first_step_inputs_needed:\n",
+         "        if cache_position[0] != 0:  # mutant\n"),
+    ), hook="_generation_inputs_dropped_after_first_step_unless_needed"),
+    Mutant("hook-needed-inputs-every-step", "the first-step hook that asks the model's own condition passes its inputs "
+           "on every step", (
+        ("            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
+         "                model_inputs.pop(name, None)\n",
+         "            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
+         "                pass  # mutant\n"),
+    ), hook="_generation_inputs_dropped_after_first_step_unless_needed"),
     Mutant("hook-ignored-inputs-honoured", "the ignored-when-given hook passes the caller's value (GPT-2's positions)", (
         ("        for name in inputs_given:\n            model_inputs[name] = None\n",
          "        for name in inputs_given:\n            pass  # mutant\n"),

@@ -93,6 +93,29 @@ def method(*body: str, params: str = "input_ids, **kwargs", call: str = "input_i
             f"    model_inputs = super().prepare_inputs_for_generation({call})\n{lines}    return model_inputs\n")
 
 
+OWN = Atom.OWN.value
+
+
+def own_condition_method(*computing: str, test: str = "legacy or is_first_iteration",
+                         passes: tuple[str, ...] = ('model_inputs["image_grid"] = image_grid',),
+                         params: str = "input_ids, image_grid=None, is_first_iteration=False, **kwargs") -> str:
+    """The llava family's shape: statements computing a condition of its own, super(), and an ``if`` on it."""
+    lines = "".join(f"    {line}\n" for line in computing)
+    body = "".join(f"        {line}\n" for line in passes)
+    return (f"def prepare_inputs_for_generation(self, {params}):\n{lines}"
+            "    model_inputs = super().prepare_inputs_for_generation(input_ids, is_first_iteration=is_first_iteration, "
+            "**kwargs)\n"
+            f"    if {test}:\n{body}    return model_inputs\n")
+
+
+LEGACY = "legacy = input_ids is not None and (input_ids == self.config.image_token_index).sum(1).max() < 4"
+OWN_CONDITION = own_condition_method("# fewer image tokens than features: the model expands the token itself", LEGACY)
+#: Video-LLaVA's: under a guard, two names of its own, an input among what it reads
+OWN_CONDITION_GUARDED = own_condition_method(
+    "if input_ids is not None:",
+    "    short = (input_ids == self.config.image_token_index).sum(1).max() < 4",
+    "    legacy = short and image_grid is not None")
+
 STEP = "input_ids, use_cache=True, is_first_iteration=False, **kwargs"
 STEP_CALL = "input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs"
 
@@ -142,6 +165,11 @@ PARTS = [
             params="input_ids, attention_mask=None, image_grid=None, is_first_iteration=False, **kwargs",
             call="input_ids, attention_mask=attention_mask, is_first_iteration=is_first_iteration, **kwargs"),
      "image_grid", (FIRST,), (NONE, PREPARED), ""),
+    # a condition the override computes itself in front of super() (4.45's llava family: a legacy prompt needs the
+    # image on every step): the input is passed on the first step or while the model's own condition holds
+    ("own-condition", OWN_CONDITION, "image_grid", (FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED), ""),
+    ("own-condition-in-a-guard", OWN_CONDITION_GUARDED, "image_grid", (FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED),
+     ""),
 ]
 
 
@@ -217,6 +245,21 @@ OPAQUE = [
      '    model_inputs = super().prepare_inputs_for_generation(input_ids, attention_mask=attention_mask, **kwargs)\n'
      '    model_inputs["position_ids"] = None\n'
      '    return model_inputs\n', "position_ids", "a statement no rule understands"),
+    # a condition of its own only where nothing else depends on what computes it, and nothing is changed by it
+    *[(f"own-condition-{name}", source, "image_grid", "a statement no rule understands") for name, source in [
+        ("read-elsewhere", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
+                                                                'model_inputs["legacy"] = legacy'))),
+        ("passes-something-else", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid * 2',))),
+        ("changes-an-input", own_condition_method("legacy = input_ids.masked_fill_(input_ids < 0, 0).sum() > 4")),
+        ("rebinds-an-input", own_condition_method("input_ids, legacy = input_ids[:, 1:], True")),
+        ("reads-what-the-mixin-names", own_condition_method(
+            "legacy = attention_mask is not None", params="input_ids, attention_mask=None, image_grid=None, "
+            "is_first_iteration=False, **kwargs")),
+        ("not-the-first-step", own_condition_method(LEGACY, test="legacy or kwargs.get('use_cache')")),
+        ("with-an-else", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
+                                                              ) ) .replace("    return model_inputs",
+                                                                           "    else:\n        model_inputs[\"image_grid\"] = None\n    return model_inputs")),
+    ]],
     # pop without a default raises where nothing prepared the key; a hook's pop(name, None) would not
     ("pop-without-default", method('model_inputs.pop("position_ids")'), "position_ids", "without a default"),
     ("del", method('del model_inputs["token_type_ids"]'), "token_type_ids", "without a default"),
@@ -288,6 +331,9 @@ def test_a_condition_no_rule_understands_has_no_code() -> None:
     (Idiom((), (CONFIG,)), HookKind.FROM_CONFIG, "_generation_inputs_from_config"),
     # GPT-2's family: a caller's positions are ignored, the mask's are used
     (Idiom((Atom.GIVEN.value,), (PREPARED, NONE)), HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"),
+    # the llava family: the image after the first step only while the model's own condition holds
+    (Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED)), HookKind.DROPPED_WHEN,
+     "_generation_inputs_dropped_after_first_step_unless_needed"),
 ])
 def test_each_idiom_has_its_hook(profile: MixinProfile, idiom: Idiom, kind: HookKind, name: str) -> None:
     found, hook, _ = hook_for(idiom, profile)
@@ -941,3 +987,47 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     assert "dummy_token" not in bert
     mixin = next(r for r in changes.rewrites if r.path == MIXIN).new_text()
     assert "if self._generation_inputs_as_bert_for_masked_lm:" in mixin and "dummy_token = torch.full(" in mixin
+
+
+def test_an_own_condition_is_asked_of_a_method_the_model_overrides(profile: MixinProfile) -> None:
+    """The mixin asks ``_generation_needs_first_step_inputs`` with the arguments as given, before it prepares
+    anything (the statements that computed the condition read them so), and drops the inputs after the first step
+    unless it said yes. The default says no: a model that sets only the attribute drops them after the first step."""
+    _, hook, _ = hook_for(Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED)), profile)
+    assert hook is not None
+    assert "first_step_inputs_needed = self._generation_needs_first_step_inputs(input_ids, **kwargs)" in hook.prologue
+    assert "if not is_first_iteration and not first_step_inputs_needed:" in hook.epilogue
+    declared = ast.parse(hook.declaration).body
+    assert [type(node).__name__ for node in declared] == ["AnnAssign", "FunctionDef"]
+    default = declared[1]
+    assert isinstance(default, ast.FunctionDef) and default.name == "_generation_needs_first_step_inputs"
+    assert ast.unparse(default.body[-1]) == "return False"
+    assert max(len(line) for line in (hook.declaration + hook.epilogue).splitlines()) <= 110
+
+
+@pytest.mark.parametrize(("source", "moved", "method"), [
+    (OWN_CONDITION, (0,), "def _generation_needs_first_step_inputs(self, input_ids, **kwargs):\n    return legacy\n"),
+    # what the statements read besides the ids comes through **kwargs: a parameter of the method, as it defaulted
+    (OWN_CONDITION_GUARDED, (0,), "def _generation_needs_first_step_inputs(self, input_ids, image_grid=None, "
+                                  "**kwargs):\n    return legacy\n"),
+])
+def test_a_member_with_an_own_condition_is_deleted_and_its_statements_move(profile: MixinProfile, source: str,
+                                                                          moved: tuple[int, ...], method: str) -> None:
+    f = finding(source, profile)
+    idioms = {"image_grid": Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED))}
+    change = member_change(f, {"image_grid"}, profile, idioms)
+    assert (change.change, change.moved, change.method) == (Change.DELETE, moved, method), change.why
+    ast.parse(change.method)
+
+
+def test_an_own_condition_moves_only_with_every_input_it_passes(profile: MixinProfile) -> None:
+    source = own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
+                                                  'model_inputs["grid_sizes"] = grid_sizes'),
+                                  params="input_ids, image_grid=None, grid_sizes=None, is_first_iteration=False, **kwargs")
+    f = finding(source, profile)
+    idiom = Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED))
+    assert part_of(f, "grid_sizes", profile).idiom == idiom
+    half = member_change(f, {"image_grid"}, profile, {"image_grid": idiom})
+    assert half.change is Change.BLOCKED and "move together" in half.why
+    assert member_change(f, {"image_grid", "grid_sizes"}, profile, {"image_grid": idiom, "grid_sizes": idiom}
+                         ).change is Change.DELETE

@@ -116,6 +116,8 @@ HOOK_IDIOMS = {
     "_generation_inputs_dropped_after_first_step": Idiom((Atom.FIRST.value,), (ValueKind.NONE, ValueKind.PREPARED)),
     "_generation_inputs_ignored_when_given": Idiom((Atom.GIVEN.value,), (ValueKind.PREPARED, ValueKind.NONE)),
     "_generation_input_defaults": Idiom((), (ValueKind.CALLER_OR_DEFAULT,)),
+    "_generation_inputs_dropped_after_first_step_unless_needed": Idiom(
+        (Atom.FIRST.value, Atom.OWN.value), (ValueKind.NONE, ValueKind.PREPARED, ValueKind.PREPARED, ValueKind.PREPARED)),
 }
 
 

@@ -2020,3 +2020,92 @@ def test_a_cut_inside_anything_but_an_if_is_an_error_with_unchanged_bytes() -> N
     result = rewrite(before, cut)
     assert result.error is not None and "only inside an if" in result.error
     assert result.new == before.encode() and not result.changed
+
+
+def moved(text: str, keep: tuple[int, ...]) -> Edit:
+    return dataclasses.replace(edit(EditKind.ADD_METHOD, text), keep=keep)
+
+
+NEEDS = "def _generation_needs_first_step_inputs(self, input_ids, **kwargs):\n    return legacy\n"
+
+#: a mined hook that asks the model's own condition: the override deleted, its condition's statements moved into
+#: the method that takes its place
+ADD_METHOD_CASES = [
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
+                    # Overwritten -- keeps its own input handling
+                    # a legacy prompt: one image token the model expands itself
+                    legacy = (
+                        input_ids is not None and (input_ids == self.config.image_token_index).sum(1).max() < 4
+                    )
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, cache_position=cache_position, **kwargs)
+                    if legacy or cache_position[0] == 0:
+                        model_inputs["pixel_values"] = pixel_values
+                    return model_inputs
+
+                def forward(self):
+                    pass
+        '''),
+        [edit(EditKind.DELETE), moved(NEEDS, (0,))],
+        src('''
+            class FooForCausalLM(Base):
+                def _generation_needs_first_step_inputs(self, input_ids, **kwargs):
+                    # a legacy prompt: one image token the model expands itself
+                    return (
+                        input_ids is not None and (input_ids == self.config.image_token_index).sum(1).max() < 4
+                    )
+
+                def forward(self):
+                    pass
+        '''),
+        # one assignment to the name returned is the return itself; the mark spoke of the deleted override
+        id="one-assignment-becomes-the-return",
+    ),
+    pytest.param(
+        src('''
+            class FooForCausalLM(Base):
+                def forward(self):
+                    pass
+
+                def prepare_inputs_for_generation(self, input_ids, pixel_values=None, **kwargs):
+                    if input_ids is not None:
+                        short = input_ids.shape[1] < 4
+                        legacy = short and pixel_values is not None
+                    model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
+                    if legacy or kwargs["cache_position"][0] == 0:
+                        model_inputs["pixel_values"] = pixel_values
+                    return model_inputs
+        '''),
+        [edit(EditKind.DELETE),
+         moved("def _generation_needs_first_step_inputs(self, input_ids, pixel_values=None, **kwargs):\n"
+               "    return legacy\n", (0,))],
+        src('''
+            class FooForCausalLM(Base):
+                def forward(self):
+                    pass
+
+                def _generation_needs_first_step_inputs(self, input_ids, pixel_values=None, **kwargs):
+                    if input_ids is not None:
+                        short = input_ids.shape[1] < 4
+                        legacy = short and pixel_values is not None
+                    return legacy
+        '''),
+        id="a-guarded-block-moves-whole",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "edits", "after"), ADD_METHOD_CASES)
+def test_add_method(before: str, edits: list[Edit], after: str) -> None:
+    assert_parses(after)
+    result = rewrite(before, *edits)
+    assert result.error is None, result.error
+    assert result.new_text() == after
+
+
+def test_add_method_of_statements_that_are_not_there_is_an_error() -> None:
+    before = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return kwargs\n"
+    result = rewrite(before, edit(EditKind.DELETE), moved(NEEDS, (3,)))
+    assert result.error is not None and "cannot move statements [3]" in result.error

@@ -68,6 +68,10 @@ from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
 MIN_MODELS = 3
+#: the mixin's method a model overrides with the statements that compute its own condition (``Atom.OWN``), and the
+#: local the mixin keeps its answer in
+NEEDS_METHOD = "_generation_needs_first_step_inputs"
+NEEDED_LOCAL = "first_step_inputs_needed"
 #: a part whose value depends on more conditions than this is not tabulated (nothing real comes close)
 _MAX_ATOMS = 4
 
@@ -105,6 +109,10 @@ class Atom(Vocabulary):
     USE_CACHE = "use-cache"  # ``use_cache`` (a parameter, or read from ``**kwargs``)
     NO_PAST = "no-cache-yet"  # ``past_key_values is None``
     GIVEN = "given"  # the caller gave the input (``<input> is not None``)
+    #: a condition the override computes itself, in front of ``super()``, from its arguments and the config
+    #: (4.45's llava family: ``legacy_processing``, a prompt with fewer image tokens than the image has features):
+    #: a hook on it asks the model's ``_generation_needs_first_step_inputs``, where those statements move
+    OWN = "own-condition"
 
 
 class Change(Vocabulary):
@@ -195,6 +203,10 @@ class Member:
     lines: int = 0  # the override's lines today
     #: TRIM: the parameters that leave the signature with the removed statements (see :class:`MemberChange`)
     unnamed: tuple[str, ...] = ()
+    #: DELETE of an override with its own condition (:class:`OwnCondition`): the statements that move into the
+    #: class's ``_generation_needs_first_step_inputs`` (indices into the body), and that method without them
+    moved: tuple[int, ...] = ()
+    method: str = ""
 
     @property
     def applicable(self) -> bool:
@@ -261,6 +273,11 @@ class HookReport:
         """The applied cluster that runs ``override_id``'s whole body in the mixin, if any."""
         return next((c for c in self.applied() if c.kind is HookKind.STATEMENTS
                      and any(m.override == override_id and m.applicable for m in c.members)), None)
+
+    def moves_own_condition(self, override_id: str) -> bool:
+        """Whether an applied hook moves the override's own condition into a method of its class."""
+        return any(m.override == override_id and m.applicable and m.method
+                   for c in self.applied() for m in c.members)
 
     def hooked_keys(self, override_id: str) -> dict[str, Cluster]:
         """Key -> the applied cluster that takes it over, for an override that is an applicable member."""
@@ -517,13 +534,134 @@ def _plain_value(node: ast.expr, key: str, context: _Context) -> ValueKind | Non
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class OwnCondition:
+    """A condition an override computes itself (``Atom.OWN``): top-level statements in front of ``super()`` that
+    assign only names of their own, read only its arguments (and ``self``), and that nothing else reads but one
+    ``if <name> or <first step>:`` after the call, whose body passes inputs on as given
+    (``model_inputs["pixel_values"] = pixel_values``). 4.45's llava family::
+
+        legacy_processing = input_ids is not None and (input_ids == self.config.image_token_index).sum(1).max() < ...
+        model_inputs = super().prepare_inputs_for_generation(input_ids, ...)
+        if legacy_processing or cache_position[0] == 0:
+            model_inputs["pixel_values"] = pixel_values
+
+    The statements can move into the model's ``_generation_needs_first_step_inputs``, which the mixin asks with the
+    arguments as given, before it prepares anything: the same values the statements read where they were."""
+
+    local: str  # the name the ``if`` tests
+    statements: tuple[int, ...]  # the statements that compute it (indices into the body: the docstring counts)
+    spans: tuple[tuple[int, int], ...]  # their lines, and the ``if``'s
+    keys: tuple[str, ...]  # the inputs the ``if`` passes
+    reads: tuple[Param, ...]  # the parameters the statements read besides the ids, with their defaults
+
+
+def _statement_tree(u: Unrecognised) -> ast.Module | None:
+    try:
+        return ast.parse(textwrap.dedent(u.source or u.code))
+    except SyntaxError:
+        return None
+
+
+def _passes_on(node: ast.If, result: str, params: set[str]) -> tuple[str, ...] | None:
+    """The inputs an ``if`` body passes on as given (``result["k"] = k``, ``k`` a parameter), None for anything else."""
+    keys = []
+    for statement in node.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            return None
+        target, value = statement.targets[0], statement.value
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == result
+                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str)
+                and isinstance(value, ast.Name) and value.id == target.slice.value and value.id in params):
+            return None
+        keys.append(value.id)
+    return tuple(keys) if keys and not node.orelse else None
+
+
+def _pure(tree: ast.Module, names: set[str]) -> bool:
+    """Code that binds only ``names`` and changes nothing in place (no item or attribute set, no mutating call)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal, ast.Delete, ast.AugAssign, ast.Return)):
+            return False
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id not in names:
+            return False
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr.endswith("_") or node.func.attr in _MUTATING_METHODS):
+            return False
+    return True
+
+
+def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
+    """The override's own condition (see :class:`OwnCondition`), or None."""
+    a = o.analysis
+    call = next((t for t in a.top_level if "super" in t.reads), None)
+    if a.delegation is not Delegation.SUPER or call is None or call.writes != (RESULT,):
+        return None
+    params = {p.name for p in a.params} - {"self"}
+    context = _context(o, profile)
+    guarded: list[tuple[TopLevel, str, tuple[str, ...]]] = []
+    for t in a.top_level[call.index:]:
+        u = next((u for u in a.unrecognised if u.line == t.line), None)
+        tree = _statement_tree(u) if u is not None and not t.recognised else None
+        node = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+        if not isinstance(node, ast.If) or not isinstance(node.test, ast.BoolOp) or not isinstance(node.test.op, ast.Or):
+            continue
+        names = [v for v in node.test.values if isinstance(v, ast.Name) and v.id not in params]
+        tests = [v for v in node.test.values if v not in names]
+        keys = _passes_on(node, RESULT, params)
+        if len(names) == 1 and len(tests) == 1 and _atom(tests[0], context, "") == _a(Atom.FIRST.value) and keys:
+            guarded.append((t, names[0].id, keys))
+    if len(guarded) != 1:
+        return None
+    test, local, keys = guarded[0]
+    before = [t for t in a.top_level if t.index < call.index]
+    computing = [t for t in before if t.writes and not set(t.writes) & (params | {RESULT})]
+    own = {n for t in computing for n in t.writes}
+    if local not in own:
+        return None
+    recognised_lines = {r.line for r in a.recognised}
+    for t in computing:
+        span = range(t.line, (t.end_line or t.line) + 1)
+        parts = [u for u in a.unrecognised if u.line in span]
+        trees = [_statement_tree(u) for u in parts]
+        if t.recognised or recognised_lines & set(span) or not parts or any(
+                tree is None or not _pure(tree, own) for tree in trees):
+            return None
+        if not set(t.reads) <= params | own | {"self"}:
+            return None
+        # what a statement in front of it assigns must not be something it reads: it reads the arguments as given
+        if any(set(other.writes) & set(t.reads) for other in before if other.index < t.index and other not in computing):
+            return None
+    # nothing else reads what they compute: the ``if`` alone, and only the name it tests
+    if any(set(t.reads) & own for t in a.top_level if t not in computing and t is not test) or \
+            set(test.reads) & own != {local}:
+        return None
+    ids = a.ids_param
+    mixin_named = {p.name for p in profile.analysis.params if p.kind.named} if profile.analysis else set()
+    read = sorted({n for t in computing for n in t.reads} & params - {ids})
+    if set(read) & mixin_named:
+        return None  # the mixin asks its method with its **kwargs: not the inputs it names itself
+    by_name = {p.name: p for p in a.params}
+    spans = tuple((t.line, t.end_line or t.line) for t in (*computing, test))
+    return OwnCondition(local, tuple(t.index for t in computing), spans, keys, tuple(by_name[n] for n in read))
+
+
+def _within(line: int | None, spans: Iterable[tuple[int, int]]) -> bool:
+    return line is not None and any(start <= line <= end for start, end in spans)
+
+
 def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     """Normalise what ``f``'s override does to ``key``."""
     o = f.override
     a = o.analysis
     model = o.model or o.class_name
     context = _context(o, profile)
-    changing = next((u for u in a.unrecognised if _may_change(a, u, key)), None)
+    # the statements of its own condition change no input: the ``if`` on it passes its keys (read below)
+    own = own_condition(o, profile)
+    own_spans = own.spans if own is not None else ()
+    changing = next((u for u in a.unrecognised if not _within(u.line, own_spans) and _may_change(a, u, key)), None)
     if changing is not None:
         # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
         # does not name it): its value cannot be read off the recognised writes
@@ -565,6 +703,8 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     for out in a.outputs:
         if out.key == key:
             writes.extend(_value(out, key, context))
+    if own is not None and key in own.keys:
+        writes.append(_Write(_Formula("or", args=(_a(Atom.OWN.value), _a(Atom.FIRST.value))), ValueKind.CALLER))
     if not writes and not withheld and key not in a.dropped:
         return Part(o.id, model, key, None, opaque="no assignment of it was recognised")
     if handled and a.delegation is not None and any(w.value is ValueKind.CALLER_OR_DEFAULT for w in writes):
@@ -720,9 +860,11 @@ def _minimal(atoms: tuple[str, ...], table: tuple[ValueKind, ...]) -> Idiom:
 
 def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
     words = {Atom.FIRST.value: "on the first step", Atom.USE_CACHE.value: "with a cache",
-             Atom.NO_PAST.value: "before there is a cache", Atom.GIVEN.value: "the caller gives it"}
+             Atom.NO_PAST.value: "before there is a cache", Atom.GIVEN.value: "the caller gives it",
+             Atom.OWN.value: "the model needs them"}
     negated = {Atom.FIRST.value: "after the first step", Atom.USE_CACHE.value: "without a cache",
-               Atom.NO_PAST.value: "once there is a cache", Atom.GIVEN.value: "the caller gives none"}
+               Atom.NO_PAST.value: "once there is a cache", Atom.GIVEN.value: "the caller gives none",
+               Atom.OWN.value: "the model does not need them"}
     terms = []
     for row in rows:
         literals = []
@@ -740,7 +882,8 @@ def _spelling(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tu
         ("cache_position[0] == 0", "cache_position[0] != 0")
     use_cache = "use_cache" if "use_cache" in set(params) else f'{kwargs}.get("use_cache", True)'
     return {Atom.FIRST.value: first, Atom.USE_CACHE.value: (use_cache, f"not {use_cache}"),
-            Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None")}
+            Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None"),
+            Atom.OWN.value: (NEEDED_LOCAL, f"not {NEEDED_LOCAL}")}
 
 
 def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[str, tuple[str, str]]) -> str | None:
@@ -781,6 +924,10 @@ _NAMES = {
         "_generation_inputs_dropped_after_prefill", "the model reads them only while it fills its cache"),
     (HookKind.DROPPED_WHEN, "after the first step"): (
         "_generation_inputs_dropped_after_first_step", "the model reads them only on the first forward"),
+    (HookKind.DROPPED_WHEN, "after the first step unless the model needs them"): (
+        "_generation_inputs_dropped_after_first_step_unless_needed", "the model reads them only on the first "
+        f"forward, unless its `{NEEDS_METHOD}` says this step needs them too (4.45's llava family on a legacy prompt: "
+        "one image token the model expands itself, on every step)"),
     (HookKind.UNSLICED_WHEN, "on the first step or without a cache"): (
         "_generation_unsliced_prefill_inputs", "a mask that reads them by position needs them from the start of the "
         "sequence, also for a prefill cut in chunks"),
@@ -814,8 +961,10 @@ _VALUE_HOOKS: dict[ValueKind, tuple[HookKind, str, str, str, str, str]] = {
 def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
     spelling = {Atom.FIRST.value: ("on the first step", "after the first step"),
                 Atom.USE_CACHE.value: ("with a cache", "without a cache"),
-                Atom.NO_PAST.value: ("before there is a cache", "once there is a cache")}
-    return condition_code(atoms, rows, spelling) or _condition_words(atoms, rows)
+                Atom.NO_PAST.value: ("before there is a cache", "once there is a cache"),
+                Atom.OWN.value: ("the model needs them", "the model does not need them")}
+    words = condition_code(atoms, rows, spelling) or _condition_words(atoms, rows)
+    return words.replace(" and the model does not need them", " unless the model needs them")
 
 
 def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None, str]:
@@ -865,9 +1014,26 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
         words = _simple_words(idiom.atoms, rows)
         kind = HookKind.DROPPED_WHEN
         name, why = _NAMES.get((kind, words), ("_generation_inputs_dropped_" + _slug(words), ""))
-        return kind, _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
-                           epilogue=f"# Inputs left out {words} (`{name}`)\n"
-                                    f"if {code}:\n    for name in self.{name}:\n        model_inputs.pop(name, None)\n"), name
+        prologue, method = "", ""
+        if Atom.OWN.value in idiom.atoms:
+            # the model's own condition, asked before the mixin prepares anything: the statements that computed it
+            # read the arguments as the override was given them
+            ids = analysis.ids_param if analysis is not None else None
+            if ids is None:
+                return HookKind.OTHER, None, "the mixin takes no ids to ask the model's own condition with"
+            prologue = (f"# Asked before anything is prepared (`{NEEDS_METHOD}`)\n"
+                        f"{NEEDED_LOCAL} = self.{NEEDS_METHOD}({ids}, **{kwargs})\n")
+            docstring = textwrap.wrap(f"Whether this step needs the inputs in `{name}` too: asked with the arguments "
+                                      "of `prepare_inputs_for_generation` as given, before anything is prepared. A "
+                                      "model whose prompt can ask for them on later steps overrides it.", 100)
+            method = (f"\ndef {NEEDS_METHOD}(self, {ids}, **{kwargs}){' -> bool' if typed else ''}:\n"
+                      + "".join(f"    {'' if i else chr(34) * 3}{line}\n" for i, line in enumerate(docstring))
+                      + f'    {chr(34) * 3}\n    return False\n')
+        comment = "".join(f"# {line}\n" for line in textwrap.wrap(f"Inputs left out {words} (`{name}`)", 100))
+        hook = _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
+                     prologue=prologue, epilogue=f"{comment}if {code}:\n    for name in self.{name}:\n"
+                                                 "        model_inputs.pop(name, None)\n")
+        return kind, dataclasses.replace(hook, declaration=hook.declaration + method), name
     if kinds == {ValueKind.CALLER, ValueKind.NONE}:
         rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.CALLER]
         code = condition_code(idiom.atoms, rows, spelling)
@@ -927,6 +1093,17 @@ class MemberChange:
     #: TRIM: parameters only the removed statements read, which the method withheld from super(): they leave the
     #: signature and reach super() through ``**kwargs``, where the hook reads them (Fuyu's ``image_patches``)
     unnamed: tuple[str, ...] = ()
+    #: DELETE: the statements of the override's own condition, and the method they move into (see :class:`Member`)
+    moved: tuple[int, ...] = ()
+    method: str = ""
+
+
+def needs_method(own: OwnCondition, ids: str, kwargs: str) -> str:
+    """The model's ``_generation_needs_first_step_inputs`` without the statements that move into it (the rewrite puts
+    them in front of its ``return``): the parameters they read, with the override's defaults."""
+    params = ", ".join(["self", ids, *(f"{p.name}={p.default}" if p.default is not None else f"{p.name}=None"
+                                       for p in own.reads), f"**{kwargs}"])
+    return f"def {NEEDS_METHOD}({params}):\n    return {own.local}\n"
 
 
 def _blocked(why: str) -> MemberChange:
@@ -944,7 +1121,13 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
         return _blocked(f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into")
     if a.delegation in (Delegation.SUBMODEL, Delegation.STORED_METHOD):
         return _blocked(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()")
-    bespoke = next((r for r in f.reasons if r.kind.keeps), None)
+    own = own_condition(o, profile)
+    moving = own is not None and set(own.keys) <= hooked
+    if own is not None and not moving and set(own.keys) & hooked:
+        return _blocked(f"its own condition ({own.local}) passes {', '.join(own.keys)}: they move together or not at all")
+    # the statements of its own condition move into the class's method for the mixin: nothing of them stays
+    bespoke = next((r for r in f.reasons if r.kind.keeps and not (moving and own is not None and _within(r.line, own.spans))),
+                   None)
     if bespoke is not None and a.delegation is not Delegation.SUPER:
         return _blocked(f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other "
                         "statements are not all recognised, so nothing checks the part can move")
@@ -973,7 +1156,15 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
                 return _blocked(f"generate() accepts {', '.join(unknown)} only because the override names "
                                 f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
                                 "deleting it would make generate() refuse the input")
+        if moving and own is not None:
+            ids, kwargs = a.ids_param, next((p.name for p in a.params if p.kind is ParamKind.VAR_KEYWORDS), None)
+            if ids is None or kwargs is None:
+                return _blocked("its own condition needs the ids and **kwargs to be asked with")
+            return MemberChange(Change.DELETE, moved=own.statements, method=needs_method(own, ids, kwargs))
         return MemberChange(Change.DELETE)
+    if moving and own is not None:
+        return _blocked(f"its own condition ({own.local}) moves into {NEEDS_METHOD} only with the whole override, and "
+                        "something else stays")
     if a.delegation is None:
         return MemberChange(Change.REDUCE)
     # already super(): remove the statements that only set hooked keys
@@ -1244,7 +1435,7 @@ def mine(result: ScanResult) -> HookReport:
             cluster_members.append(Member(
                 OverrideId(override_id), own[0].model, o.class_name, o.file, tuple(p.key for p in own),
                 assignment(d.kind, d.hook.attribute, own) if d.hook else "", outcome.change, outcome.why, outcome.removed,
-                o.lines, outcome.unnamed,
+                o.lines, outcome.unnamed, outcome.moved, outcome.method,
             ))
         cluster_members.sort(key=lambda m: (m.model, m.file, m.class_name))
         not_applied = ""
@@ -1430,8 +1621,16 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
                                                  f"the mixin's {cluster.name} hook ({cluster.description})")
                          for cluster in dict.fromkeys(hooked.values()))
         provided = {k for k, c in hooked.items() if c.kind is HookKind.DEFAULT}
-        # what the mixin does not do (Fuyu's ids cut to the last token) keeps the override: only trimmed
-        own = any(r.kind.keeps for r in f.reasons)
+        # what the mixin does not do (Fuyu's ids cut to the last token) keeps the override: only trimmed; the
+        # statements of a condition of its own move into its _generation_needs_first_step_inputs (a member's method)
+        moves = report.moves_own_condition(f.override.id)
+        condition = own_condition(f.override, result.profile) if moves else None
+        spans = condition.spans if condition is not None else ()
+        own = any(r.kind.keeps and not _within(r.line, spans) for r in f.reasons)
+        if condition is not None:
+            reasons = tuple(r for r in reasons if not (r.kind.keeps and _within(r.line, spans)))
+            reasons += (Reason(ReasonKind.NOTE, f"its own condition ({condition.local}) moves into {NEEDS_METHOD}, "
+                                                "which the mixin asks before it prepares anything"),)
         if not remaining and not own and not signature_kept(f.override.analysis, result.profile, provided) \
                 and f.override.id not in keep_signature:
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
@@ -1508,6 +1707,10 @@ def extend(plan: Plan, report: HookReport) -> Plan:
                 assert cluster.hook is not None  # an applied cluster has one
                 edits.append(Edit(member.file, member.class_name, EditKind.SET_ATTRIBUTE, oid,
                                   f"takes the mixin's {cluster.name} hook", member.assignment))
+                if member.method:
+                    edits.append(Edit(member.file, member.class_name, EditKind.ADD_METHOD, oid,
+                                      f"its own condition, asked by the mixin's {cluster.name} hook", member.method,
+                                      keep=member.moved))
                 edits.append(Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, oid,
                                   f"the {cluster.name} hook ({cluster.description})", hook=cluster.hook.code()))
         shards.append(dataclasses.replace(shard, edits=tuple(edits)))

@@ -59,6 +59,9 @@ class EditKind(Vocabulary):
     HOOK = "hook"  # a mined hook in the mixin: its class attribute and the code that reads it (``Edit.hook``)
     SET_ATTRIBUTE = "set-attribute"  # a class attribute on the model class (``text``: the assignment)
     TRIM = "trim"  # remove the method's top-level statements at ``Edit.remove`` (a hook does what they did)
+    #: a method next to the override (``text``: it, ending in its ``return``), with the override's top-level
+    #: statements at ``Edit.keep`` moved in front of that ``return`` (a hook asks the model's own condition)
+    ADD_METHOD = "add-method"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Edit:
     #: REDUCE/REMOVE/HOIST: the new body (or method, for HOIST), 4-space indented; MARK: the reason; TRIM: the new
     #: reason of an ``# Overwritten --`` mark this tool wrote (empty: the mark stays as it is)
     text: str = ""
-    #: REDUCE: indices of the original body's statements to keep, in front of the new body
+    #: REDUCE: indices of the original body's statements to keep, in front of the new body; ADD_METHOD: to move
     keep: tuple[int, ...] = ()
     #: REDUCE/TRIM: the parameters the method still names (others reach super() through **kwargs);
     #: empty to keep the signature as it is

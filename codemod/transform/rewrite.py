@@ -126,6 +126,36 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     return function.with_changes(body=function.body.with_changes(body=[*head, *after, *new[1:]]))
 
 
+def _method_with_moved(module: cst.Module, source: cst.FunctionDef, edit: Edit,
+                       line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+    """``ADD_METHOD``: the edit's method with the statements of ``source`` at ``edit.keep`` moved in front of its
+    ``return``, their comments with them (not an ``# Overwritten --`` mark: it spoke of ``source``). One moved
+    assignment to the name the method returns becomes the return itself, as a person writes it."""
+    source = _indented(source)
+    assert isinstance(source.body, cst.IndentedBlock)
+    old = source.body.body
+    if any(i >= len(old) for i in edit.keep):
+        raise RewriteError(f"cannot move statements {sorted(edit.keep)} of a body of {len(old)}")
+    (new,) = _class_statements(module, laid_out(edit.text, CLASS_INDENT, line_length))
+    if not isinstance(new, cst.FunctionDef) or not isinstance(new.body, cst.IndentedBlock):
+        raise RewriteError(f"not one method: {edit.text!r}")
+    moved = [_statement(old[i]) for i in edit.keep]
+    moved = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, _OVERWRITTEN)])
+             for s in moved]
+    body = list(new.body.body)
+    returned = body[-1]
+    if len(moved) == 1 and m.matches(moved[0], m.SimpleStatementLine([m.Assign([m.AssignTarget(m.Name())])])) \
+            and m.matches(returned, m.SimpleStatementLine([m.Return(m.Name())])):
+        assign = cst.ensure_type(cst.ensure_type(moved[0], cst.SimpleStatementLine).body[0], cst.Assign)
+        name = cst.ensure_type(assign.targets[0].target, cst.Name).value
+        value = cst.ensure_type(cst.ensure_type(returned, cst.SimpleStatementLine).body[0], cst.Return).value
+        if value is not None and m.matches(value, m.Name(name)):
+            statement = cst.ensure_type(moved[0], cst.SimpleStatementLine)
+            return new.with_changes(body=new.body.with_changes(body=[*body[:-1], statement.with_changes(
+                body=[cst.Return(value=assign.value)])]))
+    return new.with_changes(body=new.body.with_changes(body=[*body[:-1], *moved, returned]))
+
+
 def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
     """A whole new method (the hoisted implementation), where the old one stood."""
     cls = _in_module_style(module, "class _:", code).body[0]
@@ -617,6 +647,12 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
     method = body[position]
     assert isinstance(method, cst.FunctionDef)
     function = method
+    # methods that take statements of the override with them: built from it as it was
+    added = [_method_with_moved(module, method, e, line_length) for e in edits if e.kind is EditKind.ADD_METHOD]
+    # where the override stood, with its blank line (not its comments: they spoke of it); after a kept one, a blank
+    blank = [line for line in method.leading_lines if line.comment is None][:1]
+    added = [a.with_changes(leading_lines=blank if i == 0 and any(e.kind is EditKind.DELETE for e in edits)
+                            else [_BLANK_LINE]) for i, a in enumerate(added)]
     deleted = False
     hooks: list[HookCode] = []
     for edit in edits:
@@ -648,7 +684,9 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             hooks.append(edit.hook)
     if not deleted and any(e.direct_return for e in edits):
         function = _direct_return(module, function, line_length)
-    if deleted:
+    if deleted and added:
+        body[position:position + 1] = added  # where the override stood, the method that took its statements
+    elif deleted:
         body.pop(position)  # the method
         following = body[position] if position < len(body) else None
         assert isinstance(following, (cst.SimpleStatementLine, cst.BaseCompoundStatement, type(None)))
@@ -659,7 +697,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         if not body:
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
-        body[position] = function
+        body[position:position + 1] = [function, *added]
         for hook in hooks:
             before = len(body)
             body = _declare(module, body, position, hook, line_length)
