@@ -33,6 +33,7 @@ from codemod.transform.hooks import (
     Idiom,
     ValueKind,
     condition_code,
+    failing_clusters,
     hook_for,
     member_change,
     mine,
@@ -42,6 +43,8 @@ from codemod.transform.hooks import (
     _context,
     _whole_body,
 )
+from codemod.analyse.analysis import Unrecognised
+from codemod.transform.plan import Plan, Shard
 from codemod.analyse.fallback import Fallback, FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_source
@@ -411,14 +414,15 @@ def test_a_trim_removes_only_the_hooked_statements(profile: MixinProfile) -> Non
 @pytest.mark.parametrize(
     "between",
     [
+        # no rule understands it, and it reaches the hooked key, or a key it cannot name
+        'if model_inputs.get("position_ids") is not None:\n        model_inputs["position_ids"] += 1',
+        "if past_key_values is not None:\n        model_inputs[self.key] = None",
         # reads the hooked key off the prepared dict: it would see the hook's value (set inside super())
         'model_inputs["decoder_position_ids"] = model_inputs["position_ids"]',
         # a value computed off the prepared dict: the engine cannot say what it reads
         'model_inputs["attention_mask"] = model_inputs["attention_mask"][:, -1:]',
         # a statement no rule understands that hands the dict on may do either
         "self.log(model_inputs)",
-        # one that names the dict to read another key: no rule says what else it reads
-        'if model_inputs.get("inputs_embeds") is not None:\n        self.counter += 1',
         # a key computed off the prepared dict under a name of its own (a rule understands it, not what it reads)
         'model_inputs["decoder_mask"] = model_inputs.get("position_ids")',
         # another key, a literal, but under a test that reads the hooked key off the prepared dict
@@ -442,6 +446,12 @@ def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile:
         "if past_key_values is not None:\n        shape_ids = kwargs.get('shape_ids')[:, -1:]",
         # Bloom's: another key set from a local of its own (a static cache's 2D mask padded to the cache's size)
         'model_inputs["attention_mask"] = padded_mask',
+        # PaliGemma's: no rule understands them, and they use the dict by other constant keys only
+        'if model_inputs.get("inputs_embeds") is not None:\n        size = model_inputs["inputs_embeds"].shape[1]\n'
+        '        model_inputs["attention_mask"] = build(size)',
+        'if model_inputs.get("attention_mask") is not None:\n        model_inputs["attention_mask"] += 1',
+        # no rule understands it, and read as code it names the dict only for another key
+        'if model_inputs.get("inputs_embeds") is not None:\n        self.counter += 1',
     ],
 )
 def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile: MixinProfile, between: str) -> None:
@@ -594,6 +604,27 @@ def test_two_models_are_no_cluster(fixture_scan: ScanResult) -> None:
     """Noop: fewer than MIN_MODELS models share the idiom, so nothing is proposed."""
     assert MIN_MODELS == 3
     assert mined(fixture_scan, ("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS)) == []
+
+
+def test_a_hook_the_mixin_has_already_takes_a_single_member(fixture_scan: ScanResult) -> None:
+    """An earlier ``apply --hooks`` put the hook's code into the mixin (the first pass, for the pass over the tree it
+    left): a member costs the mixin nothing, so one model is enough, and failing members never revert the hook."""
+    loop = "for name in self._generation_dropped_inputs:\n    model_inputs.pop(name, None)"
+    profile = dataclasses.replace(fixture_scan.profile, unrecognised=(
+        *fixture_scan.profile.unrecognised, Unrecognised(900, 901, loop.replace("\n", " "), source=loop)))
+    base = dataclasses.replace(fixture_scan, profile=profile)
+    findings = (classify_override(override(NONE_POSITIONS, model="ant", class_name="AntForCausalLM",
+                                           forward_params=("input_ids", "position_ids")), profile),)
+    report = mine(dataclasses.replace(base, findings=findings))
+    (cluster,) = report.clusters
+    assert (cluster.name, cluster.models, cluster.applied) == ("_generation_dropped_inputs", ("ant",), True)
+    assert report.in_mixin == frozenset({"_generation_dropped_inputs"})
+    # a second member that stays while the first fails: one model left, and the hook still not reverted
+    (member,) = cluster.members
+    plan = Plan(shards=(Shard("s", "override", (member.override,), ()),), hoist=None, held=(),
+                actions=((member.override, Action.DELETE), ("other", Action.DELETE)))
+    assert failing_clusters(plan, dataclasses.replace(report, in_mixin=frozenset()), ["other"]) != {}
+    assert failing_clusters(plan, report, ["other"]) == {}
 
 
 def test_a_near_miss_is_listed_and_does_not_join(fixture_scan: ScanResult) -> None:

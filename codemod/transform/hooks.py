@@ -260,6 +260,8 @@ class HookReport:
     mixin_file: str | None
     #: the hooks go into the generic implementation apply installs first (a ≤ 4.45 stub mixin)
     hoisted: bool
+    #: the attributes of the hooks the mixin's method reads already (an earlier ``apply --hooks``)
+    in_mixin: frozenset[str] = frozenset()
 
     def applied(self) -> tuple[Cluster, ...]:
         return tuple(c for c in self.clusters if c.applied)
@@ -1234,16 +1236,65 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     removed statements read besides it (``self``, for a config attribute: ``self.config.x = 5`` or ``self.bump()``
     in front of them changes what the hook, running before it, reads)."""
     theirs = {n for r in removed for n in r.reads} - {n for r in removed for n in r.writes} - {RESULT}
-    if t.returns or "super" in t.reads or RESULT in t.writes or (set(t.reads) | set(t.writes)) & theirs:
+    if t.returns or "super" in t.reads or RESULT in t.writes or set(t.writes) & theirs:
         return False
     outputs = [out for out in a.outputs if _owner(a, out.line) is t]
+    if set(t.reads) & theirs:
+        # reading what they read is harmless only where the code says it is read and nothing more
+        return not outputs and _other_keys_only(a, t, hooked, theirs)
     if not outputs:
-        return RESULT not in t.reads
+        return RESULT not in t.reads or _other_keys_only(a, t, hooked, theirs)
     return t.recognised and all(
         out.key not in hooked and not out.via_kwargs
         and (out.value.origin in _OWN_VALUES or RESULT not in _names_in(out.expr))
         and not any(RESULT in _names_in(condition) for condition in out.conditions)
         for out in outputs)
+
+
+def _other_keys_only(a: BodyAnalysis, t: TopLevel, hooked: set[str], theirs: set[str]) -> bool:
+    """Whether statement ``t``, which no rule understands, uses the dict ``super()`` returned only by constant keys
+    that no hook sets (``model_inputs["inputs_embeds"].shape``, ``model_inputs.get("position_ids")``, ``x["k"] += 1``),
+    read or written: it never hands the dict on, rebinds it, or reaches a hooked key, so the hook's values are not
+    what it sees (PaliGemma's static-cache mask and its 1-indexed positions, between ``super()`` and its first-step
+    ``pixel_values``). What the removed statements read (``theirs``: PaliGemma's ``cache_position``) it may read,
+    never ``self``, never bind, and never call a method of (``cache_position.add_(1)``). Only where no rule claimed
+    any of it: a recognised part is not code this reads."""
+    if "self" in theirs and "self" in t.reads:
+        return False
+    span = range(t.line, (t.end_line or t.line) + 1)
+    if any(r.line in span for r in a.recognised):
+        return False
+    parts = [u for u in a.unrecognised if u.line in span]
+    if not parts:
+        return False
+    for u in parts:
+        tree = _statement_tree(u)
+        if tree is None:
+            return False
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in theirs:
+                parent = parents.get(node)
+                if not isinstance(node.ctx, ast.Load) or (isinstance(parent, (ast.Attribute, ast.Subscript))
+                                                          and parent.value is node and not isinstance(parent.ctx, ast.Load)):
+                    return False
+                if isinstance(parent, ast.Attribute) and isinstance(parents.get(parent), ast.Call):
+                    return False  # a method of it, which may change it
+                continue
+            if not (isinstance(node, ast.Name) and node.id == RESULT):
+                continue
+            parent = parents.get(node)
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                key = parent.slice.value if isinstance(parent.slice, ast.Constant) else None
+            elif isinstance(parent, ast.Attribute) and parent.attr == "get" and isinstance(parents.get(parent), ast.Call):
+                call = parents[parent]
+                assert isinstance(call, ast.Call)
+                key = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+            else:
+                return False
+            if not isinstance(key, str) or key in hooked:
+                return False
+    return True
 
 
 def _unnamable(o: Override, name: str, removed: tuple[int, ...]) -> bool:
@@ -1384,9 +1435,9 @@ def mine(result: ScanResult) -> HookReport:
             idioms_of.setdefault(part.override, {})[part.key] = part.idiom
     drafts = []
     for idiom, members in by_idiom.items():
-        if len({p.model for p in members}) < MIN_MODELS:
-            continue
         kind, hook, name = hook_for(idiom, profile)
+        if len({p.model for p in members}) < _models_needed(hook, profile):
+            continue
         if hook is not None and kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
             members = [p for p in members if p.argument]
@@ -1422,7 +1473,7 @@ def mine(result: ScanResult) -> HookReport:
                 changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
                                                             idioms_of.get(override_id, {}))
         settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
-            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= MIN_MODELS}
+            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= _models_needed(d.hook, profile)}
         if settled == applied:
             break
         applied = settled
@@ -1445,13 +1496,26 @@ def mine(result: ScanResult) -> HookReport:
         elif mixin_file is None:
             not_applied = f"no mixin file to add it to ({profile.source})"
         elif id(d) not in applied:
-            not_applied = f"only {len(applicable)} of its models can take it (at least {MIN_MODELS} needed)"
+            not_applied = f"only {len(applicable)} of its models can take it (at least {_models_needed(d.hook, profile)} needed)"
         name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
         clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
                                 tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
     clusters += _statement_clusters(result, mixin_file)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
-    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted)
+    in_mixin = frozenset(c.name for c in clusters if in_the_mixin(c.hook, profile))
+    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted, in_mixin)
+
+
+def in_the_mixin(hook: Hook | None, profile: MixinProfile) -> bool:
+    """Whether the mixin's method reads the hook's attribute already (an earlier ``apply --hooks`` added it: the
+    second pass over the tree the first left, or a run over a migrated checkout)."""
+    return hook is not None and any(f"self.{hook.attribute}" in (u.source or u.code) for u in profile.unrecognised)
+
+
+def _models_needed(hook: Hook | None, profile: MixinProfile) -> int:
+    """How many models a hook needs to be applied: ``MIN_MODELS`` to be worth the mixin's code, one where the
+    mixin has that code already (a member then costs the mixin nothing)."""
+    return 1 if in_the_mixin(hook, profile) else MIN_MODELS
 
 
 def _near_misses(idiom: Idiom, members: Sequence[Part], found: Sequence[Part]) -> list[NearMiss]:
@@ -1735,6 +1799,8 @@ def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> d
     shard_of = {m: s.id for s in plan.shards for m in s.members}
     out: dict[str, Held] = {}
     for cluster in report.applied():
+        if cluster.name in report.in_mixin:
+            continue  # the mixin had it before this plan: it stays, and a member costs it nothing
         staying = [m for m in cluster.members if m.applicable and m.override not in failed
                    and actions.get(m.override, Action.KEEP) is not Action.KEEP]
         if staying and len({m.model for m in staying}) < MIN_MODELS:
