@@ -773,7 +773,15 @@ def main(argv: list[str] | None = None) -> int:
                 base_tree = pristine_tree
             else:
                 target_root = tree
-                changed = KINDS[kind].apply(tree)
+                try:
+                    changed = KINDS[kind].apply(tree)
+                except MutantError as absent:
+                    if KINDS[kind].edit is None:
+                        raise  # the mixin's own code: a pattern missing there is this bench's defect
+                    # what a reduced-override kind mutates is not in this tree (the llava family's legacy test
+                    # moved into _generation_needs_first_step_inputs, where the hook mutants reach it)
+                    say(f"== {kind}: skipped: {absent}")
+                    continue
                 base_tree = migrated_tree
             try:
                 mutant_tree = crosscheck.Tree(target_root)
