@@ -259,6 +259,8 @@ OPAQUE = [
             "legacy = attention_mask is not None", params="input_ids, attention_mask=None, image_grid=None, "
             "is_first_iteration=False, **kwargs")),
         ("not-the-first-step", own_condition_method(LEGACY, test="legacy or kwargs.get('use_cache')")),
+        ("set-elsewhere-too", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',)).replace(
+            "    return model_inputs", '    model_inputs["image_grid"] = None\n    return model_inputs')),
         ("with-an-else", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
                                                               ) ) .replace("    return model_inputs",
                                                                            "    else:\n        model_inputs[\"image_grid\"] = None\n    return model_inputs")),

@@ -618,6 +618,8 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
     if len(guarded) != 1:
         return None
     test, local, keys = guarded[0]
+    if any(out.key in keys for out in a.outputs) or set(keys) & set(a.dropped):
+        return None  # the key is set or dropped elsewhere too: which write holds depends on where
     before = [t for t in a.top_level if t.index < call.index]
     computing = [t for t in before if t.writes and not set(t.writes) & (params | {RESULT})]
     own = {n for t in computing for n in t.writes}
