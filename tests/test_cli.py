@@ -204,7 +204,7 @@ def test_stale_and_broken_markers_are_flagged(mini_checkout: Path) -> None:
     assert "use_cache=False" in stale["detail"]
     broken = findings[(f"{PKG}/stoat/modeling_stoat.py", "StoatForCausalLM")]["copied_from"]
     assert broken["status"] == "broken"
-    assert "OtterModel" in broken["detail"] and "does not exist" in broken["detail"]
+    assert "prepare_input_for_generation" in broken["detail"] and "does not exist" in broken["detail"]
     assert broken["target_file"] is None
 
 

@@ -367,11 +367,6 @@ def test_method_copy_stale(checkout: Checkout, method: str, needle: str) -> None
             id="missing-method",
         ),
         pytest.param(
-            "# Copied from transformers.models.alpha.modeling_alpha.AlphaModel.prepare_inputs_for_generation",
-            "defines no 'prepare_inputs_for_generation' in AlphaModel",
-            id="method-of-another-class",
-        ),
-        pytest.param(
             "# Copied from transformers.nowhere.Thing.prepare_inputs_for_generation",
             "target module of transformers.nowhere.Thing.prepare_inputs_for_generation does not exist",
             id="no-module-at-all",
@@ -387,6 +382,21 @@ def test_method_copy_broken(checkout: Checkout, marker: str, reason: str) -> Non
     result = _check(checkout, _method_module(SAME_METHOD, marker), METHOD)
     assert result.status == "broken"
     assert reason in result.detail
+
+
+def test_a_method_its_class_lacks_is_the_next_class_s_as_check_copies_finds_it(checkout: Checkout) -> None:
+    """check_copies looks ``AlphaModel.prepare_inputs_for_generation`` up line by line from ``class AlphaModel`` on,
+    and finds AlphaForCausalLM's (4.45's MarkupLM names ``BertModel.prepare_inputs_for_generation`` and is compared
+    with BertLMHeadModel's): that is the copy's target, marked loose (no copy group: planning drops the marker where
+    that method changes)."""
+    marker = "# Copied from transformers.models.alpha.modeling_alpha.AlphaModel.prepare_inputs_for_generation with Alpha->Beta"
+    result = _check(checkout, _method_module(SAME_METHOD, marker), METHOD)
+    assert (result.status, result.loose, result.target_class) == ("consistent", True, "AlphaForCausalLM"), result.detail
+    assert result.target_line == _line_of(ALPHA, "def prepare_inputs_for_generation")
+    assert "check_copies finds AlphaForCausalLM's" in result.detail
+    # a name no later class defines either is still broken
+    missing = "# Copied from transformers.models.alpha.modeling_alpha.AlphaModel.prepare_nothing"
+    assert _check(checkout, _method_module(SAME_METHOD, missing), METHOD).status == "broken"
 
 
 def test_misspelled_package_names_where_it_would_point(checkout: Checkout) -> None:

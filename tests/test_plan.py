@@ -68,9 +68,11 @@ def scan_of(root: Path) -> ScanResult:
 
 
 def edits_by_override(plan: Plan) -> dict[str, list[EditKind]]:
+    """Override id -> the kinds of the edits of its own change (not those another override's shard holds for it: a
+    loose copy's marker dropped with the change check_copies compares it with)."""
     out: dict[str, list[EditKind]] = {}
     for e in plan.edits():
-        if e.override_id is not None:
+        if e.override_id is not None and e.shard is None:
             out.setdefault(e.override_id, []).append(e.kind)
     return out
 
@@ -142,6 +144,8 @@ EXPECTED_EDITS = {
 def test_fixture_edits_per_override(fixture_plan: Plan) -> None:
     assert edits_by_override(fixture_plan) == EXPECTED_EDITS
     assert fixture_plan.held == ()
+    # no loose copy in the fixture: no edit is held for another override's change
+    assert not [e for e in fixture_plan.edits() if e.shard]
 
 
 @pytest.mark.parametrize(
@@ -205,7 +209,8 @@ def test_shards_partition_the_edits(fixture_plan: Plan) -> None:
         assert not seen & set(shard.members), "an override in two shards"
         seen |= set(shard.members)
         assert shard.edits, shard.id
-        assert {e.override_id for e in shard.edits} <= set(shard.members)
+        # each edit belongs to a member, or is held for one (a loose copy's marker, dropped with its change)
+        assert {e.shard or e.override_id for e in shard.edits} <= set(shard.members)
         assert shard.id == shard.members[0] == min(shard.members)
     assert [s.id for s in fixture_plan.shards] == sorted(s.id for s in fixture_plan.shards)
     assert fixture_plan.edits()[0] is fixture_plan.hoist
@@ -1185,3 +1190,42 @@ def test_a_key_a_hook_leaves_out_is_not_dropped_again(tmp_path: Path, attribute:
     assert edits_by_override(plan)[CROW][0] is kind
     if kind is EditKind.REDUCE:
         assert 'model_inputs.pop("cache_position", None)' in edit_of(plan, CROW, EditKind.REDUCE).text
+
+
+def test_a_copy_check_copies_compares_with_another_class_loses_its_marker_with_that_class_s_change(tmp_path) -> None:
+    """4.45's MarkupLM names ``BertModel.prepare_inputs_for_generation``, which BertModel does not define; check_copies
+    finds the next class's, BertLMHeadModel's, and compares it with that. When that method changes, the copy's marker
+    must go, whatever becomes of the copy itself: the drop is an edit of the changing override's shard, so a revert of
+    the copy's own change (MarkupLM's: no LM head, unverifiable) keeps it, and check_copies passes."""
+    otter = (MINI_CHECKOUT / PKG / "otter" / "modeling_otter.py").read_text(encoding="utf-8")
+    method = otter[otter.index("    def prepare_inputs_for_generation("):]
+    alpha = otter.replace("Otter", "Alpha")
+    beta = (
+        otter[: otter.index("class OtterForCausalLM")].replace("Otter", "Beta").rstrip("\n") + "\n"
+        "\n    # Copied from transformers.models.alpha.modeling_alpha.AlphaModel.prepare_inputs_for_generation with Alpha->Beta\n"
+        + method.replace("Otter", "Beta")
+    )
+    root = checkout_copy(tmp_path / "co", {"alpha/modeling_alpha.py": alpha, "beta/modeling_beta.py": beta})
+    result = scan_of(root)
+    alpha_id, beta_id = f"{PKG}/alpha/modeling_alpha.py::AlphaForCausalLM", f"{PKG}/beta/modeling_beta.py::BetaModel"
+    link = result.index.by_id()[beta_id].copied_from
+    assert link is not None and (link.check.status, link.check.loose, link.source_id, link.follows) == \
+        ("consistent", True, None, alpha_id)
+    plan = make_plan(result.index, result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE)
+    assert plan.action_of(alpha_id) is Action.DELETE
+    alpha_shard = next(s for s in plan.shards if alpha_id in s.members)
+    assert beta_id not in alpha_shard.members  # no copy group: it is nobody's copy by name
+    assert [(e.kind, e.class_name, e.override_id) for e in alpha_shard.edits if e.file.endswith("modeling_beta.py")] == \
+        [(EditKind.DROP_MARKER, "BetaModel", beta_id)]
+    # the copy's own change reverted (its shard dropped), the followed class's kept: the method stays, unmarked
+    beta_shard = next(s for s in plan.shards if beta_id in s.members)
+    kept = plan.without([Held(beta_shard.id, HeldCause.NOT_VERIFIED, "unverifiable")])
+    edits = [e for e in kept.edits() if e.file.endswith("modeling_beta.py")]
+    written = rewrite_source(f"{PKG}/beta/modeling_beta.py", beta.encode(), edits)
+    assert written.error is None, written.error
+    assert "def prepare_inputs_for_generation" in written.new_text() and "# Copied from" not in written.new_text()
+    # both changes kept: the copy is deleted, the drop of its marker goes with it
+    both = rewrite_source(f"{PKG}/beta/modeling_beta.py", beta.encode(),
+                          [e for e in plan.edits() if e.file.endswith("modeling_beta.py")])
+    assert both.error is None, both.error
+    assert "prepare_inputs_for_generation" not in both.new_text()

@@ -72,6 +72,10 @@ class CopyCheck:
     target_line: int | None
     #: the class holding a method target, or the target class itself
     target_class: str | None
+    #: the target is not where the marker names it but where check_copies finds it: the marker names a method its
+    #: class does not define, and check_copies, searching the file line by line, takes the next class's
+    #: (MarkupLM's ``BertModel.prepare_inputs_for_generation`` is ``BertLMHeadModel``'s)
+    loose: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ class _Target:
     lines: list[str]
     node: _Definition
     owner: str | None
+    loose: bool = False  # see CopyCheck.loose
 
 
 # --- markers -------------------------------------------------------------------------------------
@@ -215,10 +220,19 @@ def _find_object(
 ) -> _Target | str:
     """Look ``names`` up in the module at ``path``; like check_copies, only top level and class bodies."""
     text = read(path)
-    scope: list[ast.stmt] = ast.parse(text).body
+    top: list[ast.stmt] = ast.parse(text).body
+    scope = top
     chain: list[_Definition] = []
     for name in names:
         node = next((s for s in scope if isinstance(s, _DEFINITIONS) and s.name == name), None)
+        if node is None and len(chain) == 1 and len(names) == 2 and isinstance(chain[0], ast.ClassDef):
+            # check_copies looks a method up line by line from its class on: where the class does not define it,
+            # it finds the next class's. That is what it compares the copy with, so that is the target.
+            later = [c for c in top if isinstance(c, ast.ClassDef) and c.lineno > chain[0].lineno]
+            for cls in later:
+                method = next((s for s in cls.body if isinstance(s, _DEFINITIONS) and s.name == name), None)
+                if method is not None:
+                    return _Target(path, text.splitlines(), method, cls.name, loose=True)
         if node is None:
             inside = f" in {'.'.join(names[: len(chain)])}" if chain else ""
             return f"{module}.{'.'.join(names)} does not exist ({checkout.relative(path)} defines no {name!r}{inside})"
@@ -252,11 +266,11 @@ def check_copy(
     target = _resolve(checkout, marker.target, read)
     if isinstance(target, str):
         return CopyCheck(CopyStatus.BROKEN, target, None, None, None)
-    where = (checkout.relative(target.path), target.node.lineno, target.owner)
+    where = (checkout.relative(target.path), target.node.lineno, target.owner, target.loose)
     copy = [line.rstrip("\r\n") for line in copy_lines[copy_start - 1 : copy_end]]
     theirs = target.lines[target.node.lineno - 1 : _end(target.node)]
     outcome = _compare(copy, theirs, marker.replacements, ignore_copy_lines(copy, 1, len(copy)))
-    name = f"{PACKAGE}.{marker.target}"
+    name = f"{PACKAGE}.{marker.target}" + (f" (check_copies finds {target.owner}'s)" if target.loose else "")
     if isinstance(outcome, str):
         return CopyCheck(CopyStatus.STALE, f"cannot compare with {name}: {outcome}", *where)
     if outcome.vacuous:

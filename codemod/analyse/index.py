@@ -89,6 +89,9 @@ class CopyLink:
     check: copies.CopyCheck
     #: the id of the override it copies, when that is an override of this index
     source_id: OverrideId | None
+    #: the override check_copies compares it with where that is not what its marker names (``CopyCheck.loose``):
+    #: no copy group (it is nobody's copy by name), but when that override changes, this marker must go
+    follows: OverrideId | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -631,7 +634,9 @@ def _assemble(
         if check.target_file is not None and check.target_class is not None:
             candidate = OverrideId.of(check.target_file, check.target_class)
             source_id = candidate if candidate in ids else None
-        overrides[position] = dataclasses.replace(override, copied_from=CopyLink(scope, marker, check, source_id))
+        follows = source_id if check.loose else None
+        overrides[position] = dataclasses.replace(
+            override, copied_from=CopyLink(scope, marker, check, None if check.loose else source_id, follows))
 
     groups = copies.copy_groups(
         (o.id, o.copied_from.source_id if o.copied_from else None) for o in overrides

@@ -104,6 +104,9 @@ class Edit:
     direct_return: bool = False
     #: REDUCE: runs of statements inside the kept statements to leave out of them (the fallback does what they did)
     cuts: tuple[Nested, ...] = ()
+    #: the override whose shard holds the edit, where that is not ``override_id``'s: a loose copy's marker (see
+    #: ``CopyLink.follows``) goes with the change of the override check_copies compares it with
+    shard: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -894,6 +897,14 @@ class _Planner:
             link = o.copied_from
             if link is None:
                 continue
+            if link.follows is not None and link.check.status is CopyStatus.CONSISTENT:
+                followed = self.decisions.get(link.follows)
+                if followed is not None and followed.action is not Action.KEEP:
+                    # check_copies compares it with that override's method, which changes: the marker goes, in the
+                    # shard of the override that changes (kept however this copy's own change fares)
+                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
+                                                 f"check_copies compares it with {link.follows}'s method, which changes",
+                                                 shard=link.follows))
             if link.source_id is None or link.check.status is not CopyStatus.CONSISTENT:
                 decision = self.decisions.get(oid)
                 if link.scope is CopyScope.METHOD and decision is not None and decision.action is Action.REDUCE:
@@ -991,7 +1002,7 @@ class _Planner:
             if marks.get(oid) and (decision.edit is not None or self.mark_kept):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
-            edits.setdefault(edit.override_id or "", []).append(edit)
+            edits.setdefault(edit.shard or edit.override_id or "", []).append(edit)
         # shards: connected by copy links and generated-from links
         group = UnionFind()
         derived: set[str] = set()  # members that follow another member
