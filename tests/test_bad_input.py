@@ -398,8 +398,9 @@ def test_scan_table_in_a_log_is_not_squeezed(repo: Path) -> None:
     continued = [cells for cells in rows if not cells[1].strip() and cells[-1].strip()]
     assert continued == [], continued
     _no_folded_line(result.stdout, f"broken copy marker {PKG}/stoat/modeling_stoat.py:24: transformers.models.otter."
-                                   f"modeling_otter.OtterModel.prepare_inputs_for_generation does not exist "
-                                   f"({PKG}/otter/modeling_otter.py defines no 'prepare_inputs_for_generation' in OtterModel)")
+                                   f"modeling_otter.OtterForCausalLM.prepare_input_for_generation does not exist "
+                                   f"({PKG}/otter/modeling_otter.py defines no 'prepare_input_for_generation' in "
+                                   "OtterForCausalLM)")
 
 
 def test_diff_and_apply_summaries_in_a_log_are_one_line_each(repo: Path) -> None:
