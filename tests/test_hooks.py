@@ -1064,3 +1064,71 @@ def test_an_own_condition_moves_only_with_every_input_it_passes(profile: MixinPr
     assert half.change is Change.BLOCKED and "move together" in half.why
     assert member_change(f, {"image_grid", "grid_sizes"}, profile, {"image_grid": idiom, "grid_sizes": idiom}
                          ).change is Change.DELETE
+
+
+#: three llava-like models of the 4.45 era as a first pass leaves them (super() instead of the language model): the
+#: image on the first step or while the prompt takes the legacy path, a test each computes in front of super()
+LLAVA_LIKE = '''
+"""{name}: a llava-like model (fixture of tests/test_hooks.py)."""
+
+from torch import nn
+
+from ...generation import GenerationMixin
+from ...modeling_utils import PreTrainedModel
+
+
+class {name}ForConditionalGeneration(PreTrainedModel, GenerationMixin):
+    def __init__(self, config):
+        super().__init__(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, input_ids=None, pixel_values=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, use_cache=None, cache_position=None):
+        return self.lm_head(inputs_embeds)
+
+    def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, pixel_values=None, cache_position=None, **kwargs):
+        # fewer image tokens than the image has features: the model expands the token itself
+        legacy_processing = (
+            input_ids is not None
+            and (input_ids == self.config.image_token_index).sum(1).max() < self.config.image_seq_length
+        )
+        model_inputs = super().prepare_inputs_for_generation(
+            input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, **kwargs
+        )
+        if legacy_processing or cache_position[0] == 0:
+            model_inputs["pixel_values"] = pixel_values
+        return model_inputs
+'''
+
+
+def test_apply_with_hooks_moves_an_own_condition_into_a_method_of_each_member(tmp_path: Path) -> None:
+    """The whole tree, 4.45's shape (a stub mixin): the generic implementation is installed with the hook, which asks
+    the model's own method before it prepares anything; each override is deleted and its condition's statements
+    stand where it stood, in a method of the class (the comment with them). A second apply changes nothing."""
+    from tests.test_plan import checkout_copy
+
+    models = {"ant": "Ant", "bee": "Bee", "cat": "Cat"}
+    root = checkout_copy(tmp_path / "co", {f"{m}/modeling_{m}.py": LLAVA_LIKE.format(name=n) for m, n in models.items()})
+    result = invoke("apply", root, "--hooks", "--only", ",".join(models))
+    assert result.exit_code == 0, result.output
+    attribute = "_generation_inputs_dropped_after_first_step_unless_needed"
+    mixin = (root / MIXIN).read_text(encoding="utf-8")
+    assert f"    {attribute} = ()" in mixin
+    assert "first_step_inputs_needed = self._generation_needs_first_step_inputs(input_ids, **kwargs)" in mixin
+    assert "if cache_position[0] != 0 and not first_step_inputs_needed:" in mixin
+    assert mixin.count("def _generation_needs_first_step_inputs(") == 1
+    for model in models:
+        text = (root / PKG / model / f"modeling_{model}.py").read_text(encoding="utf-8")
+        ast.parse(text)
+        assert "def prepare_inputs_for_generation" not in text
+        assert f'    {attribute} = ("pixel_values",)\n' in text
+        method = text[text.index("    def _generation_needs_first_step_inputs(self, input_ids, **kwargs):"):]
+        assert method.splitlines()[1:3] == [
+            "        # fewer image tokens than the image has features: the model expands the token itself",
+            "        return (",
+        ]
+    ast.parse(mixin)
+    before = python_files(root)
+    again = invoke("apply", root, "--hooks", "--only", ",".join(models))
+    assert again.exit_code == 0, again.output
+    assert python_files(root) == before

@@ -97,7 +97,8 @@ SCRIPT = textwrap.dedent(
     required = {}
     for name, module in (("LlavaForConditionalGeneration", "llava"), ("VideoLlavaForConditionalGeneration", "video_llava"),
                          ("LlavaOnevisionForConditionalGeneration", "llava_onevision"),
-                         ("ChameleonForConditionalGeneration", "chameleon"), ("GPT2LMHeadModel", "gpt2")):
+                         ("ChameleonForConditionalGeneration", "chameleon"), ("GPT2LMHeadModel", "gpt2"),
+                         ("Phi3ForCausalLM", "phi3")):
         cls = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name)
         required[name] = usage.required_scenarios(cls)
     class InheritsLlava(getattr(importlib.import_module("transformers.models.llava.modeling_llava"),
@@ -211,3 +212,5 @@ def test_a_class_whose_method_reads_image_seq_length_requires_the_legacy_prompt(
     assert required["InheritsLlava"] == required["LlavaForConditionalGeneration"]
     for name in ("LlavaOnevisionForConditionalGeneration", "ChameleonForConditionalGeneration", "GPT2LMHeadModel"):
         assert required[name] == {}, name
+    # Phi-3's cache reset runs only where a sequence passes original_max_position_embeddings: the long-rope variant
+    assert set(required["Phi3ForCausalLM"]) == {"long-rope/greedy"}

@@ -1030,9 +1030,10 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
             docstring = textwrap.wrap(f"Whether this step needs the inputs in `{name}` too: asked with the arguments "
                                       "of `prepare_inputs_for_generation` as given, before anything is prepared. A "
                                       "model whose prompt can ask for them on later steps overrides it.", 100)
+            quotes = '"""'
             method = (f"\ndef {NEEDS_METHOD}(self, {ids}, **{kwargs}){' -> bool' if typed else ''}:\n"
-                      + "".join(f"    {'' if i else chr(34) * 3}{line}\n" for i, line in enumerate(docstring))
-                      + f'    {chr(34) * 3}\n    return False\n')
+                      + "".join(f"    {'' if i else quotes}{line}\n" for i, line in enumerate(docstring))
+                      + f"    {quotes}\n    return False\n")
         comment = "".join(f"# {line}\n" for line in textwrap.wrap(f"Inputs left out {words} (`{name}`)", 100))
         hook = _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
                      prologue=prologue, epilogue=f"{comment}if {code}:\n    for name in self.{name}:\n"
@@ -1105,8 +1106,7 @@ class MemberChange:
 def needs_method(own: OwnCondition, ids: str, kwargs: str) -> str:
     """The model's ``_generation_needs_first_step_inputs`` without the statements that move into it (the rewrite puts
     them in front of its ``return``): the parameters they read, with the override's defaults."""
-    params = ", ".join(["self", ids, *(f"{p.name}={p.default}" if p.default is not None else f"{p.name}=None"
-                                       for p in own.reads), f"**{kwargs}"])
+    params = ", ".join(["self", ids, *(f"{p.name}={p.default or 'None'}" for p in own.reads), f"**{kwargs}"])
     return f"def {NEEDS_METHOD}({params}):\n    return {own.local}\n"
 
 
@@ -1427,6 +1427,7 @@ def mine(result: ScanResult) -> HookReport:
     hoisted = profile.hoisted and mixin_file is not None
     findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
     found = parts(result)
+    in_mixin = attributes_read(profile)
     by_idiom: dict[Idiom, list[Part]] = {}
     for part in found:
         if part.idiom is not None and set(part.idiom.table) != {ValueKind.PREPARED}:
@@ -1438,7 +1439,7 @@ def mine(result: ScanResult) -> HookReport:
     drafts = []
     for idiom, members in by_idiom.items():
         kind, hook, name = hook_for(idiom, profile)
-        if len({p.model for p in members}) < _models_needed(hook, profile):
+        if len({p.model for p in members}) < _models_needed(hook, in_mixin):
             continue
         if hook is not None and kind in (HookKind.FROM_CONFIG, HookKind.DEFAULT, HookKind.CONSTANT):
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
@@ -1475,7 +1476,7 @@ def mine(result: ScanResult) -> HookReport:
                 changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
                                                             idioms_of.get(override_id, {}))
         settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
-            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= _models_needed(d.hook, profile)}
+            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= _models_needed(d.hook, in_mixin)}
         if settled == applied:
             break
         applied = settled
@@ -1498,26 +1499,26 @@ def mine(result: ScanResult) -> HookReport:
         elif mixin_file is None:
             not_applied = f"no mixin file to add it to ({profile.source})"
         elif id(d) not in applied:
-            not_applied = f"only {len(applicable)} of its models can take it (at least {_models_needed(d.hook, profile)} needed)"
+            not_applied = f"only {len(applicable)} of its models can take it (at least {_models_needed(d.hook, in_mixin)} needed)"
         name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
         clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
                                 tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
     clusters += _statement_clusters(result, mixin_file)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
-    in_mixin = frozenset(c.name for c in clusters if in_the_mixin(c.hook, profile))
-    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted, in_mixin)
+    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted,
+                      frozenset(c.name for c in clusters if c.hook is not None and c.name in in_mixin))
 
 
-def in_the_mixin(hook: Hook | None, profile: MixinProfile) -> bool:
-    """Whether the mixin's method reads the hook's attribute already (an earlier ``apply --hooks`` added it: the
-    second pass over the tree the first left, or a run over a migrated checkout)."""
-    return hook is not None and any(f"self.{hook.attribute}" in (u.source or u.code) for u in profile.unrecognised)
+def attributes_read(profile: MixinProfile) -> frozenset[str]:
+    """The ``self.<attribute>`` names the mixin's method reads in code no rule understands: the hooks an earlier
+    ``apply --hooks`` added (the second pass over the tree the first left, or a run over a migrated checkout)."""
+    return frozenset(m for u in profile.unrecognised for m in re.findall(r"self\.(\w+)", u.source or u.code))
 
 
-def _models_needed(hook: Hook | None, profile: MixinProfile) -> int:
+def _models_needed(hook: Hook | None, in_mixin: frozenset[str]) -> int:
     """How many models a hook needs to be applied: ``MIN_MODELS`` to be worth the mixin's code, one where the
     mixin has that code already (a member then costs the mixin nothing)."""
-    return 1 if in_the_mixin(hook, profile) else MIN_MODELS
+    return 1 if hook is not None and hook.attribute in in_mixin else MIN_MODELS
 
 
 def _near_misses(idiom: Idiom, members: Sequence[Part], found: Sequence[Part]) -> list[NearMiss]:

@@ -20,8 +20,8 @@ variants, the other valid settings of the switches that change generation paths:
   length (4,096), so without the variant that code never runs.
 
 A class's own code may also make a scenario necessary (``required_scenarios``): the llava family's legacy prompt
-path runs only on the prompt ``multimodal-legacy`` sends, so where that prompt cannot be built the class is not
-identical but unverified.
+path runs only on the prompt ``multimodal-legacy`` sends, Phi-3's cache reset only in the long-rope variant, so
+where that prompt or variant cannot be built the class is not identical but unverified.
 
 Runs in the verification environment (stdlib, torch, transformers), like :mod:`tiny`; the old side
 decides the variants and writes them into the manifest, the new side replays them.
@@ -51,6 +51,7 @@ CACHE_LAYOUT_SWITCHES = ("multi_query",)
 CACHE_LAYOUT_SCENARIOS = ("left-padded-batch", "beam-search", "assisted", "prefilled-cache")
 #: the original context length of the long-RoPE variant: a prompt of 7 tokens passes it on its second new token
 LONG_ROPE_ORIGINAL_LENGTH = 8
+LONG_ROPE = "long-rope"
 LONG_ROPE_SCENARIOS = ("greedy", "greedy-no-cache", "left-padded-batch", "sampling", "long")
 
 
@@ -169,16 +170,29 @@ def _int(value: Any) -> int | None:
 LEGACY_PROMPT_ATTRIBUTES = ("image_seq_length", "video_seq_length")
 
 
+def _reads_long_rope(code: Any, model_class: type) -> bool:
+    """``code`` (the class, or its method) reads ``original_max_position_embeddings``, in a module that knows
+    ``longrope``: a long-context RoPE whose switch to its long factors the class's own code handles."""
+    return "original_max_position_embeddings" in _source(code) and "longrope" in _source(inspect.getmodule(model_class))
+
+
 def required_scenarios(model_class: type) -> dict[str, str]:
     """Scenario -> why, for each scenario an identical verdict needs because the class's own code takes a path only
     that scenario's inputs reach. Read off the method the class runs (its own override or one it inherits), on the
-    old side: a change that drops the path must not be called identical by scenarios that never took it."""
-    source = _source(getattr(model_class, "prepare_inputs_for_generation", None))
+    old side: a change that drops the path must not be called identical by scenarios that never took it (a legacy
+    prompt that could not be built, a long-rope variant that did not build)."""
+    method = getattr(model_class, "prepare_inputs_for_generation", None)
+    source = _source(method)
+    out = {}
     read = [name for name in LEGACY_PROMPT_ATTRIBUTES if f"config.{name}" in source]
-    if not read:
-        return {}
-    return {"multimodal-legacy": f"its prepare_inputs_for_generation reads {' and '.join(read)}: a prompt with fewer "
-                                 "image tokens takes the legacy path"}
+    if read:
+        out["multimodal-legacy"] = (f"its prepare_inputs_for_generation reads {' and '.join(read)}: a prompt with "
+                                    "fewer image tokens takes the legacy path")
+    if _reads_long_rope(method, model_class):
+        # greedy decoding passes the variant's original context on its second new token (tests/test_usage.py)
+        out[f"{LONG_ROPE}/greedy"] = ("its prepare_inputs_for_generation reads original_max_position_embeddings: only "
+                                      "a sequence that passes it takes that path")
+    return out
 
 
 def long_rope_settings(model_class: type, config: Any) -> dict[str, Any] | None:
@@ -187,9 +201,7 @@ def long_rope_settings(model_class: type, config: Any) -> dict[str, Any] | None:
     otherwise. The short factors are 1 (plain RoPE), the long ones grow with the frequency index."""
     if _int(getattr(config, "original_max_position_embeddings", None)) is None or not hasattr(config, "rope_scaling"):
         return None
-    if "original_max_position_embeddings" not in _source(model_class):
-        return None
-    if "longrope" not in _source(inspect.getmodule(model_class)):
+    if not _reads_long_rope(model_class, model_class):
         return None
     hidden, heads = _int(getattr(config, "hidden_size", None)), _int(getattr(config, "num_attention_heads", None))
     head_dim = _int(getattr(config, "head_dim", None)) or (hidden // heads if hidden and heads else None)
@@ -222,7 +234,7 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
                                why=f"{switch} picks the layout of the cache the model reads its past length from"))
     long_rope = long_rope_settings(model_class, config)
     if long_rope is not None:
-        out.append(Variant("long-rope", {**primary, **long_rope}, LONG_ROPE_SCENARIOS,
+        out.append(Variant(LONG_ROPE, {**primary, **long_rope}, LONG_ROPE_SCENARIOS,
                            why="a long-context RoPE switching factors within the sequence, which the class's own "
                                "code reads (original_max_position_embeddings)"))
     if _can_decode_for_an_encoder(model_class, config) and _registered(config):

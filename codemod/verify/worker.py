@@ -191,7 +191,8 @@ def handle(request: Document) -> Document:
     result["status"] = "ok"
     result["variants"] = [v.to_json() for v in chosen]
     result.update(_forward_facts(model_class))
-    result["required"] = usage.required_scenarios(model_class)
+    if build:  # the old code's method decides what evidence a verdict needs (compare reads the old side's)
+        result["required"] = usage.required_scenarios(model_class)
     inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
