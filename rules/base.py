@@ -59,6 +59,8 @@ class Context:
     #: parameters after ``*args`` / ``*``: a ``*args`` spread never passes them on
     keyword_only: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()  # e.g. ("past", "first-step"), innermost last
+    #: the code of each guard's test, as written (``not (...)`` in an ``else``), innermost last
+    tests: tuple[str, ...] = ()
     symbols: Mapping[str, Value] = dataclasses.field(default_factory=dict)
 
     def value_of(self, name: str) -> Value:

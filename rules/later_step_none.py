@@ -5,7 +5,10 @@ and later ones read it from the cache; the cut of the ids to the last token usua
 block. The name then reaches the prepared inputs as the caller gave it on the first step and None
 on the later ones; a reduction sets the key to None after ``super()`` under the same cache test
 (the rule records it as the ``guard`` facet, the name as ``name``). The example is the same shape on
-an image input.
+an image input. Qwen2-VL (and the remote code written after it) tells the later steps by their
+position instead (``if cache_position[0] != 0:``, the ``later-step`` guard): the same input, and the
+test as written (the ``test`` facet), which reads only parameters the override never rebinds, is the
+one a reduction repeats.
 
 Example::
 
@@ -15,6 +18,8 @@ Example::
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -23,6 +28,10 @@ from rules.base import Case, Context, EraNote, Kind, Match, NoOp, Rule, Statemen
 #: the cache tests a reduction can repeat after super() (as the last-token cut does): an empty Cache is
 #: falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step
 PAST_GUARDS = ("past-not-none", "past-truthy")
+
+#: the tests of the later steps by position (``rules.guards``) a reduction can repeat after super() as written: they
+#: read only these parameters (the step's position, or 5.x's first-iteration flag and the caching flag)
+STEP_NAMES = frozenset({"cache_position", "is_first_iteration", "use_cache"})
 
 #: the cache and its step counters: a reduction never sets these after super()
 CACHE_LIKE = ("past_key_values", "past", "past_key_value", "cache_position", "use_cache")
@@ -48,13 +57,33 @@ class LaterStepNone(Rule):
         # the innermost guard must be the cache test, and the name a parameter still as the caller gave it:
         # a local, or one already computed, set to None is another thing
         guard = ctx.guards[-1] if ctx.guards else None
-        if guard not in PAST_GUARDS or name not in ctx.params or ctx.value_of(name) != Value(ValueOrigin.PARAM, name):
+        facets = {"guard": guard or "", "name": name}
+        if guard == "later-step":
+            test = ctx.tests[-1] if len(ctx.tests) == len(ctx.guards) else ""
+            if not _repeatable(test, ctx):
+                return None
+            facets["test"] = test
+        elif guard not in PAST_GUARDS:
+            return None
+        if name not in ctx.params or ctx.value_of(name) != Value(ValueOrigin.PARAM, name):
             return None
         if name in (ctx.ids_param, "input_ids", "decoder_input_ids", "inputs_embeds", "attention_mask", *CACHE_LIKE):
             return None  # what the mixin itself prepares: not a model-specific input
         return Match(1, self.name, f"{name} on the first step only",
                      defines={name: Value(ValueOrigin.NONE, ValueOrigin.LATER_STEP.value)},
-                     facets={"guard": guard, "name": name})
+                     facets=facets)
+
+
+def _repeatable(test: str, ctx: Context) -> bool:
+    """Whether a later-step test can be written again after super() and mean the same: it reads only the step's
+    parameters (``STEP_NAMES``), each still as the caller gave it. (That the body after it leaves them alone too is
+    the plan's to check: ``codemod.transform.plan._cache_test``.)"""
+    try:
+        names = {n.id for n in ast.walk(ast.parse(test, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return False
+    return bool(names) and names <= STEP_NAMES and all(
+        n in ctx.params and ctx.value_of(n) == Value(ValueOrigin.PARAM, n) for n in names)
 
 
 RULE = LaterStepNone()
@@ -82,6 +111,15 @@ CASES = (
         facets={"guard": "past-truthy", "name": "token_type_ids"},
         others=("slice-to-last-token",),
     ),
+    Case(
+        "step-position",
+        """
+        if cache_position[0] != 0:
+            pixel_values = None
+        """,
+        detail="pixel_values on the first step only",
+        facets={"guard": "later-step", "name": "pixel_values", "test": "cache_position[0] != 0"},
+    ),
     NoOp(
         "a-local",
         """
@@ -98,6 +136,16 @@ CASES = (
             pixel_values = None
         """,
         why="the guard says there is no cache: this is the first step",
+        unrecognised="pixel_values = None",
+    ),
+    NoOp(
+        "step-of-a-local",
+        """
+        step = cache_position[0]
+        if step != 0:
+            pixel_values = None
+        """,
+        why="the test reads a local: the engine cannot tell it is the step's position",
         unrecognised="pixel_values = None",
     ),
     NoOp(

@@ -645,6 +645,38 @@ def test_placement_reads(code: str, placed: tuple[str, ...]) -> None:
     assert _placement_reads(statement, _exposed(statement)) == placed
 
 
+@pytest.mark.parametrize(
+    ("code", "touched"),
+    [
+        # read, indexed, sliced, an attribute read, arithmetic: the objects stay as they were
+        ("ids = ids[:, -cache_position.shape[0] :]", ()),
+        ("if past is not None:\n    ids = ids[:, cache_position]", ()),
+        ("delta = cache_position[0] + rope_deltas", ()),
+        # a method of it called, it handed to a call (positionally or by keyword), stored into or through, in place,
+        # deleted
+        ("cache_position.add_(1)", ("cache_position",)),
+        ("x.a.b(1)", ("x",)),
+        ("mask = build(mask, cache_position=cache_position)", ("cache_position", "mask")),
+        ("n = len(ids.shape)", ("ids",)),
+        ("model_inputs['k'] = v", ("model_inputs",)),
+        ("self.config.k = 5", ("self",)),
+        ("if a:\n    cache_position += 1", ("cache_position",)),
+        ("total += cache_position[0]", ("total",)),  # read to add to another name: only that one changes
+        ("del cache", ("cache",)),
+    ],
+)
+def test_touched(code: str, touched: tuple[str, ...]) -> None:
+    """``TopLevel.touched``: what a statement between super() and the statements a hook removes may change of what
+    they read (``codemod.transform.hooks._unaffected_by``)."""
+    import libcst as cst
+
+    from codemod.analyse.recognise import _touched
+
+    statement = cst.parse_module(code + "\n").body[0]
+    assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    assert _touched(statement) == touched
+
+
 # ------------------------------------------------------------------------------------------- when the cut differs
 
 

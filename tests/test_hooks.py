@@ -23,7 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.analyse.classify import Action, Finding, classify_override
+from codemod.analyse.classify import Action, Extra, Finding, classify_override
+from codemod.contracts import ExtraHow
 from codemod.cli import app
 from codemod.transform.hooks import (
     MIN_MODELS,
@@ -488,6 +489,43 @@ def test_a_statement_between_that_touches_what_the_trimmed_ones_read_blocks_the_
     found = member_change(finding(source, profile), ["logits_to_keep"], profile,
                           {"logits_to_keep": Idiom((), (CONFIG,))})
     assert found.change is Change.BLOCKED and "between super()" in found.why
+
+
+#: Qwen2-VL's own cut of its ids by ``cache_position`` (a rule understands it), kept after super() for its positions
+IDS_CUT = ("if past_key_values is not None:", "    if inputs_embeds is not None:",
+           "        input_ids = input_ids[:, -cache_position.shape[0] :]",
+           "    elif input_ids.shape[1] != cache_position.shape[0]:", "        input_ids = input_ids[:, cache_position]")
+
+
+@pytest.mark.parametrize(
+    ("between", "change"),
+    [
+        # it reads cache_position, which the removed test reads too, and only reads it
+        pytest.param(IDS_CUT, Change.TRIM, id="reads-only"),
+        # a method of it, or an in-place add, under a test a rule understands: what the hook read is not what the
+        # removed test read
+        pytest.param(("cache_position.add_(1)",), Change.BLOCKED, id="method"),
+        pytest.param(("if past_key_values is not None:", "    cache_position += 1"), Change.BLOCKED, id="in-place"),
+    ],
+)
+def test_a_statement_between_that_reads_what_the_trimmed_ones_read(profile: MixinProfile, between: tuple[str, ...],
+                                                                    change: Change) -> None:
+    """Qwen2-VL (4.45) cuts its ids by ``cache_position`` after super() for its rope positions, then sets
+    ``pixel_values`` to None under ``cache_position[0] != 0``. The cut only reads ``cache_position``
+    (``TopLevel.touched`` is empty): the hook, reading it inside super() before, sees the same step. Before, any
+    statement a rule understands that read a name the removed ones read blocked the trim."""
+    source = method(*between, "rope = self.rope(input_ids)", 'model_inputs["rope"] = rope', "if cache_position[0] != 0:",
+                    '    model_inputs["image_grid"] = None',
+                    params="input_ids, past_key_values=None, inputs_embeds=None, cache_position=None, **kwargs",
+                    call="input_ids, past_key_values=past_key_values, inputs_embeds=inputs_embeds, "
+                         "cache_position=cache_position, **kwargs")
+    f = finding(source, profile, forward_params=("input_ids", "past_key_values", "inputs_embeds", "cache_position",
+                                                 "image_grid", "rope"))
+    assert Extra("image_grid", ExtraHow.LATER_STEP_NONE) in f.extras
+    found = member_change(f, ["image_grid"], profile, {"image_grid": Idiom((FIRST,), (NONE, CALLER))})
+    assert found.change is change, found.why
+    if change is Change.BLOCKED:
+        assert "between super()" in found.why
 
 
 def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:

@@ -150,3 +150,60 @@ def test_no_reduction_where_the_cache_test_cannot_be_written(hoisted: MixinProfi
     finding = classify_override(override(source, forward_params=FORWARD), hoisted)
     assert Extra("encoder_hidden_states", ExtraHow.LATER_STEP_NONE) in finding.extras, finding.extras
     assert reduce_override(finding.override, finding.extras) is None
+
+
+#: the shape of 4.45's Qwen2-VL: its rope positions from the ids it cuts by the step itself, and its images on the
+#: first step only, told by the step's position (``{test}``), not by the cache
+BY_POSITION = '''
+def prepare_inputs_for_generation(
+    self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None, cache_position=None,
+    pixel_values=None, image_grid_thw=None, **kwargs,
+):
+    if past_key_values is not None:
+        input_ids = input_ids[:, cache_position]
+    rope = self.rope(input_ids, image_grid_thw)
+{before}
+    if {test}:
+        pixel_values = None
+{after}
+
+    return {{
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "past_key_values": past_key_values,
+        "pixel_values": pixel_values,
+        "image_grid_thw": image_grid_thw,
+        "rope": rope,
+    }}
+'''
+BY_POSITION_FORWARD = ("input_ids", "attention_mask", "past_key_values", "pixel_values", "image_grid_thw", "rope",
+                       "cache_position")
+
+
+@pytest.mark.parametrize("test", ["cache_position[0] != 0", "cache_position[0] > 0"])
+def test_the_key_is_none_after_super_under_the_same_position_test(hoisted: MixinProfile, test: str) -> None:
+    """The later steps told by the step's position (``later-step``): the reduction repeats the test as written, on
+    the parameter the override never rebinds, and the images are an extra, not statements kept after super()."""
+    source = BY_POSITION.format(test=test, before="", after="")
+    finding = classify_override(override(source, forward_params=BY_POSITION_FORWARD), hoisted)
+    assert Extra("pixel_values", ExtraHow.LATER_STEP_NONE) in finding.extras, finding.extras
+    recognised = [r for r in finding.override.analysis.recognised if r.behaviour == "later-step-none"]
+    assert [(r.facet("guard"), r.facet("test")) for r in recognised] == [("later-step", test)]
+    reduction = reduce_override(finding.override, finding.extras)
+    assert reduction is not None
+    assert f'if {test}:\n    model_inputs["pixel_values"] = None\n' in reduction.tail, reduction.tail
+    ast.parse(reduction.body)
+
+
+@pytest.mark.parametrize(("before", "after", "why"), [
+    pytest.param("    cache_position = cache_position[-1:]", "", "the test reads a cache_position of the override's own",
+                 id="rebound-before"),
+    pytest.param("", "    cache_position = cache_position[-1:]",
+                 "after super() the test would read the cache_position the override rebinds after it", id="rebound-after"),
+])
+def test_no_position_test_repeated_where_its_names_change(hoisted: MixinProfile, before: str, after: str,
+                                                          why: str) -> None:
+    source = BY_POSITION.format(test="cache_position[0] != 0", before=before, after=after)
+    finding = classify_override(override(source, forward_params=BY_POSITION_FORWARD), hoisted)
+    reduction = reduce_override(finding.override, finding.extras)
+    assert reduction is None or "cache_position[0] != 0:\n    model_inputs" not in reduction.body, why

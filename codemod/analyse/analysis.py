@@ -106,6 +106,9 @@ class TopLevel:
     #: of those, the ones it reads only for where they live (``input_ids.device``, ``.dtype``): a slicing before it
     #: changes nothing it reads of them
     placement_reads: tuple[str, ...] = ()
+    #: the names whose object it may change or hand on, not only read: a method of it called, it passed to a call,
+    #: stored into (``x[...] = ``, ``x.a = ``, ``x += ``) or deleted (``touched``)
+    touched: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -87,7 +87,7 @@ class _Walker:
             if _is_inert(statement, first=(i == 0 and not guards)):
                 i += 1
                 continue
-            ctx = dataclasses.replace(self.ctx, guards=guards)
+            ctx = dataclasses.replace(self.ctx, guards=guards, tests=conditions)
             before = (len(self.unrecognised), len(self.outputs), self.delegates_to)
             match, rule = self.best_match(statements, i, ctx)
             consumed = 1
@@ -124,6 +124,7 @@ class _Walker:
                 end_line=end_line,
                 exposed=exposed,
                 placement_reads=_placement_reads(statement, exposed),
+                touched=_touched(statement),
                 recognised=len(self.unrecognised) == unrecognised,
                 builds_output=builds or bool(match and match.returns),
                 returns=bool(m.findall(statement, m.Return())),
@@ -201,6 +202,35 @@ def _names(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tu
         if isinstance(node, ast.Name):
             (writes if isinstance(node.ctx, ast.Store) else reads).add(node.id)
     return tuple(sorted(reads)), tuple(sorted(writes))
+
+
+def _touched(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[str, ...]:
+    """The names whose objects ``statement`` may change rather than only read: a method of it called
+    (``cache_position.add_(1)``), it handed to a call (a function may change its argument), stored into or through
+    (``x[0] = ``, ``x.a = ``, ``x += 1``, in place for a tensor) or deleted. Reading, indexing, slicing, an
+    attribute read and arithmetic leave the object as it was."""
+    try:
+        tree = ast.parse(textwrap.dedent(cst.Module(body=[statement]).code))
+    except SyntaxError:  # pragma: no cover - libcst produced it
+        return ()
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    touched: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name):
+            continue
+        # the outermost expression the name is the base of (``x.a[0].b`` for ``x``), and what stands around it
+        base: ast.AST = node
+        around = parents.get(base)
+        while isinstance(around, (ast.Attribute, ast.Subscript)) and around.value is base:
+            base, around = around, parents.get(around)
+        called = isinstance(around, ast.Call) and around.func is base
+        method = called and base is not node  # ``x.add_(1)``, ``x.a.b()``; ``x(...)`` calls the name, a function
+        handed = isinstance(around, ast.keyword) or (isinstance(around, ast.Call) and not called)
+        stored_into = base is not node and not isinstance(getattr(base, "ctx", None), ast.Load)  # x[0] = , x.a = , del x[0]
+        in_place = isinstance(around, ast.AugAssign) and around.target is base  # x += 1
+        if method or handed or stored_into or in_place or isinstance(node.ctx, ast.Del):
+            touched.add(node.id)
+    return tuple(sorted(touched))
 
 
 def _exposed(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> tuple[str, ...]:

@@ -1234,15 +1234,20 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     anything) from values that do not come from it: BLIP's ``model_inputs["is_decoder"] = True``, Reformer's
     ``past_buckets_states`` from its ``past_key_values`` parameter, Bloom's static-cache mask from its own
     ``attention_mask``. Statements that never name the dict qualify whether a rule understands them or not
-    (RoCBert's cut of its shape and pronunciation ids). And it must not rebind the dict, nor touch at all what the
-    removed statements read besides it (``self``, for a config attribute: ``self.config.x = 5`` or ``self.bump()``
-    in front of them changes what the hook, running before it, reads)."""
+    (RoCBert's cut of its shape and pronunciation ids). And it must not rebind the dict, nor change what the
+    removed statements read besides it (``TopLevel.touched``: ``cache_position.add_(1)``), nor touch ``self`` at all
+    where they read it (for a config attribute: ``self.config.x = 5`` or ``self.bump()`` in front of them changes
+    what the hook, running before it, reads)."""
     theirs = {n for r in removed for n in r.reads} - {n for r in removed for n in r.writes} - {RESULT}
     if t.returns or "super" in t.reads or RESULT in t.writes or set(t.writes) & theirs:
         return False
     outputs = [out for out in a.outputs if _owner(a, out.line) is t]
     if set(t.reads) & theirs:
-        # reading what they read is harmless only where the code says it is read and nothing more
+        # reading what they read is harmless only where the code says it is read and nothing more: it never names
+        # the dict and only reads their objects (Qwen2-VL's own cut of its ids by ``cache_position``, before its
+        # later-step ``pixel_values``), or uses the dict by other keys only
+        if not outputs and RESULT not in t.reads and "self" not in theirs and not set(t.touched) & theirs:
+            return True
         return not outputs and _other_keys_only(a, t, hooked, theirs)
     if not outputs:
         return RESULT not in t.reads or _other_keys_only(a, t, hooked, theirs)

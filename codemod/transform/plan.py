@@ -280,12 +280,20 @@ def _later_step_none(override: Override, key: str) -> Recognised | None:
 
 def _cache_test(override: Override, recognised: Recognised | None) -> str | None:
     """The cache test a recognised statement stood under (its ``guard`` facet), written on the override's
-    cache parameter (a name the guards know as a cache), for a reduction to repeat after super(); None
-    without either."""
+    cache parameter (a name the guards know as a cache), for a reduction to repeat after super(); a test of
+    the step's position (``later-step``) as it was written; None without either."""
     from rules.guards import PAST_NAMES
 
+    if recognised is None:
+        return None
+    test = recognised.facet("test")
+    if recognised.facet("guard") == "later-step" and test:
+        # a test of the step's position, as written: the names it reads (parameters, as the rule checked where it
+        # stood) must be what they were there when it runs again after super(), so no statement may rebind them
+        written = {n for t in override.analysis.top_level for n in t.writes}
+        return test if not _names(test) & written else None
     cache = next((p.name for p in override.analysis.params if p.name in PAST_NAMES), None)
-    if recognised is None or cache is None:
+    if cache is None:
         return None
     return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(recognised.facet("guard") or "")
 
