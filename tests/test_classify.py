@@ -557,6 +557,50 @@ def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own
     assert isinstance(no_init, ast.ClassDef) and _submodels(no_init) == ()
 
 
+#: an override that cuts its ids by the cache's own length, as 4.45's Musicgen-Melody composite (and remote code
+#: written before cache_position) does
+CUT_BY_THE_CACHE = '''
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+    if past_key_values is not None:
+        input_ids = input_ids[:, -1:]
+    return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+'''
+
+
+@pytest.mark.parametrize(("stale", "action"), [(False, Action.DELETE), (True, Action.KEEP)])
+def test_a_class_that_never_moves_cache_position_on_keeps_its_own_cut(hoisted: MixinProfile, stale: bool,
+                                                                       action: Action) -> None:
+    """4.45's Musicgen-Melody composite replaces ``_update_model_kwargs_for_generation`` without calling super():
+    generate()'s ``cache_position`` stays the first step's, and the mixin, slicing by it, fed the composite its pad
+    column at step 1 where the override's cut by the cache fed the new token (verification reverted the deletion).
+    The scan now says so and keeps the override (``Override.stale_cache_position``)."""
+    o = dataclasses.replace(override(CUT_BY_THE_CACHE, forward_params=("input_ids", "past_key_values", "attention_mask",
+                                                                       "use_cache")),
+                            stale_cache_position=stale)
+    finding = classify_override(o, hoisted)
+    assert finding.action is action
+    assert has(finding, "bespoke", "never moves cache_position on") is stale
+
+
+@pytest.mark.parametrize(("update", "advances"), [
+    pytest.param((), None, id="none-defined"),
+    pytest.param(("model_kwargs = super()._update_model_kwargs_for_generation(outputs, model_kwargs, **kwargs)",
+                  "model_kwargs['rope_deltas'] = outputs.rope_deltas"), True, id="calls-super"),
+    pytest.param(("model_kwargs['cache_position'] = model_kwargs['cache_position'][-1:] + 1",), True, id="moves-it-itself"),
+    pytest.param(("model_kwargs['past_key_values'] = outputs.past_key_values",), False, id="neither"),
+])
+def test_the_index_says_whether_a_class_moves_cache_position_on(update: tuple[str, ...], advances: bool | None) -> None:
+    from codemod.analyse.index import file_facts
+
+    lines = ["class ToyForCausalLM(ToyPreTrainedModel):", "    x = 1"]
+    if update:
+        lines += ["    def _update_model_kwargs_for_generation(self, outputs, model_kwargs, **kwargs):",
+                  *(f"        {line}" for line in update), "        return model_kwargs"]
+    facts = file_facts("src/transformers/models/toy/modeling_toy.py", "\n".join(lines) + "\n", FileKind.MODELING)
+    assert facts.error is None, facts.error
+    assert facts.classes[0].advances_cache_position is advances
+
+
 #: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it
 LLAVA_DELEGATING = '''
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, pixel_values=None,

@@ -97,8 +97,15 @@ CASES = [
     pytest.param("StaticShapeForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
                  "refused: the statement at line 17, kept in front of super(), changes input_ids, which the fallback "
                  "prepares itself", [EditKind.MARK], id="kept-statement-slicing-what-the-mixin-slices"),
-    pytest.param("ImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "kept as is in front of super(): pixel_values = None",
+    pytest.param("ImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN,
+                 "kept as is in front of super(): if cache_position[0] != 0 and (not self.config.images_every_step)",
                  [EditKind.REDUCE, EditKind.MARK], id="body-resets-a-parameter"),
+    pytest.param("LaterImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN,
+                 "pixel_values is set to None after the first step", [EditKind.REDUCE, EditKind.MARK],
+                 id="later-step-by-position"),
+    pytest.param("StaleForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
+                 "its class's _update_model_kwargs_for_generation never moves cache_position on", [EditKind.MARK],
+                 id="own-kwargs-update-leaves-cache-position-stale"),
     pytest.param("CopiedForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "pixel_values only on the first step",
                  [EditKind.REDUCE, EditKind.MARK, EditKind.DROP_MARKER], id="copied-from-outside-the-tree-reduced"),
 ]
@@ -126,8 +133,8 @@ def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: P
 
 #: files the built-in run changes, and what it changes in each (asserted below)
 CHANGED = ["adapters.py", "modeling_base.py", "modeling_copied.py", "modeling_fewer.py", "modeling_images.py",
-           "modeling_legacy.py",
-           "modeling_masked.py", "modeling_past.py", "modeling_static.py", "modeling_vl.py"]
+           "modeling_legacy.py", "modeling_masked.py", "modeling_past.py", "modeling_stale.py", "modeling_static.py",
+           "modeling_vl.py"]
 #: files left as they are, and why
 NOOP = {
     "wrappers.py": "no base defines the method: deleting or reducing would break every class; kept, and "
@@ -158,9 +165,13 @@ def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path
     assert '        model_inputs["modalities"] = modalities\n' in vl
     # a parameter the kept statement resets stays in the signature and reaches super() as it left it
     images = (foreign / "modeling_images.py").read_text()
-    assert "        if cache_position[0] != 0:\n            pixel_values = None\n" in images
-    signature = images.split("def prepare_inputs_for_generation(")[1].split("):")[0]
-    assert "pixel_values=pixel_values" in images and "pixel_values=None" in signature
+    image, later = images.split("class LaterImageForCausalLM")
+    assert "        if cache_position[0] != 0 and not self.config.images_every_step:\n            pixel_values = None\n" in image
+    signature = image.split("def prepare_inputs_for_generation(")[1].split("):")[0]
+    assert "pixel_values=pixel_values" in image and "pixel_values=None" in signature
+    # under the step's position alone, the reduction sets the key to None after super(), under the same test
+    assert '        if cache_position[0] != 0:\n            model_inputs["pixel_values"] = None\n' in later
+    assert "pixel_values=pixel_values" not in later
     # with no target release, PreTrainedModel may not be a GenerationMixin: it is added, with its import
     legacy = (foreign / "modeling_legacy.py").read_text()
     assert "class LegacyForCausalLM(LegacyPreTrainedModel, GenerationMixin):" in legacy
@@ -210,7 +221,7 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
     assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
-    assert document["summary"]["by_fallback"] == {"mixin": 9, "parent-override": 3, "none": 4, "unknown": 0}
+    assert document["summary"]["by_fallback"] == {"mixin": 11, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
         "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,

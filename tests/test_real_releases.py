@@ -193,6 +193,19 @@ def test_4_45_2_method_copy_markers(v4452: Release) -> None:
     assert dict(statuses) == v4452.document["summary"]["copy_markers"]
 
 
+def test_4_45_2_the_one_class_that_never_moves_cache_position_on(v4452: Release) -> None:
+    """Of the 149 overrides' classes, only Musicgen-Melody's composite replaces ``_update_model_kwargs_for_generation``
+    without calling super() (Mamba's and Falcon-Mamba's move ``cache_position`` on themselves; Qwen2-VL, Idefics,
+    Idefics2, Mllama call super()): its override's own cut by the cache is model-specific, kept after super() with
+    the statements it reads (the delay pattern), whose ids then replace the mixin's, and the reason says why."""
+    stale = sorted(f.override.class_name for f in v4452.result.findings if f.override.stale_cache_position)
+    assert stale == ["MusicgenMelodyForConditionalGeneration"]
+    [melody] = [f for f in v4452.findings if f["class"] == "MusicgenMelodyForConditionalGeneration"]
+    assert melody["category"] == "bespoke" and melody["action"] == "reduce"
+    assert any(r["text"].startswith("kept as is after super(): its class's _update_model_kwargs_for_generation never "
+                                    "moves cache_position on") for r in melody["reasons"])
+
+
 def test_4_45_2_mixin_is_hoisted(v4452: Release) -> None:
     mixin = v4452.document["mixin"]
     assert mixin["hoisted"] is True

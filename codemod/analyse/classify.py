@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Recognised, TopLevel
 from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import FallbackKind
-from codemod.analyse.index import Index, Override
+from codemod.analyse.index import UPDATE_METHOD, Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 from rules.base import IDS_SLICING
@@ -190,6 +190,7 @@ class _Judge:
                              "can_generate() true; a deletion adds GenerationMixin to the class's bases")
         self.reach()
         self.behaviours()
+        self.stale_positions()
         swap = self.delegation()
         for u in self.a.unrecognised:
             text = u.code.splitlines()[0] + (" …" if "\n" in u.code else "")
@@ -276,6 +277,20 @@ class _Judge:
                 self.differ(difference, r.line)
             for difference in coverage.flow_differences:
                 self.differ(difference, r.line, flow=True)
+
+    def stale_positions(self) -> None:
+        """A class whose own ``_update_model_kwargs_for_generation`` never moves ``cache_position`` on (it does not call
+        super(), which does) keeps generate()'s first positions on every step: a mixin that slices the ids by them
+        would feed the first step's tokens again (4.45's Musicgen-Melody composite: step 1 got its pad column, not
+        its new token). An override that slices the ids its own way, by the cache, is then the model's own."""
+        if not self.o.stale_cache_position or "slice-by-cache-position" not in self.mixin:
+            return
+        own = [r for r in self.a.recognised
+               if r.behaviour in (*IDS_SLICING, "slice-to-last-token") and r.behaviour != "slice-by-cache-position"]
+        if own:
+            self.add(ReasonKind.BESPOKE, f"its class's {UPDATE_METHOD} never moves cache_position on (it calls no super()): "
+                                         f"the mixin would slice the ids by the first step's positions on every step; "
+                                         f"it slices them its own way ({own[0].behaviour})", own[0].line, own[0].code)
 
     def outputs(self) -> None:
         a = self.a

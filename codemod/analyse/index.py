@@ -50,6 +50,9 @@ class ClassFacts:
     marker: copies.CopyMarker | None
     #: sub-models ``__init__`` builds from a class by name, attribute -> class (``self.text_model = TextLM(...)``)
     submodels: tuple[tuple[str, str], ...] = ()
+    #: whether the class's own ``_update_model_kwargs_for_generation`` moves generate()'s ``cache_position`` on
+    #: (None: it defines none; False: it neither calls super() nor names ``cache_position``)
+    advances_cache_position: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +135,9 @@ class Override:
     #: where the override takes its inputs from a sub-model whose class (in this file) has an override of its
     #: own that does model-specific work: that class and the first such statement
     delegate_work: tuple[str, str] | None = None
+    #: the class's own ``_update_model_kwargs_for_generation`` (the nearest in the file) never moves generate()'s
+    #: ``cache_position`` on: positions the mixin slices the ids by would be the first step's
+    stale_cache_position: bool = False
 
     @property
     def lines(self) -> int:
@@ -189,6 +195,22 @@ def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             out.append((statement.target.id, ast.unparse(statement.value)))
     return tuple(out)
+
+
+#: the method generate() calls after each step to carry the model kwargs (the cache, the mask, ``cache_position``) on
+UPDATE_METHOD = "_update_model_kwargs_for_generation"
+
+
+def _advances_cache_position(update: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool | None:
+    """Whether a class's own ``_update_model_kwargs_for_generation`` moves ``cache_position`` on: None where the class
+    defines none, False where it neither calls ``super()`` (the mixin's, which does) nor names ``cache_position``
+    (4.45's Musicgen-Melody composite, and remote code written before ``cache_position``, keep generate()'s first
+    positions on every step)."""
+    if update is None:
+        return None
+    names = {n.id for n in ast.walk(update) if isinstance(n, ast.Name)}
+    strings = {n.value for n in ast.walk(update) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return "super" in names or "cache_position" in names | strings
 
 
 def _submodels(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
@@ -279,6 +301,7 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 attributes=_attributes(node),
                 marker=copies.marker_above(plain, _start_line(node)),
                 submodels=_submodels(node),
+                advances_cache_position=_advances_cache_position(methods.get(UPDATE_METHOD)),
             )
         )
         method = methods.get(METHOD)
@@ -570,6 +593,7 @@ def _assemble(
             for cls in reversed(chain):
                 attributes.update(cls.attributes)
             inherits = _inherits_generation_mixin(chain, classes)
+            update = next((c.advances_cache_position for c in chain if c.advances_cache_position is not None), None)
             view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
             if view is not None:
                 if not in_library:
@@ -613,6 +637,7 @@ def _assemble(
                     overwritten=found.overwritten,
                     deprecated="/models/deprecated/" in f"/{facts.path}",
                     ignore_copy=found.ignore_copy,
+                    stale_cache_position=update is False,
                     inherits_generation_mixin=inherits,
                     fallback=view.fallback if view is not None else None,
                     in_library=in_library,
