@@ -106,6 +106,9 @@ CASES = [
     pytest.param("StaleForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
                  "its class's _update_model_kwargs_for_generation never moves cache_position on", [EditKind.MARK],
                  id="own-kwargs-update-leaves-cache-position-stale"),
+    pytest.param("StaleChatForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
+                 "its class's _update_model_kwargs_for_generation never moves cache_position on", [EditKind.MARK],
+                 id="a-base-in-another-file-leaves-cache-position-stale"),
     pytest.param("CopiedForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "pixel_values only on the first step",
                  [EditKind.REDUCE, EditKind.MARK, EditKind.DROP_MARKER], id="copied-from-outside-the-tree-reduced"),
 ]
@@ -133,8 +136,8 @@ def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: P
 
 #: files the built-in run changes, and what it changes in each (asserted below)
 CHANGED = ["adapters.py", "modeling_base.py", "modeling_copied.py", "modeling_fewer.py", "modeling_images.py",
-           "modeling_legacy.py", "modeling_masked.py", "modeling_past.py", "modeling_stale.py", "modeling_static.py",
-           "modeling_vl.py"]
+           "modeling_legacy.py", "modeling_masked.py", "modeling_past.py", "modeling_stale.py", "modeling_stale_chat.py",
+           "modeling_static.py", "modeling_vl.py"]
 #: files left as they are, and why
 NOOP = {
     "wrappers.py": "no base defines the method: deleting or reducing would break every class; kept, and "
@@ -221,7 +224,7 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
     assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
-    assert document["summary"]["by_fallback"] == {"mixin": 11, "parent-override": 3, "none": 4, "unknown": 0}
+    assert document["summary"]["by_fallback"] == {"mixin": 12, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
         "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,

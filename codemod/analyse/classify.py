@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Recognised, TopLevel
 from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
-from codemod.analyse.fallback import FallbackKind
-from codemod.analyse.index import UPDATE_METHOD, Index, Override
+from codemod.analyse.fallback import UPDATE_METHOD, FallbackKind
+from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 from rules.base import IDS_SLICING

@@ -95,6 +95,9 @@ class ClassView:
     forward_params: tuple[str, ...] | None
     #: GenerationMixin among the bases other than through PreTrainedModel (None: an opaque base in the way)
     inherits_mixin_directly: bool | None
+    #: the first ``_update_model_kwargs_for_generation`` in the MRO never moves ``cache_position`` on
+    #: (``advances_cache_position``; False where none is found before the mixin or an opaque base)
+    stale_cache_position: bool = False
 
 
 # --------------------------------------------------------------------------------------------- symbols
@@ -114,6 +117,8 @@ class ClassSymbols:
     assigns_method: bool
     #: its own ``forward``'s parameters, if it defines one
     forward_params: tuple[str, ...] | None
+    #: whether its own ``_update_model_kwargs_for_generation`` moves ``cache_position`` on (``advances_cache_position``)
+    advances_cache_position: bool | None = None
 
     @property
     def defines_method(self) -> bool:
@@ -134,11 +139,28 @@ class ModuleSymbols:
         return next((c for c in reversed(self.classes) if c.name == name), None)
 
 
+#: the method generate() calls after each step to carry the model kwargs (the cache, the mask, ``cache_position``) on
+UPDATE_METHOD = "_update_model_kwargs_for_generation"
+
+
+def advances_cache_position(update: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool | None:
+    """Whether a class's own ``_update_model_kwargs_for_generation`` moves ``cache_position`` on: None where the class
+    defines none, False where it neither calls ``super()`` (the mixin's, which does) nor names ``cache_position``
+    (4.45's Musicgen-Melody composite, and remote code written before ``cache_position``, keep generate()'s first
+    positions on every step)."""
+    if update is None:
+        return None
+    names = {n.id for n in ast.walk(update) if isinstance(n, ast.Name)}
+    strings = {n.value for n in ast.walk(update) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return "super" in names or "cache_position" in names | strings
+
+
 def module_symbols(tree: ast.Module) -> ModuleSymbols:
     classes = []
     for node in top_level_classes(tree).values():
         method = methods_named(node, METHOD)
         forward = methods_named(node, "forward")
+        update = methods_named(node, UPDATE_METHOD)
         assigns = any(
             isinstance(t, ast.Name) and t.id == METHOD
             for s in node.body if isinstance(s, (ast.Assign, ast.AnnAssign))
@@ -148,6 +170,7 @@ def module_symbols(tree: ast.Module) -> ModuleSymbols:
             name=node.name, line=node.lineno, bases=tuple(dotted_name(b) for b in node.bases),
             method_line=method[-1].lineno if method else None, assigns_method=assigns,
             forward_params=function_params(forward[-1]) if forward else None,
+            advances_cache_position=advances_cache_position(update[-1] if update else None),
         ))
     return ModuleSymbols(tuple(classes), tuple(from_imports(tree).items()), tuple(_module_imports(tree).items()))
 
@@ -262,7 +285,8 @@ class Resolver:
             fallback = Fallback(FallbackKind.UNKNOWN, f"{class_name}'s bases have no consistent method resolution order",
                                 mro=tuple(n.name for n in chain))
             return ClassView(fallback, None, None)
-        return ClassView(self._fallback(start, mro, flattened), self._forward(mro), self._direct_mixin(start, set()))
+        return ClassView(self._fallback(start, mro, flattened), self._forward(mro), self._direct_mixin(start, set()),
+                         self._stale_positions(mro))
 
     # -- deciding
 
@@ -366,6 +390,16 @@ class Resolver:
             if isinstance(node, _Class) and node.symbols.forward_params is not None:
                 return node.symbols.forward_params
         return None
+
+    def _stale_positions(self, mro: list[_Node]) -> bool:
+        """Whether the first ``_update_model_kwargs_for_generation`` in the MRO never moves ``cache_position`` on; False
+        where an opaque or built-in base (the mixin's own moves it) comes first."""
+        for node in mro:
+            if isinstance(node, (_Opaque, _BuiltIn)):
+                return False
+            if isinstance(node, _Class) and node.symbols.advances_cache_position is not None:
+                return node.symbols.advances_cache_position is False
+        return False
 
     def _direct_mixin(self, node: _Node, seen: set[tuple[str, str]]) -> bool | None:
         """GenerationMixin among the bases, PreTrainedModel's own bases left out (4.45 – 4.51's can_generate())."""

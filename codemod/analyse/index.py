@@ -28,7 +28,14 @@ from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId, ValueOrigin
 from rules.base import Kind
-from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
+from codemod.analyse.fallback import (
+    UPDATE_METHOD,
+    Fallback,
+    ModuleSymbols,
+    Resolver,
+    advances_cache_position,
+    module_symbols,
+)
 from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.analyse.target import Target, for_checkout
 
@@ -197,22 +204,6 @@ def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-#: the method generate() calls after each step to carry the model kwargs (the cache, the mask, ``cache_position``) on
-UPDATE_METHOD = "_update_model_kwargs_for_generation"
-
-
-def _advances_cache_position(update: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool | None:
-    """Whether a class's own ``_update_model_kwargs_for_generation`` moves ``cache_position`` on: None where the class
-    defines none, False where it neither calls ``super()`` (the mixin's, which does) nor names ``cache_position``
-    (4.45's Musicgen-Melody composite, and remote code written before ``cache_position``, keep generate()'s first
-    positions on every step)."""
-    if update is None:
-        return None
-    names = {n.id for n in ast.walk(update) if isinstance(n, ast.Name)}
-    strings = {n.value for n in ast.walk(update) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    return "super" in names or "cache_position" in names | strings
-
-
 def _submodels(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
     """``self.<attr> = <Class>(...)`` in ``__init__``: the sub-models built from a class by name."""
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
@@ -301,7 +292,7 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 attributes=_attributes(node),
                 marker=copies.marker_above(plain, _start_line(node)),
                 submodels=_submodels(node),
-                advances_cache_position=_advances_cache_position(methods.get(UPDATE_METHOD)),
+                advances_cache_position=advances_cache_position(methods.get(UPDATE_METHOD)),
             )
         )
         method = methods.get(METHOD)
@@ -600,6 +591,9 @@ def _assemble(
                     # outside the library, forward is often in another file of the tree or in the target
                     # release; a checkout keeps the same-file lookup its findings (and goldens) were made with
                     forward = forward if forward is not None else view.forward_params
+                    # and a class's own update of the model kwargs is often in a base of another file
+                    if update is None and view.stale_cache_position:
+                        update = False
                 inherits = view.inherits_mixin_directly
             override_id = OverrideId.of(facts.path, found.class_name)
             origin = None
