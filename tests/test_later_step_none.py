@@ -19,7 +19,7 @@ from codemod.analyse.classify import Action, Category, Extra, classify_override
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.analyse.recognise import analyse_source
 from codemod.contracts import ExtraHow
-from codemod.transform.plan import reduce_override
+from codemod.transform.plan import kept_inputs, reduce_override
 
 from .test_classify import override
 
@@ -207,3 +207,12 @@ def test_no_position_test_repeated_where_its_names_change(hoisted: MixinProfile,
     finding = classify_override(override(source, forward_params=BY_POSITION_FORWARD), hoisted)
     reduction = reduce_override(finding.override, finding.extras)
     assert reduction is None or "cache_position[0] != 0:\n    model_inputs" not in reduction.body, why
+
+
+def test_a_verdict_on_the_reduction_needs_a_run_that_gave_the_input(hoisted: MixinProfile) -> None:
+    """The reduction sets ``encoder_hidden_states`` to None after super() on the later steps: a run that never gave
+    the conditioning says nothing of that statement (4.45's and 5.23's Musicgen-Melody decoder were called identical
+    on such runs until ``kept_inputs`` asked for it; ``codemod verify`` on the written tree already did)."""
+    finding = classify_override(override(DELAYED.format(guard="past_key_values is not None"), forward_params=FORWARD),
+                                hoisted)
+    assert frozenset({"encoder_hidden_states"}) in kept_inputs(finding.override, finding.extras)

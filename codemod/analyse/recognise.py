@@ -482,7 +482,7 @@ def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
     reads, writes = _names(statement)
     exposed = _exposed(statement)
     return dataclasses.replace(top, reads=reads, writes=writes, exposed=exposed,
-                               placement_reads=_placement_reads(statement, exposed))
+                               placement_reads=_placement_reads(statement, exposed), touched=_touched(statement))
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:

@@ -422,16 +422,28 @@ def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[s
     """For each statement a reduction keeps (in front of super() or after it) and each key it computes after it,
     the model's own optional inputs it reads (``own_inputs_read``): what verification must have given the method,
     one of each group, for its verdict to be about them (Musicgen's delay pattern and its classifier-free guidance
-    are two statements, two groups)."""
+    are two statements, two groups). So is each of them the reduction sets to None after super() on the later steps
+    or when the caller gives it (``later-step-none``, ``none-when-given``): a run that never gave it (Musicgen-Melody's
+    decoder without the conditioning) says nothing of that statement. ``codemod verify`` on the written tree asks
+    the same of the statements the change removed (``session._own_inputs_handled``)."""
     kept = {*_kept_statements(extras), *_kept_after(extras)}
-    return own_inputs_read(override, kept, [e.key for e in extras if e.how is ExtraHow.COMPUTED])
+    groups = own_inputs_read(override, kept, [e.key for e in extras if e.how is ExtraHow.COMPUTED])
+    optional = _own_optional(override)
+    set_none = [frozenset({e.key}) for e in extras
+                if e.how in (ExtraHow.LATER_STEP_NONE, ExtraHow.NONE_WHEN_GIVEN) and e.key in optional]
+    return list(dict.fromkeys([*groups, *set_none]))
+
+
+def _own_optional(override: Override) -> set[str]:
+    """The model's own optional inputs: parameters defaulting to None that no mixin prepares."""
+    return {p.name for p in override.analysis.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS}
 
 
 def own_inputs_read(override: Override, statements: Iterable[int], keys: Iterable[str] = ()) -> list[frozenset[str]]:
-    """The model's own optional inputs (parameters defaulting to None that no mixin prepares) that each of the
-    top-level ``statements`` (body indices) and each output ``keys``' value reads, a group for each that reads any."""
+    """The model's own optional inputs (``_own_optional``) that each of the top-level ``statements`` (body indices)
+    and each output ``keys``' value reads, a group for each that reads any."""
     a = override.analysis
-    optional = {p.name for p in a.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS}
+    optional = _own_optional(override)
     indices = set(statements)
     groups = [{n for n in t.exposed if n in optional} for t in a.top_level if t.index in indices]
     groups += [{n for o in a.outputs if o.key == key for n in _names(o.expr) if n in optional} for key in keys]
