@@ -131,12 +131,30 @@ def test_class_verdicts() -> None:
 
 
 def test_an_extension_alone_stays_identical_and_is_reported() -> None:
-    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    """An override that kept only the last token crashed in assisted decoding; the mixin generates greedy's tokens."""
+    crashed = {"name": "assisted", "status": "error", "error": "IndexError: no", "calls": [{"input_ids": tensor([5, 6])}]}
     old_runs, new_runs = (cached(), uncached(name="greedy-no-cache")), (ok(), ok(name="greedy-no-cache"))
-    verdict = compare("a::A", side(*old_runs, rejected, caches=True), side(*new_runs, ok(name="inputs-embeds"), caches=True))
+    verdict = compare("a::A", side(*old_runs, crashed, caches=True), side(*new_runs, ok(name="assisted"), caches=True))
     assert verdict.verdict == "identical"
-    assert verdict.extended == ("inputs-embeds",)
+    assert verdict.extended == ("assisted",)
     assert "extends" in verdict.detail
+
+
+@pytest.mark.parametrize("scenario", ["inputs-embeds", "inputs-embeds-padded", "eager/inputs-embeds"])
+def test_embeddings_the_signature_refused_stay_refused(scenario: str) -> None:
+    """generate() refused them by the override's signature, before preparing anything: even where the mixin generates
+    greedy's tokens from them, the class differs and keeping the signature (the empty repair) keeps the refusal.
+    Code outside generate() reads that signature too: upstream's own test of embeddings runs once a signature names
+    them, and CTRL (which scales the caller's tensor in place) and BertGeneration then fail it."""
+    prefix = scenario.rpartition("/")[0] + "/" if "/" in scenario else ""
+    reference = {"inputs-embeds": "greedy", "inputs-embeds-padded": "left-padded-batch"}[scenario.rpartition("/")[2]]
+    rejected = {"name": scenario, "status": "error", "error": "ValueError: no forwarding", "calls": []}
+    runs = (cached(name=prefix + reference, sequences=((1, 2, 3, 4, 5),)),
+            uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)))
+    consistent = ok(name=scenario, sequences=((4, 5),))  # only the new tokens come back
+    verdict = compare("a::A", side(*runs, rejected, caches=True), side(*runs, consistent, caches=True))
+    assert verdict.verdict == "differs" and "refusal is kept" in verdict.detail, verdict.detail
+    assert verdict.repair() == Repair()
 
 
 def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
@@ -258,17 +276,16 @@ def test_only_runs_compared_as_the_same_count_as_evidence_of_a_path() -> None:
 
 
 def test_an_extension_must_generate_what_greedy_decoding_generates() -> None:
-    """The old override ignored inputs_embeds (generate() refused them); the mixin honours them. Kept
-    only if generating from the embeddings gives the ids' tokens; else it differs, and keeping the
-    old signature (the empty repair) restores the refusal."""
-    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    """The old code failed before preparing anything (a static cache it could not use); the mixin generates. Kept
+    only if it gives the ids' tokens; else it differs (the empty repair: the old signature back)."""
+    rejected = {"name": "static-cache", "status": "error", "error": "TypeError: no", "calls": []}
     greedy = cached(sequences=((1, 2, 3, 4, 5),))
     uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),))
-    consistent = ok(name="inputs-embeds", sequences=((4, 5),))  # only the new tokens come back
+    consistent = ok(name="static-cache", sequences=((1, 2, 3, 4, 5),))
     verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
                       side(greedy, uncached_run, consistent, caches=True))
-    assert verdict.verdict == "identical" and verdict.extended == ("inputs-embeds",)
-    inconsistent = ok(name="inputs-embeds", sequences=((4, 9),))
+    assert verdict.verdict == "identical" and verdict.extended == ("static-cache",)
+    inconsistent = ok(name="static-cache", sequences=((1, 2, 3, 4, 9),))
     verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
                       side(greedy, uncached_run, inconsistent, caches=True))
     assert verdict.verdict == "differs" and "greedy" in verdict.detail
@@ -292,17 +309,18 @@ def test_an_uncached_run_the_old_code_failed_is_evidence_only_as_greedy_tokens()
 
 def test_a_class_that_keeps_no_cache_cannot_be_extended_to_embeddings() -> None:
     """OpenAI GPT keeps no cache: from embeddings, generate() would feed it only the ids generated since the prompt
-    after the first step. A tiny model that repeats one token generates 'the same' anyway: the class differs, and
-    keeping its signature (the empty repair) keeps the refusal."""
-    rejected = {"name": "inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
+    after the first step. A tiny model that repeats one token generates 'the same' anyway: the class differs (its
+    old code failed after preparing a step, so no signature of its would restore anything: no repair)."""
+    # failed after its first step (not refused by its signature: that refusal is kept in any case)
+    failed = {"name": "inputs-embeds", "status": "error", "error": "IndexError: no", "calls": [{"input_ids": tensor([5])}]}
     greedy = cached(sequences=((1, 2, 3, 3, 3),))
     uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 3, 3),))
     repeated = ok(name="inputs-embeds", sequences=((3, 3),))
-    assert compare("a::A", side(greedy, uncached_run, rejected, caches=True),
+    assert compare("a::A", side(greedy, uncached_run, failed, caches=True),
                    side(greedy, uncached_run, repeated, caches=True)).verdict == "identical"  # a class that caches
-    verdict = compare("a::A", side(greedy, rejected, caches=False), side(greedy, repeated, caches=False))
+    verdict = compare("a::A", side(greedy, failed, caches=False), side(greedy, repeated, caches=False))
     assert verdict.verdict == "differs" and "keeps no cache" in verdict.detail
-    assert verdict.repair() == Repair()
+    assert verdict.repair() is None
 
 
 def test_an_extension_midway_that_generates_other_tokens_cannot_be_repaired() -> None:
