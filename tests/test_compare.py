@@ -148,13 +148,25 @@ def test_embeddings_the_signature_refused_stay_refused(scenario: str) -> None:
     them, and CTRL (which scales the caller's tensor in place) and BertGeneration then fail it."""
     prefix = scenario.rpartition("/")[0] + "/" if "/" in scenario else ""
     reference = {"inputs-embeds": "greedy", "inputs-embeds-padded": "left-padded-batch"}[scenario.rpartition("/")[2]]
-    rejected = {"name": scenario, "status": "error", "error": "ValueError: no forwarding", "calls": []}
+    rejected = {"name": scenario, "status": "error", "calls": [],
+                "error": "ValueError: You passed `inputs_embeds` to `.generate()`, but the model class A doesn't have its "
+                         "forwarding implemented."}
     runs = (cached(name=prefix + reference, sequences=((1, 2, 3, 4, 5),)),
             uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)))
     consistent = ok(name=scenario, sequences=((4, 5),))  # only the new tokens come back
     verdict = compare("a::A", side(*runs, rejected, caches=True), side(*runs, consistent, caches=True))
     assert verdict.verdict == "differs" and "refusal is kept" in verdict.detail, verdict.detail
     assert verdict.repair() == Repair()
+
+
+def test_embeddings_the_old_code_failed_on_otherwise_may_extend() -> None:
+    """Noop for the refusal rule: the old override raised before its first dict for another reason (not generate()'s
+    signature check); where the mixin generates greedy's tokens from the embeddings, that is an extension."""
+    failed = {"name": "inputs-embeds", "status": "error", "error": "TypeError: 'NoneType' object", "calls": []}
+    runs = (cached(sequences=((1, 2, 3, 4, 5),)), uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)))
+    verdict = compare("a::A", side(*runs, failed, caches=True),
+                      side(*runs, ok(name="inputs-embeds", sequences=((4, 5),)), caches=True))
+    assert verdict.verdict == "identical" and verdict.extended == ("inputs-embeds",)
 
 
 def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:

@@ -551,7 +551,9 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
     for scenario in old.get("scenarios", []):
         other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"})
         outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs, optional=optional))
-    outcomes = _consistent_extensions(outcomes, new_by_name, caches=bool(old.get("caches", True)))
+    refused = frozenset(str(s["name"]) for s in old.get("scenarios", []) if SIGNATURE_REFUSAL in str(s.get("error", "")))
+    outcomes = _consistent_extensions(outcomes, new_by_name, caches=bool(old.get("caches", True)),
+                                      refused_by_signature=refused)
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
     if ScenarioStatus.CRASHED in statuses:
@@ -653,21 +655,24 @@ def _new_tokens(sequences: Sequence[Sequence[int]], count: int) -> list[list[int
 
 
 def _consistent_extensions(
-    outcomes: list[ScenarioOutcome], new_by_name: dict[str, ScenarioDocument], *, caches: bool = True
+    outcomes: list[ScenarioOutcome], new_by_name: dict[str, ScenarioDocument], *, caches: bool = True,
+    refused_by_signature: frozenset[str] = frozenset(),
 ) -> list[ScenarioOutcome]:
     """An extension (the old code failed, the new one generates) is evidence of nothing unless what it
     generates is right: the new code must generate the same tokens there as in its greedy run. If
     not, it differs; where the old code refused up front (generate() checked the override's
-    signature), keeping that signature restores the refusal (the empty repair). A class that keeps no
-    cache cannot generate from embeddings at all: after the first step generate() feeds it the ids it
-    has, only those generated since (a tiny model that repeats one token would hide it)."""
+    signature), keeping that signature restores the refusal (the empty repair). Embeddings generate()
+    refused by the signature (the scenarios in ``refused_by_signature``) are never an extension: that
+    refusal stays in any case. A class that keeps no cache cannot generate from embeddings at all: after
+    the first step generate() feeds it the ids it has, only those generated since (a tiny model that
+    repeats one token would hide it)."""
     out = []
     for o in outcomes:
         prefix, scenario = _variant_and_scenario(o.name)
         reference = new_by_name.get(prefix + REFERENCE.get(scenario, ""))
         mine = new_by_name.get(o.name)
         rejected_up_front = "before preparing anything" in o.detail
-        if o.status is ScenarioStatus.EXTENDED and rejected_up_front and scenario in EMBEDDING_SCENARIOS:
+        if o.status is ScenarioStatus.EXTENDED and o.name in refused_by_signature and scenario in EMBEDDING_SCENARIOS:
             # generate() refused the embeddings by the override's signature. That refusal stays (the empty repair
             # keeps the signature): code outside generate() decides by the same signature whether a model takes
             # embeddings (upstream's own test_generate_from_inputs_embeds_decoder_only, skipped for such a model,
@@ -712,6 +717,8 @@ def _consistent_extensions(
 
 #: the scenarios that generate from embeddings instead of ids
 EMBEDDING_SCENARIOS = ("inputs-embeds", "inputs-embeds-padded")
+#: generate()'s words (4.45 to 5.x) when the signature of ``prepare_inputs_for_generation`` names no ``inputs_embeds``
+SIGNATURE_REFUSAL = "doesn't have its forwarding implemented"
 
 
 def built_from(side: ResultDocument) -> str:
