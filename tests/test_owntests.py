@@ -147,6 +147,18 @@ def test_compare_runs_passed_to_skipped_is_a_regression() -> None:
     assert compare_runs(run({"a": "passed"}), run({"a": "skipped"})).regressions == ("a",)
 
 
+@pytest.mark.parametrize(("after", "regressed"), [
+    # upstream's test_inputs_embeds_matches_input_ids_with_generate skips a model whose signature names no
+    # inputs_embeds: a change that names them makes it run, and CTRL's and BertGeneration's failed it
+    ("failed", True), ("error", True),
+    ("passed", False),  # it runs and passes: fixed, not a regression
+    ("skipped", False),
+])
+def test_compare_runs_skipped_to_failing_is_a_regression(after: str, regressed: bool) -> None:
+    verdict = compare_runs(run({"a": "skipped"}), run({"a": after}))
+    assert verdict.regressions == (("a",) if regressed else ())
+
+
 def test_compare_runs_flaky_are_not_regressions() -> None:
     verdict = compare_runs(run({"a": "passed", "b": "passed"}), run({"a": "failed", "b": "failed"}), flaky=["a"])
     assert verdict.regressions == ("b",)

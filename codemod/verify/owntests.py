@@ -80,10 +80,15 @@ class OwnTestsVerdict:
 
     @property
     def regressions(self) -> tuple[str, ...]:
-        """Tests that passed before and did not pass after (failed, errored, skipped or went missing)."""
+        """Tests that passed before and did not pass after (failed, errored, skipped or went missing), and tests
+        that were skipped before and fail after: a test may decide by the changed code whether it applies
+        (upstream's ``test_inputs_embeds_matches_input_ids_with_generate`` skips a model whose
+        ``prepare_inputs_for_generation`` names no ``inputs_embeds``), and then it runs and fails."""
         return tuple(
             node for node, outcome in self.before.outcomes.items()
-            if outcome == "passed" and self.after.outcomes.get(node) != "passed" and node not in self.flaky
+            if node not in self.flaky and (
+                (outcome == "passed" and self.after.outcomes.get(node) != "passed")
+                or (outcome == "skipped" and self.after.outcomes.get(node) in ("failed", "error")))
         )
 
     @property
