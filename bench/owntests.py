@@ -1,7 +1,7 @@
 """The checkout's own generation tests on every model a migration changed: pristine clone against migrated tree.
 
     .venv/bin/python bench/owntests.py --tests CLONE --migrated REPO --python ENV_PY
-        [--only bert,ctrl] [--keyword "(generat or prepare) and not pipeline"] [--jobs 1] [--json out.json]
+        [--only bert,ctrl] [--keyword EXPR] [--jobs 1] [--json out.json]
 
 ``CLONE`` is a git clone of transformers at the release the migration started from (it has ``tests/``; a PyPI
 sdist does not). ``REPO`` is the migrated tree: a git repository whose ``HEAD`` is that release and whose working
@@ -31,9 +31,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from codemod.verify.owntests import verify_own_tests  # noqa: E402
-
-KEYWORD = "(generat or prepare) and not pipeline"
+from codemod.verify.owntests import KEYWORD, verify_own_tests  # noqa: E402
 
 
 def git(root: Path, *args: str) -> str:

@@ -1,8 +1,9 @@
 """The checkout's own tests: a model's generation tests run before and after the change.
 
 A git clone of transformers has ``tests/models/<model>/test_modeling_<model>.py``; its generation
-tests (``pytest -k generate``: ``GenerationTesterMixin``'s greedy, sampling, beam, assisted, cache
-tests, plus the model's own) run on the base worktree and on the changed tree, in the checkout's
+tests (``pytest -k`` ``KEYWORD``: ``GenerationTesterMixin``'s greedy, sampling, beam, contrastive, assisted,
+prompt-lookup, DoLa, left-padding and cache tests, plus the model's own) run on the base worktree and on the
+changed tree, in the checkout's
 environment with its test dependencies, the code under test on ``PYTHONPATH``. A test that passed
 before and does not pass after is a regression; one that failed before may fail after (a release's
 tests are not all green offline, on CPU), it is only counted.
@@ -25,6 +26,11 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
+#: the tests that run ``prepare_inputs_for_generation``: ``-k generate`` alone leaves out assisted decoding
+#: (``test_assisted_decoding_matches_greedy_search``), left padding and the cache-format tests; not the pipeline
+#: tests (they need the Hub)
+KEYWORD = ("(generat or prepare or assisted or prompt_lookup or dola or left_padding or past_key_values "
+           "or cache_format or beam_search or contrastive) and not pipeline")
 #: when one node id is reported twice (a call failure, then a teardown error), the worst wins
 _RANK = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
 #: pytest's exit codes that mean the run itself did not happen as asked (2 interrupted, e.g. by a
@@ -261,7 +267,7 @@ def run_pytest(
     *,
     jobs: int = 1,
     timeout: float = 900,
-    keyword: str | None = "generate",
+    keyword: str | None = KEYWORD,
     extra_args: Sequence[str] = (),
 ) -> TestRun:
     """Run pytest on ``selection`` (paths or node ids, relative to ``tree``) in ``tree``; see ``run_model_tests``."""
@@ -318,7 +324,7 @@ def run_model_tests(
     *,
     jobs: int = 1,
     timeout: float = 900,
-    keyword: str = "generate",
+    keyword: str = KEYWORD,
     extra_args: Sequence[str] = (),
 ) -> TestRun:
     """``python -m pytest tests/models/<model>/test_modeling_*.py -k <keyword>`` in ``tree`` (``-n jobs``
@@ -348,7 +354,7 @@ def verify_own_tests(
     *,
     jobs: int = 1,
     timeout: float = 900,
-    keyword: str = "generate",
+    keyword: str = KEYWORD,
     rerun: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[OwnTestsVerdict]:
