@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -31,18 +29,22 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from codemod import git  # noqa: E402
+from codemod.checkout import resolve  # noqa: E402
+from codemod.sources import model_name  # noqa: E402
 from codemod.verify.owntests import KEYWORD, verify_own_tests  # noqa: E402
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
-
-
 def changed_models(migrated: Path) -> tuple[list[str], list[str]]:
-    """(the files under src/ the migration changed, the models they belong to, in order)."""
-    files = [f for f in git(migrated, "diff", "HEAD", "--name-only").splitlines() if f.startswith("src/")]
-    models = [f.split("/")[3] for f in files if f.startswith("src/transformers/models/") and f.count("/") >= 4]
-    return files, list(dict.fromkeys(m for m in models if m != "deprecated"))
+    """(the files under src/ the migration changed, the models they belong to, in order: the scan's names,
+    ``codemod.sources.model_name``, a deprecated model's own)."""
+    listed = git.output(migrated, "diff", "HEAD", "--name-only")
+    if listed is None:
+        raise SystemExit(f"{migrated}: not a git repository with a HEAD to compare with")
+    files = [f for f in listed.splitlines() if f.startswith("src/")]
+    checkout = resolve(migrated, with_git=False)
+    models = (model_name(checkout, migrated / f) for f in files if "/models/" in f)
+    return files, list(dict.fromkeys(m for m in models if m is not None))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,10 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.only.split(","))
         models = [m for m in models if m in wanted]
     started = time.perf_counter()
-    scratch = Path(tempfile.mkdtemp(prefix="codemod-owntests-bench-"))
-    new_tree = scratch / "migrated"
-    try:
-        git(args.tests, "worktree", "add", "--detach", str(new_tree), "HEAD")
+    with git.worktree(args.tests, "HEAD", name="migrated") as new_tree:
         for path in files:
             source, target = args.migrated / path, new_tree / path
             if source.is_file():
@@ -75,10 +74,6 @@ def main(argv: list[str] | None = None) -> int:
                 target.unlink()
         verdicts = verify_own_tests(args.python, args.tests, new_tree, models, jobs=args.jobs, timeout=args.timeout,
                                     keyword=args.keyword, progress=lambda line: print(line, flush=True))
-    finally:
-        subprocess.run(["git", "-C", str(args.tests), "worktree", "remove", "--force", str(new_tree)],
-                       capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
     before: Counter[str] = Counter()
     after: Counter[str] = Counter()
     for verdict in verdicts:

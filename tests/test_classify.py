@@ -598,7 +598,9 @@ def test_the_index_says_whether_a_class_moves_cache_position_on(update: tuple[st
                   *(f"        {line}" for line in update), "        return model_kwargs"]
     facts = file_facts("src/transformers/models/toy/modeling_toy.py", "\n".join(lines) + "\n", FileKind.MODELING)
     assert facts.error is None, facts.error
-    assert facts.classes[0].advances_cache_position is advances
+    assert facts.symbols is not None
+    toy = facts.symbols.class_named("ToyForCausalLM")
+    assert toy is not None and toy.advances_cache_position is advances
 
 
 #: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it

@@ -390,3 +390,28 @@ def test_failing_models() -> None:
         "llama": "2 of its own tests passed before and not after (test_a, test_b)",
         "bert": "its own tests could not run after the change: collection error in x:",
     }
+
+
+def test_the_bench_names_the_models_a_migrated_tree_changed(tmp_path: Path) -> None:
+    """``bench/owntests.py`` takes the models from ``git diff HEAD`` with the scan's own names: a deprecated model
+    by its name, the mixin (no model) left out, files outside ``src/`` not copied."""
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("bench_owntests", Path(__file__).resolve().parents[1] / "bench" / "owntests.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    files = ["src/transformers/generation/utils.py", "src/transformers/models/ctrl/modeling_ctrl.py",
+             "src/transformers/models/deprecated/nezha/modeling_nezha.py", "README.md"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "src/transformers/__init__.py").write_text("")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    for name in files:
+        (tmp_path / name).write_text("x = 2\n")
+    changed, models = bench.changed_models(tmp_path)
+    assert changed == sorted(f for f in files if f.startswith("src/"))
+    assert models == ["ctrl", "nezha"]

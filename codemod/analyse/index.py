@@ -28,14 +28,7 @@ from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId, ValueOrigin
 from rules.base import Kind
-from codemod.analyse.fallback import (
-    UPDATE_METHOD,
-    Fallback,
-    ModuleSymbols,
-    Resolver,
-    advances_cache_position,
-    module_symbols,
-)
+from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
 from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.analyse.target import Target, for_checkout
 
@@ -57,9 +50,6 @@ class ClassFacts:
     marker: copies.CopyMarker | None
     #: sub-models ``__init__`` builds from a class by name, attribute -> class (``self.text_model = TextLM(...)``)
     submodels: tuple[tuple[str, str], ...] = ()
-    #: whether the class's own ``_update_model_kwargs_for_generation`` moves generate()'s ``cache_position`` on
-    #: (None: it defines none; False: it neither calls super() nor names ``cache_position``)
-    advances_cache_position: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,7 +282,6 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 attributes=_attributes(node),
                 marker=copies.marker_above(plain, _start_line(node)),
                 submodels=_submodels(node),
-                advances_cache_position=advances_cache_position(methods.get(UPDATE_METHOD)),
             )
         )
         method = methods.get(METHOD)
@@ -584,7 +573,11 @@ def _assemble(
             for cls in reversed(chain):
                 attributes.update(cls.attributes)
             inherits = _inherits_generation_mixin(chain, classes)
-            update = next((c.advances_cache_position for c in chain if c.advances_cache_position is not None), None)
+            # whether the nearest own ``_update_model_kwargs_for_generation`` of the same-file chain moves
+            # cache_position on: read once per class, with the file's symbols (``ClassSymbols``)
+            own = (facts.symbols.class_named(c.name) if facts.symbols is not None else None for c in chain)
+            update = next((s.advances_cache_position for s in own if s is not None and s.advances_cache_position is not None),
+                          None)
             view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
             if view is not None:
                 if not in_library:
