@@ -23,7 +23,9 @@ it: it does not import ``codemod.verify``; its tiny models, inputs and cases are
 3. **Cases, as users run generate().** Greedy on a left-padded batch of 2 and on a batch of 1, with
    and without an explicit attention mask; ``generate(use_cache=False)``; a config with
    ``use_cache=False`` generating with the default and with ``use_cache=True``; sampling (seed 0);
-   beam search (2 beams); assisted decoding (the same class with other weights as assistant);
+   beam search (2 beams); assisted decoding (the same class with other weights as assistant); contrastive
+   search (also with ``low_memory``), prompt lookup, group beam search, two sampled sequences a prompt,
+   the extra outputs (scores, attentions, hidden states) and, for decoder-only models, DoLa;
    ``token_type_ids`` where ``forward`` takes them (greedy and assisted); ``inputs_embeds`` instead of
    ids for decoder-only models; a static cache where ``_supports_static_cache``; a decoder prompt for
    encoder-decoders; ``is_decoder=False`` where the class reads the flag; for decoder-only models, the
@@ -705,7 +707,20 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
         _case("beam-2-no-cache", "b2", gen={"num_beams": 2, "use_cache": False}),
         _case("assisted", "b1", assistant=True),
         _case("assisted-no-cache", "b1", assistant=True, gen={"use_cache": False}),
+        # the other decoding strategies call prepare_inputs_for_generation their own way: contrastive search with a
+        # cache it expands and crops (and one candidate at a time with low_memory), prompt lookup with several
+        # candidate tokens at once, group beam search per group; sampling several sequences a prompt expands the
+        # inputs; the extra outputs ask the forward for attentions and hidden states
+        _case("contrastive", "b2", gen={"penalty_alpha": 0.6, "top_k": 4}),
+        _case("contrastive-low-memory", "b1", gen={"penalty_alpha": 0.6, "top_k": 4, "low_memory": True}),
+        _case("prompt-lookup", "b1", gen={"prompt_lookup_num_tokens": 2}),
+        _case("group-beam", "b2", gen={"num_beams": 2, "num_beam_groups": 2, "diversity_penalty": 1.0}),
+        _case("sampling-2-sequences", "b2", gen={"do_sample": True, "num_return_sequences": 2}),
+        _case("extra-outputs", "b2", gen={"return_dict_in_generate": True, "output_scores": True,
+                                          "output_attentions": True, "output_hidden_states": True}),
     ]
+    if not encoder_decoder and text:  # DoLa contrasts the final layer with early ones; decoder-only models
+        cases.append(_case("dola", "b1", gen={"dola_layers": "low", "repetition_penalty": 1.2}))
     if has_tt:
         cases += [_case("token-type-ids-padded", "b2", extra="token_type_ids"),
                   _case("token-type-ids-assisted", "b1", assistant=True, extra="token_type_ids")]

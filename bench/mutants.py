@@ -758,7 +758,10 @@ def main(argv: list[str] | None = None) -> int:
         migrated_tree = crosscheck.Tree(tree)
         originals = {rel: (tree / rel).read_bytes() for rel in crosscheck.model_files(tree) + [crosscheck.MIXIN_FILE]}
         # the environment decides what the same weights generate (its packages): one cache per interpreter
-        pristine_key = "pristine-" + (args.tests and "tests" or "defaults") + "-" + hashlib.sha256(python.encode()).hexdigest()[:8]
+        # ... and the oracle's own code (its cases): results of an oracle with other cases are not this one's
+        oracle_key = hashlib.sha256(Path(crosscheck.__file__).read_bytes()).hexdigest()[:8]
+        pristine_key = "pristine-" + (args.tests and "tests" or "defaults") + "-" + hashlib.sha256(python.encode()).hexdigest()[:8] \
+            + "-" + oracle_key
         tool_key = verifier_digest()
         mixin_text = (tree / MIXIN).read_text(encoding="utf-8")
         for kind in [k for k in kinds if k in KINDS and KINDS[k].hook and f"self.{KINDS[k].hook}" not in mixin_text]:

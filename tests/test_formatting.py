@@ -14,7 +14,7 @@ import pytest
 
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
 from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
-from codemod.transform.formatting import laid_out
+from codemod.transform.formatting import fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 from rules.generic_mixin import MODULE_SOURCE
@@ -69,6 +69,39 @@ def test_laid_out(code: str, indent: int, expected: str) -> None:
 
 def test_code_black_cannot_parse_is_left_as_it_is() -> None:
     assert laid_out("model_inputs[ = 1\n", 8) == "model_inputs[ = 1\n"
+
+
+#: (id, a mark the tool composed, the indent it stands at, as written): ruff wraps no comment, so a mark too long for
+#: its line keeps the phrases that fit
+MARKS = [
+    ("fits-stays", "# Overwritten -- drops head_mask", 8, "# Overwritten -- drops head_mask"),
+    ("whole-phrases-then-a-cut",
+     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; then "
+     "its own input handling (position_ids = None); its own position_ids, input_ids from them", 8,
+     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; …"),
+    ("a-narrower-project-keeps-fewer",
+     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step", 28,
+     "# Overwritten -- no image_embeds after the first step; …"),
+    ("one-phrase-cut-between-words", "# Overwritten -- " + "keeps its own input handling " * 6, 8,
+     "# Overwritten -- keeps its own input handling keeps its own input handling keeps its own input handling keeps …"),
+    ("another-comment-is-not-ours", "# " + "x " * 70, 8, "# " + "x " * 70),
+]
+
+
+@pytest.mark.parametrize(("mark", "indent", "expected"), [c[1:] for c in MARKS], ids=[c[0] for c in MARKS])
+def test_a_mark_fits_its_line(mark: str, indent: int, expected: str) -> None:
+    line_length = 119 if indent == 8 else 99
+    assert fitted_mark(mark, indent, line_length) == expected
+    assert indent + len(expected) <= line_length or not expected.startswith("# Overwritten --")
+
+
+def test_a_mark_in_code_laid_out_fits_its_line() -> None:
+    mark = "# Overwritten -- " + "; ".join(f"drops input_number_{n}" for n in range(12))
+    code = laid_out(f"{mark}\nreturn super().prepare_inputs_for_generation(input_ids, **kwargs)\n", 8)
+    first = code.splitlines()[0]
+    assert first.startswith("# Overwritten -- drops input_number_0; ") and first.endswith("; …")
+    assert 8 + len(first) <= 119
+    ast.parse(code)
 
 
 #: the idiom of each hook template

@@ -337,6 +337,31 @@ def test_the_oracle_compares_cases_as_documented() -> None:
     assert crosscheck.compare_case(embeds, err("E: refused"), ok([[5, 9]]), reference, 2) == "extended-inconsistent"
 
 
+class _OracleModel:
+    """What ``plan_cases`` reads of a model: its config and its forward's parameters."""
+
+    config = type("Config", (), {})()
+
+    def forward(self, input_ids=None, attention_mask=None):  # noqa: ANN001, ANN201 - a stand-in
+        return None
+
+
+#: the decoding strategies that call prepare_inputs_for_generation their own way, with the batch each runs on
+#: (4.45's low-memory contrastive search and prompt lookup take one prompt at a time)
+STRATEGY_CASES = {"contrastive": "b2", "contrastive-low-memory": "b1", "prompt-lookup": "b1", "group-beam": "b2",
+                  "sampling-2-sequences": "b2", "extra-outputs": "b2"}
+
+
+@pytest.mark.parametrize("encoder_decoder", [False, True])
+def test_the_oracle_runs_every_decoding_strategy(encoder_decoder: bool) -> None:
+    cases = {case["name"]: case for case in crosscheck.plan_cases(
+        _OracleModel(), encoder_decoder=encoder_decoder, text=True, embeddable=False, has_tt=False,
+        reads_is_decoder=False, decoder_start=None)}
+    assert {name: cases[name]["inputs"] for name in STRATEGY_CASES if name in cases} == STRATEGY_CASES
+    # DoLa contrasts a decoder-only model's layers; generate() refuses it for encoder-decoders
+    assert ("dola" in cases) is not encoder_decoder
+
+
 # ----------------------------------------------------------------------------------- on the release
 
 

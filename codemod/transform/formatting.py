@@ -21,6 +21,10 @@ from black.mode import Mode, TargetVersion
 LINE_LENGTH = 119
 BODY_INDENT = 8
 CLASS_INDENT = 4
+#: transformers' mark on a method that overrides the mixin's: ``# Overwritten -- why``
+MARK = "# Overwritten --"
+#: what ends a mark cut to fit its line
+CUT = "…"
 
 
 @functools.lru_cache(maxsize=8)
@@ -46,4 +50,35 @@ def laid_out(code: str, indent: int, line_length: int = LINE_LENGTH) -> str:
     except ValueError:  # black's InvalidInput
         return code
     body = formatted.splitlines(keepends=True)[levels:]
-    return textwrap.dedent("".join(body))
+    return textwrap.dedent("".join(fitted_marks(line, line_length) for line in body))
+
+
+def fitted_marks(line: str, line_length: int = LINE_LENGTH) -> str:
+    """``line`` (with its indent), or the mark it holds fitted to ``line_length`` (:func:`fitted_mark`)."""
+    stripped = line.lstrip(" ")
+    if not stripped.startswith(MARK):
+        return line
+    indent = len(line) - len(stripped)
+    end = line[len(line.rstrip("\r\n")):]
+    return " " * indent + fitted_mark(stripped.rstrip("\r\n"), indent, line_length) + end
+
+
+def fitted_mark(mark: str, indent: int, line_length: int = LINE_LENGTH) -> str:
+    """A ``# Overwritten -- a; b; c`` comment the tool wrote, as it fits a line of ``line_length`` at ``indent``
+    columns: the phrases that fit, then "; …" (ruff wraps no comment, and a mark read back takes its first line only;
+    the report has the whole reason). One phrase too long alone is cut between words."""
+    room = line_length - indent
+    if len(mark) <= room or not mark.startswith(MARK):
+        return mark
+    phrases = mark[len(MARK):].strip().split("; ")
+    kept: list[str] = []
+    for phrase in phrases:
+        if len(f"{MARK} {'; '.join([*kept, phrase])}; {CUT}") > room:
+            break
+        kept.append(phrase)
+    if kept:
+        return f"{MARK} {'; '.join(kept)}; {CUT}"
+    words = mark.split(" ")
+    while len(words) > 3 and len(" ".join(words) + f" {CUT}") > room:
+        words.pop()
+    return " ".join(words).rstrip(" ,;(") + f" {CUT}"

@@ -20,14 +20,14 @@ import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
-from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, laid_out
+from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, MARK, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
 from codemod.sources import METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
-_OVERWRITTEN = "# Overwritten --"
+_OVERWRITTEN = MARK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +291,7 @@ def _param_code(param: cst.Param) -> str:
     ).strip()
 
 
-def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
+def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
     function = _indented(function)
     assert isinstance(function.body, cst.IndentedBlock)
@@ -299,7 +299,7 @@ def _mark(function: cst.FunctionDef, reason: str) -> cst.FunctionDef:
     assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
     if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
         return function
-    marked = first.with_changes(leading_lines=[_comment_line(f"{_OVERWRITTEN} {reason}"), *first.leading_lines])
+    marked = first.with_changes(leading_lines=[_comment_line(fitted_mark(f"{_OVERWRITTEN} {reason}", BODY_INDENT, line_length)), *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
 
 
@@ -595,7 +595,8 @@ def _returns_at_end(statement: cst.BaseStatement) -> bool:
             and m.matches(statement.body.body[-1], m.SimpleStatementLine([m.Return()])))
 
 
-def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "") -> cst.FunctionDef:
+def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "",
+          line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """The method without its top-level statements at ``remove`` (with the comments above them); ``mark``: the
     new reason of the ``# Overwritten --`` comment on its first statement (one this tool wrote, which named what
     the removed statements did)."""
@@ -609,7 +610,7 @@ def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "") -> c
         raise RewriteError("a trim may not remove every statement")
     first = _statement(kept[0])
     if mark and any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
-        lines = [_comment_line(f"{_OVERWRITTEN} {mark}") if _is_comment(line, _OVERWRITTEN) else line
+        lines = [_comment_line(fitted_mark(f"{_OVERWRITTEN} {mark}", BODY_INDENT, line_length)) if _is_comment(line, _OVERWRITTEN) else line
                  for line in first.leading_lines]
         kept[0] = first.with_changes(leading_lines=lines)
     return function.with_changes(body=function.body.with_changes(body=kept))
@@ -670,13 +671,13 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             if edit.text:
                 function = _before_return(module, function, edit.text, line_length)
         elif edit.kind is EditKind.MARK:
-            function = _mark(function, edit.text)
+            function = _mark(function, edit.text, line_length)
         elif edit.kind is EditKind.DROP_MARKER:
             function = _drop_marker(function)
         elif edit.kind is EditKind.IGNORE_COPY:
             function = _ignore_copy(function)
         elif edit.kind is EditKind.TRIM:
-            function = _trim(function, edit.remove, edit.text)
+            function = _trim(function, edit.remove, edit.text, line_length)
             if edit.keep_params:
                 function = _slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
