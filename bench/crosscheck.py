@@ -337,7 +337,7 @@ SMALL = {"num_key_value_heads": 2, "num_experts": 4, "num_local_experts": 4, "nu
 #: CUDA-only kernels off: the CPU path is what runs here
 KERNEL_FLAGS = {"use_mamba_kernels": False}
 SUBCONFIG_KEYS = ("text_config", "vision_config", "audio_config", "decoder_config", "encoder_config",
-                  "speech_config", "qformer_config", "t2u_config")
+                  "speech_config", "qformer_config", "t2u_config", "text_encoder", "audio_encoder", "decoder")
 #: the few model types whose config derives something from the sizes in __init__
 FIXUPS = {
     "gpt_neo": lambda d: d.update(attention_types=[[["global", "local"], 1]]),
@@ -346,6 +346,28 @@ FIXUPS = {
                                attn_config={"kv_n_heads": 2}),
     "mllama_text_model": lambda d: d.update(cross_attention_layers=[1], rope_scaling={"rope_type": "default"}),
     "xmod": lambda d: d.update(languages=["en_XX"], default_language="en_XX"),
+    # 5.x validates its state-space configs: the heads times their size make the expanded width (hidden 32 x 2)
+    "mamba2": lambda d: d.update(num_heads=4, head_dim=16, n_groups=1),
+    "bamba": lambda d: d.update(mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=16,
+                                mamba_chunk_size=16, attn_layer_indices=[1]),
+    # ... and one layer type per layer (legacy names, which 5.x remaps)
+    "zamba": lambda d: d.update(num_hidden_layers=3, layers_block_type=["mamba", "hybrid", "hybrid"]),
+    "zamba2": lambda d: d.update(layers_block_type=["mamba", "hybrid"]),
+    # Musicgen's audio codec decodes the decoder's tokens: one codebook entry per token, as in its checkpoints
+    "musicgen": lambda d: d["audio_encoder"].update(codebook_size=d["decoder"].get("vocab_size", 2048)),
+    "musicgen_melody": lambda d: d["audio_encoder"].update(codebook_size=d["decoder"].get("vocab_size", 2048)),
+    "nemotron_h": lambda d: d.update(mamba_num_heads=4, mamba_head_dim=16, n_groups=1, ssm_state_size=16,
+                                    chunk_size=16, layers_block_type=["linear_attention", "full_attention"]),
+    # a multi-axis RoPE's sections cover the shrunk heads' rotary half (8 / 2)
+    "glm_image_text": lambda d: d.update(rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                          "mrope_section": [2, 1, 1]}),
+    # a hybrid text model keeps one attention layer (a cache of linear-attention layers alone has no length)
+    "qwen3_5_text": lambda d: d.update(layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
+                                       linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4),
+    # Gemma 4's per-layer input embeddings have a vocabulary of their own (262,144 x 256 per layer otherwise)
+    "gemma4_text": lambda d: d.update(vocab_size_per_layer_input=99, hidden_size_per_layer_input=8),
+    # the vision layers the adapter reads exist in the shrunk vision tower
+    "molmo2": lambda d: d.update(adapter_config={"vision_feature_layer": [-1, -2]}),
     "bigbird_pegasus": lambda d: d.update(attention_type="original_full"),
     "big_bird": lambda d: d.update(attention_type="original_full"),
     "reformer": lambda d: d.update(attn_layers=["local", "lsh"], axial_pos_shape=[4, 32], axial_pos_embds_dim=[16, 16]),
@@ -391,10 +413,12 @@ def _shrunk_kwargs(config_class: type, default: Any) -> dict:
     d: dict = {}
 
     def put(key: str, value: Any) -> None:
-        if key in accepted and getattr(default, key, None) is not None:
-            current = getattr(default, key)
-            if isinstance(current, int) and not isinstance(current, bool) and current > value:
-                d[key] = value
+        try:
+            current = getattr(default, key, None) if key in accepted else None
+        except Exception:  # noqa: BLE001 - 5.x's per-layer configs refuse a global read of a per-layer size
+            current = None
+        if isinstance(current, int) and not isinstance(current, bool) and current > value:
+            d[key] = value
 
     for key in LAYER_KEYS:
         put(key, 2)
@@ -1107,6 +1131,14 @@ def _load(target: dict, path: str, overrides: dict, pad: int):
         gc.use_cache = overrides["use_cache"]
     if gc.pad_token_id is None:
         gc.pad_token_id = pad
+    if any("generate" in vars(c) for c in type(model).__mro__[:-1] if c.__module__.startswith("transformers.models.")):
+        # a generate() of the model's own (Musicgen's) reads fields 5.x leaves None for the mixin's to resolve; its
+        # checkpoints set them
+        if getattr(gc, "num_return_sequences", 1) is None:
+            gc.num_return_sequences = 1
+        if getattr(gc, "decoder_start_token_id", 0) is None:
+            start = getattr(text_config(model.config), "bos_token_id", None)
+            gc.decoder_start_token_id = start if isinstance(start, int) else pad
     return model
 
 
