@@ -335,6 +335,13 @@ def test_the_oracle_compares_cases_as_documented() -> None:
     reference = {"greedy-b1": ok([[7, 7, 5, 6]])}
     assert crosscheck.compare_case(embeds, err("E: refused"), ok([[5, 6]]), reference, 2) == "extended"
     assert crosscheck.compare_case(embeds, err("E: refused"), ok([[5, 9]]), reference, 2) == "extended-inconsistent"
+    # a lossless strategy the old code crashed on: the new tokens are greedy's, whole sequences compared
+    lookup = {"name": "prompt-lookup", "embeds": False, "reference": "greedy-b1"}
+    assert crosscheck.compare_case(lookup, err("IndexError: x"), ok([[7, 7, 5, 6]]), reference, 2) == "extended"
+    assert crosscheck.compare_case(lookup, err("IndexError: x"), ok([[7, 7, 5, 9]]), reference, 2) == \
+        "extended-inconsistent"
+    # where both sides run, the old tokens are the reference, whatever greedy makes
+    assert crosscheck.compare_case(lookup, ok([[7, 7, 5, 9]]), ok([[7, 7, 5, 9]]), reference, 2) == "same"
 
 
 class _OracleModel:
