@@ -15,6 +15,7 @@ from pathlib import Path
 
 from codemod.transform import hooks as hook_stage
 from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
+from codemod.transform.formatting import CUT, MARK
 from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
@@ -93,7 +94,26 @@ def reworded_mark(mark: str, hooked: Iterable[str]) -> str:
         words = phrase.split() or [""]
         return words[1] if words[0] in ("drops", "no") and len(words) > 1 else words[0]
 
-    return "; ".join(p for p in mark.split("; ") if key_of(p) not in keys)
+    # (a mark read back from a tree may end in the cut that fitted it to its line: no phrase of its own)
+    return "; ".join(p for p in mark.split("; ") if key_of(p) not in keys and p != CUT)
+
+
+def composed_marks(plan: Plan) -> dict[str, str]:
+    """Override id -> the ``# Overwritten --`` reason the plan composed for it, whole: the tree has it cut to fit
+    its line (``formatting.fitted_mark``), so a later pass re-words this one."""
+    marks: dict[str, str] = {}
+    for shard in plan.shards:
+        for edit in shard.edits:
+            if edit.override_id is None:
+                continue
+            if edit.kind in (EditKind.MARK, EditKind.TRIM) and edit.text:
+                marks[edit.override_id] = edit.text
+                continue
+            for line in edit.text.splitlines():
+                if line.strip().startswith(MARK):
+                    marks[edit.override_id] = line.strip()[len(MARK):].strip()
+                    break
+    return marks
 
 
 def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
@@ -245,8 +265,10 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
     mined = hook_stage.mine(result)
     if not mined.applied():
         return run
-    # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it
+    # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it (the mark as composed:
+    # the tree's may be cut)
     reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
+    first_marks = composed_marks(run.final.plan)
 
     def plan_for(keep_signature: dict[str, Trim]) -> Plan:
         """The members' shards only (everything else stays as the first pass left it), the marks re-worded."""
@@ -259,7 +281,7 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
             f = remaining[oid]
             if any(r.kind.keeps for r in f.reasons) and f.override.overwritten:
                 # statements of its own stay (Fuyu's ids cut): the first pass's mark, less what the hooks do now
-                kept = reworded_mark(f.override.overwritten, mined.hooked_keys(oid))
+                kept = reworded_mark(first_marks.get(oid) or f.override.overwritten, mined.hooked_keys(oid))
                 if kept:
                     return kept
             why = hook_stage.signature_kept(f.override.analysis, result.profile)

@@ -20,6 +20,8 @@ from codemod.analyse.classify import Action
 from codemod.checkout import resolve
 from codemod.contracts import HeldCause, Repair, ScenarioStatus, Verdict
 from codemod.migrate import run_migration_on
+from codemod.transform.formatting import fitted_mark
+from codemod.transform.plan import Edit, EditKind, Plan, Shard
 from codemod.verify.compare import ClassVerdict, ScenarioOutcome
 from codemod.verify.session import VerifyReport
 
@@ -136,8 +138,27 @@ def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the
         ("image_patches only on the first step", {"image_patches"}, ""),
         ("drops head_mask; no pixel_values after the first step; input_ids cut to the last token",
          {"head_mask", "pixel_values"}, "input_ids cut to the last token"),
+        # a mark read back from a tree, cut to fit its line: the cut is no phrase of its own
+        ("no image_patches after the first step; …", {"image_patches"}, ""),
     ],
 )
 def test_a_trim_keeps_the_phrases_of_the_first_pass_mark_no_hook_does(mark: str, hooked: set[str],
                                                                         reworded: str) -> None:
     assert migrate.reworded_mark(mark, hooked) == reworded
+
+
+def test_a_later_pass_rewords_the_mark_the_first_composed_not_the_cut_one() -> None:
+    """Fuyu on 4.45.2: its first-pass mark is too long for its line (the tree has it cut after its hooked phrases);
+    the trim re-words the whole one, keeping its own cut of the ids."""
+    whole = ("no image_patches after the first step; no image_patches_indices after the first step; "
+             "input_ids cut to the last token; position_ids cut to the last token")
+    body = f"# Overwritten -- {whole}\nreturn super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+    reduce = Edit("m.py", "FuyuForCausalLM", EditKind.REDUCE, "m.py::FuyuForCausalLM", "reduced", text=body)
+    mark = Edit("m.py", "Kept", EditKind.MARK, "m.py::Kept", "kept", text="its own cache")
+    plan = Plan(shards=(Shard("s", "override", ("m.py::FuyuForCausalLM", "m.py::Kept"), (reduce, mark)),), hoist=None,
+                held=(), actions=())
+    marks = migrate.composed_marks(plan)
+    assert marks == {"m.py::FuyuForCausalLM": whole, "m.py::Kept": "its own cache"}
+    assert fitted_mark(f"# Overwritten -- {whole}", 8).endswith("after the first step; …")
+    assert migrate.reworded_mark(marks["m.py::FuyuForCausalLM"], {"image_patches", "image_patches_indices"}) == \
+        "input_ids cut to the last token; position_ids cut to the last token"
