@@ -299,7 +299,8 @@ def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH
     assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
     if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
         return function
-    marked = first.with_changes(leading_lines=[_comment_line(fitted_mark(f"{_OVERWRITTEN} {reason}", BODY_INDENT, line_length)), *first.leading_lines])
+    mark = _comment_line(fitted_mark(f"{_OVERWRITTEN} {reason}", BODY_INDENT, line_length))
+    marked = first.with_changes(leading_lines=[mark, *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
 
 
