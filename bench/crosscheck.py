@@ -508,7 +508,7 @@ def text_config(config: Any) -> Any:
 
 def _set_everywhere(config: Any, key: str, value: Any) -> None:
     setattr(config, key, value)
-    for sub_key in SUBCONFIG_KEYS + ("decoder",):
+    for sub_key in SUBCONFIG_KEYS:
         sub = getattr(config, sub_key, None)
         if sub is not None and hasattr(sub, "to_dict") and hasattr(sub, key):
             setattr(sub, key, value)

@@ -15,13 +15,14 @@ from pathlib import Path
 
 from codemod.transform import hooks as hook_stage
 from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
-from codemod.transform.formatting import CUT, MARK
+from codemod.transform.formatting import CUT
 from codemod.checkout import Checkout, resolve
 from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
+from codemod.sources import MARK
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress

@@ -17,6 +17,8 @@ METHOD = "prepare_inputs_for_generation"
 MIXIN_CLASS = "GenerationMixin"
 #: the text every candidate file contains; files without it are never parsed
 NEEDLE = METHOD
+#: transformers' mark on a method that overrides the mixin's: ``# Overwritten -- why``
+MARK = "# Overwritten --"
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"})
 _TF_IMPORT = re.compile(r"^\s*(import tensorflow|from tensorflow|import flax|from flax|import jax|from jax)\b", re.MULTILINE)

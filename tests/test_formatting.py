@@ -168,3 +168,21 @@ def test_a_modular_removal_stub_too_long_for_its_line_is_laid_out() -> None:
         f'            "{cls} uses GenerationMixin.prepare_inputs_for_generation"\n'
         "        )\n")
     assert as_ruff_lays_it_out(result.new_text())
+
+
+@pytest.mark.parametrize("line_length", [119, 88])
+def test_a_kept_override_s_mark_fits_the_file_s_line(line_length: int) -> None:
+    """``--mark`` on a kept override whose reason quotes a long statement: the rewrite fits the mark to the file's
+    project's line length (a remote-code repository at 88 columns gets an 88-column mark), cut between words."""
+    path = "src/transformers/models/toy/modeling_toy.py"
+    before = ("class ToyForCausalLM(ToyPreTrainedModel):\n"
+              "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+              "        return {'input_ids': input_ids}\n")
+    reason = "model-specific input preparation (" + "toy_state = toy + " * 12 + "1)"
+    edit = Edit(path, "ToyForCausalLM", EditKind.MARK, f"{path}::ToyForCausalLM", "test", reason)
+    result = rewrite_source(path, before.encode(), [edit], line_length)
+    assert result.error is None, result.error
+    mark = result.new_text().splitlines()[2]
+    assert mark.startswith("        # Overwritten -- model-specific input preparation (toy_state") and mark.endswith(" …")
+    assert line_length - 10 <= len(mark) <= line_length  # the next word would not have fitted
+    ast.parse(result.new_text())

@@ -23,7 +23,7 @@ from codemod.analyse.classify import Action, Category, Extra
 from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.analyse.copies import apply_replacements
 from codemod.analyse.mixin import Era
-from codemod.transform.formatting import BODY_INDENT, laid_out
+from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
 from codemod.analyse.scan import ScanResult, scan
@@ -199,8 +199,11 @@ def test_an_override_that_stays_is_marked_only_when_asked(fixture_result: ScanRe
 
 def test_bespoke_mark_names_what_the_mixin_does_not_do(fixture_plan: Plan) -> None:
     mark = edit_of(fixture_plan, HERON, EditKind.MARK).text
-    assert mark.startswith("model-specific input preparation (dummy_token = torch.full(")
-    assert len(mark) <= 90 and "\n" not in mark
+    # the plan keeps the reason whole; the rewrite fits the comment to the file's line (formatting.fitted_mark)
+    assert mark.startswith("model-specific input preparation (dummy_token = torch.full(") and "\n" not in mark
+    assert mark.endswith("device=input_ids.device))")
+    written = fitted_mark(f"# Overwritten -- {mark}", 8)
+    assert 8 + len(written) <= 119 and written.endswith(" …")
 
 
 def test_shards_partition_the_edits(fixture_plan: Plan) -> None:

@@ -29,10 +29,8 @@ from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId, ValueOrigin
 from rules.base import Kind
 from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
-from codemod.sources import METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
+from codemod.sources import MARK, METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
 from codemod.analyse.target import Target, for_checkout
-
-_OVERWRITTEN = "# Overwritten --"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +219,7 @@ def _own_work(analysis: BodyAnalysis) -> str | None:
 
 def _overwritten(lines: Sequence[str], start: int, end: int) -> str | None:
     for line in lines[start - 1 : end]:
-        _, found, reason = line.partition(_OVERWRITTEN)
+        _, found, reason = line.partition(MARK)
         if found:
             return reason.strip() or "(no reason given)"
     return None

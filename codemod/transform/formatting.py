@@ -16,13 +16,13 @@ import textwrap
 import black
 from black.mode import Mode, TargetVersion
 
+from codemod.sources import MARK
+
 #: the line length transformers formats to (ruff, ``line-length = 119``): the default; a method body's indent and a
 #: class body's
 LINE_LENGTH = 119
 BODY_INDENT = 8
 CLASS_INDENT = 4
-#: transformers' mark on a method that overrides the mixin's: ``# Overwritten -- why``
-MARK = "# Overwritten --"
 #: what ends a mark cut to fit its line
 CUT = "…"
 

@@ -606,7 +606,7 @@ def _keep_reason(finding: Finding) -> str:
                 text = f"model-specific input preparation ({reason.text.rstrip(' …')})"
             else:
                 text = reason.subject if reason.rule and reason.subject is not None else reason.text
-            return _short(text)
+            return _as_mark(text)
     return "kept: see the transformers-codemod report"
 
 
@@ -652,10 +652,10 @@ def _unreachable(o: Override) -> bool:
     return o.fallback is not None and o.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
 
 
-def _short(text: str) -> str:
-    """A reason short enough for a ``# Overwritten --`` line."""
-    text = text.rstrip(".")
-    return text if len(text) <= 90 else text[:87].rstrip() + "..."
+def _as_mark(text: str) -> str:
+    """A reason as the text of a ``# Overwritten --`` mark: no full stop. The rewrite fits it to the line it stands on
+    (``formatting.fitted_mark``: the file's line length, not a fixed width)."""
+    return text.rstrip(".")
 
 
 #: the mark of an override whose whole body a mined hook runs in the mixin: generate() reads the method's
@@ -777,13 +777,13 @@ class _Planner:
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
             if why is not None:
-                self.decisions[oid] = _Decision(Action.KEEP, None, mark=_short(why))
+                self.decisions[oid] = _Decision(Action.KEEP, None, mark=_as_mark(why))
                 self.held.append(Held(oid, HeldCause.REFUSED, f"refused: {why}"))
             elif self.hold_unproven and self.findings[oid].flow and decision.action is not Action.KEEP:
                 # not behaviour-preserving by construction: what generate() feeds the model would change
                 flow = self.findings[oid].flow[0]
                 self.hold(oid, HeldCause.UNPROVEN, f"unproven without --verify: it would change what is prepared in "
-                               f"the standard generate flow ({flow})", mark=_short(flow))
+                               f"the standard generate flow ({flow})", mark=_as_mark(flow))
 
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),

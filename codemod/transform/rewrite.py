@@ -20,14 +20,13 @@ import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
 from codemod.errors import CodemodError
-from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, MARK, fitted_mark, laid_out
+from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
-from codemod.sources import METHOD, MIXIN_CLASS
+from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
 _MARKER = "# Copied from"
 _IGNORE_COPY = "# Ignore copy"
-_OVERWRITTEN = MARK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,9 +116,9 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     head = [*kept(keep), *new[:1]]
     after = kept(keep_after)
     # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
-    marks = [line for s in after for line in s.leading_lines if _is_comment(line, _OVERWRITTEN)]
+    marks = [line for s in after for line in s.leading_lines if _is_comment(line, MARK)]
     if marks:
-        after = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, _OVERWRITTEN)])
+        after = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
                  for s in after]
         first = _statement(head[0])
         head[0] = first.with_changes(leading_lines=[*marks, *first.leading_lines])
@@ -140,7 +139,7 @@ def _method_with_moved(module: cst.Module, source: cst.FunctionDef, edit: Edit,
     if not isinstance(new, cst.FunctionDef) or not isinstance(new.body, cst.IndentedBlock):
         raise RewriteError(f"not one method: {edit.text!r}")
     moved = [_statement(old[i]) for i in edit.keep]
-    moved = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, _OVERWRITTEN)])
+    moved = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
              for s in moved]
     body = list(new.body.body)
     returned = body[-1]
@@ -297,9 +296,9 @@ def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH
     assert isinstance(function.body, cst.IndentedBlock)
     first = function.body.body[0]
     assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
-    if any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
+    if any(_is_comment(line, MARK) for line in first.leading_lines):
         return function
-    mark = _comment_line(fitted_mark(f"{_OVERWRITTEN} {reason}", BODY_INDENT, line_length))
+    mark = _comment_line(fitted_mark(f"{MARK} {reason}", BODY_INDENT, line_length))
     marked = first.with_changes(leading_lines=[mark, *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
 
@@ -610,9 +609,9 @@ def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "",
     if not kept:
         raise RewriteError("a trim may not remove every statement")
     first = _statement(kept[0])
-    if mark and any(_is_comment(line, _OVERWRITTEN) for line in first.leading_lines):
-        lines = [_comment_line(fitted_mark(f"{_OVERWRITTEN} {mark}", BODY_INDENT, line_length)) if _is_comment(line, _OVERWRITTEN) else line
-                 for line in first.leading_lines]
+    if mark and any(_is_comment(line, MARK) for line in first.leading_lines):
+        new_mark = _comment_line(fitted_mark(f"{MARK} {mark}", BODY_INDENT, line_length))
+        lines = [new_mark if _is_comment(line, MARK) else line for line in first.leading_lines]
         kept[0] = first.with_changes(leading_lines=lines)
     return function.with_changes(body=function.body.with_changes(body=kept))
 
