@@ -19,6 +19,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
+from codemod.analyse.copies import IGNORE_COPY
 from codemod.errors import CodemodError
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
@@ -26,7 +27,6 @@ from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
 _MARKER = "# Copied from"
-_IGNORE_COPY = "# Ignore copy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,9 +313,9 @@ def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
 
 def _ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
     """``# Ignore copy`` right above the method: a class-level copy no longer covers it."""
-    if any(_is_comment(line, _IGNORE_COPY) for line in function.leading_lines):
+    if any(_is_comment(line, IGNORE_COPY) for line in function.leading_lines):
         return function
-    return function.with_changes(leading_lines=[*function.leading_lines, _comment_line(_IGNORE_COPY)])
+    return function.with_changes(leading_lines=[*function.leading_lines, _comment_line(IGNORE_COPY)])
 
 
 def _add_mixin_base(cls: cst.ClassDef) -> cst.ClassDef:
