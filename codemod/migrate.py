@@ -119,7 +119,7 @@ def composed_marks(plan: Plan) -> dict[str, str]:
 
 def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
     """The plan without the changes to ``CONTEXT_CLASSES`` when it changes anything else: those are
-    verified in a run of their own (``--only`` their model), against decoders as they are."""
+    made in a run of their own once the rest is settled (``_contexts_after``), against decoders as they stay."""
     by_id = result.index.by_id()
     contexts = [s for s in plan.shards if any(by_id[m].class_name in CONTEXT_CLASSES for m in s.members)]
     if not contexts or len(contexts) == len(plan.shards):
@@ -150,12 +150,15 @@ def run_migration_on(
     requirements: Sequence[str] = (),
     mark_kept: bool = False,
     hooks: bool = False,
+    contexts_after: bool = True,
 ) -> MigrationRun:
     """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
     target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
     outside transformers, the releases the new and the old code run on (see ``verify_change``);
     ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.transform.hooks``), a member that fails taking
-    its part of the hook with it, and a hook that fewer than three models would keep going altogether."""
+    its part of the hook with it, and a hook that fewer than three models would keep going altogether;
+    ``contexts_after``: the changes held back for a run of their own (``CONTEXT_CLASSES``) are made in one once
+    the rest is settled (``_contexts_after``)."""
     result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
     mined = hook_stage.mine(result) if hooks else None
     planned = hook_stage.hooked_result(result, mined) if mined is not None else result
@@ -244,8 +247,38 @@ def run_migration_on(
     }
     migrated = MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
     if hooks and final.changed:
-        return _hooks_after(migrated, only, skip, jobs, keep_unverified, verify)
-    return migrated
+        migrated = _hooks_after(migrated, only, skip, jobs, keep_unverified, verify)
+    if not contexts_after:
+        return migrated
+
+    def alone(held: frozenset[str]) -> MigrationRun:
+        # the tree as this run leaves it, judged against what this run was (its mixin, now written, for a stub);
+        # only the overrides held back, not what this run already changed
+        current = scan(checkout, target=result.profile.target)
+        current = dataclasses.replace(current, findings=tuple(f for f in current.findings if f.override.id in held))
+        return run_migration_on(checkout, device=device, jobs=jobs, python=python, keep_unverified=keep_unverified,
+                                scenarios=scenarios, progress=progress, say=say, own_tests=own_tests, scanned=current,
+                                target_release=target_release, from_release=from_release, requirements=requirements,
+                                mark_kept=mark_kept, contexts_after=False)
+
+    return _contexts_after(migrated, alone)
+
+
+def _contexts_after(run: MigrationRun, alone: Callable[[frozenset[str]], MigrationRun]) -> MigrationRun:
+    """The changes ``_contexts_alone`` held back, made now in a run of their own (``alone``: the whole job on those
+    overrides, the tree as this run leaves it): each decoder is then as it stays, changed or reverted, and the
+    wrapper is verified around it against the base like any class. What that run reverts is reported with the
+    rest; what it keeps joins this run's change."""
+    waiting = frozenset(h.subject for h in run.final.plan.held if h.cause is HeldCause.VERIFIED_ALONE)
+    if not waiting:
+        return run
+    second = alone(waiting)
+    plan = dataclasses.replace(run.final.plan, held=tuple(h for h in run.final.plan.held if h.subject not in waiting)
+                               + tuple(h for h in second.final.plan.held if h.subject in waiting))
+    final = _combined(dataclasses.replace(run.final, plan=plan), second.final)
+    reverted = {h.subject: h for h in (*run.reverted, *second.reverted)}
+    return MigrationRun(run.result, run.first, final, _merge(run.report, second.report, add=True),
+                        tuple(reverted[s] for s in sorted(reverted)))
 
 
 def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jobs: int, keep_unverified: bool,

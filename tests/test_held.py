@@ -273,8 +273,10 @@ def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(tmp_path
 def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(tmp_path: Path,
                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A context class (as EncoderDecoderModel is: every decoder head is also verified as its decoder) is held
-    back when the run changes other classes too, so that no decoder is judged inside a changed wrapper; alone,
-    it is verified like any other class."""
+    back while the run changes other classes too, so that no decoder is judged inside a changed wrapper; once the
+    rest is settled, a run of its own changes and verifies it, around the decoders as they stay. Without that
+    run (``contexts_after=False``, as the run of its own is itself) it stays held back, the reason naming the
+    command that would verify it."""
     from codemod import migrate
     from codemod.verify.compare import ClassVerdict
     from codemod.verify.session import VerifyReport
@@ -288,12 +290,56 @@ def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     monkeypatch.setattr(migrate, "CONTEXT_CLASSES", ("OtterForCausalLM",))
-    run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "all"), with_git=False))
-    assert OTTER not in verified[0] and len(verified[0]) > 1
-    held = {h.subject: h for h in run.final.plan.held}
+    held_run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "held"), with_git=False),
+                                contexts_after=False)
+    assert OTTER not in verified[0] and len(verified[0]) > 1 and len(verified) == 1
+    held = {h.subject: h for h in held_run.final.plan.held}
     assert held[OTTER].cause is HeldCause.VERIFIED_ALONE and "--only otter" in held[OTTER].detail
-    alone = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "alone"), with_git=False), only=["otter"])
-    assert OTTER in verified[-1] and OTTER not in {h.subject for h in alone.final.plan.held}
+    # Otter is a copy source here: its copies are held back with it, its shard
+    alone = {s for s, h in held.items() if h.cause is HeldCause.VERIFIED_ALONE}
+
+    verified.clear()
+    run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "all"), with_git=False))
+    assert OTTER not in verified[0] and len(verified[0]) > 1 and len(verified) == 2
+    # (with the classes that reach the held overrides: the modular Puffin's)
+    assert alone <= verified[-1] and not alone & verified[0]
+    assert not alone & {h.subject for h in run.final.plan.held} and not run.reverted
+    assert all(run.final.plan.action_of(oid) is not Action.KEEP for oid in alone)
+    assert {v.override_id for v in run.report.verdicts} == verified[0] | verified[-1]
+    # what the first run changed stays changed, and the held shard's change joins it
+    assert {i for i, a in run.final.plan.actions if a is not Action.KEEP} == \
+        {i for i, a in held_run.final.plan.actions if a is not Action.KEEP} | alone
+
+
+def test_a_context_class_that_fails_in_its_own_run_is_reverted_and_the_rest_stays(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run of its own reverts the context class alone, with the reason verification gave; the first run's
+    changes stay, and the file it shares with nothing else is back to its original text."""
+    from codemod import migrate
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    def verify_change(checkout, targets, **kwargs):
+        verdicts = tuple(ClassVerdict(t.override_id, Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
+                                      detail="greedy: prepared-inputs at step 0 key 'decoder_attention_mask'")
+                         for t in targets)
+        return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    monkeypatch.setattr(migrate, "CONTEXT_CLASSES", ("OtterForCausalLM",))
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "all")
+    otter_file = next(root.rglob("modeling_otter.py"))
+    before = otter_file.read_bytes()
+    run = run_migration_on(resolve(root, with_git=False))
+    reverted = {h.subject: h for h in run.reverted}
+    assert reverted[OTTER].cause is HeldCause.NOT_VERIFIED and "decoder_attention_mask" in reverted[OTTER].detail
+    # its shard (the copies of it) goes back with it, and nothing else
+    assert {h.cause for s, h in reverted.items() if s != OTTER} <= {HeldCause.WITH_ITS_SHARD}
+    assert all(run.final.plan.action_of(oid) is Action.KEEP for oid in reverted)
+    assert {h.cause for h in run.final.plan.held if h.subject == OTTER} == {HeldCause.NOT_VERIFIED}
+    assert not any(h.cause is HeldCause.VERIFIED_ALONE for h in run.final.plan.held)
+    assert otter_file.read_bytes() == before
+    assert any(a is not Action.KEEP for _, a in run.final.plan.actions)
 
 
 def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(tmp_path: Path,
