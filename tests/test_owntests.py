@@ -415,3 +415,29 @@ def test_the_bench_names_the_models_a_migrated_tree_changed(tmp_path: Path) -> N
     changed, models = bench.changed_models(tmp_path)
     assert changed == sorted(f for f in files if f.startswith("src/"))
     assert models == ["ctrl", "nezha"]
+
+
+SETUP_PY = '''
+_deps = ["datasets!=2.5.0", "numpy>=1.17", "pytest>=7.2.0,<9.0.0", "requests>=2.30", "tokenizers>=0.22.0"]
+install_requires = [deps["numpy"], deps["tokenizers"]]
+'''
+
+
+@pytest.mark.parametrize(("deps", "requests"), [
+    (SETUP_PY, "requests>=2.30"),  # 4.x pins requests (a core dependency there): the pin is used
+    (SETUP_PY.replace('"requests>=2.30", ', ""), "requests"),  # 5.x pins none, yet tests import it: unpinned
+])
+def test_the_own_tests_environment_has_what_test_modules_import(tmp_path: Path, deps: str, requests: str) -> None:
+    """A test module that cannot be collected is no evidence on either tree (Kosmos-2.5's and RAG's tests import
+    ``requests``, which 5.x's setup.py no longer lists): the own-tests environment installs it whatever the pins."""
+    from codemod.checkout import resolve
+    from codemod.environment import requirements_for
+
+    (tmp_path / "setup.py").write_text(deps)
+    (tmp_path / "src" / "transformers").mkdir(parents=True)
+    (tmp_path / "src" / "transformers" / "__init__.py").write_text('__version__ = "5.15.0"\n')
+    checkout = resolve(tmp_path, with_git=False)
+    wanted = requirements_for(checkout, tests=True)
+    assert wanted.count(requests) == 1
+    assert "datasets!=2.5.0" in wanted and "pytest>=7.2.0,<9.0.0" in wanted
+    assert requests not in requirements_for(checkout)  # only where the tests run
