@@ -158,10 +158,34 @@ def _fix_xmod(d: ConfigDict, size: Size) -> None:
 
 
 @fixup("bamba", why="attn_layer_indices defaults to None: every layer is Mamba and generate() finds no attention "
-       "cache to measure (real checkpoints mix them: the last layer is attention)")
+       "cache to measure (real checkpoints mix them: the last layer is attention); and the Mamba mixer is sized "
+       "as below (_tiny_mamba_mixer)")
 def _fix_bamba(d: ConfigDict, size: Size) -> None:
     if not d.get("attn_layer_indices"):
         d["attn_layer_indices"] = [size["layers"] - 1]
+    _tiny_mamba_mixer(d, size)
+
+
+@fixup("falcon_h1", why="the Mamba mixer is sized as below (_tiny_mamba_mixer)")
+def _fix_falcon_h1(d: ConfigDict, size: Size) -> None:
+    _tiny_mamba_mixer(d, size)
+
+
+def _tiny_mamba_mixer(d: ConfigDict, size: Size) -> None:
+    """A hybrid model's Mamba-2 mixer sized for the tiny model. The saved config of a default one (5.15's Bamba,
+    FalconH1) holds the head size its 4096-wide defaults derived (``mamba_d_head`` 64, ``mamba_d_ssm`` 1024) next to
+    128 heads, 256 states and chunks of 256, which no shrinking table knows: the scan then wants 8 to 32 GiB and
+    every scenario fails alike on both sides, which verifies nothing. The heads are the tiny model's, the head size
+    derived again (``"auto"``: expand x hidden / heads), states and chunks small."""
+    if "mamba_n_heads" not in d:
+        return
+    d["mamba_n_heads"] = size["heads"]
+    d["mamba_d_head"] = "auto"
+    if "mamba_d_ssm" in d:
+        d["mamba_d_ssm"] = None  # expand x hidden
+    d["mamba_n_groups"] = 1
+    d["mamba_d_state"] = min(int(d.get("mamba_d_state") or 16), 16)
+    d["mamba_chunk_size"] = min(int(d.get("mamba_chunk_size") or 16), 16)
 
 
 @fixup("zamba", why="the hybrid layers share one transformer block, tied across them: that needs two of them")
