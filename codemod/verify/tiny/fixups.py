@@ -173,10 +173,10 @@ def _fix_falcon_h1(d: ConfigDict, size: Size) -> None:
 
 def _tiny_mamba_mixer(d: ConfigDict, size: Size) -> None:
     """A hybrid model's Mamba-2 mixer sized for the tiny model. The saved config of a default one (5.15's Bamba,
-    FalconH1) holds the head size its 4096-wide defaults derived (``mamba_d_head`` 64, ``mamba_d_ssm`` 1024) next to
-    128 heads, 256 states and chunks of 256, which no shrinking table knows: the scan then wants 8 to 32 GiB and
-    every scenario fails alike on both sides, which verifies nothing. The heads are the tiny model's, the head size
-    derived again (``"auto"``: expand x hidden / heads), states and chunks small."""
+    FalconH1) holds what its 4096-wide defaults derived (Bamba's ``mamba_d_head`` 64, FalconH1's ``mamba_d_ssm``
+    1024) next to 128 heads, 256 states and chunks of 256, which no shrinking table knows: the scan then wants 8 to
+    32 GiB and every scenario fails alike on both sides, which verifies nothing. The heads are the tiny model's, the
+    head size derived again (``"auto"``: expand x hidden / heads), states and chunks small."""
     if "mamba_n_heads" not in d:
         return
     d["mamba_n_heads"] = size["heads"]
