@@ -22,7 +22,6 @@ from codemod.analyse.index import Override
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
-from codemod.sources import MARK
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
@@ -101,20 +100,10 @@ def reworded_mark(mark: str, hooked: Iterable[str]) -> str:
 
 def composed_marks(plan: Plan) -> dict[str, str]:
     """Override id -> the ``# Overwritten --`` reason the plan composed for it, whole: the tree has it cut to fit
-    its line (``formatting.fitted_mark``), so a later pass re-words this one."""
-    marks: dict[str, str] = {}
-    for shard in plan.shards:
-        for edit in shard.edits:
-            if edit.override_id is None:
-                continue
-            if edit.kind in (EditKind.MARK, EditKind.TRIM) and edit.text:
-                marks[edit.override_id] = edit.text
-                continue
-            for line in edit.text.splitlines():
-                if line.strip().startswith(MARK):
-                    marks[edit.override_id] = line.strip()[len(MARK):].strip()
-                    break
-    return marks
+    its line (``formatting.fitted_mark``), so a later pass re-words this one. The planner gives every changed
+    override with a mark a MARK edit (``_Planner.shards``), a trim its new reason: the text of either."""
+    return {e.override_id: e.text for shard in plan.shards for e in shard.edits
+            if e.override_id is not None and e.kind in (EditKind.MARK, EditKind.TRIM) and e.text}
 
 
 def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:

@@ -152,11 +152,13 @@ def test_a_later_pass_rewords_the_mark_the_first_composed_not_the_cut_one() -> N
     the trim re-words the whole one, keeping its own cut of the ids."""
     whole = ("no image_patches after the first step; no image_patches_indices after the first step; "
              "input_ids cut to the last token; position_ids cut to the last token")
-    body = f"# Overwritten -- {whole}\nreturn super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+    # as the planner writes a reduction: its new body, then a MARK edit with the reason it composed
+    body = "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
     reduce = Edit("m.py", "FuyuForCausalLM", EditKind.REDUCE, "m.py::FuyuForCausalLM", "reduced", text=body)
+    fuyu_mark = Edit("m.py", "FuyuForCausalLM", EditKind.MARK, "m.py::FuyuForCausalLM", "stays: marked", text=whole)
     mark = Edit("m.py", "Kept", EditKind.MARK, "m.py::Kept", "kept", text="its own cache")
-    plan = Plan(shards=(Shard("s", "override", ("m.py::FuyuForCausalLM", "m.py::Kept"), (reduce, mark)),), hoist=None,
-                held=(), actions=())
+    plan = Plan(shards=(Shard("s", "override", ("m.py::FuyuForCausalLM", "m.py::Kept"), (reduce, fuyu_mark, mark)),),
+                hoist=None, held=(), actions=())
     marks = migrate.composed_marks(plan)
     assert marks == {"m.py::FuyuForCausalLM": whole, "m.py::Kept": "its own cache"}
     assert fitted_mark(f"# Overwritten -- {whole}", 8).endswith("after the first step; …")

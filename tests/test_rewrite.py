@@ -506,6 +506,25 @@ CASES = [
     ),
     pytest.param(
         src('''
+            class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
+                # Copied from the old code base, by hand (a note, no marker: check_copies ignores it)
+                #Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
+                def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                    return {"input_ids": input_ids}
+        '''),
+        [edit(EditKind.DROP_MARKER)],
+        src('''
+            class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
+                # Copied from the old code base, by hand (a note, no marker: check_copies ignores it)
+                def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                    return {"input_ids": input_ids}
+        '''),
+        # the marker as check_copies and the index read it (``#\s*Copied from <package>.<target>``): without a space
+        # after the hash it is one, and a comment that only starts with the words is none
+        id="drop-marker-as-check-copies-reads-it",
+    ),
+    pytest.param(
+        src('''
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM with Llama->Foo
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):

@@ -19,14 +19,13 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.analyse.analysis import Nested
-from codemod.analyse.copies import IGNORE_COPY
+from codemod.analyse.copies import IGNORE_COPY, parse_marker
 from codemod.errors import CodemodError
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
 from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
-_MARKER = "# Copied from"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +62,12 @@ def _comment_line(text: str) -> cst.EmptyLine:
 
 def _is_comment(line: cst.EmptyLine, prefix: str) -> bool:
     return line.comment is not None and line.comment.value.lstrip().startswith(prefix)
+
+
+def _is_copy_marker(line: cst.EmptyLine) -> bool:
+    """A ``# Copied from`` marker as the index (and check_copies) reads one: ``#Copied from`` too, and not a
+    comment that only starts with those words."""
+    return line.comment is not None and parse_marker(line.comment.value, 0) is not None
 
 
 def _in_module_style(module: cst.Module, header: str, code: str) -> cst.Module:
@@ -306,8 +311,8 @@ def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH
 def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
     """Remove a ``# Copied from`` comment above the method (its source changed: it is no copy now)."""
     return function.with_changes(
-        leading_lines=[line for line in function.leading_lines if not _is_comment(line, _MARKER)],
-        lines_after_decorators=[line for line in function.lines_after_decorators if not _is_comment(line, _MARKER)],
+        leading_lines=[line for line in function.leading_lines if not _is_copy_marker(line)],
+        lines_after_decorators=[line for line in function.lines_after_decorators if not _is_copy_marker(line)],
     )
 
 
