@@ -220,3 +220,68 @@ def test_the_llava_legacy_path_is_required_evidence(tmp_path) -> None:
     (with_legacy,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False,
                                    scenarios=(*chosen, "multimodal-legacy")).verdicts
     assert with_legacy.verdict == "identical", with_legacy.detail
+
+
+MELODY = "src/transformers/models/musicgen_melody/modeling_musicgen_melody.py"
+#: the end of 4.45's Musicgen-Melody decoder override, and the reduction `apply --verify` writes for it: the delay
+#: pattern and the guidance kept in front of super(), the conditioning dropped after the first step behind it
+MELODY_TAIL = '''        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+
+            # we only want to use conditional signal in the 1st generation step but keeping the attention mask
+            encoder_hidden_states = None
+
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "encoder_hidden_states": encoder_hidden_states,
+            "encoder_attention_mask": encoder_attention_mask,
+            "head_mask": head_mask,
+            "past_key_values": past_key_values,
+            "use_cache": use_cache,
+        }
+'''
+MELODY_REDUCED = '''        model_inputs = super().prepare_inputs_for_generation(
+            input_ids,
+            attention_mask=attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+            encoder_attention_mask=encoder_attention_mask,
+            head_mask=head_mask,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        if past_key_values is not None:
+            model_inputs["encoder_hidden_states"] = None
+            model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
+        return model_inputs
+'''
+
+
+@pytest.mark.parametrize("conditioning_every_step", [False, True], ids=["reduced", "conditioning-every-step"])
+def test_the_melody_decoders_conditioning_is_evidence(tmp_path, conditioning_every_step: bool) -> None:
+    """Musicgen-Melody's decoder puts its conditioning (``encoder_hidden_states``, one row per batch item) in front of
+    the sequence on the first step, and its cache holds it after. Until the multimodal scenarios gave it one, the
+    reduction was unverified ("handle encoder_hidden_states, which no scenario gave it") on every release. Given it,
+    the reduction is identical with the conditioning among what agreeing scenarios gave, and a reduction that sends it
+    on every step is caught there: the cached conditioning is prepended again."""
+    root = fetch_release("4.45.2", tmp_path / "transformers")
+    text = (root / MELODY).read_text()
+    assert text.count(MELODY_TAIL) == 1
+    reduced = MELODY_REDUCED
+    if conditioning_every_step:
+        reduced = reduced.replace('            model_inputs["encoder_hidden_states"] = None\n', "")
+    (root / MELODY).write_text(text.replace(MELODY_TAIL, reduced))
+    rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
+    target = Target(f"{MELODY}::MusicgenMelodyForCausalLM", "transformers.models.musicgen_melody.modeling_musicgen_melody",
+                    "MusicgenMelodyForCausalLM", "musicgen_melody")
+    chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-no-cache", "prefilled-cache")
+    (verdict,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen).verdicts
+    if not conditioning_every_step:
+        assert verdict.verdict == "identical", verdict.detail
+        assert {"encoder_hidden_states", "guidance_scale"} <= set(verdict.given)
+        return
+    assert verdict.verdict in ("differs", "crashed"), verdict.detail
+    failing = {s.name.rpartition("/")[2] for s in verdict.scenarios
+               if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)}
+    assert failing == {"multimodal"}, [(s.name, s.status) for s in verdict.scenarios]

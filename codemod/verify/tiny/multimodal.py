@@ -406,12 +406,31 @@ def _roc_bert(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     return candidate if _try_generate(model, candidate) is None else None
 
 
+#: Musicgen's classifier-free guidance asked for: any scale above 1 doubles the batch
+GUIDANCE_SCALE = 3.0
+
+
 def _guided(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """Musicgen's classifier-free guidance: a ``guidance_scale`` above 1, which its method meets by doubling the
     batch (a conditional and an unconditional half) and only a run that asks for it reaches. Not tried here: there is
     no layout to guess, and 4.45's decoder fails a two-token trial run on its delay pattern, guided or not (a
     scenario that fails on both sides is no evidence of the guidance either)."""
-    return {**inputs, "guidance_scale": 3.0}
+    return {**inputs, "guidance_scale": GUIDANCE_SCALE}
+
+
+def _melody_conditioning(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Musicgen-Melody's decoder alone, as its composite drives it: the conditioning (the text encoder's and the
+    chroma's states, projected to the decoder's width) in ``encoder_hidden_states``, one row per batch item (the ids
+    have one per codebook), which its forward puts in front of the sequence on the first step and its cache holds
+    after; with the guidance (``_guided``) its method meets by pairing the conditioning with zeros. Not tried, for
+    ``_guided``'s reason."""
+    config = model.config
+    books, width = getattr(config, "num_codebooks", None), getattr(config, "hidden_size", None)
+    if not is_int(books) or not is_int(width) or inputs["input_ids"].shape[0] % books:
+        return None
+    batch = inputs["input_ids"].shape[0] // books
+    states = torch.randn((batch, 3, width), generator=generator)
+    return {**inputs, "guidance_scale": GUIDANCE_SCALE, "encoder_hidden_states": states}
 
 
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess; the multimodal
@@ -437,7 +456,7 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     "musicgen": _guided,
     "musicgen_decoder": _guided,
     "musicgen_melody": _guided,
-    "musicgen_melody_decoder": _guided,
+    "musicgen_melody_decoder": _melody_conditioning,
 }
 
 #: model types that can't run without an image (their text path still needs one)
