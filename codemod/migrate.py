@@ -164,7 +164,8 @@ def run_migration_on(
     def verify(changes: Changes, which: set[str] | None = None, planned_from: ScanResult = result) -> VerifyReport:
         targets, not_run = targets_from_plan(planned_from, changes.plan)
         if which is not None:
-            targets = [t for t in targets if t.override_id in which]
+            # a class that inherits a re-planned override runs its new code too: its verdict on the old one is stale
+            targets = [t for t in targets if t.override_id in which or t.inherits_from in which]
         return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
                              progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
                              from_release=from_release, requirements=requirements)

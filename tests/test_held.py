@@ -374,3 +374,38 @@ def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(
     assert OTTER not in {h.subject for h in run.reverted}
     body = next(e.text for e in run.final.plan.edits() if e.override_id == OTTER and e.kind is EditKind.REDUCE)
     assert 'model_inputs.pop("token_type_ids", None)' in body and 'model_inputs.setdefault("position_ids", None)' in body
+
+
+def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """5.23's Ernie 4.5 VL MoE: its alias subclass inherits the override, so it is verified too and differs with the
+    class. The repair round re-verified the class alone (identical), while the alias kept its verdict on the code
+    before the repair and reverted the class it inherits. A repair changes what every inheritor runs: they are
+    verified again with it, and their new verdicts count."""
+    from codemod import migrate
+    from codemod.contracts import Repair, ScenarioStatus
+    from codemod.verify.compare import ClassVerdict, ScenarioOutcome
+    from codemod.verify.session import VerifyReport
+
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+    otter = root / OTTER.split("::")[0]
+    otter.write_text(otter.read_text() + "\n\nclass OtterAliasForCausalLM(OtterForCausalLM):\n    pass\n")
+    alias = f"{PKG}/otter/modeling_otter.py::OtterAliasForCausalLM"
+    verified: list[dict[str, str]] = []
+
+    def verify_change(checkout, targets, **kwargs):
+        verified.append({t.override_id: t.inherits_from for t in targets})
+        if len(verified) > 1:
+            return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL, inherits_from=t.inherits_from)
+                                      for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+        differs = (ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))),)
+        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.DIFFERS, differs, inherits_from=t.inherits_from)
+                                  if OTTER in (t.override_id, t.inherits_from) else ClassVerdict(t.override_id, Verdict.IDENTICAL)
+                                  for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    run = run_migration_on(resolve(root, with_git=False))
+    assert verified[0][alias] == OTTER  # verified as a class that inherits the changed override
+    assert verified[1] == {OTTER: "", alias: OTTER}
+    assert OTTER not in {h.subject for h in run.reverted}
+    assert {v.override_id: v.verdict for v in run.report.verdicts}[alias] is Verdict.IDENTICAL
