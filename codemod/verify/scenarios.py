@@ -307,20 +307,29 @@ def no_attention_mask(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**inputs, "do_sample": False}
 
 
+#: the token types a multimodal model's processor returns beside its ids (5.x's vision-language models: 0 for text, and
+#: Ernie 4.5 VL's experts' own), which their overrides or the mixin drop after the first step
+MULTIMODAL_TOKEN_TYPES = ("mm_token_type_ids", "moe_mm_token_type_ids")
+
+
 def token_type_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
-    """An extra kwarg the caller passes (segment ids, both types where the model has two), in a
-    left-padded batch: overrides slice it, drop it, or forget it on later steps."""
-    if not _accepts(model, "token_type_ids"):
+    """An extra kwarg the caller passes (segment ids, both types where the model has two; a multimodal model's token
+    types, all text), in a left-padded batch: overrides slice it, drop it, or forget it on later steps."""
+    multimodal = [name for name in MULTIMODAL_TOKEN_TYPES if _accepts(model, name)]
+    if not _accepts(model, "token_type_ids") and not multimodal:
         raise Skip("forward takes no token_type_ids")
     inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
     if "input_ids" not in inputs:
         raise Skip("the main input is not input_ids")
-    types = int(getattr(tiny.text_config(model.config), "type_vocab_size", 1) or 1)
     ids = inputs["input_ids"]
-    segments = torch.zeros_like(ids)
-    if types >= 2:
-        segments[:, ids.shape[1] // 2 :] = 1
-    return {**inputs, "token_type_ids": segments, "do_sample": False}
+    given: Kwargs = {name: torch.zeros_like(ids) for name in multimodal}  # text: no image for these tokens
+    if _accepts(model, "token_type_ids"):
+        types = int(getattr(tiny.text_config(model.config), "type_vocab_size", 1) or 1)
+        segments = torch.zeros_like(ids)
+        if types >= 2:
+            segments[:, ids.shape[1] // 2 :] = 1
+        given["token_type_ids"] = segments
+    return {**inputs, **given, "do_sample": False}
 
 
 def encoder_hidden_states(model: Any, assistant: Any, seed: int) -> Kwargs:
