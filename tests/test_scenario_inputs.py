@@ -50,7 +50,8 @@ def test_the_token_type_scenario_gives_a_multimodal_models_token_types(verify_en
     The token-type scenario gives the token types a forward takes, all text (zeros: no image behind them), in its
     left-padded batch, with the segment ids where it takes those too."""
     result = _run(verify_env, SCRIPT, tmp_path)
-    assert result["LlamaForCausalLM"] == {"skip": "forward takes no token_type_ids"}
+    skip = "forward takes no token_type_ids (nor mm_token_type_ids, moe_mm_token_type_ids)"
+    assert result["LlamaForCausalLM"] == {"skip": skip}
     types = result["WithTokenTypes"]
     assert set(types["given"]) == {"mm_token_type_ids", "moe_mm_token_type_ids"}
     rows = [len(row) for row in types["mask"]]

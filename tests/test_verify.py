@@ -224,7 +224,9 @@ def test_the_llava_legacy_path_is_required_evidence(tmp_path) -> None:
 
 MELODY = "src/transformers/models/musicgen_melody/modeling_musicgen_melody.py"
 #: the end of 4.45's Musicgen-Melody decoder override, and the reduction `apply --verify` writes for it: the delay
-#: pattern and the guidance kept in front of super(), the conditioning dropped after the first step behind it
+#: pattern and the guidance kept in front of super(), the conditioning dropped after the first step behind it, and the
+#: ids cut to the last token again (the repair for a prefilled cache). The written one also takes ``head_mask`` out of
+#: the signature, to travel in ``**kwargs``; here it stays named and is handed on, which super() receives the same
 MELODY_TAIL = '''        if past_key_values is not None:
             input_ids = input_ids[:, -1:]
 

@@ -27,7 +27,6 @@ from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
 
-
 @dataclasses.dataclass(frozen=True)
 class FileRewrite:
     path: str

@@ -316,14 +316,15 @@ def token_type_ids(model: Any, assistant: Any, seed: int) -> Kwargs:
     """An extra kwarg the caller passes (segment ids, both types where the model has two; a multimodal model's token
     types, all text), in a left-padded batch: overrides slice it, drop it, or forget it on later steps."""
     multimodal = [name for name in MULTIMODAL_TOKEN_TYPES if _accepts(model, name)]
-    if not _accepts(model, "token_type_ids") and not multimodal:
-        raise Skip("forward takes no token_type_ids")
+    segmented = _accepts(model, "token_type_ids")
+    if not segmented and not multimodal:
+        raise Skip(f"forward takes no token_type_ids (nor {', '.join(MULTIMODAL_TOKEN_TYPES)})")
     inputs = tiny.generation_inputs(model, batch_size=2, seed=seed, left_pad=2)
     if "input_ids" not in inputs:
         raise Skip("the main input is not input_ids")
     ids = inputs["input_ids"]
     given: Kwargs = {name: torch.zeros_like(ids) for name in multimodal}  # text: no image for these tokens
-    if _accepts(model, "token_type_ids"):
+    if segmented:
         types = int(getattr(tiny.text_config(model.config), "type_vocab_size", 1) or 1)
         segments = torch.zeros_like(ids)
         if types >= 2:

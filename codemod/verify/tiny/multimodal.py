@@ -406,16 +406,12 @@ def _roc_bert(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     return candidate if _try_generate(model, candidate) is None else None
 
 
-#: Musicgen's classifier-free guidance asked for: any scale above 1 doubles the batch
-GUIDANCE_SCALE = 3.0
-
-
-def _guided(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+def _guided(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs:
     """Musicgen's classifier-free guidance: a ``guidance_scale`` above 1, which its method meets by doubling the
     batch (a conditional and an unconditional half) and only a run that asks for it reaches. Not tried here: there is
     no layout to guess, and 4.45's decoder fails a two-token trial run on its delay pattern, guided or not (a
     scenario that fails on both sides is no evidence of the guidance either)."""
-    return {**inputs, "guidance_scale": GUIDANCE_SCALE}
+    return {**inputs, "guidance_scale": 3.0}
 
 
 def _melody_conditioning(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
@@ -430,7 +426,7 @@ def _melody_conditioning(model: Any, inputs: Inputs, generator: torch.Generator)
         return None
     batch = inputs["input_ids"].shape[0] // books
     states = torch.randn((batch, 3, width), generator=generator)
-    return {**inputs, "guidance_scale": GUIDANCE_SCALE, "encoder_hidden_states": states}
+    return {**_guided(model, inputs, generator), "encoder_hidden_states": states}
 
 
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess; the multimodal
