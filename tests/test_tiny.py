@@ -188,6 +188,32 @@ CHECKS = textwrap.dedent(
 
     run("mamba-mixers", mamba_mixers)
 
+    def configs_before_5():
+        # config dicts as 4.46 - 4.57's defaults save them, next to 5.x's, through the fixups
+        out = {}
+        for era, word in (("4.46", "mamba"), ("5.x", "linear_attention")):
+            # Zamba's layers between the hybrid ones: 4.46 - 4.57 build a layer for "mamba" only
+            d = {"layers_block_type": [word, word, "hybrid", word, word, word, "hybrid"], "num_hidden_layers": 7}
+            tiny.FIXUPS["zamba"].apply(d, tiny.SIZES[0])
+            out[f"zamba {era}"] = d
+        # GraniteMoeHybrid: layer_types None (4.57, read by index) or 5.x's list
+        for era, types in (("4.57", None), ("5.x", ["linear_attention", "linear_attention"])):
+            d = {"layer_types": types, "num_hidden_layers": 2}
+            tiny.FIXUPS["granitemoehybrid"].apply(d, tiny.SIZES[0])
+            out[f"granitemoehybrid {era}"] = d
+        # Qwen3-VL's text config: no sections, in 4.57's rope_scaling (None) or 5.x's rope_parameters
+        for era, rope in (("4.57", {"rope_scaling": None, "rope_theta": 5000000.0}),
+                          ("5.x", {"rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0}})):
+            d = {**rope, "head_dim": 16, "hidden_size": 64}
+            tiny.FIXUPS["qwen3_vl_text"].apply(d, tiny.SIZES[0])
+            out[f"qwen3_vl_text {era}"] = d
+        # 4.57's Aria maps image sizes (numbers) to query counts: a key need not be a string
+        out["aria ids"] = sorted(tiny.special_token_ids({"projector_patch_to_query_dict": {1225: 128, 4900: 256},
+                                                         "image_token_index": 9, "text_config": {"pad_token_id": 2}}))
+        return out
+
+    run("configs-before-5", configs_before_5)
+
     def patches():
         # pix2struct's main input: patches led by their row and column
         model, _ = tiny.tiny_model(load("transformers.models.pix2struct.modeling_pix2struct",
@@ -429,6 +455,28 @@ def test_hybrid_mamba_mixers_are_sized_for_the_tiny_model(results):
         assert (d["mamba_expand"] * d["hidden_size"]) % d["mamba_n_heads"] == 0
     assert entry["bamba"]["attn_layer_indices"] == [1]  # and the last layer attends, as before
     assert entry["falcon_h1"]["mamba_d_ssm"] is None  # expand x hidden
+
+
+def test_configs_as_releases_before_5_save_them_build(results):
+    """4.46 - 4.57 save some defaults that 5.x changed, and with them no tiny model built, so every change to the
+    class was reverted as unverifiable (4.57.1: Zamba, GraniteMoeHybrid, Qwen3-VL and its MoE, Aria):
+    - Zamba builds a layer for "mamba" and "hybrid" only: given 5.x's "linear_attention", it ran out of layers;
+    - GraniteMoeHybrid's layer_types is None, which the model reads by index;
+    - Qwen3-VL's rope_scaling is None, which its rotary embedding reads with .get: its sections go there, scaled to
+      the tiny head (half of it, 8), where 5.x keeps them in rope_parameters;
+    - Aria's config has a dict keyed by numbers, which the token-id walk called ``endswith`` on.
+    5.x's dicts come out as before."""
+    entry = _ok(results, "configs-before-5")
+    for era, word in (("4.46", "mamba"), ("5.x", "linear_attention")):
+        d = entry[f"zamba {era}"]
+        assert d["layers_block_type"] == [word] * (d["num_hidden_layers"] - 2) + ["hybrid", "hybrid"]
+    assert entry["granitemoehybrid 4.57"]["layer_types"] == ["mamba", "attention"]
+    assert entry["granitemoehybrid 5.x"]["layer_types"] == ["linear_attention", "linear_attention"]
+    old, new = entry["qwen3_vl_text 4.57"], entry["qwen3_vl_text 5.x"]
+    assert "rope_parameters" not in old and sum(old["rope_scaling"]["mrope_section"]) == 8
+    assert old["rope_scaling"]["rope_type"] == "default" and old["rope_scaling"]["rope_theta"] == 5000000.0
+    assert "rope_scaling" not in new and sum(new["rope_parameters"]["mrope_section"]) == 8
+    assert entry["aria ids"] == [2, 9]
 
 
 def test_flattened_patches_carry_rows_and_columns(results):

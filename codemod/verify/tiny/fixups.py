@@ -166,6 +166,16 @@ def _fix_bamba(d: ConfigDict, size: Size) -> None:
     _tiny_mamba_mixer(d, size)
 
 
+@fixup("granitemoehybrid", why="before 5.0 layer_types defaults to None, which the model reads by index (the "
+       "config's layers_block_type maps to it): the layers are Mamba, the last one attention, as in real checkpoints; "
+       "and the Mamba mixer is sized as below (_tiny_mamba_mixer)")
+def _fix_granitemoehybrid(d: ConfigDict, size: Size) -> None:
+    if "layer_types" in d and d["layer_types"] is None:
+        layers = int(d.get("num_hidden_layers") or size["layers"])
+        d["layer_types"] = ["mamba"] * (layers - 1) + ["attention"]
+    _tiny_mamba_mixer(d, size)
+
+
 @fixup("falcon_h1", why="the Mamba mixer is sized as below (_tiny_mamba_mixer)")
 def _fix_falcon_h1(d: ConfigDict, size: Size) -> None:
     _tiny_mamba_mixer(d, size)
@@ -190,7 +200,11 @@ def _tiny_mamba_mixer(d: ConfigDict, size: Size) -> None:
 
 @fixup("zamba", why="the hybrid layers share one transformer block, tied across them: that needs two of them")
 def _fix_zamba(d: ConfigDict, size: Size) -> None:
-    d["layers_block_type"] = ["linear_attention"] * max(size["layers"] - 2, 1) + ["hybrid", "hybrid"]
+    # the other layers keep the release's own word for them: 4.46 - 4.57 build a layer only for "mamba" (and
+    # "hybrid"), 5.x calls it "linear_attention" (and maps the old word to it)
+    words = [word for word in d.get("layers_block_type") or [] if word != "hybrid"]
+    other = words[0] if words else "mamba"
+    d["layers_block_type"] = [other] * max(size["layers"] - 2, 1) + ["hybrid", "hybrid"]
     d["num_hidden_layers"] = len(d["layers_block_type"])
 
 
@@ -220,15 +234,17 @@ def _fix_mamba2(d: ConfigDict, size: Size) -> None:
 
 
 def _mrope_fixup(default_sections: list[int], old_head: int) -> Apply:
-    # the sections are put in the config, scaled to the tiny head (they add up to half of it)
+    # the sections are put in the config, scaled to the tiny head (they add up to half of it): in 5.x's
+    # rope_parameters, before 5.0 in rope_scaling (None by default there, which 4.57's Qwen3-VL reads with .get)
     def fix(d: ConfigDict, size: Size) -> None:
-        rope = dict(d.get("rope_parameters") or {"rope_type": "default", "rope_theta": 10000.0})
+        key = "rope_scaling" if "rope_scaling" in d and "rope_parameters" not in d else "rope_parameters"
+        rope = dict(d.get(key) or {"rope_type": "default", "rope_theta": d.get("rope_theta") or 10000.0})
         if "mrope_section" not in rope:
             head_dim = d.get("head_dim")
             head = head_dim if is_int(head_dim) else size["hidden"] // size["heads"]
             total = sum(default_sections) * (head // 2) // (old_head // 2)
             rope["mrope_section"] = scale_sections(default_sections, max(total, len(default_sections)))
-        d["rope_parameters"] = rope
+        d[key] = rope
 
     return fix
 
@@ -239,6 +255,7 @@ fixup("hunyuan_vl_text", why=_MROPE_WHY)(_mrope_fixup([16, 16, 16, 16], 128))  #
 fixup("ernie4_5_vl_moe_text", why=_MROPE_WHY)(_mrope_fixup([22, 22, 20], 128))
 fixup("glm_image_text", "glm4v_text", why=_MROPE_WHY)(_mrope_fixup([8, 12, 12], 64))
 fixup("qwen2_vl_text", "qwen2_5_vl_text", why=_MROPE_WHY)(_mrope_fixup([16, 24, 24], 128))
+fixup("qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_omni_moe_text", why=_MROPE_WHY)(_mrope_fixup([24, 20, 20], 128))
 
 
 #: the ids Qwen2-VL's get_rope_index and forward read from the config (the Hub's config.json has them;

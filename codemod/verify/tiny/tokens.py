@@ -22,8 +22,9 @@ NOT_SUBCONFIGS = {"rope_scaling", "rope_parameters", "quantization_config", "id2
                   "task_specific_params", "vocabulary_map", "ffn_act_fn"}
 
 
-def is_token_key(key: str) -> bool:
-    return key.endswith(_TOKEN_SUFFIXES)
+def is_token_key(key: object) -> bool:
+    # a key may be a number (4.57's Aria maps image sizes to query counts: {1225: 128, 4900: 256})
+    return isinstance(key, str) and key.endswith(_TOKEN_SUFFIXES)
 
 
 def token_ids(value: Any) -> Iterator[int]:
@@ -34,8 +35,8 @@ def token_ids(value: Any) -> Iterator[int]:
             yield from token_ids(item)
 
 
-def is_subconfig(key: str, value: Any) -> bool:
-    return isinstance(value, dict) and key not in NOT_SUBCONFIGS and (
+def is_subconfig(key: object, value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(key, str) and key not in NOT_SUBCONFIGS and (
         "model_type" in value or key.endswith(("_config", "config")) or key in ("encoder", "decoder", "generator")
     )
 
