@@ -25,7 +25,7 @@ from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
 from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
-from codemod.verify.session import VerifyReport, targets_from_plan, verify_change
+from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +163,9 @@ def run_migration_on(
 
     def verify(changes: Changes, which: set[str] | None = None, planned_from: ScanResult = result) -> VerifyReport:
         targets, not_run = targets_from_plan(planned_from, changes.plan)
+        # and what `codemod verify` on the written tree asks of each: the plan's needs miss statements a hook trim
+        # leaves in place
+        targets = with_written_needs(planned_from, targets, originals)
         if which is not None:
             # a class that inherits a re-planned override runs its new code too: its verdict on the old one is stale
             targets = [t for t in targets if t.override_id in which or t.inherits_from in which]

@@ -409,3 +409,41 @@ def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(tmp_path: Pat
     assert verified[1] == {OTTER: "", alias: OTTER}
     assert OTTER not in {h.subject for h in run.reverted}
     assert {v.override_id: v.verdict for v in run.report.verdicts}[alias] is Verdict.IDENTICAL
+
+
+def test_every_verification_round_asks_what_the_written_change_needs(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The targets each round verifies carry what ``codemod verify`` on the written tree would ask of them
+    (``session.with_written_needs``, measured by ``tests/test_targets_from_diff.py``), from the bytes every written
+    file had before the change: a plan's needs alone miss statements a hook trim leaves in place."""
+    from codemod import migrate
+    from codemod.verify.compare import ClassVerdict
+    from codemod.verify.session import VerifyReport
+
+    root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout")
+    before = {path.relative_to(root).as_posix(): path.read_bytes() for path in root.rglob("*.py")}
+    calls: list[tuple[dict[str, bytes], list[str]]] = []
+    real = migrate.with_written_needs
+
+    def recording(result, targets, originals):
+        out = real(result, targets, originals)
+        calls.append((dict(originals), [t.override_id for t in out]))
+        return out
+
+    verified: list[list[str]] = []
+
+    def verify_change(checkout, targets, **kwargs):
+        verified.append([t.override_id for t in targets])
+        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets), tuple(targets),
+                            (), "cpu", "python", 1.0, "HEAD")
+
+    monkeypatch.setattr(migrate, "with_written_needs", recording)
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    run_migration_on(resolve(root, with_git=False))
+    assert calls and len(calls) == len(verified)
+    originals, first = calls[0]
+    assert first == verified[0]
+    written = {path.relative_to(root).as_posix() for path in root.rglob("*.py")
+               if before.get(path.relative_to(root).as_posix()) != path.read_bytes()}
+    assert written and written <= set(originals)
+    assert all(originals[path] == before[path] for path in written)  # the bytes before the change

@@ -156,3 +156,53 @@ def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> N
     (root / "modeling_masked.py").write_text(reduced.replace("head_mask=head_mask,", "head_mask=head_mask * 2,"))
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == (frozenset({"head_mask"}),)
+
+
+TRIMMED = '''
+from transformers import PreTrainedModel
+
+
+class TextLM(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None, image_embeds=None, **kwargs):
+        pass
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, image_embeds=None, **kwargs):
+        model_inputs = super().prepare_inputs_for_generation(
+            input_ids, past_key_values=past_key_values, image_embeds=image_embeds, **kwargs
+        )
+        if past_key_values is not None:
+            model_inputs["image_embeds"] = None
+        model_inputs.pop("position_ids", None)
+        return model_inputs
+
+
+class AliasLM(TextLM):
+    pass
+'''
+
+
+def test_a_plans_targets_need_what_codemod_verify_would_ask_of_the_written_change(tmp_path) -> None:
+    """A hook member trimmed in place (5.23's Kosmos-2.5: its ``position_ids`` pop taken over by the dropped-inputs
+    hook, its image handling after ``super()`` left as it was) comes from the plan needing nothing, and passed
+    ``apply --verify`` on runs without its images, while ``codemod verify`` on the same written tree asked for them.
+    ``with_written_needs`` gives the plan's targets what the written change needs, an inheritor what the change of
+    the override it inherits needs; a target whose method the written tree does not change keeps its needs."""
+    from codemod.verify.runner import Target
+
+    root, base = committed(tmp_path, "modeling_text.py", TRIMMED)
+    trimmed = TRIMMED.replace('        model_inputs.pop("position_ids", None)\n', "")
+    assert trimmed != TRIMMED
+    (root / "modeling_text.py").write_text(trimmed)
+    (written, inheritor), _ = session.targets_from_diff(base, "HEAD")
+    assert written.needs == inheritor.needs == (frozenset({"image_embeds"}),)
+    assert inheritor.class_name == "AliasLM" and inheritor.inherits_from == written.override_id
+    planned = [Target(written.override_id, written.module, "TextLM", ""),
+               Target("modeling_text.py::AliasLM", written.module, "AliasLM", "", written.override_id),
+               Target("modeling_text.py::TextLM", written.module, "TextLM", "", needs=(frozenset({"guidance"}),))]
+    originals = {"modeling_text.py": TRIMMED.encode()}
+    member, alias, kept = session.with_written_needs(base, planned, originals)
+    assert member.needs == alias.needs == (frozenset({"image_embeds"}),)
+    assert kept.needs == (frozenset({"guidance"}), frozenset({"image_embeds"}))
+    assert session.with_written_needs(base, planned, {}) == planned  # nothing written: the plan's needs
+    (root / "modeling_text.py").write_text(TRIMMED)  # the change undone
+    assert session.with_written_needs(base, planned, originals) == planned

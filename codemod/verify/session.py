@@ -191,15 +191,53 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
                 not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
                 continue
-            # what the statements the change kept read of the model's own inputs, what those it removed or
-            # rewrote handled (the new code must do with the inputs what they did), and what those it added
-            # handle: each must be given in a run for a verdict about it
-            still, before = set(new_body), set(old_body)
-            groups = own_inputs_read(o, [i for i, statement in enumerate(old_body) if statement in still])
-            groups += _own_inputs_handled(old_node, before - still) + _own_inputs_handled(new_node, still - before)
-            targets.append(Target(o.id, module, o.class_name, o.model or "", needs=tuple(dict.fromkeys(groups))))
+            targets.append(Target(o.id, module, o.class_name, o.model or "",
+                                  needs=change_needs(o, (old_method, old_body, old_node), (new_method, new_body, new_node))))
     needs_of = {t.override_id: t.needs for t in targets}
     return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
+
+
+def change_needs(override: Override, old: Method, new: Method) -> tuple[frozenset[str], ...]:
+    """What a verdict on a change of ``override``'s method (``old`` -> ``new``, as ``_methods`` reads them) needs a
+    compared run to have given, one of each group: what the statements the change kept read of the model's own
+    inputs, what those it removed or rewrote handled (the new code must do with the inputs what they did), and what
+    those it added handle."""
+    (_, old_body, old_node), (_, new_body, new_node) = old, new
+    still, before = set(new_body), set(old_body)
+    groups = own_inputs_read(override, [i for i, statement in enumerate(old_body) if statement in still])
+    groups += _own_inputs_handled(old_node, before - still) + _own_inputs_handled(new_node, still - before)
+    return tuple(dict.fromkeys(groups))
+
+
+def with_written_needs(result: ScanResult, targets: Sequence[Target], originals: Mapping[str, bytes]) -> list[Target]:
+    """``targets`` (from a plan) each needing also what ``codemod verify`` on the written tree would ask of it
+    (``change_needs`` between ``originals``, path -> the bytes before the change, and the file as written): a plan
+    asks only for what the statements a reduction keeps read, so a hook member trimmed in place (5.23's
+    Kosmos-2.5, its image handling after ``super()`` untouched) passed ``apply --verify`` on runs without its
+    images where ``codemod verify`` on the same tree found them missing. A class that inherits a changed override
+    needs what that override's change needs."""
+    by_id = result.index.by_id()
+    parsed: dict[str, tuple[dict[str, Method], dict[str, Method]]] = {}
+
+    def written(o: Override) -> tuple[frozenset[str], ...]:
+        old = originals.get(o.file)
+        path = result.index.checkout.root / o.file
+        if old is None:
+            return ()
+        if o.file not in parsed:
+            new = path.read_bytes() if path.is_file() else b""
+            parsed[o.file] = (_methods(decode_source(old)), _methods(decode_source(new) if new else ""))
+        old_methods, new_methods = parsed[o.file]
+        empty: Method = ("", (), None)
+        before, after = old_methods.get(o.class_name, empty), new_methods.get(o.class_name, empty)
+        return () if before[0] == after[0] else change_needs(o, before, after)
+
+    out = []
+    for target in targets:
+        source = by_id.get(OverrideId(target.inherits_from or target.override_id))
+        extra = written(source) if source is not None else ()
+        out.append(dataclasses.replace(target, needs=tuple(dict.fromkeys([*target.needs, *extra]))))
+    return out
 
 
 def shard(targets: Sequence[Target], spec: str | None) -> list[Target]:

@@ -367,7 +367,7 @@ def _mllama(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | 
 
 
 def _kosmos2_text(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
-    """Kosmos-2's text model alone, as the composite drives it: the image's embeddings (batch, image tokens,
+    """Kosmos-2's (and Kosmos-2.5's) text model alone, as the composite drives it: the image's embeddings (batch, image tokens,
     embed_dim) put in place of the tokens ``image_embeds_position_mask`` marks (after the first token)."""
     width = getattr(model.config, "embed_dim", None)
     if not is_int(width):
@@ -447,6 +447,7 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     "mllama": _mllama,
     # what is not an image: the inputs these models' composites (or tokenizers) give them
     "kosmos_2_text_model": _kosmos2_text,
+    "kosmos_2_5_text_model": _kosmos2_text,  # 5.x: the same inputs, from its vision model's latent queries
     "clvp_decoder": _clvp_decoder,
     "roc_bert": _roc_bert,
     "musicgen": _guided,
