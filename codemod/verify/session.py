@@ -22,7 +22,7 @@ from codemod.environment import ensure_environment
 from codemod.analyse.index import Override, inheritors
 from codemod.transform.plan import MIXIN_KEYS, Plan, kept_inputs, own_inputs_read
 from codemod.analyse.scan import ScanResult
-from codemod.sources import FileKind, model_name
+from codemod.sources import FileKind, file_kind, model_name
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
@@ -82,22 +82,33 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
         else:
             targets.append(Target(override_id, module, o.class_name, o.model or "", needs=needs))
     needs_of = {t.override_id: t.needs for t in targets}
-    return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
+    inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
+    return targets + inheriting, not_run + not_run_inheriting
 
 
 def inheriting_targets(result: ScanResult, changed: Sequence[str],
-                       needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None) -> list[Target]:
+                       needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None,
+                       ) -> tuple[list[Target], list[tuple[str, str]]]:
     """The classes that take a changed override from a base (see ``index.inheritors``), run too; each needs what
-    the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code."""
+    the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code. And
+    those not run, with why: a class of a modular source inherits only there (4.57's Gemma3n from PaliGemma,
+    PerceptionLM from LLaVA); the class the converter generates from it has bases of its own, and importing
+    the source fails (its output classes have no docstring sections)."""
     checkout = result.index.checkout
-    out = []
+    out: list[Target] = []
+    not_run: list[tuple[str, str]] = []
     for found in inheritors(result.index, changed):
+        override_id = OverrideId.of(found.file, found.class_name)
+        if file_kind(Path(found.file)) is FileKind.MODULAR:
+            not_run.append((override_id, "a modular source, where it inherits the changed override: the class "
+                                         "generated from it does not"))
+            continue
         module = importable_module(checkout, found.file)
         if module is not None:
-            out.append(Target(OverrideId.of(found.file, found.class_name), module, found.class_name,
+            out.append(Target(override_id, module, found.class_name,
                               model_name(checkout, checkout.root / found.file) or "", found.inherits_from,
                               (needs_of or {}).get(found.inherits_from, ())))
-    return out
+    return out, not_run
 
 
 def importable_module(checkout: Checkout, path: str) -> str | None:
@@ -194,7 +205,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             targets.append(Target(o.id, module, o.class_name, o.model or "",
                                   needs=change_needs(o, (old_method, old_body, old_node), (new_method, new_body, new_node))))
     needs_of = {t.override_id: t.needs for t in targets}
-    return targets + inheriting_targets(result, [t.override_id for t in targets], needs_of), not_run
+    inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
+    return targets + inheriting, not_run + not_run_inheriting
 
 
 def change_needs(override: Override, old: Method, new: Method) -> tuple[frozenset[str], ...]:
