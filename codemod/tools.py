@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -70,6 +71,39 @@ def regenerate(python: Path, checkout: Checkout, modular_files: Sequence[str], t
     return runs
 
 
+#: a modular source's import from another model's code: ``from ..qwen2_5_omni.modeling_qwen2_5_omni import ...``
+_MODEL_IMPORT = re.compile(r"^from \.\.(\w+)\.(modeling|modular)_(\w+) import", re.MULTILINE)
+
+
+def modular_dependents(checkout: Checkout, written: Sequence[str], regenerated: Sequence[str]) -> list[str]:
+    """The modular sources, besides ``regenerated``, that import from a written model file (a modeling or modular
+    file) and whose generated ``modeling_*.py`` is among ``written``: the converter makes that file from the
+    parent's code, so it runs again for them once the parents are edited (and regenerated), dependents of
+    dependents after them. Paths relative to the checkout's root, like ``written``."""
+    written_set = set(written)
+    models_dir = checkout.root / "src" / "transformers" / "models"
+    if not models_dir.is_dir():
+        return []
+    edited = {Path(p).parent.name for p in written if Path(p).name.startswith(("modeling_", "modular_"))}
+    done = set(regenerated)
+    out: list[str] = []
+    grew = True
+    while grew:
+        grew = False
+        for source in sorted(models_dir.glob("*/modular_*.py")):
+            rel = source.relative_to(checkout.root).as_posix()
+            generated = rel.replace("/modular_", "/modeling_")
+            if rel in done or generated not in written_set:
+                continue
+            parents = {match.group(1) for match in _MODEL_IMPORT.finditer(source.read_text(encoding="utf-8"))}
+            if parents & edited:
+                out.append(rel)
+                done.add(rel)
+                edited.add(source.parent.name)
+                grew = True
+    return out
+
+
 def check_copies(python: Path, checkout: Checkout, files: Sequence[str], timeout: float = 600) -> list[ToolRun]:
     """check_copies in check mode, file by file (so that what was inconsistent before is not ours)."""
     runs = []
@@ -92,8 +126,12 @@ def after_rewrite(
     environment = ensure_environment(checkout, python=python, tools=True, progress=say)
     runs: list[ToolRun] = []
     modular = [p for p in written if Path(p).name.startswith("modular_")]
-    if modular and has_converter(checkout):
+    if has_converter(checkout):
         runs += regenerate(environment.python, checkout, modular)
+        # then the modular sources that import from what was edited and whose generated file was written too (the
+        # edit of a copy the converter makes from a parent): the converter lays the parent's code out in its own
+        # order (4.57's Qwen3-Omni thinker takes the hook attribute of Qwen2.5-Omni's, above `_can_record_outputs`)
+        runs += regenerate(environment.python, checkout, modular_dependents(checkout, written, modular))
     python_files = [p for p in written if p.endswith(".py")]
     runs += check_copies(environment.python, checkout, python_files)
     return runs
