@@ -72,7 +72,7 @@ def regenerate(python: Path, checkout: Checkout, modular_files: Sequence[str], t
 
 
 #: a modular source's import from another model's code: ``from ..qwen2_5_omni.modeling_qwen2_5_omni import ...``
-_MODEL_IMPORT = re.compile(r"^from \.\.(\w+)\.(modeling|modular)_(\w+) import", re.MULTILINE)
+_MODEL_IMPORT = re.compile(r"^from \.\.(\w+)\.(?:modeling|modular)_\w+ import", re.MULTILINE)
 
 
 def modular_dependents(checkout: Checkout, written: Sequence[str], regenerated: Sequence[str]) -> list[str]:

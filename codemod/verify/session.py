@@ -92,8 +92,8 @@ def inheriting_targets(result: ScanResult, changed: Sequence[str],
     """The classes that take a changed override from a base (see ``index.inheritors``), run too; each needs what
     the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code. And
     those not run, with why: a class of a modular source inherits only there (4.57's Gemma3n from PaliGemma,
-    PerceptionLM from LLaVA); the class the converter generates from it has bases of its own, and importing
-    the source fails (its output classes have no docstring sections)."""
+    PerceptionLM from LLaVA); the class the converter generates from it has bases of its own (and importing a
+    source can fail: 4.57's Gemma3n's output classes have no docstring sections)."""
     checkout = result.index.checkout
     out: list[Target] = []
     not_run: list[tuple[str, str]] = []
@@ -202,8 +202,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:
                 not_run.append((o.id, f"{o.kind.value} file: verified through the generated model classes"))
                 continue
-            targets.append(Target(o.id, module, o.class_name, o.model or "",
-                                  needs=change_needs(o, (old_method, old_body, old_node), (new_method, new_body, new_node))))
+            needs = change_needs(o, (old_method, old_body, old_node), (new_method, new_body, new_node))
+            targets.append(Target(o.id, module, o.class_name, o.model or "", needs=needs))
     needs_of = {t.override_id: t.needs for t in targets}
     inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
     return targets + inheriting, not_run + not_run_inheriting

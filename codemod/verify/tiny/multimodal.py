@@ -367,8 +367,9 @@ def _mllama(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | 
 
 
 def _kosmos2_text(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
-    """Kosmos-2's (and Kosmos-2.5's) text model alone, as the composite drives it: the image's embeddings (batch, image tokens,
-    embed_dim) put in place of the tokens ``image_embeds_position_mask`` marks (after the first token)."""
+    """Kosmos-2's (and Kosmos-2.5's) text model alone, as the composite drives it: the image's embeddings (batch,
+    image tokens, embed_dim) put in place of the tokens ``image_embeds_position_mask`` marks (after the first
+    token)."""
     width = getattr(model.config, "embed_dim", None)
     if not is_int(width):
         return None
