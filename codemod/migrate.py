@@ -163,12 +163,12 @@ def run_migration_on(
 
     def verify(changes: Changes, which: set[str] | None = None, planned_from: ScanResult = result) -> VerifyReport:
         targets, not_run = targets_from_plan(planned_from, changes.plan)
-        # and what `codemod verify` on the written tree asks of each: the plan's needs miss statements a hook trim
-        # leaves in place
-        targets = with_written_needs(planned_from, targets, originals)
         if which is not None:
             # a class that inherits a re-planned override runs its new code too: its verdict on the old one is stale
             targets = [t for t in targets if t.override_id in which or t.inherits_from in which]
+        # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
+        # plan's needs miss statements a hook trim leaves in place
+        targets = with_written_needs(planned_from, targets, originals)
         return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
                              progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
                              from_release=from_release, requirements=requirements)

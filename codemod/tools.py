@@ -76,32 +76,34 @@ _MODEL_IMPORT = re.compile(r"^from \.\.(\w+)\.(?:modeling|modular)_\w+ import", 
 
 
 def modular_dependents(checkout: Checkout, written: Sequence[str], regenerated: Sequence[str]) -> list[str]:
-    """The modular sources, besides ``regenerated``, that import from a written model file (a modeling or modular
-    file) and whose generated ``modeling_*.py`` is among ``written``: the converter makes that file from the
-    parent's code, so it runs again for them once the parents are edited (and regenerated), dependents of
-    dependents after them. Paths relative to the checkout's root, like ``written``."""
-    written_set = set(written)
+    """The modular sources, besides ``regenerated``, that import from a written model (a modeling or modular file)
+    and whose generated ``modeling_*.py`` is among ``written``: the converter makes that file from the parents'
+    code, so it runs again for them once the parents are edited (and regenerated). In an order where a source
+    comes after every other one of them it imports from, since the converter reads the parent's generated file.
+    Paths relative to the checkout's root, like ``written``."""
     models_dir = checkout.root / "src" / "transformers" / "models"
     if not models_dir.is_dir():
         return []
+    written_set, done = set(written), set(regenerated)
     edited = {Path(p).parent.name for p in written if Path(p).name.startswith(("modeling_", "modular_"))}
-    done = set(regenerated)
-    out: list[str] = []
-    grew = True
-    while grew:
-        grew = False
-        for source in sorted(models_dir.glob("*/modular_*.py")):
-            rel = source.relative_to(checkout.root).as_posix()
-            generated = rel.replace("/modular_", "/modeling_")
-            if rel in done or generated not in written_set:
-                continue
-            parents = {match.group(1) for match in _MODEL_IMPORT.finditer(source.read_text(encoding="utf-8"))}
-            if parents & edited:
-                out.append(rel)
-                done.add(rel)
-                edited.add(source.parent.name)
-                grew = True
-    return out
+    # source -> the models it imports from, read once, for the sources whose generated file was written
+    parents: dict[str, set[str]] = {}
+    for source in sorted(models_dir.glob("*/modular_*.py")):
+        rel = source.relative_to(checkout.root).as_posix()
+        if rel not in done and rel.replace("/modular_", "/modeling_") in written_set:
+            imported = {match.group(1) for match in _MODEL_IMPORT.finditer(source.read_text(encoding="utf-8"))}
+            if imported & edited:
+                parents[rel] = imported
+    model = {rel: Path(rel).parent.name for rel in parents}
+    ordered: list[str] = []
+    while parents:
+        pending = {model[rel] for rel in parents}
+        ready = [rel for rel, imported in parents.items() if not imported & (pending - {model[rel]})]
+        ready = ready or list(parents)[:1]  # an import cycle (none upstream): one at a time, in path order
+        for rel in ready:
+            ordered.append(rel)
+            del parents[rel]
+    return ordered
 
 
 def check_copies(python: Path, checkout: Checkout, files: Sequence[str], timeout: float = 600) -> list[ToolRun]:

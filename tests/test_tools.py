@@ -126,14 +126,16 @@ def test_modular_sources_that_import_an_edited_model_are_regenerated_when_their_
     """4.57.1 clone: ``apply`` edited Qwen2.5-Omni's thinker (a hook attribute) and the copy the converter had made
     of it in Qwen3-Omni's generated file, where the converter lays it out elsewhere: ``check_modular_conversion``
     failed on a model whose modular source was never edited. A modular source that imports from an edited model
-    and whose generated file was written is regenerated after the edited sources (a dependent of a dependent after
-    it); one whose generated file was not written, or that imports nothing edited, is left alone."""
+    and whose generated file was written is regenerated after the edited sources, and after the other such sources
+    it imports from, whatever their paths' order (the converter reads the parent's generated file); one whose
+    generated file was not written, or that imports nothing edited, is left alone."""
     root = clone_with_utils(tmp_path)
     models = root / "src/transformers/models"
     parent = modular_file(root)  # newt, edited
     sources = {
         "child": "from ..newt.modeling_newt import NewtForCausalLM\n\n\nclass ChildForCausalLM(NewtForCausalLM):\n    pass\n",
-        "grandchild": "from ..child.modular_child import ChildForCausalLM\n\n\nclass GrandchildLM(ChildForCausalLM):\n    pass\n",
+        # sorted before the source it imports from
+        "a_grandchild": "from ..child.modular_child import ChildForCausalLM\n\n\nclass GrandchildLM(ChildForCausalLM):\n    pass\n",
         "untouched": "from ..newt.modeling_newt import NewtForCausalLM\n\n\nclass UntouchedLM(NewtForCausalLM):\n    pass\n",
         "unrelated": "class UnrelatedLM:\n    pass\n",
     }
@@ -141,11 +143,11 @@ def test_modular_sources_that_import_an_edited_model_are_regenerated_when_their_
         (models / name).mkdir()
         (models / name / f"modular_{name}.py").write_text(text)
         (models / name / f"modeling_{name}.py").write_text("# the tool's own edit\n")
-    written = [parent] + [f"src/transformers/models/{name}/modeling_{name}.py" for name in ("child", "grandchild", "unrelated")]
+    written = [parent] + [f"src/transformers/models/{name}/modeling_{name}.py" for name in ("child", "a_grandchild", "unrelated")]
     runs = after_rewrite(resolve(root), written, python=Path(sys.executable))
     regenerated = [r.target for r in runs if r.tool == "modular_model_converter"]
     assert regenerated == [parent, "src/transformers/models/child/modular_child.py",
-                           "src/transformers/models/grandchild/modular_grandchild.py"]
+                           "src/transformers/models/a_grandchild/modular_a_grandchild.py"]
     assert all(r.ok for r in runs)
     assert (models / "child" / "modeling_child.py").read_text().startswith("# generated\nfrom ..newt")
     assert (models / "untouched" / "modeling_untouched.py").read_text() == "# the tool's own edit\n"

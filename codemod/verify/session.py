@@ -233,10 +233,10 @@ def with_written_needs(result: ScanResult, targets: Sequence[Target], originals:
 
     def written(o: Override) -> tuple[frozenset[str], ...]:
         old = originals.get(o.file)
-        path = result.index.checkout.root / o.file
         if old is None:
             return ()
         if o.file not in parsed:
+            path = result.index.checkout.root / o.file
             new = path.read_bytes() if path.is_file() else b""
             parsed[o.file] = (_methods(decode_source(old)), _methods(decode_source(new) if new else ""))
         old_methods, new_methods = parsed[o.file]
