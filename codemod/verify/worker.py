@@ -14,6 +14,7 @@ are the same byte for byte whatever the new code does.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gc
 import importlib
@@ -54,6 +55,16 @@ def _load(model_class: type[Any], path: str, device: str, variant: usage.Variant
         model = model_class.from_pretrained(path, **variant.load)
     model.eval()
     return model.to(device)
+
+
+def _fresh(model: Any, path: str, which: str, model_class: type[Any], device: str, variant: usage.Variant) -> Any:
+    """A copy of ``model`` as loaded, for one scenario: generate() leaves state on some models (Qwen2-VL's and Ernie
+    4.5 VL's ``rope_deltas`` from the last batch, an assistant's candidate schedule), which the next scenario would
+    start from; each starts from the saved weights instead. Loaded again where the model cannot be copied."""
+    try:
+        return copy.deepcopy(model)
+    except Exception:  # noqa: BLE001 - a module holding something that cannot be copied
+        return _load(model_class, os.path.join(path, which), device, variant)
 
 
 def _from_tester(model_class: type[Any], seed: int, settings: dict[str, Any] | None = None) -> Built | None:
@@ -211,15 +222,18 @@ def handle(request: Document) -> Document:
             result["scenarios"] += [{"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
                                     for n in request["scenarios"] if variant.scenarios is None or n in variant.scenarios]
             continue
-        recorded = model.decoder if variant.composite == "encoder-decoder" else None
         for name in request["scenarios"]:
             if variant.scenarios is not None and name not in variant.scenarios:
                 continue
             began = time.perf_counter()
+            fresh, fresh_assistant = _fresh(model, path, "main", model_class, device, variant), \
+                _fresh(assistant, path, "assistant", model_class, device, variant)
+            recorded = fresh.decoder if variant.composite == "encoder-decoder" else None
             outcome = scenarios.run_scenario(
-                name, model, assistant, seed=seed, device=device, build=build, recorded=recorded,
+                name, fresh, fresh_assistant, seed=seed, device=device, build=build, recorded=recorded,
                 inputs_path=os.path.join(inputs_dir, f"{index}-{name}.pt"),
             )
+            del fresh, fresh_assistant
             outcome["seconds"] = round(time.perf_counter() - began, 3)
             outcome["name"] = variant.scenario_name(name)
             outcome["variant"] = variant.name
