@@ -8,7 +8,8 @@ not ``models/deprecated``), as the README's "Measured" table does: how many are 
 (the method's code changed) or kept, and the lines of override code before and after (in all and by
 the scan's category of the override in BASE), then the
 overrides that keep the most lines. Code a hook moved out of an override into a method of its class
-(``_generation_needs_first_step_inputs``) is counted as left. Prints numbers and asserts nothing.
+(``_generation_needs_first_step_inputs``) is counted as left, and so is a class-level line naming another method
+in the override's place (``prepare_inputs_for_generation = GenerationMixin.<variant>``). Prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def method(root: Path, file: str, class_name: str, name: str = METHOD) -> tuple[
                 if isinstance(item, ast.FunctionDef) and item.name == name:
                     start = min([d.lineno for d in item.decorator_list] + [item.lineno])
                     return ast.unparse(item), (item.end_lineno or start) - start + 1
+                if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in item.targets):
+                    # the class names another method (``codemod.transform.alias``): an override all the same
+                    return ast.unparse(item), (item.end_lineno or item.lineno) - item.lineno + 1
             return "", 0
     return None
 

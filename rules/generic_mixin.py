@@ -188,4 +188,24 @@ METHOD_SOURCE = '''\
         return model_inputs
 '''
 
+#: the mixin's method for a model whose ``generate()`` refuses ``inputs_embeds``; a model class names it in place of an
+#: override that only called ``super()`` to keep its signature (``codemod.transform.alias``)
+REFUSING_EMBEDS = "_prepare_inputs_for_generation_refusing_embeds"
+
+#: installed after the method: 4.45's generate() (and upstream's own tests) decide by ``inspect.signature`` whether
+#: a model takes ``inputs_embeds``, so an override kept only for a signature without them stays, unless its class
+#: names this method instead (one line in place of three); it is the generic method under that signature
+REFUSING_EMBEDS_SOURCE = f'''\
+    def {REFUSING_EMBEDS}(self, input_ids, **kwargs):
+        """
+        `prepare_inputs_for_generation` for a model whose `generate()` refuses `inputs_embeds`: `generate()` looks for
+        them in the signature of this method, which does not name them. Installed by transformers-codemod: a model
+        class sets `prepare_inputs_for_generation = GenerationMixin.{REFUSING_EMBEDS}`.
+        """
+        return GenerationMixin.prepare_inputs_for_generation(self, input_ids, **kwargs)
+'''
+
+#: what ``apply`` installs in place of the stub: the method, then the variant that refuses ``inputs_embeds``
+HOIST_SOURCE = METHOD_SOURCE + "\n" + REFUSING_EMBEDS_SOURCE
+
 MODULE_SOURCE = "class GenerationMixin:\n" + METHOD_SOURCE

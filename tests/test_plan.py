@@ -27,7 +27,7 @@ from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
 from codemod.analyse.scan import ScanResult, scan
-from rules.generic_mixin import METHOD_SOURCE
+from rules.generic_mixin import HOIST_SOURCE
 
 from .conftest import MINI_CHECKOUT, copy_fixture
 
@@ -248,7 +248,7 @@ def test_hoist_installs_the_generic_method_into_the_stub_mixin(fixture_plan: Pla
     hoist = fixture_plan.hoist
     assert hoist is not None
     assert (hoist.file, hoist.class_name, hoist.kind, hoist.override_id) == (MIXIN_FILE, MIXIN_CLASS, EditKind.HOIST, None)
-    assert hoist.text == METHOD_SOURCE
+    assert hoist.text == HOIST_SOURCE
 
 
 @pytest.mark.parametrize(

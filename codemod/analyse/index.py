@@ -151,6 +151,19 @@ class SkippedFile:
 
 
 @dataclasses.dataclass(frozen=True)
+class BoundMethod:
+    """A class that binds the method by assignment (``prepare_inputs_for_generation = <value>``), not a ``def``:
+    nothing this tool can read or change (a subclass's override that would fall back to it is kept, its fallback
+    unknown: ``codemod.analyse.fallback``), listed so that it is not passed over silently. A tree this tool migrated
+    has such lines of its own (``codemod.transform.alias``)."""
+
+    path: str
+    class_name: str
+    line: int
+    value: str
+
+
+@dataclasses.dataclass(frozen=True)
 class FileError:
     path: str
     error: str
@@ -166,6 +179,8 @@ class Index:
     errors: tuple[FileError, ...]
     copy_groups: tuple[copies.CopyGroup, ...]
     modular_pairs: tuple[modular.ModularPair, ...]
+    #: classes that bind the method by assignment instead of defining it
+    bound: tuple[BoundMethod, ...] = ()
 
     def by_id(self) -> dict[str, Override]:
         return {o.id: o for o in self.overrides}
@@ -551,6 +566,7 @@ def _assemble(
     in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
     overrides: list[Override] = []
     skipped: list[SkippedFile] = []
+    bound: list[BoundMethod] = []
     pending_links: list[tuple[int, CopyScope, copies.CopyMarker, int, int]] = []
     for facts in all_facts:
         if facts.error is not None:
@@ -562,6 +578,8 @@ def _assemble(
                                            tuple(o.class_name for o in facts.overrides)))
             continue
         classes = {c.name: c for c in facts.classes}
+        bound.extend(BoundMethod(facts.path, c.name, c.line, value) for c in facts.classes
+                     if METHOD not in c.methods and (value := dict(c.attributes).get(METHOD)) is not None)
         path = checkout.root / facts.path
         for found in facts.overrides:
             chain = _resolved_in_file(classes, found.class_name)
@@ -668,6 +686,7 @@ def _assemble(
         errors=tuple(errors),
         copy_groups=tuple(groups),
         modular_pairs=tuple(pairs),
+        bound=tuple(bound),
     )
 
 

@@ -20,7 +20,7 @@ from codemod.cache import cache_dir
 from codemod.checkout import Checkout
 from codemod.analyse.classify import Finding, classify, select
 from codemod.errors import CodemodError
-from codemod.analyse.index import Discovery, FactsCache, Index, Progress, SkippedFile, build_index, discover, tool_fingerprint
+from codemod.analyse.index import BoundMethod, Discovery, FactsCache, Index, Progress, SkippedFile, build_index, discover, tool_fingerprint
 from codemod.analyse.mixin import MixinProfile, read_profile
 from codemod.sources import READ_ERRORS, model_name, model_names, read_source
 from codemod.analyse.target import Target, for_checkout
@@ -37,7 +37,8 @@ class ScanResult:
         nor a class of the checkout is a ``SelectionError``: a typo must not select nothing, silently."""
         only, skip = list(only), list(skip)
         if only or skip:
-            known = model_names(self.index.checkout) | {o.class_name for o in self.index.overrides}
+            known = (model_names(self.index.checkout) | {o.class_name for o in self.index.overrides}
+                     | {b.class_name for b in self.index.bound})
             check_names("--only", only, known)
             check_names("--skip", skip, known)
         chosen = {o.id for o in select(self.index.overrides, only, skip)}
@@ -52,7 +53,12 @@ class ScanResult:
             names = {n.lower() for n in (model_name(checkout, checkout.root / s.path), *s.classes) if n}
             return (not wanted or bool(names & wanted)) and not names & unwanted
 
-        index = dataclasses.replace(self.index, skipped=tuple(s for s in self.index.skipped if chosen_file(s)))
+        def chosen_class(b: BoundMethod) -> bool:
+            names = {n.lower() for n in (model_name(checkout, checkout.root / b.path), b.class_name) if n}
+            return (not wanted or bool(names & wanted)) and not names & unwanted
+
+        index = dataclasses.replace(self.index, skipped=tuple(s for s in self.index.skipped if chosen_file(s)),
+                                    bound=tuple(b for b in self.index.bound if chosen_class(b)))
         return dataclasses.replace(self, index=index, findings=findings)
 
 

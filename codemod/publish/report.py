@@ -21,6 +21,7 @@ from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus
 from codemod.analyse.fallback import Fallback, FallbackKind
 from codemod.analyse.index import FileError, SkippedFile
 from codemod.layout import fills_width
+from codemod.sources import METHOD
 from codemod.analyse.scan import ScanResult
 
 if TYPE_CHECKING:  # verification is imported where it runs
@@ -159,6 +160,7 @@ def scan_document(result: ScanResult) -> dict[str, Any]:
         "summary": summary(result),
         "findings": [finding_record(f) for f in result.findings],
         "skipped": [dataclasses.asdict(s) | {"kind": s.kind.value} for s in result.index.skipped],
+        "bound_by_assignment": [dataclasses.asdict(b) for b in result.index.bound],
         "errors": [dataclasses.asdict(e) for e in result.index.errors],
         "copy_groups": [dataclasses.asdict(g) for g in result.index.copy_groups],
     }
@@ -263,6 +265,10 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
     _render_problems(result, console, verbose)
 
 
+#: why a class that binds the method by assignment is listed and left as it is
+_BOUND_WHY = "binds the method by assignment, not a def: nothing to classify, left as it is"
+
+
 def _render_problems(result: ScanResult, console: Console, verbose: bool) -> None:
     skipped = result.index.skipped
     if verbose:
@@ -275,6 +281,9 @@ def _render_problems(result: ScanResult, console: Console, verbose: bool) -> Non
             f"{sum(len(s.classes) for s in skipped)} overrides: this tool migrates PyTorch models (--verbose lists them)",
             style="dim", highlight=False,
         )
+    for b in result.index.bound:
+        console.print(f"bound {b.path}:{b.line} {b.class_name}: {_BOUND_WHY} ({METHOD} = {b.value})", style="dim",
+                      highlight=False)
     for error in result.index.errors:
         console.print(f"error {error.path}: {error.error}", style="red", highlight=False)
     for f in result.findings:
@@ -315,6 +324,10 @@ def to_markdown(result: ScanResult) -> str:
             behaviours = ", ".join(sorted(b for b in o.analysis.behaviours))
             out.append(f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
                        f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |")
+    if result.index.bound:
+        out += ["", "## Bound by assignment", ""]
+        out += [f"- `{b.path}:{b.line}` `{b.class_name}`: `{METHOD} = {_md_escape(b.value)}`: {_BOUND_WHY}"
+                for b in result.index.bound]
     problems: list[SkippedFile | FileError] = [*result.index.skipped, *result.index.errors]
     if problems:
         out += ["", "## Not scanned", ""]

@@ -25,9 +25,11 @@ from codemod.errors import CodemodError
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile
 from codemod.transform.plan import Edit, Plan, Trim, make_plan
+from codemod.transform.alias import with_aliases
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.analyse.scan import ScanResult
 from codemod.sources import read_source
+from rules.generic_mixin import REFUSING_EMBEDS
 from codemod.style import checkout_line_length
 
 _MAX_ROUNDS = 8
@@ -253,6 +255,9 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
     Files are read from disk: the checkout must hold the code the plan was made from."""
     index = result.index
     checkout = index.checkout
+    # a method left as nothing but a super() call kept for its signature names the installed mixin's variant instead
+    plan = with_aliases(plan, {o.id: o for o in index.overrides}, _carries_variant(result),
+                        result.profile.override_enables_generation)
     dropped: list[Held] = []
     done: dict[str, FileRewrite] = {}  # path -> its rewrite under the current plan's edits
     flakes: dict[str, Held] = {}  # path -> the pyflakes problems its rewrite adds
@@ -314,6 +319,15 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
             found = list(pool.map(_flakes_job, changed, chunksize=4))
     return {path: Held(path, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add " + "; ".join(problems)[:200])
             for path, problems in found if problems}
+
+
+def _carries_variant(result: ScanResult) -> bool:
+    """Whether the checkout's mixin is (or the plan's hoist makes it) the one this tool installs, with the method
+    that refuses ``inputs_embeds`` (``codemod.transform.alias``): a stub era, or a tree an earlier pass migrated."""
+    if _checkout_era(result) is Era.STUB:
+        return True
+    mixin_file = result.index.checkout.mixin_file
+    return mixin_file is not None and mixin_file.is_file() and f"def {REFUSING_EMBEDS}(" in read_source(mixin_file)
 
 
 def _checkout_era(result: ScanResult) -> Era:

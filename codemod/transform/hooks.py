@@ -1793,10 +1793,10 @@ def extend(plan: Plan, report: HookReport) -> Plan:
 
 
 def _hoist(mixin_file: str) -> Edit:
-    from rules.generic_mixin import METHOD_SOURCE
+    from rules.generic_mixin import HOIST_SOURCE
 
     return Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None, "the mixin is a stub: install the generic implementation "
-                "first", METHOD_SOURCE)
+                "first", HOIST_SOURCE)
 
 
 def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> dict[str, Held]:

@@ -107,6 +107,9 @@ class Edit:
     #: the override whose shard holds the edit, where that is not ``override_id``'s: a loose copy's marker (see
     #: ``CopyLink.follows``) goes with the change of the override check_copies compares it with
     shard: str | None = None
+    #: REDUCE/TRIM: where the method ends as nothing but a ``super()`` call kept for its signature, the class names the
+    #: mixin's method with that signature instead (``codemod.transform.alias``); ADD_MIXIN_BASE: only where it does
+    alias: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +172,7 @@ class Plan:
         return dataclasses.replace(self, shards=shards, actions=actions, held=held, hoist=hoist)
 
     def digest(self) -> str:
-        payload = [(e.file, e.class_name, e.kind.value, e.text) for e in self.edits()]
+        payload = [(e.file, e.class_name, e.kind.value, e.text, *(["alias"] if e.alias else [])) for e in self.edits()]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:16]
 
 
@@ -1014,11 +1017,11 @@ class _Planner:
             if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "can_generate() looks for GenerationMixin among the bases once the override is gone",
-                                _mixin_import(o)))
+                                mixin_import(o)))
             elif decision.edit in (EditKind.DELETE, EditKind.REDUCE) and o.fallback is not None and o.fallback.adds_mixin_base:
                 own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
                                 "PreTrainedModel is not a GenerationMixin in the target release: without the override "
-                                "(or for super()) the class needs it among its bases", _mixin_import(o)))
+                                "(or for super()) the class needs it among its bases", mixin_import(o)))
             if marks.get(oid) and (decision.edit is not None or self.mark_kept):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
@@ -1060,7 +1063,7 @@ class _Planner:
 _DIRECT_RETURN_KINDS = frozenset({EditKind.REDUCE, EditKind.TRIM, EditKind.SWAP_DELEGATE})
 
 
-def _mixin_import(o: Override) -> str:
+def mixin_import(o: Override) -> str:
     """The import of GenerationMixin for the file of ``o``: relative inside the transformers package,
     from ``transformers`` anywhere else (remote code, third-party packages)."""
     parts = o.file.split("/")
@@ -1119,8 +1122,8 @@ def make_plan(
     changes = any(a is not Action.KEEP for _, a in actions)
     hoist = None
     if planner.hoist_needed and changes and mixin_file is not None:
-        from rules.generic_mixin import METHOD_SOURCE
+        from rules.generic_mixin import HOIST_SOURCE
 
         hoist = Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None,
-                     "the mixin is a stub: install the generic implementation first", METHOD_SOURCE)
+                     "the mixin is a stub: install the generic implementation first", HOIST_SOURCE)
     return Plan(tuple(shards), hoist, tuple(planner.held), actions, tuple(planner.notes))

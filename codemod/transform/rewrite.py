@@ -21,6 +21,7 @@ import libcst.matchers as m
 from codemod.analyse.analysis import Nested
 from codemod.analyse.copies import IGNORE_COPY, parse_marker
 from codemod.errors import CodemodError
+from codemod.transform.alias import ASSIGNMENT, bare_forwarding
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
 from codemod.sources import MARK, METHOD, MIXIN_CLASS
@@ -159,13 +160,13 @@ def _method_with_moved(module: cst.Module, source: cst.FunctionDef, edit: Edit,
     return new.with_changes(body=new.body.with_changes(body=[*body[:-1], *moved, returned]))
 
 
-def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> cst.FunctionDef:
-    """A whole new method (the hoisted implementation), where the old one stood."""
+def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> list[cst.FunctionDef]:
+    """Whole new methods (the hoisted implementation, and the variant after it), where the old one stood."""
     cls = _in_module_style(module, "class _:", code).body[0]
     assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
-    new = cls.body.body[0]
-    assert isinstance(new, cst.FunctionDef)
-    return new.with_changes(leading_lines=function.leading_lines)
+    new = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+    assert new and len(new) == len(cls.body.body)
+    return [new[0].with_changes(leading_lines=function.leading_lines), *new[1:]]
 
 
 class _SuperInsteadOfSubmodel(cst.CSTTransformer):
@@ -637,11 +638,13 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         if edits:
             cls = _apply_to_class(module, cls, edits, line_length)
         return _class_level(module, cls, attributes, line_length)
-    if any(e.kind is EditKind.ADD_MIXIN_BASE for e in edits):
+    if any(e.kind is EditKind.ADD_MIXIN_BASE and not e.alias for e in edits):
         cls = _add_mixin_base(cls)
-        edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
-        if not edits:
-            return cls
+    # a base the class needs only where its method becomes the mixin's variant (``codemod.transform.alias``)
+    base_with_alias = any(e.kind is EditKind.ADD_MIXIN_BASE and e.alias for e in edits)
+    edits = [e for e in edits if e.kind is not EditKind.ADD_MIXIN_BASE]
+    if not edits:
+        return cls
     assert isinstance(cls.body, cst.IndentedBlock)
     body: list[cst.BaseStatement] = list(cls.body.body)
     position = next(
@@ -669,7 +672,8 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             if edit.keep_params:
                 function = _slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOIST:
-            function = _replace_function(module, function, edit.text)
+            function, *hoisted = _replace_function(module, function, edit.text)
+            added = [*hoisted, *added]
         elif edit.kind is EditKind.SWAP_DELEGATE:
             function = _swap_delegate(module, function, edit.keep_params, line_length)
             if edit.text:
@@ -689,6 +693,10 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             hooks.append(edit.hook)
     if not deleted and any(e.direct_return for e in edits):
         function = _direct_return(module, function, line_length)
+    # a method that is nothing but a super() call kept for its signature: a class attribute naming the mixin's variant,
+    # among the attributes at the top of the class (check_copies wants a class's unnamed block first)
+    aliased = not deleted and any(e.alias for e in edits) and bare_forwarding(function)
+    deleted = deleted or aliased
     if deleted and added:
         body[position:position + 1] = added  # where the override stood, the method that took its statements
     elif deleted:
@@ -707,6 +715,10 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
             before = len(body)
             body = _declare(module, body, position, hook, line_length)
             position += len(body) - before
+    if aliased:
+        body = _set_attribute(module, body, ASSIGNMENT, line_length)
+        if base_with_alias:
+            cls = _add_mixin_base(cls)
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
@@ -803,6 +815,13 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 # --------------------------------------------------------------------------------------------- file
 
 
+def _names_aliased(module: cst.Module) -> bool:
+    """Whether a class of ``module`` sets ``prepare_inputs_for_generation = GenerationMixin.<variant>``."""
+    return any(m.matches(s, m.SimpleStatementLine([m.Assign(targets=[m.AssignTarget(m.Name(METHOD))],
+                                                              value=m.Attribute(value=m.Name(MIXIN_CLASS)))]))
+               for c in module.body if isinstance(c, cst.ClassDef) for s in c.body.body)
+
+
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
     touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)}
@@ -851,9 +870,11 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length:
         if missing:
             raise RewriteError(f"no top-level class {', '.join(sorted(missing))}")
         new_module = module.with_changes(body=body)
-        mixin_bases = [e for e in edits if e.kind is EditKind.ADD_MIXIN_BASE]
-        if mixin_bases:
-            new_module = _import_mixin(new_module, path, mixin_bases[0].text)
+        mixin_bases = [e for e in edits if e.kind is EditKind.ADD_MIXIN_BASE and not e.alias]
+        aliased = any(e.alias for e in edits) and _names_aliased(new_module)
+        if mixin_bases or aliased:
+            imports = [e.text for e in edits if e.kind is EditKind.ADD_MIXIN_BASE and (aliased or not e.alias)]
+            new_module = _import_mixin(new_module, path, imports[0] if imports else "")
         candidates = _names_used(_removed_code(module, edits))
         unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
         if unused:
