@@ -366,3 +366,12 @@ def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_overr
         {"path": "modeling_bound.py", "class_name": "BoundModel", "line": 8, "value": "shared_prepare"}]
     assert "## Bound by assignment" in to_markdown(result)
     assert result.select(skip=["BoundModel"]).index.bound == ()
+
+
+def test_an_edit_of_an_override_the_scan_does_not_know_keeps_its_shard_a_method(mini_override: Override) -> None:
+    """A reduction in the shard whose override is not in the index (nothing said about its bases): no line anywhere."""
+    o = mini_override
+    stranger = Edit("src/transformers/models/bar/modeling_bar.py", "BarForCausalLM", EditKind.REDUCE,
+                    "src/transformers/models/bar/modeling_bar.py::BarForCausalLM", "test", BARE)
+    plan = with_aliases(_plan(_edit(o), stranger, members=(o.id,)), {o.id: o}, True, True)
+    assert not any(e.alias for e in plan.edits())

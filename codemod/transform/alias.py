@@ -71,7 +71,7 @@ def with_aliases(plan: Plan, overrides: dict[str, Override], mixin_installed: bo
     shards = []
     for shard in plan.shards:
         changed = {e.override_id for e in shard.edits if e.kind in _ALIASABLE_KINDS and e.override_id is not None}
-        if changed and all(oid in overrides and may_alias(overrides[oid]) for oid in shard.members if oid in changed):
+        if changed and all(oid in overrides and may_alias(overrides[oid]) for oid in changed):
             edits = [dataclasses.replace(e, alias=True) if e.kind in _ALIASABLE_KINDS else e for e in shard.edits]
             with_base = {(e.file, e.class_name) for e in edits if e.kind is EditKind.ADD_MIXIN_BASE}
             for oid in sorted(changed):
