@@ -20,7 +20,7 @@ from codemod.cache import cache_dir
 from codemod.checkout import Checkout
 from codemod.analyse.classify import Finding, classify, select
 from codemod.errors import CodemodError
-from codemod.analyse.index import BoundMethod, Discovery, FactsCache, Index, Progress, SkippedFile, build_index, discover, tool_fingerprint
+from codemod.analyse.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.analyse.mixin import MixinProfile, read_profile
 from codemod.sources import READ_ERRORS, model_name, model_names, read_source
 from codemod.analyse.target import Target, for_checkout
@@ -45,20 +45,17 @@ class ScanResult:
         findings = tuple(f for f in self.findings if f.override.id in chosen)
         if not (only or skip):
             return dataclasses.replace(self, findings=findings)
-        # the TF/Flax files skipped are reported for the models chosen only, as the overrides are
+        # the TF/Flax files skipped and the classes binding the method are reported for the models chosen only, as the
+        # overrides are
         checkout = self.index.checkout
         wanted, unwanted = {n.lower() for n in only}, {n.lower() for n in skip}
 
-        def chosen_file(s: SkippedFile) -> bool:
-            names = {n.lower() for n in (model_name(checkout, checkout.root / s.path), *s.classes) if n}
+        def wanted_here(path: str, classes: Iterable[str]) -> bool:
+            names = {n.lower() for n in (model_name(checkout, checkout.root / path), *classes) if n}
             return (not wanted or bool(names & wanted)) and not names & unwanted
 
-        def chosen_class(b: BoundMethod) -> bool:
-            names = {n.lower() for n in (model_name(checkout, checkout.root / b.path), b.class_name) if n}
-            return (not wanted or bool(names & wanted)) and not names & unwanted
-
-        index = dataclasses.replace(self.index, skipped=tuple(s for s in self.index.skipped if chosen_file(s)),
-                                    bound=tuple(b for b in self.index.bound if chosen_class(b)))
+        index = dataclasses.replace(self.index, skipped=tuple(s for s in self.index.skipped if wanted_here(s.path, s.classes)),
+                                    bound=tuple(b for b in self.index.bound if wanted_here(b.path, (b.class_name,))))
         return dataclasses.replace(self, index=index, findings=findings)
 
 
