@@ -78,10 +78,11 @@ def _shards_to_drop(plan: Plan, failed: dict[str, str], result: ScanResult) -> d
     return drops
 
 
-#: classes that verification builds other classes into (every decoder head also runs as the decoder of an
-#: ``EncoderDecoderModel``, see ``verify.usage``): a change to one would be judged together with each decoder's,
-#: and a revert of one would leave the decoders judged in a tree that is not the one kept
-CONTEXT_CLASSES = ("EncoderDecoderModel",)
+#: classes that verification builds other classes into, or around them (every decoder head also runs as the decoder
+#: of an ``EncoderDecoderModel``, and each wrapper runs with a BERT and a GPT-2 decoder, whose own methods give it the
+#: mask it passes, see ``verify.usage``): a change to one would be judged together with each decoder's, and a revert
+#: of one would leave the decoders judged in a tree that is not the one kept
+CONTEXT_CLASSES = ("EncoderDecoderModel", "VisionEncoderDecoderModel", "SpeechEncoderDecoderModel")
 
 
 def reworded_mark(mark: str, hooked: Iterable[str]) -> str:

@@ -4,8 +4,13 @@ The composite wrappers of 4.45 (``EncoderDecoderModel``, ``VisionEncoderDecoderM
 ``SpeechEncoderDecoderModel``) ask the decoder to prepare ``input_ids`` and ``past_key_values`` and
 pass them on as ``decoder_input_ids`` and the cache: the decoder's method slices the ids to the
 tokens its cache has not seen, as the mixin slices ``decoder_input_ids``. The decoder's mask, when
-it makes one, is all ones (no mask given), which a decoder reads as no mask at all. Upstream
-deleted these overrides in 4.46; verification compares what each side generates.
+it makes one, is all ones over every token (no mask given); the mixin passes the caller's, none by
+default, and a decoder whose forward builds its default without counting the cache (Electra's) then
+masks wrongly; and the mixin slices the ids by the positions, where a decoder may slice them its own
+way (BigBird's, by a cache length that stops growing). Upstream deleted these overrides in 4.46; an
+override that passes the decoder's mask is reduced to ``super()`` with the two statements that ask the
+decoder kept after it, the mask and the ids taken from them (``classify._Judge.decoder_mask_after``),
+and verification runs each wrapper with a decoder that makes a mask and one that makes none.
 
 Example::
 

@@ -53,6 +53,8 @@ SCRIPT = textwrap.dedent(
     cls = getattr(importlib.import_module(CLASSES["GPTBigCodeForCausalLM"]), "GPTBigCodeForCausalLM")
     ranks = {}
     for variant in usage.variants(cls, tiny.tiny_model(cls, seed=0)[0].config, {}):
+        if not (variant.primary or variant.name.startswith("multi_query")):
+            continue  # (its cross-attention variants do not build with one shared head: "not implemented for MQA")
         model, _ = tiny.tiny_model(cls, seed=0, settings=variant.settings)
         with torch.no_grad():
             cache = model(torch.tensor([[3, 4, 5]]), use_cache=True).past_key_values
@@ -106,6 +108,26 @@ SCRIPT = textwrap.dedent(
         pass
     required["InheritsLlava"] = usage.required_scenarios(InheritsLlava)
     out["required"] = required
+
+    # the wrappers run with another decoder too, built around the same encoder; it generates
+    wrappers = {}
+    for name, module in (("VisionEncoderDecoderModel", "vision_encoder_decoder"),
+                         ("EncoderDecoderModel", "encoder_decoder")):
+        cls = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name)
+        model, _ = tiny.tiny_model(cls, seed=0)
+        found = {}
+        for variant in usage.variants(cls, model.config, {}):
+            if not (variant.composite or "").startswith(usage.OTHER_DECODER):
+                continue
+            rebuilt = usage.with_decoder(model, variant.composite[len(usage.OTHER_DECODER):], seed=0)
+            inputs = tiny.generation_inputs(rebuilt, seed=0)
+            with torch.no_grad():
+                tokens = rebuilt.generate(**inputs, max_new_tokens=3, min_new_tokens=3, do_sample=False)
+            found[variant.name] = {"decoder": type(rebuilt.decoder).__name__, "encoder": type(rebuilt.encoder).__name__,
+                                   "same_encoder": rebuilt.encoder is model.encoder, "new_tokens": tokens.shape[1] - 1,
+                                   "scenarios": list(variant.scenarios or ())}
+        wrappers[name] = {"own": model.config.decoder.model_type, "others": found}
+    out["wrappers"] = wrappers
     print("RESULT " + json.dumps(out))
     '''
 )
@@ -144,8 +166,7 @@ def test_a_decoder_head_of_an_encoder_family_is_built_as_a_decoder_with_its_othe
     ("name", "why"),
     [
         ("BertForMaskedLM", "a masked LM generates as an encoder"),
-        ("GPT2LMHeadModel", "a decoder-only model ignores is_decoder"),
-        ("LlamaForCausalLM", "a decoder-only model ignores is_decoder"),
+        ("LlamaForCausalLM", "a decoder-only model ignores is_decoder, and attends to no encoder"),
         ("BartForConditionalGeneration", "an encoder-decoder's decoder is inside it"),
     ],
 )
@@ -153,6 +174,32 @@ def test_classes_that_are_used_as_their_defaults_say_are_left_as_they_are(usage_
     found = usage_results[name]
     assert "is_decoder" not in found["primary"], why
     assert not {"is_decoder=False", "cross-attention", "encoder-decoder"} & set(found["variants"]), why
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_decoder_only_head_with_cross_attention_also_runs_as_the_decoder_of_a_wrapper(usage_results) -> None:
+    """GPT-2 needs no ``is_decoder`` (its primary settings stay its own), yet attends to an encoder with
+    ``add_cross_attention``: ViT-GPT2 and bert2gpt2 run it as the decoder of a wrapper, which asks its method for
+    the mask (none, where BERT's makes one of ones)."""
+    found = usage_results["GPT2LMHeadModel"]
+    assert "is_decoder" not in found["primary"]
+    assert {"cross-attention", "encoder-decoder"} <= set(found["variants"])
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "own", "other"), [("VisionEncoderDecoderModel", "gpt2", "bert"),
+                                                    ("EncoderDecoderModel", "bert", "gpt2")])
+def test_a_wrapper_also_runs_with_the_decoder_it_was_not_built_with(usage_results, name, own, other) -> None:
+    """A wrapper's verdict on its default decoder says nothing of another: 4.45's pass the decoder's own mask, which
+    BERT's method makes and GPT-2's does not (VisionEncoderDecoderModel was called identical on GPT-2 alone)."""
+    wrapper = usage_results["wrappers"][name]
+    assert wrapper["own"] == own
+    (variant,) = wrapper["others"].values()
+    assert variant["decoder"] == {"bert": "BertLMHeadModel", "gpt2": "GPT2LMHeadModel"}[other]
+    assert variant["same_encoder"] and variant["new_tokens"] == 3
+    assert {"greedy", "left-padded-batch", "assisted"} <= set(variant["scenarios"])
 
 
 @pytest.mark.network
@@ -214,3 +261,52 @@ def test_a_class_whose_method_reads_image_seq_length_requires_the_legacy_prompt(
         assert required[name] == {}, name
     # Phi-3's cache reset runs only where a sequence passes original_max_position_embeddings: the long-rope variant
     assert set(required["Phi3ForCausalLM"]) == {"long-rope/greedy"}
+
+
+# ------------------------------------------------------------------- the wrappers' other decoders, without torch
+
+
+class _Sub:
+    def __init__(self, model_type: str) -> None:
+        self.model_type = model_type
+
+
+class _WrapperConfig:
+    is_encoder_decoder = True
+
+    def __init__(self, decoder: str) -> None:
+        self.decoder = _Sub(decoder)
+
+
+class _Wrapper:
+    def __init__(self, config=None, encoder=None, decoder=None) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+class _NotAWrapper:
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+@pytest.mark.parametrize(("own", "others"), [("gpt2", ["decoder=bert"]), ("bert", ["decoder=gpt2"]),
+                                             ("trocr", ["decoder=bert", "decoder=gpt2"])])
+def test_a_wrapper_gets_a_variant_per_decoder_kind_its_config_does_not_use(own: str, others: list[str]) -> None:
+    from codemod.verify import usage
+
+    variants = usage.other_decoders(_Wrapper, _WrapperConfig(own))
+    assert [v.name for v in variants] == others
+    assert all(v.composite == usage.OTHER_DECODER + v.name.split("=")[1] for v in variants)
+    assert all(set(v.scenarios or ()) == set(usage.ENCODER_DECODER_SCENARIOS) for v in variants)
+
+
+@pytest.mark.parametrize(
+    ("cls", "config", "why"),
+    [
+        (_NotAWrapper, _WrapperConfig("gpt2"), "built from a config alone: not built around any decoder"),
+        (_Wrapper, _Sub("bert"), "no decoder config to read its kind from"),
+    ],
+)
+def test_not_a_wrapper(cls: type, config: object, why: str) -> None:
+    from codemod.verify import usage
+
+    assert usage.other_decoders(cls, config) == [], why

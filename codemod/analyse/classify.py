@@ -574,6 +574,36 @@ class _Judge:
             cuts[n.path] = r
         return tuple(cuts.values())
 
+    def decoder_mask_after(self) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+        """An encoder-decoder wrapper that passes its decoder's own mask (``decoder-delegate`` with the mask) keeps the
+        statements asking the decoder after ``super()``, and sets ``decoder_attention_mask`` and ``decoder_input_ids``
+        from them: a decoder whose method makes a mask of ones when asked without one (BERT's, TrOCR's, MBart's) still
+        gets it, one that makes none (GPT-2's) none, where the mixin would pass the caller's (none by default; an
+        Electra decoder builds its default without counting the cache); and a decoder that slices its ids its own way
+        still slices them (BigBird's reads its past length off a cache that stops growing: the oracle's tokens differed
+        when the mixin sliced them). The rest (the cache, the other keys) is the mixin's. None for any other shape."""
+        from rules.decoder_delegate import RULE as DECODER_DELEGATE
+
+        a = self.a
+        if (self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN) or a.delegation is not None:
+            return None  # a parent's closed dict is no mixin to hand the rest to
+        found = next((r for r in a.recognised if r.code == DECODER_DELEGATE.code and r.facet("mask") == "true"), None)
+        if found is None:
+            return None
+        statements = [t for t in a.top_level if found.line <= t.line <= max(found.end_line, found.line)]
+        written = {n for t in statements for n in t.writes}
+        keys = ("decoder_attention_mask", "decoder_input_ids")
+        for key in keys:
+            writes = _final_writes(a, key)
+            if (not statements or any(t.returns or t.builds_output for t in statements) or len(writes) != 1
+                    or writes[0].conditions or not writes[0].expr or not _names_in(writes[0].expr) <= written):
+                return None
+        self.reasons.append(Reason(ReasonKind.NOTE, "kept as is after super(): asks self.decoder for the mask its own "
+                                   "method makes (all ones, or none) and the ids as it slices them, and passes them as "
+                                   "decoder_attention_mask and decoder_input_ids", found.line,
+                                   subject="asks self.decoder for its mask and ids"))
+        return tuple(t.index for t in statements), keys
+
     def _writes_outside(self, kept: Iterable[int], cuts: Sequence[Recognised], names: Iterable[str]) -> bool:
         """Whether the kept statements assign one of ``names`` other than in the ``cuts`` (or may: code that does
         not parse)."""
@@ -644,6 +674,8 @@ class _Judge:
         a = self.a
         kept = self.kept_prefix() if self.bespoke else ()
         after = self.kept_after() if self.bespoke and not kept else None
+        if after is None and not kept:
+            after = self.decoder_mask_after()
         swap = any(e.how is ExtraHow.SWAP_DELEGATE for e in self.extras)
         #: statements a reduction keeps as they are (in front of super(), after it, or around a swapped
         #: delegation) that handle the inputs their own way: model-specific, whatever the action

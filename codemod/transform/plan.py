@@ -23,6 +23,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+import libcst as cst
+
 from codemod.analyse import soundness
 from codemod.analyse.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
 from codemod.contracts import (
@@ -249,13 +251,32 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
         if not writes or any(not o.expr for o in writes):
             return None
         for write in writes:
-            statement = f"model_inputs[{key}] = {write.expr}"
+            statement = f"model_inputs[{key}] = {_double_quoted(write.expr)}"
             if write.conditions:
                 condition = " and ".join(f"({c})" if len(write.conditions) > 1 else c for c in write.conditions)
                 lines += [f"if {condition}:", f"    {statement}"]
             else:
                 lines.append(statement)
     return lines
+
+
+class _DoubleQuotes(cst.CSTTransformer):
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = updated_node.value
+        if value.startswith("'") and not value.startswith("'''") and '"' not in value and "\\" not in value:
+            return updated_node.with_changes(value='"' + value[1:-1] + '"')
+        return updated_node
+
+
+def _double_quoted(expression: str) -> str:
+    """An expression the scan recorded normalised (``ast.unparse``: single quotes) as transformers writes it, in double
+    quotes (``decoder_inputs["input_ids"]``); as it is where a string holds a quote or a backslash, or does not parse."""
+    if "'" not in expression:
+        return expression
+    try:
+        return cst.Module(body=[]).code_for_node(cst.parse_expression(expression).visit(_DoubleQuotes()))
+    except cst.ParserSyntaxError:
+        return expression
 
 
 def _last_token_guard(override: Override) -> str | None:
@@ -579,7 +600,8 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
     if finding is not None and any(e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER) for e in extras):
         first = next((r.subject for r in finding.reasons if r.kind is ReasonKind.NOTE and r.subject), "")
         kept = (phrases[ExtraHow.KEEP_STATEMENTS], phrases[ExtraHow.KEEP_AFTER])
-        parts = [p if p not in kept else f"{p} ({_quote(first.rstrip(' …'))})" for p in parts]
+        if first:
+            parts = [p if p not in kept else f"{p} ({_quote(first.rstrip(' …'))})" for p in parts]
     return "; ".join(dict.fromkeys(parts))
 
 

@@ -140,10 +140,12 @@ def _sdpa_by_default(model_class: type, config: Any) -> bool:
 
 
 def _can_decode_for_an_encoder(model_class: type, config: Any) -> bool:
-    """Whether the class can be the decoder of an ``EncoderDecoderModel``: a decoder head whose
-    forward attends to encoder states (BERT-style, with ``add_cross_attention``)."""
+    """Whether the class can be the decoder of an ``EncoderDecoderModel``: a decoder head whose forward attends to
+    encoder states with ``add_cross_attention`` on, BERT-style (``is_decoder`` too) or GPT-2-style (a decoder-only
+    model that needs no ``is_decoder``: ViT-GPT2 and bert2gpt2 run it so)."""
     return (
-        is_decoder_head(model_class, config)
+        not getattr(config, "is_encoder_decoder", False)
+        and DECODER_HEAD.search(model_class.__name__) is not None
         and hasattr(config, "add_cross_attention")
         and _forward_takes(model_class, "encoder_hidden_states")
     )
@@ -241,7 +243,41 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
         out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
                            ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
                            why="the decoder of an EncoderDecoderModel, whose override calls this one"))
+    out.extend(other_decoders(model_class, config))
     return out
+
+
+#: the decoders an encoder-decoder wrapper also runs with (model type -> config class, causal LM class): one whose
+#: ``prepare_inputs_for_generation`` makes a mask of ones when asked without one (BERT's, as TrOCR's and MBart's do),
+#: one that passes none (GPT-2's)
+WRAPPER_DECODERS = {"bert": ("BertConfig", "BertLMHeadModel"), "gpt2": ("GPT2Config", "GPT2LMHeadModel")}
+#: the composite of a variant whose wrapper runs another decoder: ``decoder:<model type>``
+OTHER_DECODER = "decoder:"
+
+
+def is_wrapper(model_class: type, config: Any) -> bool:
+    """An encoder-decoder wrapper: built from any encoder and any decoder (``__init__(config, encoder, decoder)``),
+    its config holding the decoder's (``EncoderDecoderModel``, ``VisionEncoderDecoderModel``,
+    ``SpeechEncoderDecoderModel``, and wrappers of the same shape in a user's code)."""
+    try:
+        parameters = inspect.signature(model_class).parameters  # its __init__, less self
+    except (TypeError, ValueError):
+        return False
+    decoder = getattr(config, "decoder", None)
+    return {"encoder", "decoder"} <= set(parameters) and isinstance(getattr(decoder, "model_type", None), str)
+
+
+def other_decoders(model_class: type, config: Any) -> list[Variant]:
+    """For a wrapper, a variant per decoder of :data:`WRAPPER_DECODERS` its own config does not already use: what a
+    wrapper prepares for its decoder may come from the decoder's own ``prepare_inputs_for_generation`` (4.45's ask the
+    decoder for its mask), and decoders make different ones: a verdict on one decoder says nothing of the others."""
+    if not is_wrapper(model_class, config):
+        return []
+    used = str(config.decoder.model_type)
+    return [Variant(f"decoder={kind}", {}, ENCODER_DECODER_SCENARIOS, composite=OTHER_DECODER + kind,
+                    why=f"the wrapper with a {kind} decoder (its own config's is {used}): a wrapper is built from any "
+                        "decoder, and what it prepares may come from the decoder's method")
+            for kind in WRAPPER_DECODERS if kind != used]
 
 
 def _why(settings: dict[str, Any]) -> str:
@@ -263,6 +299,30 @@ def apply_settings(config: Any, settings: dict[str, Any]) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ composite
+
+
+def with_decoder(wrapper: Any, kind: str, seed: int) -> Any:
+    """``wrapper`` rebuilt around a tiny decoder of ``kind`` (:data:`WRAPPER_DECODERS`) with cross-attention on, its
+    encoder and its special tokens kept."""
+    import torch
+    import transformers
+
+    config_name, model_name = WRAPPER_DECODERS[kind]
+    old = wrapper.config.decoder
+    sizes = ({"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+              "max_position_embeddings": 64} if kind == "bert" else
+             {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64})
+    # the old decoder's special tokens, None for none (GPT-2's defaults lie outside a tiny vocabulary)
+    tokens = {name: getattr(old, name, None) for name in ("pad_token_id", "bos_token_id", "eos_token_id")}
+    config = getattr(transformers, config_name)(vocab_size=old.vocab_size, is_decoder=True, add_cross_attention=True,
+                                                **sizes, **{k: v if _int(v) is not None else None for k, v in tokens.items()})
+    torch.manual_seed(seed + 200)
+    decoder = getattr(transformers, model_name)(config)
+    model = type(wrapper)(encoder=wrapper.encoder, decoder=decoder)
+    for name in ("decoder_start_token_id", "pad_token_id", "eos_token_id"):
+        setattr(model.config, name, getattr(wrapper.config, name, None))
+    model.generation_config = wrapper.generation_config
+    return model.eval()
 
 
 def encoder_decoder(decoder: Any, seed: int) -> Any:

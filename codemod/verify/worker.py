@@ -158,6 +158,8 @@ def _build(model_class: type[Any], model_dir: str, seed: int) -> tuple[list[str]
                     model, _, _ = _built(model_class, seed + offset, variant.settings)
                 if variant.composite == "encoder-decoder":
                     model = usage.encoder_decoder(model, seed + offset)
+                elif variant.composite and variant.composite.startswith(usage.OTHER_DECODER):
+                    model = usage.with_decoder(model, variant.composite[len(usage.OTHER_DECODER):], seed + offset)
                 tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
                 model.save_pretrained(os.path.join(_variant_dir(model_dir, index), name), safe_serialization=False)
         except Exception as error:  # noqa: BLE001 - the primary model must build; another variant may not
