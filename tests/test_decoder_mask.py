@@ -128,3 +128,16 @@ def test_a_recorded_expression_is_written_in_double_quotes(recorded: str, writte
 
     assert _double_quoted(recorded) == written
     ast.parse(written)
+
+
+def test_a_cache_read_only_inside_a_wrapper_is_no_evidence_of_the_decoders_own_cached_path() -> None:
+    """A decoder head run as an encoder (its primary settings give it no cache) and with a cache only inside an
+    ``EncoderDecoderModel``, whose 4.45 override asks the decoder's method without the positions generate() gives:
+    the branch of the mixin a mutant of the positions' slicing breaks never ran, so the class is not identical."""
+    from codemod.verify.compare import COMPOSITE_VARIANT, ScenarioOutcome, ScenarioStatus, missing_evidence
+
+    own = ScenarioOutcome("greedy", ScenarioStatus.SAME, cache_used=False)
+    inside = ScenarioOutcome(f"{COMPOSITE_VARIANT}/greedy", ScenarioStatus.SAME, cache_used=True, variant=COMPOSITE_VARIANT)
+    assert "the cached path is untested" in missing_evidence([own, inside], caches=True)
+    cached = ScenarioOutcome("sampling", ScenarioStatus.SAME, cache_used=True)
+    assert missing_evidence([own, inside, cached], caches=True) == ""

@@ -145,14 +145,19 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     for name in ("LlamaForCausalLM", "OPTForCausalLM", "T5ForConditionalGeneration", "BartForConditionalGeneration"):
         assert verdicts[name]["verdict"] == "identical", verdicts[name]
         assert len(verdicts[name]["compared"]) >= 8
-    # 4.45.2's GPT-2 replaces the caller's position ids by None; the mixin slices and passes them: the repair
-    # sets them to None again when the caller gives them, and the reduction verifies with the caller's positions
+    # 4.45.2's GPT-2 drops the encoder states a caller gives generate() with cross-attention on (its cross-attention
+    # variant: GPT-2 needs no is_decoder, yet attends to an encoder), which the mixin passes on: no repair re-creates
+    # what it prepared, so its change is reverted below
     gpt2 = verdicts["GPT2LMHeadModel"]
-    assert gpt2["verdict"] == "identical", gpt2
-    positions = next(s for s in gpt2["scenarios"] if s["name"] == "position-ids")
-    assert positions["status"] == "same", positions
-    gpt2_file = (root / gpt2["file"]).read_text()
-    assert 'if kwargs.get("position_ids") is not None:\n            model_inputs["position_ids"] = None' in gpt2_file
+    assert gpt2["verdict"] == "differs", gpt2
+    cross = next(s for s in gpt2["scenarios"] if s["name"] == "cross-attention/encoder-hidden-states")
+    assert cross["status"] == "differs", cross
+    # Chameleon's repair: the static cache's 2D mask as the caller gives it, where the mixin builds the 4D one
+    chameleon = verdicts["ChameleonForConditionalGeneration"]
+    assert chameleon["verdict"] == "identical", chameleon
+    repair = '        model_inputs["attention_mask"] = attention_mask\n'
+    chameleon_path = root / chameleon["file"]
+    assert repair in chameleon_path.read_text()
     # text, then units and a waveform: the text stage's prepared inputs and the waveform are compared
     assert verdicts["SeamlessM4TForTextToSpeech"]["verdict"] == "identical", verdicts["SeamlessM4TForTextToSpeech"]
     # whatever did not verify was reverted: the file holds its original override again
@@ -163,16 +168,14 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     # and every changed file still compiles
     for path in status.split():
         compile((root / path).read_text(), path, "exec")
-    # the repair is no decoration: without it, verification sees GPT-2 hand the caller's positions on
-    repair = '        if kwargs.get("position_ids") is not None:\n            model_inputs["position_ids"] = None\n'
-    gpt2_path = root / gpt2["file"]
-    gpt2_path.write_text(gpt2_path.read_text().replace(repair, ""))
+    # the repair is no decoration: without it, verification sees the mixin's 4D mask with a static cache
+    chameleon_path.write_text(chameleon_path.read_text().replace(repair, ""))
     mutated = tmp_path / "mutated.json"
-    again = CliRunner().invoke(app, ["verify", str(root), "--only", "gpt2", "--format", "json", "--output", str(mutated)])
+    again = CliRunner().invoke(app, ["verify", str(root), "--only", "chameleon", "--format", "json", "--output", str(mutated)])
     assert again.exit_code == 1, again.output
-    unrepaired = {v["class"]: v for v in json.loads(mutated.read_text())["verdicts"]}["GPT2LMHeadModel"]
+    unrepaired = {v["class"]: v for v in json.loads(mutated.read_text())["verdicts"]}["ChameleonForConditionalGeneration"]
     assert unrepaired["verdict"] == "differs", unrepaired
-    assert next(s for s in unrepaired["scenarios"] if s["name"] == "position-ids")["status"] == "differs"
+    assert next(s for s in unrepaired["scenarios"] if s["name"] == "static-cache")["status"] == "differs"
 
 
 LLAVA = "src/transformers/models/llava/modeling_llava.py"

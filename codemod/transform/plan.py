@@ -274,9 +274,10 @@ def _double_quoted(expression: str) -> str:
     if "'" not in expression:
         return expression
     try:
-        return cst.Module(body=[]).code_for_node(cst.parse_expression(expression).visit(_DoubleQuotes()))
+        node = cst.parse_expression(expression).visit(_DoubleQuotes())
     except cst.ParserSyntaxError:
         return expression
+    return cst.Module(body=[]).code_for_node(node) if isinstance(node, cst.BaseExpression) else expression
 
 
 def _last_token_guard(override: Override) -> str | None:
