@@ -148,7 +148,17 @@ def _can_decode_for_an_encoder(model_class: type, config: Any) -> bool:
         and DECODER_HEAD.search(model_class.__name__) is not None
         and hasattr(config, "add_cross_attention")
         and _forward_takes(model_class, "encoder_hidden_states")
+        # a BERT-style class decodes only as a decoder head (a subclass whose own code never says so is used as
+        # its module shows, an encoder)
+        and (is_decoder_head(model_class, config) or not _reads_is_decoder(model_class))
     )
+
+
+def _reads_is_decoder(model_class: type) -> bool:
+    """Whether the class, or a model class it inherits (transformers' own or a user's, not the shared bases of
+    ``modeling_utils``), reads ``is_decoder``: BERT-style, where GPT-2's family needs no such switch."""
+    shared = ("builtins", "torch.", "transformers.modeling_utils", "transformers.generation", "transformers.integrations")
+    return any("is_decoder" in _source(c) for c in model_class.__mro__ if not c.__module__.startswith(shared))
 
 
 def _registered(config: Any) -> bool:
