@@ -591,13 +591,14 @@ class _Judge:
         if found is None:
             return None
         statements = [t for t in a.top_level if found.line <= t.line <= max(found.end_line, found.line)]
+        if not statements or any(t.returns or t.builds_output for t in statements):
+            return None
         written = {n for t in statements for n in t.writes}
         keys = ("decoder_attention_mask", "decoder_input_ids")
         for key in keys:
             writes = _final_writes(a, key)
-            if (not statements or any(t.returns or t.builds_output for t in statements) or len(writes) != 1
-                    or writes[0].conditions or not writes[0].expr or not _names_in(writes[0].expr) <= written):
-                return None
+            if len(writes) != 1 or writes[0].conditions or not writes[0].expr or not _names_in(writes[0].expr) <= written:
+                return None  # each key from what the kept statements wrote, unconditionally
         self.reasons.append(Reason(ReasonKind.NOTE, "kept as is after super(): asks self.decoder for the mask its own "
                                    "method makes (all ones, or none) and the ids as it slices them, and passes them as "
                                    "decoder_attention_mask and decoder_input_ids", found.line,

@@ -311,6 +311,12 @@ def apply_settings(config: Any, settings: dict[str, Any]) -> Any:
 # ------------------------------------------------------------------------------------------ composite
 
 
+#: the sizes of the halves this module builds itself: the composite's BERT encoder, a wrapper's other decoder
+TINY_BERT = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+             "max_position_embeddings": 64}
+TINY_GPT2 = {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64}
+
+
 def with_decoder(wrapper: Any, kind: str, seed: int) -> Any:
     """``wrapper`` rebuilt around a tiny decoder of ``kind`` (:data:`WRAPPER_DECODERS`) with cross-attention on, its
     encoder and its special tokens kept."""
@@ -319,9 +325,7 @@ def with_decoder(wrapper: Any, kind: str, seed: int) -> Any:
 
     config_name, model_name = WRAPPER_DECODERS[kind]
     old = wrapper.config.decoder
-    sizes = ({"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
-              "max_position_embeddings": 64} if kind == "bert" else
-             {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64})
+    sizes = TINY_BERT if kind == "bert" else TINY_GPT2
     # the old decoder's special tokens, None for none (GPT-2's defaults lie outside a tiny vocabulary)
     tokens = {name: getattr(old, name, None) for name in ("pad_token_id", "bos_token_id", "eos_token_id")}
     config = getattr(transformers, config_name)(vocab_size=old.vocab_size, is_decoder=True, add_cross_attention=True,
@@ -341,8 +345,7 @@ def encoder_decoder(decoder: Any, seed: int) -> Any:
     from transformers import BertConfig, BertModel, EncoderDecoderModel
 
     # the composite projects the encoder states when their width differs (enc_to_dec_proj)
-    encoder_config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                intermediate_size=37, max_position_embeddings=64, pad_token_id=0)
+    encoder_config = BertConfig(vocab_size=99, pad_token_id=0, **TINY_BERT)
     torch.manual_seed(seed + 100)
     encoder = BertModel(encoder_config)
     model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
