@@ -60,6 +60,7 @@ import hashlib
 import importlib.util
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -256,6 +257,19 @@ def caller_input_honoured(root: Path) -> list[str]:
                            "no reduced override sets a key to None when the caller gives it")
 
 
+#: a key a reduced override passes on as the caller gives it, read from ``**kwargs`` (verification's repair for a key
+#: the old code named as None where the caller gave none: GPT-2's mask, asked by a wrapper without one)
+_PASSED_ON_FROM_KWARGS = re.compile(r'model_inputs\[("[^"]+")\] = \w+\.get\(\1\)')
+
+
+def caller_value_not_passed_on(root: Path) -> list[str]:
+    """In every reduced override, a key passed on from ``**kwargs`` as the caller gives it is left as the mixin
+    prepares it (GPT-2 asked by a wrapper without a mask then gets the installed mixin's mask of ones)."""
+    return _rewrite_reduced(root, lambda lines, i: bool(_PASSED_ON_FROM_KWARGS.fullmatch(lines[i].strip())),
+                            lambda line: f"pass  # mutant: was `{line}`",
+                            "no reduced override passes a key on from **kwargs as the caller gives it")
+
+
 MUTANTS = [
     Mutant("ids-unsliced", "the ids are never cut to the tokens the cache has not seen", (
         ("                input_ids = input_ids[:, -cache_position.shape[0] :]\n", "                pass  # mutant\n"),
@@ -294,6 +308,8 @@ MUTANTS = [
            "nothing", edit=cache_reset_dropped),
     Mutant("caller-input-honoured", "a reduced override's key that the old code ignored when the caller gave it "
            "is passed as the caller gave it", edit=caller_input_honoured),
+    Mutant("caller-value-not-passed-on", "a reduced override's key passed on from **kwargs as the caller gives it "
+           "(GPT-2's mask) is left as the mixin prepares it", edit=caller_value_not_passed_on),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
         ('model_inputs["past_key_values"] = past_key_values\n',
          'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),

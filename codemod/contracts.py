@@ -259,7 +259,10 @@ class Repair:
     reduction moves; and the keys the old code named but passed as None whenever the caller gave
     them (``none_when_given``: GPT-2 ignored a caller's ``position_ids``), which the reduction sets
     to None under the same test; and ``uncut``: the ids slicing a reduction left to the mixin (``ExtraHow.CUT``)
-    goes back into the statements it kept, where verification found the reduction without it different."""
+    goes back into the statements it kept, where verification found the reduction without it different; and
+    ``ungiven``: the keys the old code named as None where the caller gave none and the mixin fills in (its mask of
+    ones, for GPT-2 asked by a wrapper without one): the reduction passes them on as the caller gives them, unless a
+    scenario removes them."""
 
     remove: tuple[str, ...] = ()
     set_none: tuple[str, ...] = ()
@@ -269,6 +272,7 @@ class Repair:
     renamed: tuple[tuple[str, str], ...] = ()
     none_when_given: tuple[str, ...] = ()
     uncut: bool = False
+    ungiven: tuple[str, ...] = ()
 
     def __or__(self, other: Repair) -> Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -277,4 +281,5 @@ class Repair:
         return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
                       union(self.passthrough, other.passthrough), union(self.last_token, other.last_token),
                       tuple(sorted(set(self.renamed) | set(other.renamed))),
-                      union(self.none_when_given, other.none_when_given), self.uncut or other.uncut)
+                      union(self.none_when_given, other.none_when_given), self.uncut or other.uncut,
+                      union(self.ungiven, other.ungiven))

@@ -10,7 +10,7 @@ planned only against what it really does):
 - the ids are sliced by ``cache_position`` (with the ``inputs_embeds`` exception);
 - ``inputs_embeds`` are fed on the first step only, decoder-only models;
 - encoder-decoder models get ``decoder_input_ids``;
-- ``position_ids`` are built from the attention mask when ``forward`` accepts them, and sliced
+- ``position_ids`` are built from the caller's attention mask when ``forward`` accepts them, and sliced
   with ``token_type_ids`` to the new tokens;
 - a ``StaticCache`` gets the 4D causal mask from the helper the model's module defines in 4.45
   (``_prepare_4d_causal_attention_mask_with_cache_position``), or the base model's method of later
@@ -40,7 +40,18 @@ METHOD_SOURCE = '''\
         a `StaticCache`, and forward every other keyword argument. Installed by transformers-codemod; models with
         different needs override it.
         """
-        # 1. Models with Cache classes take `cache_position`; for the others, derive it from the legacy cache when
+        # 1. `position_ids` from the attention mask the caller gives, for models whose forward takes them (before the
+        #    default mask below: no legacy decoder built positions from a mask it made itself).
+        if (
+            attention_mask is not None
+            and kwargs.get("position_ids") is None
+            and "position_ids" in set(inspect.signature(self.forward).parameters.keys())
+        ):
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            kwargs["position_ids"] = position_ids
+
+        # 2. Models with Cache classes take `cache_position`; for the others, derive it from the legacy cache when
         #    the caller gives none (generate always does). Where no `cache_position` can be trusted, the cache says
         #    what is new, as the legacy overrides counted it (the last token when the ids are no longer than the
         #    cache): a composite asking its decoder without one, or generate() told not to cache (its positions then
@@ -64,7 +75,7 @@ METHOD_SOURCE = '''\
             past_length = past_key_values[0][0].shape[2] if past_key_values is not None else 0
             cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 
-        # 2. With a cache, keep only the tokens it has not seen.
+        # 3. With a cache, keep only the tokens it has not seen.
         #    Exception 1: with `inputs_embeds`, `input_ids` may be missing entries.
         #    Exception 2: some generation methods slice `input_ids` themselves (the "else" is a no-op).
         #    A forward that takes a cache gets the key even without one: 4.45's composite models read
@@ -78,7 +89,7 @@ METHOD_SOURCE = '''\
             elif input_ids.shape[1] != cache_position.shape[0]:  # Default case
                 input_ids = input_ids[:, cache_position]
 
-        # 3. The ids (or, on the first step of a decoder-only model, the embeddings). `clone` keeps strides stable.
+        # 4. The ids (or, on the first step of a decoder-only model, the embeddings). `clone` keeps strides stable.
         input_ids_key = "decoder_input_ids" if self.config.is_encoder_decoder else "input_ids"
         if not self.config.is_encoder_decoder:
             if inputs_embeds is not None and cache_position[0] == 0:
@@ -89,16 +100,6 @@ METHOD_SOURCE = '''\
                 model_inputs["inputs_embeds"] = None
         else:
             model_inputs[input_ids_key] = input_ids.clone(memory_format=torch.contiguous_format)
-
-        # 4. `position_ids` from the attention mask, for models whose forward takes them.
-        if (
-            attention_mask is not None
-            and kwargs.get("position_ids") is None
-            and "position_ids" in set(inspect.signature(self.forward).parameters.keys())
-        ):
-            position_ids = attention_mask.long().cumsum(-1) - 1
-            position_ids.masked_fill_(attention_mask == 0, 1)
-            kwargs["position_ids"] = position_ids
 
         # 5. Inputs that run along the sequence are cut like the ids.
         for model_input_name in ["position_ids", "token_type_ids"]:

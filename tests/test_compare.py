@@ -183,6 +183,21 @@ def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
     assert repair_for(old, [{"input_ids": tensor([9])}, {"input_ids": tensor([6])}], crashed=False) is None
 
 
+def test_a_key_named_as_none_where_the_caller_gave_none_is_ungiven_not_removed() -> None:
+    """GPT-2 asked by a wrapper without a mask: the old code named it as None, the mixin made one of ones. Passing the
+    caller's value on explains it (and generate()'s mask, which both pass on); a removal would drop that too."""
+    ones = tensor([1, 1])
+    old = [{"input_ids": tensor([5, 6]), "attention_mask": None}]
+    new = [{"input_ids": tensor([5, 6]), "attention_mask": ones}]
+    assert repair_for(old, new, crashed=False, received=[{"input_ids": tensor([5, 6])}]) == Repair(ungiven=("attention_mask",))
+    # the caller gave one and the old code ignored it: removed (or None when given), not passed on
+    given = [{"input_ids": tensor([5, 6]), "attention_mask": ones}]
+    assert repair_for(old, new, crashed=False, received=given).ungiven == ()
+    # a key the old code never named, or no record of what the caller gave: removed, as before
+    assert repair_for([{"input_ids": tensor([5, 6])}], new, crashed=False, received=[{}]) == Repair(remove=("attention_mask",))
+    assert repair_for(old, new, crashed=False) == Repair(remove=("attention_mask",))
+
+
 def test_a_value_the_old_code_passed_on_as_given_is_passed_through() -> None:
     mask_2d = tensor([1, 1, 1])
     mask_4d = tensor([0.0, -3.4e38, -3.4e38], dtype="torch.float32", shape=[1, 1, 3, 8])

@@ -259,6 +259,21 @@ GUARD_MUTANTS = [
         "        return model_inputs\n",
         mutants.caller_input_honoured, "if False:  # mutant", "if position_ids is not None:", "sets a key to None",
         id="none-when-given"),
+    pytest.param(
+        "class LynxForCausalLM(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+        '        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n'
+        "        return model_inputs\n",
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        model_inputs = {'input_ids': input_ids}\n"
+        '        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n'
+        "        return model_inputs\n",
+        mutants.caller_value_not_passed_on,
+        """pass  # mutant: was `model_inputs["attention_mask"] = kwargs.get("attention_mask")`""",
+        """\n        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n""", "passes a key on from",
+        id="passed-on-from-kwargs"),
 ]
 
 

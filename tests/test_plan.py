@@ -864,12 +864,56 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
     assert "attention_mask=attention_mask" in body.split("\n)")[0]
     assert body.endswith('model_inputs["attention_mask"] = attention_mask\nreturn model_inputs\n')
     assert edit_of(plan, OTTER, EditKind.MARK).text == "attention_mask as the caller gives it"
-    # a key that is no parameter of the override cannot be restored: the deletion stands, verification decides
+    # a key that is no parameter of the override is read where the caller's value arrives, its **kwargs
     other = make_plan(
         fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(passthrough=("pixel_values",))},
     )
-    assert other.action_of(OTTER) is Action.DELETE
+    assert edit_of(other, OTTER, EditKind.REDUCE).text.endswith(
+        'model_inputs["pixel_values"] = kwargs.get("pixel_values")\nreturn model_inputs\n')
+
+
+def test_a_pass_through_repair_needs_a_name_to_read_the_callers_value_from(fixture_result: ScanResult) -> None:
+    """No parameter of that name and no **kwargs: nothing can be restored, the deletion stands and verification
+    decides."""
+    otter = _finding(fixture_result, "OtterForCausalLM")
+    closed = dataclasses.replace(otter, override=dataclasses.replace(otter.override, analysis=dataclasses.replace(
+        otter.override.analysis, params=tuple(p for p in otter.override.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS))))
+    findings = [closed if f.override.id == OTTER else f for f in fixture_result.findings]
+    plan = make_plan(fixture_result.index, findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+                     repairs={OTTER: Repair(passthrough=("pixel_values",))})
+    assert plan.action_of(OTTER) is Action.DELETE
+
+
+def test_a_pass_through_repair_of_the_ids_reads_the_ids_parameter(fixture_result: ScanResult) -> None:
+    """FSMT hands its unsliced ``decoder_input_ids`` on, named as its first parameter: the reduction passes that
+    parameter, not a ``kwargs.get`` of a key the caller's ids never arrive under (the first version did, and
+    verification found every later step different)."""
+    otter = _finding(fixture_result, "OtterForCausalLM")
+    params = (Param("self", "positional"), Param("decoder_input_ids", "positional"), Param("kwargs", "**kwargs"))
+    renamed = dataclasses.replace(otter, override=dataclasses.replace(otter.override, analysis=dataclasses.replace(
+        otter.override.analysis, params=params)))
+    findings = [renamed if f.override.id == OTTER else f for f in fixture_result.findings]
+    plan = make_plan(fixture_result.index, findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+                     repairs={OTTER: Repair(passthrough=("decoder_input_ids",))})
+    body = edit_of(plan, OTTER, EditKind.REDUCE).text
+    assert body.endswith('model_inputs["decoder_input_ids"] = decoder_input_ids\nreturn model_inputs\n')
+
+
+def test_a_key_named_as_none_where_the_caller_gave_none_is_passed_on_as_given(fixture_result: ScanResult) -> None:
+    """GPT-2 asked by a wrapper without a mask passed None where the mixin makes a mask of ones: the reduction passes
+    the caller's value on (None there, the caller's mask in generate()), read from **kwargs when no parameter names
+    it; a scenario that removes the key wins."""
+    plan = make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+                     repairs={OTTER: Repair(ungiven=("attention_mask", "token_type_ids"))})
+    body = edit_of(plan, OTTER, EditKind.REDUCE).text
+    ast.parse(body)
+    assert 'model_inputs["attention_mask"] = attention_mask\n' in body
+    assert 'model_inputs["token_type_ids"] = kwargs.get("token_type_ids")\n' in body
+    removed = make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+                        repairs={OTTER: Repair(ungiven=("token_type_ids",)) | Repair(remove=("token_type_ids",))})
+    body = edit_of(removed, OTTER, EditKind.REDUCE).text
+    assert 'model_inputs.pop("token_type_ids", None)' in body and "kwargs.get" not in body
 
 
 def test_a_key_passed_through_and_also_missing_is_passed_through_only_when_given(fixture_result: ScanResult) -> None:

@@ -657,14 +657,23 @@ class _Decision:
         return _kept_after(self.extras)
 
 
-def _repair_extras(repair: Repair) -> tuple[Extra, ...]:
-    """The extras that re-create what verification found the mixin prepares differently."""
+def _repair_extras(repair: Repair, override: Override) -> tuple[Extra, ...]:
+    """The extras that re-create what verification found the mixin prepares differently. A key passed on as the
+    caller gives it is read from the parameter of its name, or else from ``**kwargs`` (GPT-2's mask)."""
+    ids, named, _, var_keywords = _param_list(override)
+
+    def given(key: str) -> str:
+        return key if key in (ids, *named) or var_keywords is None else f"{var_keywords}.get({json.dumps(key)})"
+
     return (
         *(Extra(key, ExtraHow.DROP) for key in repair.remove),
+        # named as None where the caller gave none, the mixin's own value where the old code's was None
+        *(Extra(key, ExtraHow.PASSTHROUGH, given(key)) for key in repair.ungiven
+          if key not in repair.remove and key not in repair.passthrough),
         # a None the old code passed and the new code leaves out; a value the caller gives still goes through
         *(Extra(key, ExtraHow.DEFAULT, "None") for key in repair.set_none),
         # also missing where the caller gave nothing (a later round's ``keep``): the old code built its own there
-        *(Extra(key, ExtraHow.PASSTHROUGH_GIVEN if key in repair.keep else ExtraHow.PASSTHROUGH, key)
+        *(Extra(key, ExtraHow.PASSTHROUGH_GIVEN if key in repair.keep else ExtraHow.PASSTHROUGH, given(key))
           for key in repair.passthrough),
         *(Extra(key, ExtraHow.LAST_TOKEN) for key in repair.last_token),
         *(Extra(key, ExtraHow.RENAMED, mixin_key) for key, mixin_key in repair.renamed),
@@ -736,13 +745,15 @@ class _Planner:
         for oid, f in self.findings.items():
             repair = self.repairs.get(oid)
             params = {p.name for p in f.override.analysis.params}
+            # what a reduction passes on as the caller gives it, it reads from a parameter or from **kwargs
+            readable = params | {"**"} if _param_list(f.override)[3] else params
             if (repair is not None and f.action in (Action.DELETE, Action.REDUCE)
-                    and set(repair.keep) | set(repair.passthrough) <= params):
+                    and set(repair.keep) <= params and (set(repair.passthrough) <= params or "**" in readable)):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
                 outputs = {o.key for o in f.override.analysis.outputs}
                 # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
-                repaired = tuple(e for e in _repair_extras(repair) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
+                repaired = tuple(e for e in _repair_extras(repair, f.override) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
                 extras = (*(without_cuts(f.extras) if repair.uncut else f.extras), *repaired)
                 swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
                 fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
