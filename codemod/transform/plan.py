@@ -745,10 +745,10 @@ class _Planner:
         for oid, f in self.findings.items():
             repair = self.repairs.get(oid)
             params = {p.name for p in f.override.analysis.params}
-            # what a reduction passes on as the caller gives it, it reads from a parameter or from **kwargs
-            readable = params | {"**"} if _param_list(f.override)[3] else params
+            # what a reduction passes on as the caller gives it, it reads from a parameter or else from **kwargs
+            has_var_keywords = _param_list(f.override)[3] is not None
             if (repair is not None and f.action in (Action.DELETE, Action.REDUCE)
-                    and set(repair.keep) <= params and (set(repair.passthrough) <= params or "**" in readable)):
+                    and set(repair.keep) <= params and (set(repair.passthrough) <= params or has_var_keywords)):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
                 outputs = {o.key for o in f.override.analysis.outputs}

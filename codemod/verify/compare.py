@@ -262,7 +262,8 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     as the caller gave them (``received``, per old call) where the new code, given the same
     (``received_new``), builds other values (passed through), keys the old code cut to the last of the tokens the new code passes (cut
     again), keys the old code named but passed as None whenever the caller gave them (None again
-    when given), and, where the new side crashed, keys the old code passed as None on every step (a
+    when given), keys the old code named as None where the caller gave none and the new code fills in (``ungiven``:
+    passed on as the caller gives them), and, where the new side crashed, keys the old code passed as None on every step (a
     forward may require them). Calls are compared in order up to the first step where keys differ
     (later steps may differ as its consequence), or the first difference that none of these explain;
     a hypothesis that re-verification tests. ``suspects``: where the crash names the
