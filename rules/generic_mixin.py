@@ -51,16 +51,17 @@ METHOD_SOURCE = '''\
             position_ids.masked_fill_(attention_mask == 0, 1)
             kwargs["position_ids"] = position_ids
 
+        # Then a decoder asked without a mask (4.45's composites ask theirs so) gets one of ones over its ids, as the
+        # legacy decoders made it: some forwards (Electra's) build their own default without counting the cache.
+        if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
+            attention_mask = input_ids.new_ones(input_ids.shape)
+
         # 2. Models with Cache classes take `cache_position`; for the others, derive it from the legacy cache when
         #    the caller gives none (generate always does). Where no `cache_position` can be trusted, the cache says
         #    what is new, as the legacy overrides counted it (the last token when the ids are no longer than the
         #    cache): a composite asking its decoder without one, or generate() told not to cache (its positions then
         #    span every token) for a model whose forward caches anyway, reading `config.use_cache`. Both are models
         #    with legacy tuple caches: the models with Cache classes heed `use_cache`.
-        # A decoder asked without a mask (4.45's composites ask theirs so) gets one of ones over its ids, as the legacy
-        # decoders made it: some forwards (Electra's) build their own default without counting the cache.
-        if attention_mask is None and inputs_embeds is None and not self.config.is_encoder_decoder:
-            attention_mask = input_ids.new_ones(input_ids.shape)
         if (
             isinstance(past_key_values, tuple)
             and inputs_embeds is None

@@ -22,6 +22,9 @@ from codemod.contracts import ExtraHow
 from codemod.transform.plan import reduce_override, slim_parameters
 
 from .test_classify import override
+from rules.generic_mixin import METHOD_SOURCE
+
+from .test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
 
 WRAPPER = '''
 def prepare_inputs_for_generation(
@@ -141,3 +144,50 @@ def test_a_cache_read_only_inside_a_wrapper_is_no_evidence_of_the_decoders_own_c
     assert "the cached path is untested" in missing_evidence([own, inside], caches=True)
     cached = ScenarioOutcome("sampling", ScenarioStatus.SAME, cache_used=True)
     assert missing_evidence([own, inside, cached], caches=True) == ""
+
+
+# ------------------------------------------------------------------ the installed mixin, run (4.45.2 environment)
+
+#: the installed method bound onto a tiny GPT-2 of the pristine release (whose own override is bypassed), asked as a
+#: wrapper asks its decoder (no mask), as generate() asks (the caller's padded mask), and with that mask and positions
+MIXIN_RUN = textwrap.dedent(
+    r'''
+    import inspect, json, logging
+    from typing import Optional, Tuple, Union
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.cache_utils import Cache
+    METHOD_SOURCE = None  # the installed method's source, put here by the test (the rules package needs libcst)
+
+    namespace = {"torch": torch, "inspect": inspect, "Optional": Optional, "Tuple": Tuple, "Union": Union,
+                 "Cache": Cache, "logger": logging.getLogger("mixin")}
+    exec("class Installed:\n" + METHOD_SOURCE.replace("from ..cache_utils", "from transformers.cache_utils"), namespace)
+    method = namespace["Installed"].prepare_inputs_for_generation
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=32, n_positions=16)).eval()
+    ids = torch.tensor([[5, 6, 7], [8, 9, 10]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
+
+    def seen(prepared):
+        return {k: v.tolist() for k, v in prepared.items() if isinstance(v, torch.Tensor) and k != "input_ids"}
+
+    print("RESULT " + json.dumps({
+        "no mask": seen(method(model, ids)),
+        "mask": seen(method(model, ids, attention_mask=mask)),
+        "mask and positions": seen(method(model, ids, attention_mask=mask, position_ids=torch.tensor([[0, 0, 1]] * 2))),
+    }))
+    '''
+)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_the_installed_mixin_builds_positions_from_the_callers_mask_only(verify_env, tmp_path) -> None:  # noqa: F811
+    """A decoder asked without a mask (4.45's wrappers ask theirs so) gets the mixin's mask of ones, as BERT's made it,
+    and no positions built from it: no legacy decoder built positions from a mask it made itself, and GPT-2 inside a
+    wrapper passed none (stop 37 reverted GPT-2 for that). The caller's mask still gives positions, padding at 1; the
+    caller's own positions are kept."""
+    found = _run(verify_env, MIXIN_RUN.replace("METHOD_SOURCE = None", f"METHOD_SOURCE = {METHOD_SOURCE!r}"), tmp_path)
+    assert found["no mask"] == {"attention_mask": [[1, 1, 1], [1, 1, 1]]}
+    assert found["mask"] == {"attention_mask": [[0, 1, 1], [1, 1, 1]], "position_ids": [[1, 0, 1], [0, 1, 2]]}
+    assert found["mask and positions"]["position_ids"] == [[0, 0, 1], [0, 0, 1]]

@@ -276,7 +276,7 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     keep: set[str] = set()
     nones: set[str] = set()
     passthrough: set[str] = set()
-    absent: set[str] = set()
+    ungiven: set[str] = set()
     last_token: set[str] = set()
     renamed: set[tuple[str, str]] = set()
     ignored: set[str] = set()
@@ -293,7 +293,7 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
         # ones for GPT-2 asked by a wrapper without one): passed on as the caller gives it, None here. Where a caller
         # gives it, the old code passing it on is what the mixin does (no difference there); where it did not, that
         # scenario removes it (a removal wins, see ``Repair``)
-        ungiven = {k for k in extra if step < len(received) and k in a and k not in given and k not in CACHE_NAMES
+        named_none = {k for k in extra if step < len(received) and k in a and k not in given and k not in CACHE_NAMES
                    and not crashed}
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
@@ -316,9 +316,9 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
             # consequence (other tokens generated): the repair is what differed up to here, and
             # verification runs again to confirm it. Otherwise keys cannot explain it.
             break
-        remove |= extra - unheeded - ungiven
+        remove |= extra - unheeded - named_none
         ignored |= unheeded
-        absent |= ungiven
+        ungiven |= named_none
         keep |= missing
         passthrough |= passed
         last_token |= cut
@@ -331,10 +331,10 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
             break
     # only keys the old code passed as None on every step (setting a cache to None would be a change)
     nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
-    if not (remove or keep or nones or passthrough or last_token or renamed or ignored or absent):
+    if not (remove or keep or nones or passthrough or last_token or renamed or ignored or ungiven):
         return None
     return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)),
-                  tuple(sorted(last_token)), tuple(sorted(renamed)), tuple(sorted(ignored)), ungiven=tuple(sorted(absent)))
+                  tuple(sorted(last_token)), tuple(sorted(renamed)), tuple(sorted(ignored)), ungiven=tuple(sorted(ungiven)))
 
 
 def _last_token_of(old: Summary, new: Summary) -> bool:
