@@ -792,6 +792,78 @@ def test_a_hook_may_reassign_the_methods_parameters_only_in_a_block_that_returns
         assert rewritten.error is not None and error in rewritten.error, rewritten.error
 
 
+#: the same body checking its config with ``assert`` (4.45's RoFormer and RemBERT), where the others raise ValueError
+ASSERTED_DUMMY_TOKEN = DUMMY_TOKEN.replace(
+    '    if self.config.pad_token_id is None:\n        raise ValueError("The PAD token should be defined for generation")\n',
+    '    assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n')
+
+
+@pytest.mark.parametrize(("statement", "condition"), [
+    ("assert self.config.pad_token_id is not None, 'no pad'", "self.config.pad_token_id is not None"),
+    ("if self.config.pad_token_id is None:\n    raise ValueError('no pad')", "self.config.pad_token_id is not None"),
+    ("if not self.config.tie_word_embeddings:\n    raise ValueError", "self.config.tie_word_embeddings"),
+    ("if x == 1:\n    raise ValueError\n    raise TypeError", "x != 1"),
+    ("if x > 1:\n    raise ValueError", "not x > 1"),
+])
+def test_a_check_lets_the_method_go_on_under_its_condition(statement: str, condition: str) -> None:
+    """``assert c`` and ``if not c: raise`` are the same check: they group alike, whatever the exception."""
+    from codemod.transform.hooks import _passes_when
+
+    assert _passes_when(statement) == condition
+
+
+@pytest.mark.parametrize("statement", [
+    pytest.param("if x is None:\n    raise ValueError\nelse:\n    y = 1", id="an-else-branch"),
+    pytest.param("if x is None:\n    y = 1\n    raise ValueError", id="assigns-before-raising"),
+    pytest.param("x = 1", id="no-check"),
+    pytest.param("if x is None: raise ValueError\ny = 1", id="two-statements"),
+])
+def test_a_statement_that_does_more_than_check_is_no_check(statement: str) -> None:
+    """Noop: only a statement that raises and does nothing else may stay in front of super() as the member's own."""
+    from codemod.transform.hooks import _passes_when
+
+    assert _passes_when(statement) is None
+
+
+def test_a_whole_body_that_checks_its_config_its_own_way_keeps_the_check(fixture_scan: ScanResult) -> None:
+    """A fourth model with the same body but ``assert`` where the others raise joins the hook (its code is theirs)
+    and keeps its assert in front of super(): a config without a pad token still fails with AssertionError."""
+    from codemod.transform.hooks import hooked_findings
+
+    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
+                                                forward_params=("input_ids", "attention_mask")), fixture_scan.profile)
+                     for model, code in (("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
+                                         ("dog", ASSERTED_DUMMY_TOKEN)))
+    result = dataclasses.replace(fixture_scan, findings=findings)
+    report = mine(result)
+    (cluster,) = report.applied()
+    assert cluster.applicable_models == ("ant", "bee", "cat", "dog")
+    assert cluster.hook is not None and "raise ValueError" in cluster.hook.prologue  # the three's code, not the fourth's
+    guards = {m.model: m.guards for m in cluster.members}
+    assert guards == {"ant": (), "bee": (), "cat": (), "dog": (1,)}  # the body's second statement
+    extras = {f.override.model: f.extras for f in hooked_findings(result, report)}
+    assert extras["dog"] == (Extra("", ExtraHow.KEEP_STATEMENTS, "1"),) and extras["ant"] == ()
+
+
+@pytest.mark.parametrize(("odd", "why"), [
+    pytest.param(DUMMY_TOKEN.replace("if self.config.pad_token_id is None:", "if self.config.vocab_size is None:"),
+                 "another condition: the hook's own check would raise where its code did not", id="another-condition"),
+    pytest.param(DUMMY_TOKEN.replace('    if self.config.pad_token_id is None:\n        raise ValueError('
+                                     '"The PAD token should be defined for generation")\n', ""),
+                 "no check: the hook's would raise where its code failed otherwise", id="no-check"),
+    pytest.param(ASSERTED_DUMMY_TOKEN.replace("assert self.config.pad_token_id is not None",
+                                              "assert effective_batch_size > 0 and self.config.pad_token_id is not None"),
+                 "its check reads what a statement before it computed: it cannot run first", id="reads-a-local"),
+])
+def test_a_whole_body_that_checks_something_else_does_not_join(fixture_scan: ScanResult, odd: str, why: str) -> None:
+    """Noop for the odd one: the three others take the hook, the fourth is listed, blocked, not reduced."""
+    (cluster,) = [c for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
+                                   ("dog", odd)) if c.applied]
+    assert cluster.applicable_models == ("ant", "bee", "cat"), why
+    dog = next((m for m in cluster.members if m.model == "dog"), None)
+    assert dog is None or dog.change is Change.BLOCKED, why
+
+
 def test_two_models_with_the_same_whole_body_are_a_proposal_at_most(fixture_scan: ScanResult) -> None:
     """Noop: fewer than MIN_MODELS models share the body."""
     assert not any(c.applied for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN)))
@@ -1040,7 +1112,8 @@ def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
 def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     """4.45.2's BERT-family masked LMs are one body (a dummy token to predict): the mixin the stub era gets runs it
     for them, and each keeps a super() call for its signature. RemBERT's and RoFormer's assert where the others
-    raise (another exception for a config without a pad token): not members."""
+    raise (another exception for a config without a pad token): members that keep their assert in front of
+    super()."""
     from codemod.transform.apply import compute_changes
     from codemod.fetch import fetch_release
 
@@ -1048,8 +1121,10 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     report = mine(result)
     (cluster,) = [c for c in report.applied() if c.kind is HookKind.STATEMENTS]
     assert cluster.name == "_generation_inputs_as_bert_for_masked_lm"
-    assert set(cluster.applicable_models) == {"bert", "big_bird", "ernie", "megatron_bert", "nezha", "qdqbert"}
+    assert set(cluster.applicable_models) == {"bert", "big_bird", "ernie", "megatron_bert", "nezha", "qdqbert",
+                                              "rembert", "roformer"}
     assert {m.change for m in cluster.members} == {Change.REDUCE}
+    assert {m.model for m in cluster.members if m.guards} == {"rembert", "roformer"}
     changes = compute_changes(result, hooks=True)
     members = {m.override for m in cluster.members}
     assert not [h for h in changes.dropped if any(m in h.detail or m == h.subject for m in members)]
@@ -1058,6 +1133,11 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     assert "dummy_token" not in bert
     mixin = next(r for r in changes.rewrites if r.path == MIXIN).new_text()
     assert "if self._generation_inputs_as_bert_for_masked_lm:" in mixin and "dummy_token = torch.full(" in mixin
+    roformer = next(r for r in changes.rewrites if r.path.endswith("models/roformer/modeling_roformer.py")).new_text()
+    masked_lm = roformer[roformer.index("class RoFormerForMaskedLM"):roformer.index("class RoFormerForCausalLM")]
+    assert 'assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n' \
+           "        return super().prepare_inputs_for_generation(input_ids, **model_kwargs)\n" in masked_lm
+    assert "dummy_token" not in masked_lm
 
 
 def test_an_own_condition_is_asked_of_a_method_the_model_overrides(profile: MixinProfile) -> None:

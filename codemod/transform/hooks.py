@@ -48,7 +48,7 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel, Unrecognised
-from codemod.analyse.classify import GENERATE_PROVIDES, RESULT, Action, Category, Finding, Reason
+from codemod.analyse.classify import GENERATE_PROVIDES, RESULT, Action, Category, Extra, Finding, Reason
 from codemod.contracts import (
     ExtraHow,
     Held,
@@ -207,6 +207,10 @@ class Member:
     #: class's ``_generation_needs_first_step_inputs`` (indices into the body), and that method without them
     moved: tuple[int, ...] = ()
     method: str = ""
+    #: REDUCE of a whole body the hook runs that differs from the hook's code only in how it checks the config
+    #: (RoFormer's ``assert`` where BERT raises ``ValueError``): those checks, kept in front of ``super()`` (indices
+    #: into the body), so that a config that fails them fails as it did
+    guards: tuple[int, ...] = ()
 
     @property
     def applicable(self) -> bool:
@@ -1563,7 +1567,9 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
         codes = [normalised_code(u.code, context) for u in unrecognised]
         if any(c is None for c in codes):
             continue
-        groups.setdefault("\n".join(c for c in codes if c), []).append(f)
+        # a check that only raises is left out of the key: bodies that do the same and check alike (``assert`` or
+        # ``raise``, another message) are one cluster, and a member whose checks are its own keeps them (_Body.guards)
+        groups.setdefault("\n".join(c for c in codes if c and _passes_when(c) is None), []).append(f)
     out = []
     for code, found in groups.items():
         models = {f.override.model or f.override.class_name for f in found}
@@ -1573,17 +1579,22 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
         bodies = {f.override.id: _whole_body(f, result.profile) for f in found}
         movable = [body for body in bodies.values() if body.code]
         shared = max(movable, key=lambda b: sum(1 for m in movable if m.code == b.code), default=None)
-        takers = {oid for oid, body in bodies.items() if shared is not None and body.code == shared.code}
+        # the same code, or the same code checking the same conditions its own way (it keeps its checks)
+        takers = {oid for oid, body in bodies.items() if shared is not None and body.code
+                  and (body.code == shared.code or (body.unguarded == shared.unguarded and body.guards
+                                                    and body.conditions == shared.conditions))}
         first = code.splitlines()[0]
         lines = code.count("\n") + 1
         description = (f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each "
                        f"(first: {first[:70]})")
         if shared is not None and mixin_file is not None and \
                 len({f.override.model or f.override.class_name for f in found if f.override.id in takers}) >= MIN_MODELS:
-            representative = next(f.override for f in found if f.override.id in takers)
+            representative = next(f.override for f in found if bodies[f.override.id].code == shared.code)
             name = "_generation_inputs_as_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", representative.class_name).lower()
             hook = _whole_body_hook(name, representative.class_name, bodies[representative.id].source, result.profile)
-            members = tuple(_statements_member(f.override, Change.REDUCE, assignment=f"{name} = True")
+            members = tuple(_statements_member(f.override, Change.REDUCE, assignment=f"{name} = True",
+                                               guards=() if bodies[f.override.id].code == shared.code
+                                               else bodies[f.override.id].guards)
                             if f.override.id in takers else
                             _statements_member(f.override, Change.BLOCKED,
                                                bodies[f.override.id].why or "its body is other code than the others'")
@@ -1598,9 +1609,11 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
     return out
 
 
-def _statements_member(o: Override, change: Change, why: str = "", *, assignment: str = "") -> Member:
+def _statements_member(o: Override, change: Change, why: str = "", *, assignment: str = "",
+                       guards: tuple[int, ...] = ()) -> Member:
     """A member of a cluster of statements no rule understands (it hooks no key)."""
-    return Member(o.id, o.model or o.class_name, o.class_name, o.file, (), assignment, change, why, (), o.lines)
+    return Member(o.id, o.model or o.class_name, o.class_name, o.file, (), assignment, change, why, (), o.lines,
+                  guards=guards)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1611,6 +1624,11 @@ class _Body:
     code: str = ""
     why: str = ""
     source: str = ""
+    #: the top-level statements that only check (``_passes_when``): indices into the body, and the conditions they
+    #: let the method go on under (sorted); ``unguarded``: ``code`` without them
+    guards: tuple[int, ...] = ()
+    conditions: tuple[str, ...] = ()
+    unguarded: str = ""
 
 
 def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
@@ -1653,8 +1671,49 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
     ret = f"return {{{returned}}}"
     # ``source``: the statements as written (comments, layout, one blank line where groups had any)
     written = [re.sub(r"\A\n+", "\n", u.source) if u.source else u.code for u in a.unrecognised]
+    # a check can move in front of super() (ahead of the statements before it) only where what it reads is what it
+    # read there: ``self`` and parameters nothing before it assigns
+    guards: list[int] = []
+    conditions: list[str] = []
+    assigned: set[str] = set()
+    for t, u in zip(body, a.unrecognised):
+        condition = _passes_when(u.code)
+        if condition is not None and not set(t.exposed) & assigned and set(t.exposed) <= known:
+            guards.append(t.index)
+            conditions.append(condition)
+        assigned.update(t.writes)
+    unguarded = [u.code for t, u in zip(body, a.unrecognised) if t.index not in guards]
     return _Body("\n".join([*(u.code for u in a.unrecognised), ret]),
-                 source="\n".join([written[0].lstrip("\n"), *written[1:], "", ret]))
+                 source="\n".join([written[0].lstrip("\n"), *written[1:], "", ret]),
+                 guards=tuple(guards), conditions=tuple(sorted(conditions)), unguarded="\n".join([*unguarded, ret]))
+
+
+def _passes_when(code: str) -> str | None:
+    """For a statement that only checks, ``assert <test>[, message]`` or ``if <test>: raise ...`` (nothing else), the
+    condition it lets the method go on under, as code (``x is not None`` for both ``assert x is not None`` and
+    ``if x is None: raise ...``); None for any other statement."""
+    try:
+        (node,) = ast.parse(code.strip()).body
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(node, ast.Assert):
+        return ast.unparse(node.test)
+    if isinstance(node, ast.If) and not node.orelse and all(isinstance(n, ast.Raise) for n in node.body):
+        return ast.unparse(_negated(node.test))
+    return None
+
+
+_OPPOSITE: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.Eq: ast.NotEq,
+                                                      ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """``not test``, written as a person would: ``x is None`` -> ``x is not None``, ``not x`` -> ``x``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPPOSITE:
+        return ast.Compare(test.left, [_OPPOSITE[type(test.ops[0])]()], test.comparators)
+    return ast.UnaryOp(ast.Not(), test)
 
 
 def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:
@@ -1678,7 +1737,13 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
         moved = report.whole_body(f.override.id)
         if moved is not None:
             note = Reason(ReasonKind.NOTE, f"its whole body runs in the mixin: the {moved.name} hook ({moved.description})")
-            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=(), reasons=(*f.reasons, note), flow=()))
+            guards = next(m.guards for m in moved.members if m.override == f.override.id)
+            # its own checks stay in front of super(), where they run first, as they did before the code the hook runs
+            kept = (Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, guards))),) if guards else ()
+            notes = (note, Reason(ReasonKind.NOTE, "kept as is in front of super(): its own check of the config "
+                                                   "(the hook's code checks the same condition its own way)"))
+            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=kept, reasons=(*f.reasons, *notes[:1 + bool(guards)]),
+                                           flow=()))
             continue
         hooked = report.hooked_keys(f.override.id)
         if not hooked:

@@ -696,6 +696,8 @@ def _as_mark(text: str) -> str:
 #: the mark of an override whose whole body a mined hook runs in the mixin: generate() reads the method's
 #: signature (it refuses ``inputs_embeds`` a signature does not name, and checks the model kwargs against it)
 _MOVED_WHOLE = "the mixin's hook prepares its inputs; kept for its signature, which generate() reads"
+#: the same, for one that keeps its own check of the config in front (``hooks.Member.guards``)
+_MOVED_WHOLE_CHECKED = "the mixin's hook prepares its inputs; keeps its own check, and its signature for generate()"
 
 
 class _Planner:
@@ -791,7 +793,8 @@ class _Planner:
                     self.held.append(Held(oid, HeldCause.NOT_RECREATABLE,
                                           "its extra keys cannot be re-created after super() (a sliced input)"))
                 else:
-                    summary = (_MOVED_WHOLE if oid in self.moved_whole else extras_summary(f.extras, f))
+                    summary = ((_MOVED_WHOLE_CHECKED if _kept_statements(f.extras) else _MOVED_WHOLE)
+                               if oid in self.moved_whole else extras_summary(f.extras, f))
                     self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
                                                     reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
                                                     keep_params=reduction.keep_params, extras=f.extras)
