@@ -270,6 +270,18 @@ def caller_value_not_passed_on(root: Path) -> list[str]:
                             "no reduced override passes a key on from **kwargs as the caller gives it")
 
 
+#: a reduced override's pop of the stale ``cache_position`` it withholds from super() (``ExtraHow.WITHHELD``)
+_WITHHELD = re.compile(r'\w+\.pop\("cache_position", None\)')
+
+
+def withheld_position_passed_on(root: Path) -> list[str]:
+    """In every reduced override that withholds a stale ``cache_position`` from super(), the pop goes: the mixin then
+    slices the ids by generate()'s first positions on every step (Musicgen-Melody's composite)."""
+    return _rewrite_reduced(root, lambda lines, i: bool(_WITHHELD.fullmatch(lines[i].strip())),
+                            lambda line: f"pass  # mutant: was `{line}`",
+                            "no reduced override withholds cache_position from super()")
+
+
 MUTANTS = [
     Mutant("ids-unsliced", "the ids are never cut to the tokens the cache has not seen", (
         ("                input_ids = input_ids[:, -cache_position.shape[0] :]\n", "                pass  # mutant\n"),
@@ -310,6 +322,8 @@ MUTANTS = [
            "is passed as the caller gave it", edit=caller_input_honoured),
     Mutant("caller-value-not-passed-on", "a reduced override's key passed on from **kwargs as the caller gives it "
            "(GPT-2's mask) is left as the mixin prepares it", edit=caller_value_not_passed_on),
+    Mutant("withheld-position-passed-on", "a reduced override's stale cache_position, withheld from super(), is "
+           "handed on (the mixin slices by it)", edit=withheld_position_passed_on),
     Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
         ('model_inputs["past_key_values"] = past_key_values\n',
          'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),

@@ -64,6 +64,9 @@ class ExtraHow(Vocabulary):
     CUT = "cut"  # the ids slicing inside a kept statement, which the fallback does itself, left out of it (first lines in
     # ``source``; ``key``: the ids key it no longer sets from them, the fallback's sliced ids standing)
     SWAP_DELEGATE = "swap-delegate"  # super() instead of the sub-model ``source``
+    #: not handed to super() (popped from ``**kwargs``): a ``cache_position`` the class's generate() never moves on, which
+    #: the fallback then derives from the cache as the override counted it
+    WITHHELD = "withheld"
 
 
 #: the keys and parameter names a model's cache travels under (``past_buckets_states``: Reformer's)

@@ -20,6 +20,7 @@ from codemod.analyse.classify import Action, Category, Extra, Finding, _handles_
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
 from codemod.analyse.recognise import analyse_source
+from codemod.contracts import ExtraHow
 from codemod.sources import FileKind
 
 STUB_SOURCE = (
@@ -580,6 +581,75 @@ def test_a_class_that_never_moves_cache_position_on_keeps_its_own_cut(hoisted: M
     finding = classify_override(o, hoisted)
     assert finding.action is action
     assert has(finding, "bespoke", "never moves cache_position on") is stale
+
+
+#: 4.45's Musicgen-Melody composite's cut: the past length read off the legacy tuple cache, ``cache_position`` unread
+CUT_BY_PAST_LENGTH = '''
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+    if past_key_values is not None:
+        past_length = past_key_values[0][0].shape[2]
+        if input_ids.shape[1] > past_length:
+            remove_prefix_length = past_length
+        else:
+            remove_prefix_length = input_ids.shape[1] - 1
+        input_ids = input_ids[:, remove_prefix_length:]
+    return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+'''
+
+
+def test_a_stale_cache_position_the_override_never_read_is_withheld_from_super(hoisted: MixinProfile) -> None:
+    """Where the override counts the past length off the legacy cache, the mixin the stub era gets does the same when
+    it is given no ``cache_position`` (``cache-position-from-cache``): the reduction pops the stale one from
+    ``**kwargs`` instead of keeping its own cut (Musicgen-Melody's composite)."""
+    from codemod.transform.plan import reduce_override
+
+    o = dataclasses.replace(override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values",
+                                                                         "attention_mask", "use_cache")),
+                            stale_cache_position=True)
+    finding = classify_override(o, hoisted)
+    assert finding.action is Action.REDUCE and not has(finding, "bespoke", "never moves cache_position on")
+    assert Extra("cache_position", ExtraHow.WITHHELD) in finding.extras
+    assert has(finding, "extra", "cache_position withheld from super()")
+    reduction = reduce_override(o, finding.extras)
+    assert reduction is not None
+    lines = reduction.body.splitlines()
+    assert lines[0] == 'kwargs.pop("cache_position", None)'
+    assert lines[1].startswith("model_inputs = super().prepare_inputs_for_generation(input_ids")
+    ast.parse(reduction.body)
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    pytest.param(CUT_BY_PAST_LENGTH.replace(", **kwargs):", ", cache_position=None, **kwargs):"),
+                 "names cache_position: the mixin would get it by name", id="named-parameter"),
+    pytest.param(CUT_BY_PAST_LENGTH.replace(", **kwargs):", "):"), "no **kwargs to pop it from", id="no-kwargs"),
+    pytest.param(CUT_BY_PAST_LENGTH.replace("past_length = past_key_values[0][0].shape[2]",
+                                            "past_length = past_key_values.get_seq_length()"),
+                 "counts from a Cache object, which the mixin does not count from", id="cache-object"),
+    pytest.param(CUT_BY_THE_CACHE, "keeps the last token only, which the mixin's count does not", id="last-token"),
+])
+def test_a_stale_cache_position_is_withheld_only_where_the_mixin_counts_alike(hoisted: MixinProfile, source: str,
+                                                                             why: str) -> None:
+    """Noop: the override keeps its own cut, bespoke, as before."""
+    o = dataclasses.replace(override(source, forward_params=("input_ids", "past_key_values", "attention_mask",
+                                                             "use_cache")),
+                            stale_cache_position=True)
+    finding = classify_override(o, hoisted)
+    assert not any(e.how is ExtraHow.WITHHELD for e in finding.extras), why
+    assert has(finding, "bespoke", "never moves cache_position on"), why
+
+
+def test_a_stale_cache_position_is_kept_against_a_mixin_that_never_counts_from_the_cache() -> None:
+    """Noop: a release's own mixin (4.46 on) slices by ``cache_position`` whatever the cache; it derives none."""
+    from tests.conftest import FIXTURES
+
+    mixin = profile_from_source((FIXTURES / "mini_checkout/src/transformers/generation/utils.py").read_text(),
+                                "generation/utils.py")
+    assert "cache-position-from-cache" not in mixin.behaviours
+    o = dataclasses.replace(override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values",
+                                                                         "attention_mask", "use_cache")),
+                            stale_cache_position=True)
+    finding = classify_override(o, mixin)
+    assert not any(e.how is ExtraHow.WITHHELD for e in finding.extras)
 
 
 @pytest.mark.parametrize(("update", "advances"), [

@@ -274,6 +274,19 @@ GUARD_MUTANTS = [
         """pass  # mutant: was `model_inputs["attention_mask"] = kwargs.get("attention_mask")`""",
         """\n        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n""", "passes a key on from",
         id="passed-on-from-kwargs"),
+    pytest.param(
+        "class LynxForCausalLM(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        '        kwargs.pop("cache_position", None)\n'
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+        "        return model_inputs\n",
+        "class LynxBespoke(LynxPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        '        kwargs.pop("cache_position", None)\n'
+        "        return {'input_ids': input_ids}\n",
+        mutants.withheld_position_passed_on, """pass  # mutant: was `kwargs.pop("cache_position", None)`""",
+        """\n        kwargs.pop("cache_position", None)\n        return {""", "withholds cache_position",
+        id="withheld-cache-position"),
 ]
 
 

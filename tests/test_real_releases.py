@@ -196,14 +196,16 @@ def test_4_45_2_method_copy_markers(v4452: Release) -> None:
 def test_4_45_2_the_one_class_that_never_moves_cache_position_on(v4452: Release) -> None:
     """Of the 149 overrides' classes, only Musicgen-Melody's composite replaces ``_update_model_kwargs_for_generation``
     without calling super() (Mamba's and Falcon-Mamba's move ``cache_position`` on themselves; Qwen2-VL, Idefics,
-    Idefics2, Mllama call super()): its override's own cut by the cache is model-specific, kept after super() with
-    the statements it reads (the delay pattern), whose ids then replace the mixin's, and the reason says why."""
+    Idefics2, Mllama call super()): its override counts the past length off the legacy tuple cache, as the mixin the
+    stub era gets does when it is given no ``cache_position``, so the reduction withholds the stale one from super()
+    (its delay pattern and guidance kept in front), and the reason says why."""
     stale = sorted(f.override.class_name for f in v4452.result.findings if f.override.stale_cache_position)
     assert stale == ["MusicgenMelodyForConditionalGeneration"]
     [melody] = [f for f in v4452.findings if f["class"] == "MusicgenMelodyForConditionalGeneration"]
     assert melody["category"] == "bespoke" and melody["action"] == "reduce"
-    assert any(r["text"].startswith("kept as is after super(): its class's _update_model_kwargs_for_generation never "
-                                    "moves cache_position on") for r in melody["reasons"])
+    assert any(r["text"].startswith("cache_position withheld from super(): its class's "
+                                    "_update_model_kwargs_for_generation never moves it on") for r in melody["reasons"])
+    assert {"key": "cache_position", "how": "withheld", "source": ""} in melody["extras"]
 
 
 def test_4_45_2_mixin_is_hoisted(v4452: Release) -> None:

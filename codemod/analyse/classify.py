@@ -31,7 +31,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Recognised, TopLevel
-from codemod.contracts import CACHE_NAMES, ExtraHow, ReasonKind, ValueOrigin, Vocabulary
+from codemod.contracts import CACHE_NAMES, ExtraHow, ParamKind, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import UPDATE_METHOD, FallbackKind
 from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
@@ -287,10 +287,30 @@ class _Judge:
             return
         own = [r for r in self.a.recognised
                if r.behaviour in (*IDS_SLICING, "slice-to-last-token") and r.behaviour != "slice-by-cache-position"]
+        if own and self._withholds_positions(own):
+            self.extra("cache_position", ExtraHow.WITHHELD, "", own[0].line,
+                       f"cache_position withheld from super(): its class's {UPDATE_METHOD} never moves it on, and the "
+                       f"mixin, given none, counts the new tokens from the legacy cache as this override does "
+                       f"({own[0].behaviour})")
+            return
         if own:
             self.add(ReasonKind.BESPOKE, f"its class's {UPDATE_METHOD} never moves cache_position on (it calls no super()): "
                                          f"the mixin would slice the ids by the first step's positions on every step; "
                                          f"it slices them its own way ({own[0].behaviour})", own[0].line, own[0].code)
+
+    def _withholds_positions(self, own: Sequence[Recognised]) -> bool:
+        """Whether a reduction can leave the stale ``cache_position`` out of ``super()`` and have the mixin slice the ids
+        as ``own`` does: the mixin derives the positions from a legacy tuple cache when it is given none
+        (``cache-position-from-cache``, the generic implementation a stub era gets), the override counts the past
+        length from that cache and nothing else, never reads ``cache_position`` itself (it reaches ``**kwargs``,
+        where the reduction pops it)."""
+        a = self.a
+        return ("cache-position-from-cache" in self.mixin
+                and all(r.behaviour == "slice-by-past-length" and r.detail.startswith("past length from the legacy tuple cache")
+                        for r in own)
+                and any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params)
+                and all(p.name != "cache_position" for p in a.params)
+                and not any("cache_position" in t.reads for t in a.top_level))
 
     def outputs(self) -> None:
         a = self.a

@@ -1407,7 +1407,8 @@ def parts(result: ScanResult) -> list[Part]:
         if any(e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED) for e in f.extras):
             continue  # its keys come from what it keeps after super(), not from a hook's reading of them
         keys = dict.fromkeys(e.key for e in f.extras if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS,
-                                                                                ExtraHow.SWAP_DELEGATE))
+                                                                                ExtraHow.SWAP_DELEGATE,
+                                                                                ExtraHow.WITHHELD))
         for key in keys:
             out.append(part_of(f, key, result.profile))
     return out

@@ -236,8 +236,9 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
                 return None  # the caller's value reaches no name the reduction could test
             lines += [f"if {given} is not None:", f"    model_inputs[{key}] = None"]
             continue
-        if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER, ExtraHow.CUT):
-            continue  # the statements themselves stay, in front of super() or after it (see Edit.keep, Edit.keep_after)
+        if extra.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.KEEP_AFTER, ExtraHow.CUT, ExtraHow.WITHHELD):
+            continue  # the statements themselves stay, in front of super() or after it (see Edit.keep, Edit.keep_after);
+            # a withheld input is popped in front of super() (reduce_override)
         if extra.how is ExtraHow.DEFAULT:
             if extra.key not in named:  # a named parameter reaches super() with its default already
                 lines.append(f"model_inputs.setdefault({key}, {extra.source})")
@@ -438,7 +439,12 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
         arguments.append(f"**{kwargs}")
-    call = f"model_inputs = super().prepare_inputs_for_generation({', '.join(arguments)})"
+    # an input withheld from super() reaches the method through **kwargs only (classify: ``_withholds_positions``)
+    withheld = [e.key for e in extras if e.how is ExtraHow.WITHHELD]
+    if withheld and (not kwargs or any(key in named for key in withheld)):
+        return None
+    head = [f"{kwargs}.pop({json.dumps(key)}, None)" for key in withheld]
+    call = "\n".join([*head, f"model_inputs = super().prepare_inputs_for_generation({', '.join(arguments)})"])
     tail = [*_grouped_statements(statements), "return model_inputs"]
     return Reduction("\n".join([call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
 
@@ -589,6 +595,7 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
         ExtraHow.COMPUTED: "its own {key}",
         ExtraHow.ADJUSTED: "{key} from {source}",
         ExtraHow.SLICED: "{key} sliced with the ids",
+        ExtraHow.WITHHELD: "no {key} (its generate() never moves it on)",
     }
     computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
     # (a cut is what the fallback does: nothing of the model's own to name)
