@@ -845,6 +845,20 @@ def test_a_whole_body_that_checks_its_config_its_own_way_keeps_the_check(fixture
     assert extras["dog"] == (Extra("", ExtraHow.KEEP_STATEMENTS, "1"),) and extras["ant"] == ()
 
 
+#: what a first pass leaves of a member that keeps its check: the check and super()
+CHECK_ONLY = """\
+def prepare_inputs_for_generation(self, input_ids, **model_kwargs):
+    assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"
+    return super().prepare_inputs_for_generation(input_ids, **model_kwargs)
+"""
+
+
+def test_bodies_that_only_check_are_no_repeated_code(fixture_scan: ScanResult) -> None:
+    """Noop: three overrides whose only statements no rule understands are their checks share no code to move (the
+    second pass over a tree the first one left, where RoFormer's and RemBERT's masked LMs are just that)."""
+    assert mined(fixture_scan, ("ant", CHECK_ONLY), ("bee", CHECK_ONLY), ("cat", CHECK_ONLY)) == []
+
+
 @pytest.mark.parametrize(("odd", "why"), [
     pytest.param(DUMMY_TOKEN.replace("if self.config.pad_token_id is None:", "if self.config.vocab_size is None:"),
                  "another condition: the hook's own check would raise where its code did not", id="another-condition"),

@@ -1570,7 +1570,9 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
             continue
         # a check that only raises is left out of the key: bodies that do the same and check alike (``assert`` or
         # ``raise``, another message) are one cluster, and a member whose checks are its own keeps them (_Body.guards)
-        groups.setdefault("\n".join(c for c in codes if c and _passes_when(c) is None), []).append(f)
+        key = "\n".join(c for c in codes if c and _passes_when(c) is None)
+        if key:  # nothing but checks (a member's own, kept in front of super() by a first pass): no code to share
+            groups.setdefault(key, []).append(f)
     out = []
     for code, found in groups.items():
         models = {f.override.model or f.override.class_name for f in found}
