@@ -26,8 +26,13 @@ from rules._pattern import Captures, Template
 from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 from rules.guards import PAST_NAMES
 
+#: what a legacy tuple cache's length is called in the detail (``past length from the legacy tuple cache``): the
+#: generic mixin a stub era gets counts it so too, given no cache_position (``classify._withholds_positions``)
+LEGACY_TUPLE = "legacy tuple cache"
+LEGACY_TUPLE_DETAIL = f"past length from the {LEGACY_TUPLE}"
+
 _KNOWN_LENGTHS = {
-    "legacy tuple cache": Template.expression("$p[0][0].shape[2]"),
+    LEGACY_TUPLE: Template.expression("$p[0][0].shape[2]"),
     "Cache.get_seq_length()": Template.expression("$p.get_seq_length()"),
 }
 

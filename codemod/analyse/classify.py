@@ -37,6 +37,7 @@ from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.sources import FileKind
 from rules.base import IDS_SLICING
+from rules.slice_by_past_length import LEGACY_TUPLE_DETAIL
 
 #: behaviours that only cut tensors to the new tokens (the ids, and the inputs sliced with them)
 SLICING = frozenset({*IDS_SLICING, "slice-to-last-token", "slice-with-ids"})
@@ -306,8 +307,7 @@ class _Judge:
         where the reduction pops it)."""
         a = self.a
         return ("cache-position-from-cache" in self.mixin
-                and all(r.behaviour == "slice-by-past-length" and r.detail.startswith("past length from the legacy tuple cache")
-                        for r in own)
+                and all(r.behaviour == "slice-by-past-length" and r.detail.startswith(LEGACY_TUPLE_DETAIL) for r in own)
                 and any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params)
                 and all(p.name != "cache_position" for p in a.params)
                 and not any("cache_position" in t.reads for t in a.top_level))

@@ -1741,12 +1741,13 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
         if moved is not None:
             note = Reason(ReasonKind.NOTE, f"its whole body runs in the mixin: the {moved.name} hook ({moved.description})")
             guards = next(m.guards for m in moved.members if m.override == f.override.id)
-            # its own checks stay in front of super(), where they run first, as they did before the code the hook runs
-            kept = (Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, guards))),) if guards else ()
-            notes = (note, Reason(ReasonKind.NOTE, "kept as is in front of super(): its own check of the config "
-                                                   "(the hook's code checks the same condition its own way)"))
-            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=kept, reasons=(*f.reasons, *notes[:1 + bool(guards)]),
-                                           flow=()))
+            kept: tuple[Extra, ...] = ()
+            notes = [note]
+            if guards:  # its own checks stay in front of super(), where they run first, as they did before the hook's code
+                kept = (Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, guards))),)
+                notes.append(Reason(ReasonKind.NOTE, "kept as is in front of super(): its own check of the config (the "
+                                                     "hook's code checks the same condition its own way)"))
+            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=kept, reasons=(*f.reasons, *notes), flow=()))
             continue
         hooked = report.hooked_keys(f.override.id)
         if not hooked:
