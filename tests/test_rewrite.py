@@ -2121,3 +2121,30 @@ def test_add_method_of_statements_that_are_not_there_is_an_error() -> None:
     before = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return kwargs\n"
     result = rewrite(before, edit(EditKind.DELETE), moved(NEEDS, (3,)))
     assert result.error is not None and "cannot move statements [3]" in result.error
+
+
+def test_a_statement_kept_in_front_opens_the_body_without_the_blank_line_that_parted_it() -> None:
+    """RoFormer's masked LM keeps its ``assert`` (its third statement, after a blank line) in front of ``super()``:
+    it opens the body now, so the blank line goes; its own comment stays."""
+    before = src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                input_shape = input_ids.shape
+
+                # check it
+                assert self.config.pad_token_id is not None, "no pad"
+                return {"input_ids": input_ids}
+    ''')
+    reduced = dataclasses.replace(edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"),
+                                  keep=(1,))
+    result = rewrite(before, reduced)
+    assert result.error is None, result.error
+    after = result.new.decode()
+    ast.parse(after)
+    assert after == src('''
+        class FooForCausalLM(Base):
+            def prepare_inputs_for_generation(self, input_ids, **kwargs):
+                # check it
+                assert self.config.pad_token_id is not None, "no pad"
+                return super().prepare_inputs_for_generation(input_ids, **kwargs)
+    '''), after

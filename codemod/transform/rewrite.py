@@ -119,6 +119,12 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
         return [s for s in statements if s is not None]
 
     head = [*kept(keep), *new[:1]]
+    if keep:  # the first statement kept in front opens the body now: no blank line parts it from the signature
+        first_kept = _statement(head[0])
+        leading = list(first_kept.leading_lines)
+        while leading and leading[0].comment is None:
+            leading.pop(0)
+        head[0] = first_kept.with_changes(leading_lines=leading)
     after = kept(keep_after)
     # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
     marks = [line for s in after for line in s.leading_lines if _is_comment(line, MARK)]
