@@ -290,6 +290,11 @@ SELECTED = {
 }
 
 
+#: a guard against a hung run, not a measure: a loaded 2-core machine (the suite's own workers and another job) ran
+#: one of these small pytest runs past 120 s
+RUN_TIMEOUT = 600
+
+
 @pytest.fixture
 def trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     monkeypatch.setenv("FAKE_SIDE", "fine")
@@ -300,13 +305,13 @@ def trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 @pytest.mark.slow
 def test_run_model_tests(trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     old, _ = trees
-    result = run_model_tests(Path(sys.executable), old, "fake", timeout=120)
+    result = run_model_tests(Path(sys.executable), old, "fake", timeout=RUN_TIMEOUT)
     assert result.error is None, result.error
     assert dict(result.outcomes) == SELECTED
     assert result.model == "fake" and result.seconds > 0
     # another keyword, in parallel: the same ids through pytest-xdist
     monkeypatch.setenv("FAKE_SIDE", "broken")
-    result = run_model_tests(Path(sys.executable), old, "fake", jobs=2, timeout=120, keyword="fails or greedy")
+    result = run_model_tests(Path(sys.executable), old, "fake", jobs=2, timeout=RUN_TIMEOUT, keyword="fails or greedy")
     assert result.error is None, result.error
     assert dict(result.outcomes) == {
         f"{FAKE}::test_generate_fails": "failed", f"{FAKE}::FakeModelTest::test_greedy_generate": "failed",
@@ -329,7 +334,7 @@ def test_run_model_tests_collection_error(trees: tuple[Path, Path]) -> None:
     old, _ = trees
     (old / FAKE).write_text("import a_module_that_is_not_installed\n")
     for jobs in (1, 2):  # pytest exits 2 alone, 1 under xdist: the report says it either way
-        result = run_model_tests(Path(sys.executable), old, "fake", jobs=jobs, timeout=120)
+        result = run_model_tests(Path(sys.executable), old, "fake", jobs=jobs, timeout=RUN_TIMEOUT)
         assert result.error is not None and result.error.startswith(f"collection error in {FAKE}"), result.error
         assert "a_module_that_is_not_installed" in result.error
 
@@ -345,7 +350,7 @@ def test_verify_own_tests(trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPa
     old, new = trees
     messages: list[str] = []
     # unchanged: no regressions
-    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake", "absent", "fake"], jobs=2, timeout=120,
+    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake", "absent", "fake"], jobs=2, timeout=RUN_TIMEOUT,
                                  progress=messages.append)
     assert verdict.ok and verdict.model == "fake"
     assert dict(verdict.before.outcomes) == dict(verdict.after.outcomes) == SELECTED
@@ -353,7 +358,7 @@ def test_verify_own_tests(trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPa
     # the new side breaks two tests: they regress (and fail again when rerun: not flaky)
     text = (new / FAKE).read_text().replace('os.environ["FAKE_SIDE"] != "broken"', "False")
     (new / FAKE).write_text(text)
-    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake"], timeout=120)
+    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake"], timeout=RUN_TIMEOUT)
     assert not verdict.ok
     assert set(verdict.regressions) == {f"{FAKE}::test_generate_fails", f"{FAKE}::FakeModelTest::test_greedy_generate"}
     assert verdict.counts["after"] == {"passed": 7, "failed": 2, "error": 0, "skipped": 1}
@@ -374,7 +379,7 @@ def test_verify_own_tests_flaky(trees: tuple[Path, Path], tmp_path: Path) -> Non
             assert not first
         """))
     (old / FAKE).write_text((old / FAKE).read_text() + "\ndef test_generate_flaky():\n    pass\n")
-    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake"], timeout=120)
+    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake"], timeout=RUN_TIMEOUT)
     assert verdict.after.outcomes[f"{FAKE}::test_generate_flaky"] == "failed"
     assert verdict.flaky == {f"{FAKE}::test_generate_flaky"}
     assert verdict.regressions == () and verdict.ok
