@@ -1995,7 +1995,7 @@ def test_add_mixin_base_in_a_module_without_relative_imports() -> None:
 
 
 @pytest.mark.parametrize(
-    ("test", "negated"),
+    ("test", "opposite"),
     [
         ("not empty_past_kv", "empty_past_kv"),
         ("past_key_values is None", "past_key_values is not None"),
@@ -2007,13 +2007,13 @@ def test_add_mixin_base_in_a_module_without_relative_imports() -> None:
         ("0 < n < 3", "not 0 < n < 3"),  # a chained comparison: negated whole (``not`` binds looser)
     ],
 )
-def test_the_opposite_test_is_written_as_a_person_would(test: str, negated: str) -> None:
+def test_the_opposite_test_is_written_as_a_person_would(test: str, opposite: str) -> None:
     import libcst as cst
 
-    from codemod.transform.rewrite import _negated
+    from codemod.transform.rewrite import negated
 
-    result = cst.Module(body=[]).code_for_node(_negated(cst.parse_expression(test)))
-    assert result == negated
+    result = cst.Module(body=[]).code_for_node(negated(cst.parse_expression(test)))
+    assert result == opposite
     env = {"empty_past_kv": True, "past_key_values": None, "cache_position": [0], "a": None, "b": 0, "n": 1}
     assert eval(result, {}, env) is (not eval(test, {}, env))  # noqa: S307 - the expressions above, no input
 

@@ -47,6 +47,8 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
+import libcst as cst
+
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel, Unrecognised
 from codemod.analyse.classify import GENERATE_PROVIDES, RESULT, Action, Category, Extra, Finding, Reason
 from codemod.contracts import (
@@ -64,6 +66,7 @@ from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
 from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim, unnamable
+from codemod.transform.rewrite import negated
 from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
@@ -1675,13 +1678,13 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
     # ``source``: the statements as written (comments, layout, one blank line where groups had any)
     written = [re.sub(r"\A\n+", "\n", u.source) if u.source else u.code for u in a.unrecognised]
     # a check can move in front of super() (ahead of the statements before it) only where what it reads is what it
-    # read there: ``self`` and parameters nothing before it assigns
+    # read there: ``self`` and parameters nothing before it assigns (the loop above refused any other name)
     guards: list[int] = []
     conditions: list[str] = []
     assigned: set[str] = set()
     for t, u in zip(body, a.unrecognised):
         condition = _passes_when(u.code)
-        if condition is not None and not set(t.exposed) & assigned and set(t.exposed) <= known:
+        if condition is not None and not set(t.exposed) & assigned:
             guards.append(t.index)
             conditions.append(condition)
         assigned.update(t.writes)
@@ -1693,8 +1696,8 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
 
 def _passes_when(code: str) -> str | None:
     """For a statement that only checks, ``assert <test>[, message]`` or ``if <test>: raise ...`` (nothing else), the
-    condition it lets the method go on under, as code (``x is not None`` for both ``assert x is not None`` and
-    ``if x is None: raise ...``); None for any other statement."""
+    condition it lets the method go on under, as ``ast`` lays it out (``x is not None`` for both ``assert x is not None``
+    and ``if x is None: raise ...``: the rewrite's ``negated``); None for any other statement."""
     try:
         (node,) = ast.parse(code.strip()).body
     except (SyntaxError, ValueError):
@@ -1702,21 +1705,9 @@ def _passes_when(code: str) -> str | None:
     if isinstance(node, ast.Assert):
         return ast.unparse(node.test)
     if isinstance(node, ast.If) and not node.orelse and all(isinstance(n, ast.Raise) for n in node.body):
-        return ast.unparse(_negated(node.test))
+        flipped = cst.Module(body=[]).code_for_node(negated(cst.parse_expression(ast.unparse(node.test))))
+        return ast.unparse(ast.parse(flipped, mode="eval").body)
     return None
-
-
-_OPPOSITE: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.Eq: ast.NotEq,
-                                                      ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
-
-
-def _negated(test: ast.expr) -> ast.expr:
-    """``not test``, written as a person would: ``x is None`` -> ``x is not None``, ``not x`` -> ``x``."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return test.operand
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPPOSITE:
-        return ast.Compare(test.left, [_OPPOSITE[type(test.ops[0])]()], test.comparators)
-    return ast.UnaryOp(ast.Not(), test)
 
 
 def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:

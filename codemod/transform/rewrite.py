@@ -463,7 +463,7 @@ def _without_runs(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement
     if orelse is None:
         return None
     branch = orelse.body.body if isinstance(orelse, cst.Else) else [orelse.with_changes(leading_lines=[])]
-    return statement.with_changes(test=_negated(statement.test), body=statement.body.with_changes(body=branch), orelse=None)
+    return statement.with_changes(test=negated(statement.test), body=statement.body.with_changes(body=branch), orelse=None)
 
 
 def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> list[cst.BaseStatement]:
@@ -487,7 +487,7 @@ def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> l
     return out
 
 
-def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
+def negated(test: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` the other way round, as a person writes it: ``not x`` -> ``x``, ``x is None`` -> ``x is not None``."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression.with_changes(lpar=[], rpar=[]) if isinstance(test.expression, cst.Name) else test.expression
