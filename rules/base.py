@@ -58,6 +58,8 @@ class Context:
     output_names: tuple[str, ...] = ("model_inputs",)  # the variables the function returns
     #: parameters after ``*args`` / ``*``: a ``*args`` spread never passes them on
     keyword_only: tuple[str, ...] = ()
+    #: parameters before ``/``: a keyword of their name reaches ``**kwargs``, not them
+    positional_only: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()  # e.g. ("past", "first-step"), innermost last
     #: the code of each guard's test, as written (``not (...)`` in an ``else``), innermost last
     tests: tuple[str, ...] = ()

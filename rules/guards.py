@@ -19,10 +19,14 @@ when the test is not a guard (then only a rule that knows the whole statement ca
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from rules._pattern import Template, string_key
+
+if TYPE_CHECKING:
+    from rules.base import Context
 
 PAST_NAMES = ("past_key_values", "past", "past_key_value")
 
@@ -77,3 +81,35 @@ def guard_of(test: cst.BaseExpression) -> tuple[str, str] | None:
             return f"{yes}:{name.value}", f"{no}:{name.value}"
         return yes, no
     return None
+
+
+#: a test that holds only when ``**kwargs`` (``$kw``) carries the keyword ``$k``
+_IN_KWARGS = tuple(
+    Template.expression(code)
+    for code in ("$kw.get($k) is not None", "$kw.get($k, None) is not None", "$k in $kw", "$kw.get($k)", "$kw.get($k, None)")
+)
+
+
+def never_true(test: cst.BaseExpression, ctx: Context) -> bool:
+    """Whether ``test`` can never hold: an ``and`` of conditions one of which asks ``**kwargs`` for a keyword the
+    signature names (4.45's Qwen2-Audio: ``if input_features is not None and kwargs.get("attention_mask") is not
+    None``, with ``attention_mask`` a parameter). Python binds such a keyword to the parameter, never to ``**kwargs``;
+    only a positional-only parameter's name may reach it."""
+    conjuncts: list[cst.BaseExpression] = [test]
+    while True:
+        split = next((c for c in conjuncts if isinstance(c, cst.BooleanOperation) and isinstance(c.operator, cst.And)), None)
+        if split is None:
+            break
+        assert isinstance(split, cst.BooleanOperation)
+        at = conjuncts.index(split)
+        conjuncts[at : at + 1] = [split.left, split.right]
+    named = set(ctx.params) - {ctx.var_kwargs} - set(ctx.positional_only)
+    for conjunct in conjuncts:
+        for template in _IN_KWARGS:
+            captures = template.match_expression(conjunct)
+            if captures is None:
+                continue
+            kwargs = captures.nodes["kw"]
+            if isinstance(kwargs, cst.Name) and kwargs.value == ctx.var_kwargs and string_key(captures.nodes["k"]) in named:
+                return True
+    return False

@@ -5,7 +5,10 @@ MiniCPM...) and a few 4.45 ones (Idefics2): the past length is read from the cac
 ``get_seq_length()`` or ``seen_tokens``, ``cache_position[0]``, or a legacy tuple's shape); a mask
 longer than the ids means some inputs live only in the cache (generation from ``inputs_embeds``), so
 the ids are cut to the mask's uncached part, otherwise to the tokens past the past length; ids no
-longer than that are kept as they are. A cache of bounded size (a ``SinkCache``, a static cache)
+longer than that are kept as they are (4.44's llava idiom, which 4.45's Qwen2-Audio keeps, cuts them to the last
+one where they still hold the config's media token: under ``generate`` the mask is never shorter than the ids, and
+``cache_position`` selects that token too). A branch in between that never runs (its test asks ``**kwargs`` for a
+keyword a parameter takes) changes nothing. A cache of bounded size (a ``SinkCache``, a static cache)
 also gets its mask cropped to what it holds. Under ``generate`` the ids are the tokens slicing by
 ``cache_position`` keeps; the crop has no counterpart in the mixins (their caches of bounded size
 take the whole mask).
@@ -38,7 +41,7 @@ import libcst as cst
 
 from rules._pattern import Template
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
-from rules.guards import PAST_NAMES, guard_of
+from rules.guards import PAST_NAMES, guard_of, never_true
 
 #: the locals the idiom counts with
 _LENGTHS = frozenset({"past_length", "cache_length", "max_cache_length"})
@@ -64,6 +67,18 @@ _KEEP_UNCACHED = Template.parse(
         $ids = $ids[:, -(attention_mask.shape[1] - past_length) :]
     elif past_length < $ids.shape[1]:
         $ids = $ids[:, past_length:]
+    """
+)
+#: 4.44's llava idiom, kept by 4.45's Qwen2-Audio: ids no longer than the past length that still hold the media token
+#: (the prompt, on a later step of a cache that holds the merged media) are cut to the last one
+_KEEP_UNCACHED_MEDIA = Template.parse(
+    """
+    if attention_mask is not None and attention_mask.shape[1] > $ids.shape[1]:
+        $ids = $ids[:, -(attention_mask.shape[1] - past_length) :]
+    elif past_length < $ids.shape[1]:
+        $ids = $ids[:, past_length:]
+    elif $token in $ids:
+        $ids = $ids[:, $ids.shape[1] - 1 :]
     """
 )
 _CROPS = {
@@ -152,13 +167,20 @@ class SliceByCacheLength(Rule):
             index += 1
         if "past_length" not in lengths:
             return None
-        captures = _KEEP_UNCACHED.match(body, index)
+        # a branch that never runs (it asks **kwargs for a parameter's keyword) changes nothing
+        while index < len(body) and isinstance(block := body[index], cst.If) and block.orelse is None \
+                and never_true(block.test, ctx):
+            index += 1
+        media = _KEEP_UNCACHED_MEDIA.match(body, index)
+        if media is not None and not media.code("token").startswith("self.config."):
+            media = None
+        captures = media if media is not None else _KEEP_UNCACHED.match(body, index)
         if captures is None:
             return None
         ids = captures.code("ids")
         if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
             return None
-        index += len(_KEEP_UNCACHED)
+        index += len(_KEEP_UNCACHED_MEDIA if media is not None else _KEEP_UNCACHED)
         crop = None
         for label, template in _CROPS.items():
             found_crop = template.match(body, index)
@@ -174,6 +196,9 @@ class SliceByCacheLength(Rule):
                                      "past_length": Value(ValueOrigin.BEHAVIOUR, self.name)}
         detail = "the mask's uncached part, else past the past length"
         facets = {}
+        if media is not None:
+            detail += f"; the last id of ids no longer than the past length that hold {media.code('token')}"
+            facets["media"] = media.code("token")
         if crop is not None:
             defines["attention_mask"] = Value(ValueOrigin.BEHAVIOUR, self.name)
             detail += f"; crops the mask {crop} for a cache of bounded size"
@@ -183,13 +208,16 @@ class SliceByCacheLength(Rule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in self.covered_by):
             return Coverage(False, missing="the mixin does not slice the ids by the cache")
+        differences = []
+        if facets.get("media"):
+            # under generate the mask is never shorter than the ids: the first branch or the second cuts them
+            differences.append(f"cuts ids no longer than the past length that hold {facets['media']} to the last "
+                               "one (a caller's ids with no mask); the mixin keeps those cache_position selects")
         if facets.get("crop"):
             # a DynamicCache has no size limit: in the standard flow nothing is cropped
-            return Coverage(True, differences=(
-                "crops the attention mask for a cache of bounded size (a SinkCache, a static cache); the mixin "
-                "passes the whole mask",
-            ))
-        return Coverage(True)
+            differences.append("crops the attention mask for a cache of bounded size (a SinkCache, a static cache); "
+                               "the mixin passes the whole mask")
+        return Coverage(True, differences=tuple(differences))
 
 
 RULE = SliceByCacheLength()
@@ -298,8 +326,37 @@ CASES = (
         """,
         detail="the mask's uncached part, else past the past length",
     ),
+    Case(
+        "qwen2-audio-4-45",
+        """
+        if past_key_values is not None:
+            if isinstance(past_key_values, Cache):
+                cache_length = past_key_values.get_seq_length()
+                past_length = past_key_values.seen_tokens
+            else:
+                cache_length = past_length = past_key_values[0][0].shape[2]
+
+            # Ignore copy
+            if input_features is not None and kwargs.get("attention_mask") is not None:
+                attention_mask = kwargs["attention_mask"]
+                attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1)
+
+            if attention_mask is not None and attention_mask.shape[1] > input_ids.shape[1]:
+                input_ids = input_ids[:, -(attention_mask.shape[1] - past_length) :]
+            elif past_length < input_ids.shape[1]:
+                input_ids = input_ids[:, past_length:]
+            elif self.config.audio_token_index in input_ids:
+                input_ids = input_ids[:, input_ids.shape[1] - 1 :]
+            if cache_length < past_length and attention_mask is not None:
+                attention_mask = attention_mask[:, -(cache_length + input_ids.shape[1]) :]
+        """,
+        detail="the mask's uncached part, else past the past length; the last id of ids no longer than the past "
+               "length that hold self.config.audio_token_index; crops the mask to what the cache holds for a cache of "
+               "bounded size",
+        facets={"media": "self.config.audio_token_index", "crop": "to what the cache holds"},
+    ),
     NoOp(
-        "a-third-branch",
+        "a-third-branch-of-another-token",
         """
         if past_key_values is not None:
             past_length = past_key_values.get_seq_length()
@@ -307,11 +364,26 @@ CASES = (
                 input_ids = input_ids[:, -(attention_mask.shape[1] - past_length) :]
             elif past_length < input_ids.shape[1]:
                 input_ids = input_ids[:, past_length:]
-            elif self.config.audio_token_index in input_ids:
+            elif audio_token in input_ids:
                 input_ids = input_ids[:, input_ids.shape[1] - 1 :]
         """,
-        why="a third branch (Qwen2-Audio's audio token) slices the ids another way when they are short",
-        unrecognised="elif self.config.audio_token_index in input_ids:",
+        why="a third branch testing a token other than the config's media token (a local) is not llava's idiom",
+        unrecognised="elif audio_token in input_ids:",
+    ),
+    NoOp(
+        "a-branch-that-can-run",
+        """
+        if past_key_values is not None:
+            past_length = past_key_values.get_seq_length()
+            if input_features is not None and kwargs.get("feature_attention_mask") is not None:
+                attention_mask = kwargs["feature_attention_mask"]
+            if attention_mask is not None and attention_mask.shape[1] > input_ids.shape[1]:
+                input_ids = input_ids[:, -(attention_mask.shape[1] - past_length) :]
+            elif past_length < input_ids.shape[1]:
+                input_ids = input_ids[:, past_length:]
+        """,
+        why="a branch asking **kwargs for a keyword no parameter takes (it can reach **kwargs) may change the mask",
+        unrecognised="past_length = past_key_values.get_seq_length()",
     ),
     NoOp(
         "something-else-in-the-block",

@@ -763,6 +763,61 @@ def test_forward_accepting_position_ids_that_the_override_omits(hoisted: MixinPr
     assert has(finding, "note", "bespoke, not generic: in the standard generate flow it prepares other inputs than the mixin")
 
 
+#: 4.44's llava slicing as 4.45's Qwen2-Audio keeps it: a branch that would patch the mask from **kwargs (never: the
+#: mask is a parameter), a third branch for short ids holding the media token, the crop to what the cache holds
+MEDIA_TOKEN_SLICING = '''
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, input_features=None,
+                                  attention_mask=None, **kwargs):
+    if past_key_values is not None:
+        if isinstance(past_key_values, Cache):
+            cache_length = past_key_values.get_seq_length()
+            past_length = past_key_values.seen_tokens
+        else:
+            cache_length = past_length = past_key_values[0][0].shape[2]
+        if input_features is not None and kwargs.get("attention_mask") is not None:
+            attention_mask = torch.cat([kwargs["attention_mask"], kwargs["attention_mask"][:, -1:]], dim=-1)
+        if attention_mask is not None and attention_mask.shape[1] > input_ids.shape[1]:
+            input_ids = input_ids[:, -(attention_mask.shape[1] - past_length) :]
+        elif past_length < input_ids.shape[1]:
+            input_ids = input_ids[:, past_length:]
+        elif self.config.media_token_index in input_ids:
+            input_ids = input_ids[:, input_ids.shape[1] - 1 :]
+        if cache_length < past_length and attention_mask is not None:
+            attention_mask = attention_mask[:, -(cache_length + input_ids.shape[1]) :]
+    position_ids = kwargs.get("position_ids", None)
+    if attention_mask is not None and position_ids is None:
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+    if inputs_embeds is not None and past_key_values is None:
+        model_inputs = {"inputs_embeds": inputs_embeds}
+    else:
+        model_inputs = {"input_ids": input_ids}
+    model_inputs.update({"position_ids": position_ids, "past_key_values": past_key_values,
+                         "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask,
+                         "input_features": input_features})
+    return model_inputs
+'''
+
+
+def test_the_llava_slicing_around_a_media_token_is_the_mixins(hoisted: MixinProfile) -> None:
+    """The branch patching the mask never runs, the third branch only cuts a caller's short ids (a difference outside
+    the standard flow: generate()'s mask is never shorter than the ids), the crop is for bounded caches: generic, its
+    deletion planned (verification judges it, with the model's audio)."""
+    forward = ("input_ids", "input_features", "attention_mask", "position_ids", "past_key_values", "inputs_embeds",
+               "use_cache")
+    finding = classify_override(override(MEDIA_TOKEN_SLICING, forward_params=forward), hoisted)
+    assert (finding.category, finding.action) == (Category.GENERIC, Action.DELETE)
+    assert has(finding, "behaviour", "the last id of ids no longer than the past length that hold "
+                                     "self.config.media_token_index")
+    assert has(finding, "difference", "cuts ids no longer than the past length that hold self.config.media_token_index")
+    assert texts(finding, "unrecognised") == []
+    # the patching branch made live (it reads a keyword no parameter takes): the override is the model's own
+    live = MEDIA_TOKEN_SLICING.replace('kwargs.get("attention_mask") is not None', 'kwargs.get("merged_mask") is not None')
+    assert classify_override(override(live, forward_params=forward), hoisted).category is Category.BESPOKE
+
+
 def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) -> None:
     """FSMT: the decoder ids are passed whole although a cache is (its decoder slices them itself)."""
     source = '''

@@ -131,3 +131,47 @@ def test_negation_swaps_the_branches_where_the_negation_is_an_atom(atom: tuple[s
     negated = guards(f"not ({code})")
     if negated is not None:
         assert negated == (else_guard + suffix, if_guard + suffix)
+
+
+# ------------------------------------------------------------------------------------------ never_true
+
+from rules.base import Context  # noqa: E402
+from rules.guards import never_true  # noqa: E402
+
+_CTX = Context(params=("input_ids", "attention_mask", "kwargs"), ids_param="input_ids", var_kwargs="kwargs")
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param('kwargs.get("attention_mask") is not None', id="get-is-not-none"),
+        pytest.param('kwargs.get("attention_mask", None) is not None', id="get-default-is-not-none"),
+        pytest.param('"attention_mask" in kwargs', id="in"),
+        pytest.param('kwargs.get("attention_mask")', id="get-truthy"),
+        pytest.param('input_features is not None and kwargs.get("attention_mask") is not None', id="qwen2-audio-4-45"),
+        pytest.param('a and (b and kwargs.get("attention_mask") is not None)', id="nested-and"),
+    ],
+)
+def test_a_test_asking_kwargs_for_a_parameter_never_holds(test: str) -> None:
+    """Python binds a keyword a parameter takes to that parameter: ``**kwargs`` never holds it."""
+    assert never_true(cst.parse_expression(test), _CTX)
+
+
+@pytest.mark.parametrize(
+    ("test", "ctx"),
+    [
+        pytest.param('kwargs.get("feature_mask") is not None', _CTX, id="no-parameter-of-that-name"),
+        pytest.param('a or kwargs.get("attention_mask") is not None', _CTX, id="or: the other side may hold"),
+        pytest.param('kwargs.get("attention_mask") is None', _CTX, id="is-none: always holds"),
+        pytest.param('config.get("attention_mask") is not None', _CTX, id="not **kwargs"),
+        pytest.param('model_kwargs.get("attention_mask") is not None', _CTX, id="another-dict"),
+        pytest.param('kwargs.get("attention_mask") is not None',
+                     Context(params=("input_ids", "attention_mask", "kwargs"), ids_param="input_ids", var_kwargs="kwargs",
+                             positional_only=("input_ids", "attention_mask")),
+                     id="positional-only: its name may reach **kwargs"),
+        pytest.param('kwargs.get("attention_mask") is not None',
+                     Context(params=("input_ids", "attention_mask"), ids_param="input_ids", var_kwargs=None), id="no-**kwargs"),
+    ],
+)
+def test_tests_that_may_hold(test: str, ctx: Context) -> None:
+    assert not never_true(cst.parse_expression(test), ctx)

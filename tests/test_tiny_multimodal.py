@@ -3,7 +3,7 @@ its config class lacks, rotary sections, flattened patches with their grid), Ide
 pixel mask, one image token per resampler latent), CLVP's decoder head (a class that takes a part of
 its family's composite config), and the inputs beside the text that the multimodal scenarios give the classes
 whose reductions keep statements about them (Mllama's tiles, Kosmos-2's image embeddings, CLVP's conditioning,
-RoCBert's shape and pronunciation ids). Run as ``tests/test_tiny.py`` runs its checks: one script in the
+RoCBert's shape and pronunciation ids, Qwen2-Audio's mel features). Run as ``tests/test_tiny.py`` runs its checks: one script in the
 verification environment, one JSON document read by the tests (``network``, ``slow``).
 """
 
@@ -195,6 +195,18 @@ CHECKS = textwrap.dedent(
     run("clvp_conditioning", lambda: own_inputs("transformers.models.clvp.modeling_clvp", "ClvpForCausalLM", ["conditioning_embeds"]))
     run("roc_bert", lambda: own_inputs("transformers.models.roc_bert.modeling_roc_bert", "RoCBertForCausalLM",
                                        ["input_shape_ids", "input_pronunciation_ids"], {"is_decoder": True}))
+
+    def qwen2_audio():
+        result = own_inputs("transformers.models.qwen2_audio.modeling_qwen2_audio", "Qwen2AudioForConditionalGeneration",
+                            ["input_features"])
+        model, _ = tiny.tiny_model(load("transformers.models.qwen2_audio.modeling_qwen2_audio",
+                                        "Qwen2AudioForConditionalGeneration"), seed=0)
+        inputs = tiny.multimodal_inputs(model, tiny.generation_inputs(model, seed=0), seed=0)
+        result["audio_tokens"] = (inputs["input_ids"] == model.config.audio_token_index).sum(-1).tolist()
+        result["window"] = 2 * model.config.audio_config.max_source_positions
+        return result
+
+    run("qwen2_audio", qwen2_audio)
 
     def ambiguous():
         # a composite whose two parts would both build the class: which part it is can't be told, so
@@ -412,6 +424,21 @@ def test_roc_bert_gets_shape_and_pronunciation_ids_per_token(results):
     shapes = entry["shapes"]
     assert shapes["input_shape_ids"] == shapes["input_pronunciation_ids"] == shapes["input_ids"]
     assert entry["matters"]["input_shape_ids"] > 0 and entry["matters"]["input_pronunciation_ids"] > 0
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_qwen2_audio_gets_mel_features_behind_one_audio_token(results):
+    """4.45's Qwen2-Audio expands its one audio token into the encoder's features itself (its prompt holds one per
+    row): the features fill the encoder's fixed window, every frame real, and reach the next-token logits."""
+    entry = _ok(results, "qwen2_audio")
+    assert entry["keys"] == ["attention_mask", "feature_attention_mask", "input_features", "input_ids"], entry["keys"]
+    shapes = entry["shapes"]
+    assert entry["audio_tokens"] == [1]
+    assert shapes["input_ids"] == [1, entry["text_length"] + 1]
+    assert shapes["input_features"][-1] == shapes["feature_attention_mask"][-1] == entry["window"]
+    assert entry["matters"]["input_features"] > 0
+    assert [len(row) for row in entry["greedy"]] == [entry["text_length"] + 1 + 6]
 
 
 @pytest.mark.network

@@ -440,6 +440,7 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
     ids_param = explicit[0] if explicit and explicit[0].endswith("input_ids") else "input_ids"
     ctx = Context(
         keyword_only=tuple(p.name for p in params if p.kind is ParamKind.KEYWORD_ONLY),
+        positional_only=tuple(p.name.value for p in function.params.posonly_params),
         params=tuple(p.name for p in params if p.name != "self" and p.kind is not ParamKind.VAR_ARGS),
         ids_param=ids_param,
         var_kwargs=var_kwargs,

@@ -340,6 +340,25 @@ def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     return with_video if _try_generate(model, with_video) is None else candidate
 
 
+def _qwen2_audio(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Qwen2-Audio's layout: mel features (batch, mel bins, frames: the Whisper-style encoder's fixed window, twice its
+    positions) with a (batch, frames) mask of the real frames, and one audio token per row, which 4.45 expands into
+    the encoder's features itself (it keeps the merged mask in the model kwargs); where a processor expands it, as
+    many tokens as the model finds features, by running it."""
+    config = model.config
+    audio = getattr(config, "audio_config", None)
+    token = getattr(config, "audio_token_index", None)
+    if audio is None or not is_int(token) or not is_int(getattr(audio, "max_source_positions", None)):
+        return None
+    batch = inputs["input_ids"].shape[0]
+    frames = 2 * audio.max_source_positions
+    extra: Inputs = {
+        "input_features": torch.randn((batch, audio.num_mel_bins, frames), generator=generator),
+        "feature_attention_mask": torch.ones((batch, frames), dtype=torch.long),
+    }
+    return _fit_image_tokens(model, inputs, extra, token, 1)
+
+
 def _mllama(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """Mllama cross-attends to tiled images: pixels (batch, images, tiles, C, H, W), each image's aspect ratio as
     a 1-based id into ``supported_aspect_ratios`` with a mask of the tiles it fills, one ``<|image|>`` token in
@@ -446,6 +465,8 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     "idefics3": _idefics2,
     # cross-attended tiles (4.45 on)
     "mllama": _mllama,
+    # mel features and their mask (4.45: one audio token the model expands itself)
+    "qwen2_audio": _qwen2_audio,
     # what is not an image: the inputs these models' composites (or tokenizers) give them
     "kosmos_2_text_model": _kosmos2_text,
     "kosmos_2_5_text_model": _kosmos2_text,  # 5.x: the same inputs, from its vision model's latent queries
