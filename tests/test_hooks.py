@@ -387,6 +387,28 @@ def test_a_member_that_pops_the_key_as_the_hook_does_needs_no_forward_naming_it(
     assert ignored.change is Change.BLOCKED and "does not name decoder_head_mask" in ignored.why
 
 
+def test_an_already_reduced_member_keeps_what_it_prepares_its_own_way(profile: MixinProfile) -> None:
+    """``apply --hooks`` on its own output: an encoder-decoder wrapper reduced to super() plus its decoder's mask and ids
+    (which verification kept: the mixin would pass the caller's mask) and a pop the dropped-inputs hook does is
+    trimmed of the pop, not deleted: a deletion would lose the decoder's mask."""
+    idioms = {"decoder_head_mask": Idiom((), (NONE,))}
+    body = ('decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)',
+            'decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None',
+            'model_inputs["decoder_attention_mask"] = decoder_attention_mask',
+            'model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]',
+            'model_inputs.pop("decoder_head_mask", None)')
+    source = method(*body, params="input_ids, past_key_values=None, **kwargs",
+                    call="input_ids, past_key_values=past_key_values, **kwargs")
+    f = finding(source, profile, forward_params=("input_ids", "decoder_input_ids", "decoder_attention_mask",
+                                                 "past_key_values", "**kwargs"))
+    assert f.flow, "the decoder's own mask is a flow difference"
+    found = member_change(f, ["decoder_head_mask"], profile, idioms)
+    assert (found.change, found.removed) == (Change.TRIM, (5,))
+    # with nothing of its own left but the pop, the member goes
+    popped = finding(method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs"))
+    assert member_change(popped, ["decoder_head_mask"], profile, idioms).change is Change.DELETE
+
+
 @pytest.mark.parametrize(
     ("params", "call", "change"),
     [

@@ -1121,6 +1121,13 @@ def _blocked(why: str) -> MemberChange:
     return MemberChange(Change.BLOCKED, why)
 
 
+def _reduced_its_own_way(f: Finding) -> bool:
+    """Whether ``f``'s override, already reduced to super(), still prepares other inputs than the mixin in the standard
+    flow (an encoder-decoder wrapper's decoder mask, kept after super() where verification found it mattered): a hook
+    may take over some of its statements, never the whole method (``apply --hooks`` on its own output)."""
+    return f.override.analysis.delegation is Delegation.SUPER and bool(f.flow)
+
+
 def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom], *,
                   keep_signature: bool = False) -> MemberChange:
     """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it. ``keep_signature``: never
@@ -1157,7 +1164,8 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     # an override that already calls super() and does something the mixin does not (Fuyu's ids cut to the last
     # token) can still be trimmed: its own statements stay where they are, only those that set hooked inputs go, with
     # the checks of any trim below (they do nothing else; nothing runs between super() and them)
-    if not remaining and bespoke is None and not signature_kept(a, profile, provided) and not keep_signature:
+    if not remaining and bespoke is None and not _reduced_its_own_way(f) and not signature_kept(a, profile, provided) \
+            and not keep_signature:
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = a.ids_param
@@ -1763,8 +1771,8 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
             reasons = tuple(r for r in reasons if not (r.kind.keeps and _within(r.line, spans)))
             reasons += (Reason(ReasonKind.NOTE, f"its own condition ({condition.local}) moves into {NEEDS_METHOD}, "
                                                 "which the mixin asks before it prepares anything"),)
-        if not remaining and not own and not signature_kept(f.override.analysis, result.profile, provided) \
-                and f.override.id not in keep_signature:
+        if not remaining and not own and not _reduced_its_own_way(f) \
+                and not signature_kept(f.override.analysis, result.profile, provided) and f.override.id not in keep_signature:
             out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
