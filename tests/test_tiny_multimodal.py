@@ -204,6 +204,9 @@ CHECKS = textwrap.dedent(
         inputs = tiny.multimodal_inputs(model, tiny.generation_inputs(model, seed=0), seed=0)
         result["audio_tokens"] = (inputs["input_ids"] == model.config.audio_token_index).sum(-1).tolist()
         result["window"] = 2 * model.config.audio_config.max_source_positions
+        padded = tiny.multimodal_inputs(model, tiny.generation_inputs(model, batch_size=2, seed=0, left_pad=3), seed=0)
+        result["real_frames"] = padded["feature_attention_mask"].sum(-1).tolist()
+        result["padded_greedy"] = generate(model, **padded)
         return result
 
     run("qwen2_audio", qwen2_audio)
@@ -430,7 +433,7 @@ def test_roc_bert_gets_shape_and_pronunciation_ids_per_token(results):
 @pytest.mark.slow
 def test_qwen2_audio_gets_mel_features_behind_one_audio_token(results):
     """4.45's Qwen2-Audio expands its one audio token into the encoder's features itself (its prompt holds one per
-    row): the features fill the encoder's fixed window, every frame real, and reach the next-token logits."""
+    row): the features fill the encoder's fixed window (the first clip all of it) and reach the next-token logits."""
     entry = _ok(results, "qwen2_audio")
     assert entry["keys"] == ["attention_mask", "feature_attention_mask", "input_features", "input_ids"], entry["keys"]
     shapes = entry["shapes"]
@@ -439,6 +442,10 @@ def test_qwen2_audio_gets_mel_features_behind_one_audio_token(results):
     assert shapes["input_features"][-1] == shapes["feature_attention_mask"][-1] == entry["window"]
     assert entry["matters"]["input_features"] > 0
     assert [len(row) for row in entry["greedy"]] == [entry["text_length"] + 1 + 6]
+    # a batch: the first clip fills the window, the other is shorter (padded to it, as the processor pads)
+    window = entry["window"]
+    assert entry["real_frames"] == [window, window * 3 // 4]
+    assert len(entry["padded_greedy"]) == 2
 
 
 @pytest.mark.network

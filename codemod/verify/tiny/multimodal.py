@@ -342,7 +342,8 @@ def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
 
 def _qwen2_audio(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
     """Qwen2-Audio's layout: mel features (batch, mel bins, frames: the Whisper-style encoder's fixed window, twice its
-    positions) with a (batch, frames) mask of the real frames, and one audio token per row, which 4.45 expands into
+    positions) with a (batch, frames) mask of the real frames (4.45's processor pads each clip to the window), and one
+    audio token per row, which 4.45 expands into
     the encoder's features itself (it keeps the merged mask in the model kwargs); where a processor expands it, as
     many tokens as the model finds features, by running it."""
     config = model.config
@@ -352,9 +353,13 @@ def _qwen2_audio(model: Any, inputs: Inputs, generator: torch.Generator) -> Inpu
         return None
     batch = inputs["input_ids"].shape[0]
     frames = 2 * audio.max_source_positions
+    # the feature extractor pads every clip to the window: the first clip fills it, the others are shorter (their
+    # merged prompts then differ in length, and the model pads them)
+    real = torch.ones((batch, frames), dtype=torch.long)
+    real[1:, frames * 3 // 4 :] = 0
     extra: Inputs = {
-        "input_features": torch.randn((batch, audio.num_mel_bins, frames), generator=generator),
-        "feature_attention_mask": torch.ones((batch, frames), dtype=torch.long),
+        "input_features": torch.randn((batch, audio.num_mel_bins, frames), generator=generator) * real[:, None, :],
+        "feature_attention_mask": real,
     }
     return _fit_image_tokens(model, inputs, extra, token, 1)
 
