@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+import libcst.matchers as m
 
 from rules._pattern import Template, string_key
 
@@ -113,3 +114,12 @@ def never_true(test: cst.BaseExpression, ctx: Context) -> bool:
             if isinstance(kwargs, cst.Name) and kwargs.value == ctx.var_kwargs and string_key(captures.nodes["k"]) in named:
                 return True
     return False
+
+
+def never_runs(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Whether ``statement`` changes nothing: an ``if`` without an ``else`` whose test never holds (``never_true``) and
+    calls nothing but ``**kwargs``' ``get`` (what the test evaluates before it fails could otherwise do something)."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None or not never_true(statement.test, ctx):
+        return False
+    lookup = m.Call(func=m.Attribute(value=m.Name(ctx.var_kwargs or ""), attr=m.Name("get")))
+    return all(m.matches(call, lookup) for call in m.findall(statement.test, m.Call()))

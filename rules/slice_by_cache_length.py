@@ -41,7 +41,7 @@ import libcst as cst
 
 from rules._pattern import Template
 from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
-from rules.guards import PAST_NAMES, guard_of, never_true
+from rules.guards import PAST_NAMES, guard_of, never_runs
 
 #: the locals the idiom counts with
 _LENGTHS = frozenset({"past_length", "cache_length", "max_cache_length"})
@@ -168,8 +168,7 @@ class SliceByCacheLength(Rule):
         if "past_length" not in lengths:
             return None
         # a branch that never runs (it asks **kwargs for a parameter's keyword) changes nothing
-        while index < len(body) and isinstance(block := body[index], cst.If) and block.orelse is None \
-                and never_true(block.test, ctx):
+        while index < len(body) and never_runs(body[index], ctx):
             index += 1
         media = _KEEP_UNCACHED_MEDIA.match(body, index)
         if media is not None and not media.code("token").startswith("self.config."):

@@ -136,7 +136,7 @@ def test_negation_swaps_the_branches_where_the_negation_is_an_atom(atom: tuple[s
 # ------------------------------------------------------------------------------------------ never_true
 
 from rules.base import Context  # noqa: E402
-from rules.guards import never_true  # noqa: E402
+from rules.guards import never_runs, never_true  # noqa: E402
 
 _CTX = Context(params=("input_ids", "attention_mask", "kwargs"), ids_param="input_ids", var_kwargs="kwargs")
 
@@ -175,3 +175,17 @@ def test_a_test_asking_kwargs_for_a_parameter_never_holds(test: str) -> None:
 )
 def test_tests_that_may_hold(test: str, ctx: Context) -> None:
     assert not never_true(cst.parse_expression(test), ctx)
+
+
+@pytest.mark.parametrize(
+    ("statement", "runs"),
+    [
+        pytest.param('if x is not None and kwargs.get("attention_mask") is not None:\n    y = 1\n', False, id="never"),
+        pytest.param('if f(x) and kwargs.get("attention_mask") is not None:\n    y = 1\n', True,
+                     id="a call before the test fails may do something"),
+        pytest.param('if kwargs.get("attention_mask") is not None:\n    y = 1\nelse:\n    y = 2\n', True, id="an else runs"),
+        pytest.param('y = kwargs.get("attention_mask")\n', True, id="not an if"),
+    ],
+)
+def test_a_branch_that_never_runs_changes_nothing(statement: str, runs: bool) -> None:
+    assert never_runs(cst.parse_statement(statement), _CTX) is not runs
