@@ -96,16 +96,8 @@ def never_true(test: cst.BaseExpression, ctx: Context) -> bool:
     signature names (4.45's Qwen2-Audio: ``if input_features is not None and kwargs.get("attention_mask") is not
     None``, with ``attention_mask`` a parameter). Python binds such a keyword to the parameter, never to ``**kwargs``;
     only a positional-only parameter's name may reach it."""
-    conjuncts: list[cst.BaseExpression] = [test]
-    while True:
-        split = next((c for c in conjuncts if isinstance(c, cst.BooleanOperation) and isinstance(c.operator, cst.And)), None)
-        if split is None:
-            break
-        assert isinstance(split, cst.BooleanOperation)
-        at = conjuncts.index(split)
-        conjuncts[at : at + 1] = [split.left, split.right]
     named = set(ctx.params) - {ctx.var_kwargs} - set(ctx.positional_only)
-    for conjunct in conjuncts:
+    for conjunct in _conjuncts(test):
         for template in _IN_KWARGS:
             captures = template.match_expression(conjunct)
             if captures is None:
@@ -114,6 +106,13 @@ def never_true(test: cst.BaseExpression, ctx: Context) -> bool:
             if isinstance(kwargs, cst.Name) and kwargs.value == ctx.var_kwargs and string_key(captures.nodes["k"]) in named:
                 return True
     return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The conditions an ``and`` joins (however nested), or ``test`` alone."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def never_runs(statement: cst.CSTNode, ctx: Context) -> bool:

@@ -170,16 +170,18 @@ class SliceByCacheLength(Rule):
         # a branch that never runs (it asks **kwargs for a parameter's keyword) changes nothing
         while index < len(body) and never_runs(body[index], ctx):
             index += 1
+        # llava's third branch tests the config's media token (a local would be the model's own)
         media = _KEEP_UNCACHED_MEDIA.match(body, index)
         if media is not None and not media.code("token").startswith("self.config."):
             media = None
-        captures = media if media is not None else _KEEP_UNCACHED.match(body, index)
+        keep = _KEEP_UNCACHED_MEDIA if media is not None else _KEEP_UNCACHED
+        captures = media or keep.match(body, index)
         if captures is None:
             return None
         ids = captures.code("ids")
         if ids not in (ctx.ids_param, "input_ids", "decoder_input_ids"):
             return None
-        index += len(_KEEP_UNCACHED_MEDIA if media is not None else _KEEP_UNCACHED)
+        index += len(keep)
         crop = None
         for label, template in _CROPS.items():
             found_crop = template.match(body, index)

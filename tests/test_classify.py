@@ -816,6 +816,10 @@ def test_the_llava_slicing_around_a_media_token_is_the_mixins(hoisted: MixinProf
     # the patching branch made live (it reads a keyword no parameter takes): the override is the model's own
     live = MEDIA_TOKEN_SLICING.replace('kwargs.get("attention_mask") is not None', 'kwargs.get("merged_mask") is not None')
     assert classify_override(override(live, forward_params=forward), hoisted).category is Category.BESPOKE
+    # so it is where the mask is a positional-only parameter: a caller's attention_mask= keyword reaches **kwargs
+    positional = MEDIA_TOKEN_SLICING.replace("attention_mask=None, **kwargs", "attention_mask=None, /, **kwargs")
+    assert positional != MEDIA_TOKEN_SLICING
+    assert classify_override(override(positional, forward_params=forward), hoisted).category is Category.BESPOKE
 
 
 def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) -> None:

@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.analyse.classify import Action, Extra, Finding, classify_override
+from codemod.analyse.classify import Action, Category, Extra, Finding, classify_override
 from codemod.contracts import ExtraHow
 from codemod.cli import app
 from codemod.transform.hooks import (
@@ -387,20 +387,23 @@ def test_a_member_that_pops_the_key_as_the_hook_does_needs_no_forward_naming_it(
     assert ignored.change is Change.BLOCKED and "does not name decoder_head_mask" in ignored.why
 
 
+#: an encoder-decoder wrapper as 4.45.2's first pass leaves it: super(), its decoder's mask and ids (its deletion
+#: differed: the mixin would pass the caller's mask), and the pop of decoder_head_mask the dropped-inputs hook does
+REDUCED_WRAPPER = method(
+    'decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)',
+    'decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None',
+    'model_inputs["decoder_attention_mask"] = decoder_attention_mask',
+    'model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]',
+    'model_inputs.pop("decoder_head_mask", None)',
+    params="input_ids, past_key_values=None, **kwargs", call="input_ids, past_key_values=past_key_values, **kwargs")
+WRAPPER_FORWARD = ("input_ids", "decoder_input_ids", "decoder_attention_mask", "past_key_values", "**kwargs")
+
+
 def test_an_already_reduced_member_keeps_what_it_prepares_its_own_way(profile: MixinProfile) -> None:
-    """``apply --hooks`` on its own output: an encoder-decoder wrapper reduced to super() plus its decoder's mask and ids
-    (which verification kept: the mixin would pass the caller's mask) and a pop the dropped-inputs hook does is
-    trimmed of the pop, not deleted: a deletion would lose the decoder's mask."""
+    """``apply --hooks`` on its own output: the wrapper is trimmed of the pop, not deleted: a deletion would lose the
+    decoder's mask."""
     idioms = {"decoder_head_mask": Idiom((), (NONE,))}
-    body = ('decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)',
-            'decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None',
-            'model_inputs["decoder_attention_mask"] = decoder_attention_mask',
-            'model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]',
-            'model_inputs.pop("decoder_head_mask", None)')
-    source = method(*body, params="input_ids, past_key_values=None, **kwargs",
-                    call="input_ids, past_key_values=past_key_values, **kwargs")
-    f = finding(source, profile, forward_params=("input_ids", "decoder_input_ids", "decoder_attention_mask",
-                                                 "past_key_values", "**kwargs"))
+    f = finding(REDUCED_WRAPPER, profile, forward_params=WRAPPER_FORWARD)
     assert f.flow, "the decoder's own mask is a flow difference"
     found = member_change(f, ["decoder_head_mask"], profile, idioms)
     assert (found.change, found.removed) == (Change.TRIM, (5,))
@@ -812,6 +815,22 @@ def test_a_hook_may_reassign_the_methods_parameters_only_in_a_block_that_returns
         assert rewritten.error is None and rewritten.changed
     else:
         assert rewritten.error is not None and error in rewritten.error, rewritten.error
+
+
+def test_already_reduced_wrappers_sharing_the_hook_stay_with_their_own_statements(fixture_scan: ScanResult) -> None:
+    """The plan's side of the same (``hooked_findings``): three such wrappers make the dropped-inputs hook, each member
+    a trim, and each finding stays the override's (kept, its other statements where they are), never a deletion."""
+    from codemod.transform.hooks import hooked_findings
+
+    findings = tuple(classify_override(override(REDUCED_WRAPPER, model=model, class_name=f"{model.title()}Model",
+                                                forward_params=WRAPPER_FORWARD), fixture_scan.profile)
+                     for model in ("ant", "bee", "cat"))
+    result = dataclasses.replace(fixture_scan, findings=findings)
+    report = mine(result)
+    (cluster,) = report.applied()
+    assert cluster.name == "_generation_dropped_inputs"
+    assert {(m.change, m.removed) for m in cluster.members} == {(Change.TRIM, (5,))}
+    assert {(f.action, f.category) for f in hooked_findings(result, report)} == {(Action.KEEP, Category.BESPOKE)}
 
 
 #: the same body checking its config with ``assert`` (4.45's RoFormer and RemBERT), where the others raise ValueError

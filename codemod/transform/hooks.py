@@ -1704,18 +1704,25 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
 
 def _passes_when(code: str) -> str | None:
     """For a statement that only checks, ``assert <test>[, message]`` or ``if <test>: raise ...`` (nothing else), the
-    condition it lets the method go on under, as ``ast`` lays it out (``x is not None`` for both ``assert x is not None``
-    and ``if x is None: raise ...``: the rewrite's ``negated``); None for any other statement."""
+    condition it lets the method go on under (``x is not None`` for both ``assert x is not None`` and ``if x is None:
+    raise ...``: the rewrite's ``negated``), laid out as ``ast`` writes it, so that every member's compares alike;
+    None for any other statement."""
     try:
-        (node,) = ast.parse(code.strip()).body
-    except (SyntaxError, ValueError):
+        statement = cst.parse_statement(code.strip())
+    except cst.ParserSyntaxError:
         return None
-    if isinstance(node, ast.Assert):
-        return ast.unparse(node.test)
-    if isinstance(node, ast.If) and not node.orelse and all(isinstance(n, ast.Raise) for n in node.body):
-        flipped = cst.Module(body=[]).code_for_node(negated(cst.parse_expression(ast.unparse(node.test))))
-        return ast.unparse(ast.parse(flipped, mode="eval").body)
-    return None
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], cst.Assert):
+        test = statement.body[0].test
+    elif isinstance(statement, cst.If) and statement.orelse is None:
+        block = statement.body
+        smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else [
+            small for line in block.body for small in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+        if not all(isinstance(small, cst.Raise) for small in smalls):
+            return None
+        test = negated(statement.test)
+    else:
+        return None
+    return ast.unparse(ast.parse(cst.Module(body=[]).code_for_node(test), mode="eval").body)
 
 
 def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:

@@ -344,7 +344,7 @@ def _qwen2_audio(model: Any, inputs: Inputs, generator: torch.Generator) -> Inpu
     """Qwen2-Audio's layout: mel features (batch, mel bins, frames: the Whisper-style encoder's fixed window, twice its
     positions) with a (batch, frames) mask of the real frames (4.45's processor pads each clip to the window), and one
     audio token per row, which 4.45 expands into the encoder's features itself (it keeps the merged mask in the model
-    kwargs); where a processor expands it, as many tokens as the model finds features, by running it."""
+    kwargs). A model that wants a token per feature instead is run for the count (``_fit_image_tokens``)."""
     config = model.config
     audio = getattr(config, "audio_config", None)
     token = getattr(config, "audio_token_index", None)
