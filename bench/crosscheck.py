@@ -62,8 +62,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 METHOD = "prepare_inputs_for_generation"
 MIXIN_FILE = "src/transformers/generation/utils.py"
@@ -76,17 +77,29 @@ COMPOSITES = ("EncoderDecoderModel", "VisionEncoderDecoderModel", "SpeechEncoder
 COMPOSITE_MODULE = "transformers.models.encoder_decoder.modeling_encoder_decoder"
 #: composite -> (its file, its target kind, whether it runs around every changed decoder head)
 COMPOSITE_FILES = {
-    "EncoderDecoderModel": ("src/transformers/models/encoder_decoder/modeling_encoder_decoder.py", "encoder-decoder", True),
-    "VisionEncoderDecoderModel": ("src/transformers/models/vision_encoder_decoder/modeling_vision_encoder_decoder.py",
-                                  "vision-encoder-decoder", False),
-    "SpeechEncoderDecoderModel": ("src/transformers/models/speech_encoder_decoder/modeling_speech_encoder_decoder.py",
-                                  "speech-encoder-decoder", False),
+    "EncoderDecoderModel": (
+        "src/transformers/models/encoder_decoder/modeling_encoder_decoder.py",
+        "encoder-decoder",
+        True,
+    ),
+    "VisionEncoderDecoderModel": (
+        "src/transformers/models/vision_encoder_decoder/modeling_vision_encoder_decoder.py",
+        "vision-encoder-decoder",
+        False,
+    ),
+    "SpeechEncoderDecoderModel": (
+        "src/transformers/models/speech_encoder_decoder/modeling_speech_encoder_decoder.py",
+        "speech-encoder-decoder",
+        False,
+    ),
 }
 #: the decoders the vision and speech composites are run with when they changed (their usual ones)
 COMMON_DECODERS = ("BertLMHeadModel", "GPT2LMHeadModel", "TrOCRForCausalLM", "RobertaForCausalLM")
 #: a composite whose own method changed runs with these at least
-DEFAULT_DECODERS = (("transformers.models.bert.modeling_bert", "BertLMHeadModel"),
-                    ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"))
+DEFAULT_DECODERS = (
+    ("transformers.models.bert.modeling_bert", "BertLMHeadModel"),
+    ("transformers.models.gpt2.modeling_gpt2", "GPT2LMHeadModel"),
+)
 DIFFERENT = ("differs", "crashed-new", "crashed-both-differently", "extended-inconsistent")
 #: what a user sees: other tokens, a crash the old code did not have, a new capability that is wrong
 REAL = ("differs", "crashed-new", "extended-inconsistent")
@@ -129,7 +142,7 @@ class Target:
 
 
 def _module_of(rel: str) -> str:
-    return rel[len("src/"):-len(".py")].replace("/", ".")
+    return rel[len("src/") : -len(".py")].replace("/", ".")
 
 
 def _base_name(node: ast.expr) -> str:
@@ -144,17 +157,27 @@ def _base_name(node: ast.expr) -> str:
 
 def _calls_super(function: ast.AST) -> bool:
     for node in ast.walk(function):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == METHOD
-                and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
-                and node.func.value.func.id == "super"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == METHOD
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ):
             return True
     return False
 
 
 def _dump(function: ast.AST) -> str:
     function = ast.parse(ast.unparse(function)).body[0]  # positions and docstring-only changes aside
-    if (function.body and isinstance(function.body[0], ast.Expr) and isinstance(function.body[0].value, ast.Constant)
-            and isinstance(function.body[0].value.value, str) and len(function.body) > 1):
+    if (
+        function.body
+        and isinstance(function.body[0], ast.Expr)
+        and isinstance(function.body[0].value, ast.Constant)
+        and isinstance(function.body[0].value.value, str)
+        and len(function.body) > 1
+    ):
         function.body = function.body[1:]
     return ast.dump(function)
 
@@ -178,10 +201,17 @@ def parse_file(root: Path, rel: str) -> FileInfo | None:
             for alias in node.names:
                 info.imports[alias.asname or alias.name] = (source, alias.name)
         elif isinstance(node, ast.ClassDef):
-            method = next((item for item in node.body
-                           if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == METHOD), None)
+            method = next(
+                (
+                    item
+                    for item in node.body
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == METHOD
+                ),
+                None,
+            )
             info.classes[node.name] = ClassInfo(
-                node.name, [_base_name(b) for b in node.bases],
+                node.name,
+                [_base_name(b) for b in node.bases],
                 _dump(method) if method is not None else None,
                 _calls_super(method) if method is not None else False,
             )
@@ -293,16 +323,29 @@ def changed_targets(base: Tree, new: Tree, *, composites: bool = True) -> list[T
             continue
         chosen = decoders if with_every_decoder else [t for t in decoders if t.cls in COMMON_DECODERS]
         if base.chain(rel, composite)[0] != new.chain(rel, composite)[0]:  # the composite's own method changed
-            chosen = chosen + [Target(f"{m}::{c}", m, c, m.split(".")[2]) for m, c in DEFAULT_DECODERS
-                               if not any(t.cls == c for t in chosen)]
+            chosen = chosen + [
+                Target(f"{m}::{c}", m, c, m.split(".")[2])
+                for m, c in DEFAULT_DECODERS
+                if not any(t.cls == c for t in chosen)
+            ]
         for t in chosen:
-            targets.append(Target(f"{rel}::{composite}[{t.cls}]", _module_of(rel), composite, rel.split("/")[-2],
-                                  kind, t.module, t.cls))
+            targets.append(
+                Target(
+                    f"{rel}::{composite}[{t.cls}]",
+                    _module_of(rel),
+                    composite,
+                    rel.split("/")[-2],
+                    kind,
+                    t.module,
+                    t.cls,
+                )
+            )
     return targets
 
 
-def select(targets: list[Target], only: Iterable[str] = (), classes: Iterable[str] = (),
-           skip: Iterable[str] = ()) -> list[Target]:
+def select(
+    targets: list[Target], only: Iterable[str] = (), classes: Iterable[str] = (), skip: Iterable[str] = ()
+) -> list[Target]:
     only, classes, skip = set(only), set(classes), set(skip)
 
     def keep(t: Target) -> bool:
@@ -323,73 +366,181 @@ def select(targets: list[Target], only: Iterable[str] = (), classes: Iterable[st
 # ============================================================================================ worker
 # (runs in the verification environment with one tree's src on PYTHONPATH: stdlib, torch, transformers)
 
-LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
-              "num_decoder_layers", "num_encoder_layers", "decoder_num_layers")
+LAYER_KEYS = (
+    "num_hidden_layers",
+    "num_layers",
+    "n_layer",
+    "n_layers",
+    "encoder_layers",
+    "decoder_layers",
+    "num_decoder_layers",
+    "num_encoder_layers",
+    "decoder_num_layers",
+)
 HIDDEN_KEYS = ("hidden_size", "d_model", "n_embd", "dim", "word_embed_proj_dim", "embedding_size", "embed_dim")
-HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads",
-             "decoder_attention_heads", "decoder_num_attention_heads")
-FFN_KEYS = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
-            "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_ffn_dim", "ffn_hidden_size")
-SMALL = {"num_key_value_heads": 2, "num_experts": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
-         "moe_num_experts": 4, "head_dim": 8, "d_kv": 8, "kv_channels": 8, "rotary_dim": 4,
-         "max_position_embeddings": 128, "n_positions": 128, "max_target_positions": 128,
-         "max_source_positions": 128, "n_ctx": 128}
+HEAD_KEYS = (
+    "num_attention_heads",
+    "n_head",
+    "num_heads",
+    "n_heads",
+    "encoder_attention_heads",
+    "decoder_attention_heads",
+    "decoder_num_attention_heads",
+)
+FFN_KEYS = (
+    "intermediate_size",
+    "ffn_dim",
+    "encoder_ffn_dim",
+    "decoder_ffn_dim",
+    "d_ff",
+    "n_inner",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "decoder_ffn_dim",
+    "ffn_hidden_size",
+)
+SMALL = {
+    "num_key_value_heads": 2,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_num_experts": 4,
+    "head_dim": 8,
+    "d_kv": 8,
+    "kv_channels": 8,
+    "rotary_dim": 4,
+    "max_position_embeddings": 128,
+    "n_positions": 128,
+    "max_target_positions": 128,
+    "max_source_positions": 128,
+    "n_ctx": 128,
+}
 #: CUDA-only kernels off: the CPU path is what runs here
 KERNEL_FLAGS = {"use_mamba_kernels": False}
-SUBCONFIG_KEYS = ("text_config", "vision_config", "audio_config", "decoder_config", "encoder_config",
-                  "speech_config", "qformer_config", "t2u_config", "text_encoder", "audio_encoder", "decoder")
+SUBCONFIG_KEYS = (
+    "text_config",
+    "vision_config",
+    "audio_config",
+    "decoder_config",
+    "encoder_config",
+    "speech_config",
+    "qformer_config",
+    "t2u_config",
+    "text_encoder",
+    "audio_encoder",
+    "decoder",
+)
 #: the few model types whose config derives something from the sizes in __init__
 FIXUPS = {
     "gpt_neo": lambda d: d.update(attention_types=[[["global", "local"], 1]]),
-    "jamba": lambda d: d.update(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1),
-    "dbrx": lambda d: d.update(ffn_config={"ffn_hidden_size": 37, "moe_num_experts": 4, "moe_top_k": 2},
-                               attn_config={"kv_n_heads": 2}),
+    "jamba": lambda d: d.update(
+        attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1
+    ),
+    "dbrx": lambda d: d.update(
+        ffn_config={"ffn_hidden_size": 37, "moe_num_experts": 4, "moe_top_k": 2}, attn_config={"kv_n_heads": 2}
+    ),
     "mllama_text_model": lambda d: d.update(cross_attention_layers=[1], rope_scaling={"rope_type": "default"}),
     "xmod": lambda d: d.update(languages=["en_XX"], default_language="en_XX"),
     # 5.x validates its state-space configs: the heads times their size make the expanded width (hidden 32 x 2)
     "mamba2": lambda d: d.update(num_heads=4, head_dim=16, n_groups=1),
-    "bamba": lambda d: d.update(mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=16,
-                                mamba_chunk_size=16, attn_layer_indices=[1]),
+    "bamba": lambda d: d.update(
+        mamba_n_heads=4,
+        mamba_d_head=16,
+        mamba_n_groups=1,
+        mamba_d_state=16,
+        mamba_chunk_size=16,
+        attn_layer_indices=[1],
+    ),
     # ... and one layer type per layer (legacy names, which 5.x remaps)
     "zamba": lambda d: d.update(num_hidden_layers=3, layers_block_type=["mamba", "hybrid", "hybrid"]),
     "zamba2": lambda d: d.update(layers_block_type=["mamba", "hybrid"]),
     # Musicgen's audio codec decodes the decoder's tokens: one codebook entry per token, as in its checkpoints
     "musicgen": lambda d: d["audio_encoder"].update(codebook_size=d["decoder"].get("vocab_size", 2048)),
     "musicgen_melody": lambda d: d["audio_encoder"].update(codebook_size=d["decoder"].get("vocab_size", 2048)),
-    "nemotron_h": lambda d: d.update(mamba_num_heads=4, mamba_head_dim=16, n_groups=1, ssm_state_size=16,
-                                    chunk_size=16, layers_block_type=["linear_attention", "full_attention"]),
+    "nemotron_h": lambda d: d.update(
+        mamba_num_heads=4,
+        mamba_head_dim=16,
+        n_groups=1,
+        ssm_state_size=16,
+        chunk_size=16,
+        layers_block_type=["linear_attention", "full_attention"],
+    ),
     # a multi-axis RoPE's sections cover the shrunk heads' rotary half (8 / 2)
-    "glm_image_text": lambda d: d.update(rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                                          "mrope_section": [2, 1, 1]}),
+    "glm_image_text": lambda d: d.update(
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]}
+    ),
     # a hybrid text model keeps one attention layer (a cache of linear-attention layers alone has no length)
-    "qwen3_5_text": lambda d: d.update(layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
-                                       linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4),
+    "qwen3_5_text": lambda d: d.update(
+        layer_types=["linear_attention", "full_attention"],
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+    ),
     # Gemma 4's per-layer input embeddings have a vocabulary of their own (262,144 x 256 per layer otherwise)
     "gemma4_text": lambda d: d.update(vocab_size_per_layer_input=99, hidden_size_per_layer_input=8),
     # the vision layers the adapter reads exist in the shrunk vision tower
     "molmo2": lambda d: d.update(adapter_config={"vision_feature_layer": [-1, -2]}),
     "bigbird_pegasus": lambda d: d.update(attention_type="original_full"),
     "big_bird": lambda d: d.update(attention_type="original_full"),
-    "reformer": lambda d: d.update(attn_layers=["local", "lsh"], axial_pos_shape=[4, 32], axial_pos_embds_dim=[16, 16]),
+    "reformer": lambda d: d.update(
+        attn_layers=["local", "lsh"], axial_pos_shape=[4, 32], axial_pos_embds_dim=[16, 16]
+    ),
     "jetmoe": lambda d: d.update(kv_channels=8, num_local_experts=4, num_experts_per_tok=2),
-    "chameleon": lambda d: d.update(vocabulary_map={"<image>": 5}, vq_config={
-        "embed_dim": 8, "num_embeddings": 8, "base_channels": 32, "channel_multiplier": [1, 1], "num_res_blocks": 1,
-        "latent_channels": 8, "resolution": 32, "attn_resolutions": []}),
-    "seamless_m4t": lambda d: d.update(speech_encoder_layers=2, speech_encoder_attention_heads=4,
-                                       speech_encoder_intermediate_size=37, t2u_encoder_layers=2, t2u_decoder_layers=2,
-                                       t2u_encoder_attention_heads=4, t2u_decoder_attention_heads=4,
-                                       t2u_encoder_ffn_dim=37, t2u_decoder_ffn_dim=37, unit_embed_dim=32,
-                                       upsample_initial_channel=32, unit_hifi_gan_vocab_size=99, t2u_vocab_size=99,
-                                       vocoder_num_spkrs=2, vocoder_num_langs=2, t2u_max_position_embeddings=128,
-                                       speech_encoder_hidden_act="gelu", var_pred_dropout=0.0),
-    "seamless_m4t_v2": lambda d: d.update(speech_encoder_layers=2, speech_encoder_attention_heads=4,
-                                          speech_encoder_intermediate_size=37, t2u_encoder_layers=2,
-                                          t2u_decoder_layers=2, t2u_encoder_attention_heads=4,
-                                          t2u_decoder_attention_heads=4, t2u_encoder_ffn_dim=37, t2u_decoder_ffn_dim=37,
-                                          unit_embed_dim=32, upsample_initial_channel=32, unit_hifi_gan_vocab_size=99,
-                                          t2u_vocab_size=99, vocoder_num_spkrs=2, vocoder_num_langs=2,
-                                          t2u_max_position_embeddings=128, char_vocab_size=99,
-                                          t2u_variance_predictor_embed_dim=32, t2u_variance_predictor_hidden_dim=32),
+    "chameleon": lambda d: d.update(
+        vocabulary_map={"<image>": 5},
+        vq_config={
+            "embed_dim": 8,
+            "num_embeddings": 8,
+            "base_channels": 32,
+            "channel_multiplier": [1, 1],
+            "num_res_blocks": 1,
+            "latent_channels": 8,
+            "resolution": 32,
+            "attn_resolutions": [],
+        },
+    ),
+    "seamless_m4t": lambda d: d.update(
+        speech_encoder_layers=2,
+        speech_encoder_attention_heads=4,
+        speech_encoder_intermediate_size=37,
+        t2u_encoder_layers=2,
+        t2u_decoder_layers=2,
+        t2u_encoder_attention_heads=4,
+        t2u_decoder_attention_heads=4,
+        t2u_encoder_ffn_dim=37,
+        t2u_decoder_ffn_dim=37,
+        unit_embed_dim=32,
+        upsample_initial_channel=32,
+        unit_hifi_gan_vocab_size=99,
+        t2u_vocab_size=99,
+        vocoder_num_spkrs=2,
+        vocoder_num_langs=2,
+        t2u_max_position_embeddings=128,
+        speech_encoder_hidden_act="gelu",
+        var_pred_dropout=0.0,
+    ),
+    "seamless_m4t_v2": lambda d: d.update(
+        speech_encoder_layers=2,
+        speech_encoder_attention_heads=4,
+        speech_encoder_intermediate_size=37,
+        t2u_encoder_layers=2,
+        t2u_decoder_layers=2,
+        t2u_encoder_attention_heads=4,
+        t2u_decoder_attention_heads=4,
+        t2u_encoder_ffn_dim=37,
+        t2u_decoder_ffn_dim=37,
+        unit_embed_dim=32,
+        upsample_initial_channel=32,
+        unit_hifi_gan_vocab_size=99,
+        t2u_vocab_size=99,
+        vocoder_num_spkrs=2,
+        vocoder_num_langs=2,
+        t2u_max_position_embeddings=128,
+        char_vocab_size=99,
+        t2u_variance_predictor_embed_dim=32,
+        t2u_variance_predictor_hidden_dim=32,
+    ),
 }
 
 
@@ -514,8 +665,14 @@ def _set_everywhere(config: Any, key: str, value: Any) -> None:
             setattr(sub, key, value)
 
 
-FALLBACK_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 1,
-                "sep_token_id": 2, "cls_token_id": 1}
+FALLBACK_IDS = {
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "decoder_start_token_id": 1,
+    "sep_token_id": 2,
+    "cls_token_id": 1,
+}
 
 
 def fit_special_ids(config: Any) -> list[str]:
@@ -568,7 +725,9 @@ def ensure_decoder_start(config: Any) -> list[str]:
 def as_used(model_class: type, config: Any, *, decoder_of_composite: bool = False) -> dict:
     """The flags a class's users set; returns what was set."""
     flags: dict = {}
-    if decoder_of_composite or (DECODER_HEAD.search(model_class.__name__) and not getattr(config, "is_encoder_decoder", False)):
+    if decoder_of_composite or (
+        DECODER_HEAD.search(model_class.__name__) and not getattr(config, "is_encoder_decoder", False)
+    ):
         config.is_decoder = True
         flags["is_decoder"] = True
     if decoder_of_composite:
@@ -591,16 +750,55 @@ def _reads_is_decoder(model_class: type) -> bool:
     return "config.is_decoder" in source.replace("config.is_decoder = True", "") and "is_decoder = True" not in init
 
 
-MODALITY_KEYS = {"pixel_values", "pixel_values_videos", "pixel_values_images", "image_sizes", "input_features",
-                 "input_values", "flattened_patches", "image_patches", "image_patches_indices", "bbox",
-                 "aspect_ratio_ids", "aspect_ratio_mask", "cross_attention_mask", "visual_bbox",
-                 "pixel_attention_mask", "image_grid_thw", "feature_attention_mask", "input_features_mask",
-                 "image_embeds", "context_input_ids", "context_attention_mask", "doc_scores", "input_ids_list"}
-DROP_KEYS = {"labels", "decoder_input_ids", "decoder_attention_mask", "head_mask", "decoder_head_mask",
-             "cross_attn_head_mask", "use_cache", "output_attentions", "output_hidden_states", "return_dict",
-             "past_key_values", "decoder_inputs_embeds", "inputs_embeds", "position_ids", "return_loss",
-             "next_sentence_label", "token_type_ids", "mc_token_ids", "mc_labels", "encoder_outputs",
-             "encoder_hidden_states", "encoder_attention_mask"}
+MODALITY_KEYS = {
+    "pixel_values",
+    "pixel_values_videos",
+    "pixel_values_images",
+    "image_sizes",
+    "input_features",
+    "input_values",
+    "flattened_patches",
+    "image_patches",
+    "image_patches_indices",
+    "bbox",
+    "aspect_ratio_ids",
+    "aspect_ratio_mask",
+    "cross_attention_mask",
+    "visual_bbox",
+    "pixel_attention_mask",
+    "image_grid_thw",
+    "feature_attention_mask",
+    "input_features_mask",
+    "image_embeds",
+    "context_input_ids",
+    "context_attention_mask",
+    "doc_scores",
+    "input_ids_list",
+}
+DROP_KEYS = {
+    "labels",
+    "decoder_input_ids",
+    "decoder_attention_mask",
+    "head_mask",
+    "decoder_head_mask",
+    "cross_attn_head_mask",
+    "use_cache",
+    "output_attentions",
+    "output_hidden_states",
+    "return_dict",
+    "past_key_values",
+    "decoder_inputs_embeds",
+    "inputs_embeds",
+    "position_ids",
+    "return_loss",
+    "next_sentence_label",
+    "token_type_ids",
+    "mc_token_ids",
+    "mc_labels",
+    "encoder_outputs",
+    "encoder_hidden_states",
+    "encoder_attention_mask",
+}
 
 
 def _trim(value: Any, rows: int, batch: int) -> Any:
@@ -654,10 +852,29 @@ def _forward_takes(model: Any, name: str) -> bool:
         return False
 
 
-def _case(name: str, inputs: str, *, mask: bool = True, gen: dict | None = None, config: dict | None = None,
-          assistant: bool = False, embeds: bool = False, reference: str | None = None, extra: str | None = None) -> dict:
-    return {"name": name, "inputs": inputs, "mask": mask, "gen": gen or {}, "config": config or {},
-            "assistant": assistant, "embeds": embeds, "reference": reference, "extra": extra}
+def _case(
+    name: str,
+    inputs: str,
+    *,
+    mask: bool = True,
+    gen: dict | None = None,
+    config: dict | None = None,
+    assistant: bool = False,
+    embeds: bool = False,
+    reference: str | None = None,
+    extra: str | None = None,
+) -> dict:
+    return {
+        "name": name,
+        "inputs": inputs,
+        "mask": mask,
+        "gen": gen or {},
+        "config": config or {},
+        "assistant": assistant,
+        "embeds": embeds,
+        "reference": reference,
+        "extra": extra,
+    }
 
 
 #: the prompt's tokens a caller's cache holds in the ``prefilled-cache`` case (``run_case`` computes the cache, as it
@@ -679,7 +896,7 @@ def legacy_prompt(inputs: dict, config: Any) -> dict | None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not isinstance(mask, torch.Tensor):
         return None
     rows, masks = [], []
-    for row, row_mask in zip(ids, mask):
+    for row, row_mask in zip(ids, mask, strict=False):
         at = (row == token).nonzero().flatten()
         if len(at) <= 1:
             return None
@@ -697,8 +914,9 @@ def long_rope_config(model: Any) -> dict | None:
     original context of ``PROMPT + 1`` tokens), for a class whose own code reads ``original_max_position_embeddings``
     (Phi-3 drops its cache the step a sequence passes it); None for any other class."""
     config = model.config
-    if not isinstance(getattr(config, "original_max_position_embeddings", None), int) or \
-            not hasattr(config, "rope_scaling"):
+    if not isinstance(getattr(config, "original_max_position_embeddings", None), int) or not hasattr(
+        config, "rope_scaling"
+    ):
         return None
     try:
         own = inspect.getsource(type(model))
@@ -709,13 +927,27 @@ def long_rope_config(model: Any) -> dict | None:
         return None
     rotary = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     pairs = rotary // 2
-    return {"rope_scaling": {"type": "longrope", "short_factor": [1.0] * pairs,
-                             "long_factor": [16.0 - 8 * i / pairs for i in range(pairs)]},
-            "original_max_position_embeddings": PROMPT + 1}
+    return {
+        "rope_scaling": {
+            "type": "longrope",
+            "short_factor": [1.0] * pairs,
+            "long_factor": [16.0 - 8 * i / pairs for i in range(pairs)],
+        },
+        "original_max_position_embeddings": PROMPT + 1,
+    }
 
 
-def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: bool, has_tt: bool,
-               reads_is_decoder: bool, decoder_start: int | None, legacy: bool = False) -> list[dict]:
+def plan_cases(
+    model: Any,
+    *,
+    encoder_decoder: bool,
+    text: bool,
+    embeddable: bool,
+    has_tt: bool,
+    reads_is_decoder: bool,
+    decoder_start: int | None,
+    legacy: bool = False,
+) -> list[dict]:
     no_cache_cfg = {"use_cache": False}
     cases = [
         _case("greedy-padded", "b2"),
@@ -740,17 +972,29 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
         _case("prompt-lookup", "b1", gen={"prompt_lookup_num_tokens": 2}, reference="greedy-b1"),
         _case("group-beam", "b2", gen={"num_beams": 2, "num_beam_groups": 2, "diversity_penalty": 1.0}),
         _case("sampling-2-sequences", "b2", gen={"do_sample": True, "num_return_sequences": 2}),
-        _case("extra-outputs", "b2", gen={"return_dict_in_generate": True, "output_scores": True,
-                                          "output_attentions": True, "output_hidden_states": True}),
+        _case(
+            "extra-outputs",
+            "b2",
+            gen={
+                "return_dict_in_generate": True,
+                "output_scores": True,
+                "output_attentions": True,
+                "output_hidden_states": True,
+            },
+        ),
     ]
     if not encoder_decoder and text:  # DoLa contrasts the final layer with early ones; decoder-only models
         cases.append(_case("dola", "b1", gen={"dola_layers": "low", "repetition_penalty": 1.2}))
     if has_tt:
-        cases += [_case("token-type-ids-padded", "b2", extra="token_type_ids"),
-                  _case("token-type-ids-assisted", "b1", assistant=True, extra="token_type_ids")]
+        cases += [
+            _case("token-type-ids-padded", "b2", extra="token_type_ids"),
+            _case("token-type-ids-assisted", "b1", assistant=True, extra="token_type_ids"),
+        ]
     if not encoder_decoder and text and embeddable:
-        cases += [_case("inputs-embeds-b1", "b1", embeds=True, reference="greedy-b1"),
-                  _case("inputs-embeds-padded", "b2", embeds=True, reference="greedy-padded")]
+        cases += [
+            _case("inputs-embeds-b1", "b1", embeds=True, reference="greedy-b1"),
+            _case("inputs-embeds-padded", "b2", embeds=True, reference="greedy-padded"),
+        ]
     if not encoder_decoder and text and _forward_takes(model, "position_ids"):
         cases.append(_case("caller-positions", "b2", extra="caller_positions"))
     if not encoder_decoder and text and _forward_takes(model, "past_key_values"):
@@ -769,9 +1013,11 @@ def plan_cases(model: Any, *, encoder_decoder: bool, text: bool, embeddable: boo
         cases += [_case("long-rope-padded", "b2", config=long_rope), _case("long-rope-b1", "b1", config=long_rope)]
     if reads_is_decoder and not encoder_decoder:
         off = {"is_decoder": False}
-        cases += [_case("is_decoder=False greedy-padded", "b2", config=off),
-                  _case("is_decoder=False no-cache", "b2", config=off, gen={"use_cache": False}),
-                  _case("is_decoder=False beam-2", "b2", config=off, gen={"num_beams": 2})]
+        cases += [
+            _case("is_decoder=False greedy-padded", "b2", config=off),
+            _case("is_decoder=False no-cache", "b2", config=off, gen={"use_cache": False}),
+            _case("is_decoder=False beam-2", "b2", config=off, gen={"num_beams": 2}),
+        ]
     return cases
 
 
@@ -808,7 +1054,12 @@ def _tiny_config(model_class: type, tests_root: str | None) -> tuple[Any, dict, 
     special = SPECIAL.get(getattr(model_class.config_class, "model_type", ""))
     if special is not None:
         config, inputs, tester = special()
-        return config, inputs, tester, "config class defaults, shrunk (sub-configs given)" + (f" ({errors[0]})" if errors else "")
+        return (
+            config,
+            inputs,
+            tester,
+            "config class defaults, shrunk (sub-configs given)" + (f" ({errors[0]})" if errors else ""),
+        )
     config = shrunk_config(model_class.config_class)
     return config, {}, None, "config class defaults, shrunk" + (f" ({errors[0]})" if errors else "")
 
@@ -837,8 +1088,11 @@ def _rag() -> tuple[Any, dict, Any]:
 SPECIAL = {"rag": _rag}
 
 
-COMPOSITE_CLASSES = {"encoder-decoder": "EncoderDecoderModel", "vision-encoder-decoder": "VisionEncoderDecoderModel",
-                     "speech-encoder-decoder": "SpeechEncoderDecoderModel"}
+COMPOSITE_CLASSES = {
+    "encoder-decoder": "EncoderDecoderModel",
+    "vision-encoder-decoder": "VisionEncoderDecoderModel",
+    "speech-encoder-decoder": "SpeechEncoderDecoderModel",
+}
 
 
 def _encoder(kind: str):
@@ -847,12 +1101,20 @@ def _encoder(kind: str):
 
     size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
     if kind == "encoder-decoder":
-        return transformers.BertModel, transformers.BertConfig(vocab_size=99, max_position_embeddings=128, pad_token_id=0, **size)
+        return transformers.BertModel, transformers.BertConfig(
+            vocab_size=99, max_position_embeddings=128, pad_token_id=0, **size
+        )
     if kind == "vision-encoder-decoder":
         return transformers.ViTModel, transformers.ViTConfig(image_size=32, patch_size=8, **size)
     return transformers.Wav2Vec2Model, transformers.Wav2Vec2Config(
-        conv_dim=(32, 32), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
-        num_conv_pos_embedding_groups=2, vocab_size=99, **size)
+        conv_dim=(32, 32),
+        conv_stride=(5, 4),
+        conv_kernel=(10, 8),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        vocab_size=99,
+        **size,
+    )
 
 
 def _composite(kind: str, decoder_class: type, tests_root: str | None, seed: int):
@@ -899,9 +1161,14 @@ def _save_composite(model: Any, path: str) -> None:
     import torch
 
     os.makedirs(path, exist_ok=True)
-    meta = {"encoder": model.encoder.config.to_dict(), "decoder": model.decoder.config.to_dict(),
-            "top": {k: getattr(model.config, k) for k in ("decoder_start_token_id", "pad_token_id",
-                                                            "eos_token_id", "vocab_size")}}
+    meta = {
+        "encoder": model.encoder.config.to_dict(),
+        "decoder": model.decoder.config.to_dict(),
+        "top": {
+            k: getattr(model.config, k)
+            for k in ("decoder_start_token_id", "pad_token_id", "eos_token_id", "vocab_size")
+        },
+    }
     json.dump(meta, open(os.path.join(path, "composite.json"), "w"))
     torch.save(model.state_dict(), os.path.join(path, "weights.pt"))
 
@@ -943,7 +1210,7 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
             tester_inputs, tester = _composite_inputs(target["kind"]), types.SimpleNamespace(batch_size=2)
         manifest["config"] = how
         manifest["flags"] = {"decoder.is_decoder": True, "decoder.add_cross_attention": True, "use_cache": True}
-        for model, name in zip(models, ("main", "assistant")):
+        for model, name in zip(models, ("main", "assistant"), strict=False):
             _save_composite(model.eval(), os.path.join(work, name))
         model = models[0]
     else:
@@ -982,7 +1249,10 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
         else:
             manifest["notes"].append(f"{codebooks} codebook rows per prompt; the batch of 2 is not padded")
         inputs["b2"] = {"input_ids": b2, "attention_mask": m2}
-        inputs["b1"] = {"input_ids": _ids(tokens, (rows, PROMPT), 1), "attention_mask": torch.ones(1, PROMPT, dtype=torch.long)}
+        inputs["b1"] = {
+            "input_ids": _ids(tokens, (rows, PROMPT), 1),
+            "attention_mask": torch.ones(1, PROMPT, dtype=torch.long),
+        }
     else:
         batch = int(getattr(tester, "batch_size", 0) or 0)
         for name, rows in (("b2", 2), ("b1", 1)):
@@ -1009,7 +1279,9 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
         for name in ("b1", "b2"):
             ids = inputs[name]["input_ids"]
             corners = torch.randint(0, 500, (*ids.shape, 2), generator=g)
-            inputs[name]["bbox"] = torch.cat([corners, corners + torch.randint(1, 500, (*ids.shape, 2), generator=g)], -1)
+            inputs[name]["bbox"] = torch.cat(
+                [corners, corners + torch.randint(1, 500, (*ids.shape, 2), generator=g)], -1
+            )
     type_vocab = int(getattr(tc, "type_vocab_size", 0) or 0)
     has_tt = text and not codebooks and _forward_takes(model, "token_type_ids") and type_vocab >= 2
     if has_tt:
@@ -1020,7 +1292,9 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     decoder_start = None
     if encoder_decoder and text:
         gc = model.generation_config
-        decoder_start = gc.decoder_start_token_id if gc.decoder_start_token_id is not None else config.decoder_start_token_id
+        decoder_start = (
+            gc.decoder_start_token_id if gc.decoder_start_token_id is not None else config.decoder_start_token_id
+        )
         if isinstance(decoder_start, list):
             decoder_start = decoder_start[0] if decoder_start else None
         decoder_embeddings = getattr(model, "get_output_embeddings", lambda: None)()
@@ -1034,12 +1308,20 @@ def worker_build(target: dict, work: str, tests_root: str | None) -> dict:
     embeddable = isinstance(_input_embeddings(model), torch.nn.Embedding)
     torch.save(inputs, os.path.join(work, "inputs.pt"))
     reads = _reads_is_decoder(model_class) and manifest["flags"].get("is_decoder") is True
-    manifest["cases"] = plan_cases(model, encoder_decoder=encoder_decoder, text=text, embeddable=embeddable and not codebooks,
-                                   has_tt=has_tt, reads_is_decoder=reads, decoder_start=decoder_start,
-                                   legacy="legacy" in inputs)
+    manifest["cases"] = plan_cases(
+        model,
+        encoder_decoder=encoder_decoder,
+        text=text,
+        embeddable=embeddable and not codebooks,
+        has_tt=has_tt,
+        reads_is_decoder=reads,
+        decoder_start=decoder_start,
+        legacy="legacy" in inputs,
+    )
     manifest["pad"] = pad
-    manifest["shapes"] = {name: {k: list(v.shape) for k, v in d.items() if isinstance(v, torch.Tensor)}
-                          for name, d in inputs.items()}
+    manifest["shapes"] = {
+        name: {k: list(v.shape) for k, v in d.items() if isinstance(v, torch.Tensor)} for name, d in inputs.items()
+    }
     return manifest
 
 
@@ -1149,15 +1431,22 @@ def serialise(value: Any, depth: int = 0) -> Any:
         if value.dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):
             return {"ids": value.tolist()}
         flat = value.detach().float().flatten()
-        return {"floats": [round(x, 4) for x in flat[:512].tolist()], "shape": list(value.shape),
-                "sum": round(float(flat.sum()), 3)}
+        return {
+            "floats": [round(x, 4) for x in flat[:512].tolist()],
+            "shape": list(value.shape),
+            "sum": round(float(flat.sum()), 3),
+        }
     if depth > 3:
         return repr(type(value))
     if isinstance(value, dict) or hasattr(value, "to_tuple"):
         items = value.items() if isinstance(value, dict) else ((k, value[k]) for k in value.keys())
-        return {k: serialise(v, depth + 1) for k, v in items
-                if k in ("sequences", "waveform", "audio_values", "sequences_scores", "unit_sequences")
-                or isinstance(v, torch.Tensor) and k not in ("scores", "logits", "attentions", "hidden_states")}
+        return {
+            k: serialise(v, depth + 1)
+            for k, v in items
+            if k in ("sequences", "waveform", "audio_values", "sequences_scores", "unit_sequences")
+            or isinstance(v, torch.Tensor)
+            and k not in ("scores", "logits", "attentions", "hidden_states")
+        }
     if isinstance(value, (list, tuple)):
         return [serialise(v, depth + 1) for v in value[:8]]
     return repr(value)[:200]
@@ -1183,14 +1472,18 @@ def run_case(case: dict, models: dict, target: dict, work: str, inputs: dict, pa
     elif case["extra"] == "prefilled_cache":
         try:
             with torch.no_grad():
-                cache = model(input_ids=kwargs["input_ids"][:, :PREFIX], attention_mask=kwargs["attention_mask"][:, :PREFIX],
-                              use_cache=True).past_key_values
+                cache = model(
+                    input_ids=kwargs["input_ids"][:, :PREFIX],
+                    attention_mask=kwargs["attention_mask"][:, :PREFIX],
+                    use_cache=True,
+                ).past_key_values
             kwargs["past_key_values"] = cache.to_legacy_cache() if type(cache).__name__ == "DynamicCache" else cache
         except Exception as error:  # noqa: BLE001 - no cache to continue from: the case fails alike on both sides
             return {"ok": False, "error": "no prefilled cache: " + _error(error), "seconds": 0.0}
     elif case["extra"]:
-        kwargs[case["extra"].replace("decoder_prompt", "decoder_input_ids")] = \
-            inputs[case["inputs"]][case["extra"].replace("decoder_prompt", "decoder_input_ids") + "@"]
+        kwargs[case["extra"].replace("decoder_prompt", "decoder_input_ids")] = inputs[case["inputs"]][
+            case["extra"].replace("decoder_prompt", "decoder_input_ids") + "@"
+        ]
     if not case["mask"]:
         kwargs.pop("attention_mask", None)
     if case["assistant"]:
@@ -1301,9 +1594,14 @@ class Worker:
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # the trees are read, never written
         self.log = open(log, "a")
         self.process = subprocess.Popen(
-            [python, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [python, os.path.abspath(__file__), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             # the testers' modules read fixtures by paths relative to the clone (``./tests/fixtures/...``)
-            stderr=self.log, text=True, env=env, cwd=tests or tempfile.gettempdir(),
+            stderr=self.log,
+            text=True,
+            env=env,
+            cwd=tests or tempfile.gettempdir(),
         )
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -1346,9 +1644,20 @@ class Worker:
         self.log.close()
 
 
-def run_side(side: str, tree: Path, targets: list[Target], work: Path, *, python: str, jobs: int = 1,
-             build: bool = False, tests: str | None = None, timeout: float = 600.0, cases: list[str] | None = None,
-             say=None) -> dict[str, dict]:
+def run_side(
+    side: str,
+    tree: Path,
+    targets: list[Target],
+    work: Path,
+    *,
+    python: str,
+    jobs: int = 1,
+    build: bool = False,
+    tests: str | None = None,
+    timeout: float = 600.0,
+    cases: list[str] | None = None,
+    say=None,
+) -> dict[str, dict]:
     """Run every target's cases on ``tree`` (building the models first when ``build``: the base side);
     ``work`` holds one directory per target. Returns ``{target id: reply}``."""
     work.mkdir(parents=True, exist_ok=True)
@@ -1370,8 +1679,13 @@ def run_side(side: str, tree: Path, targets: list[Target], work: Path, *, python
                 if worker is None or not worker.alive():
                     worker = Worker(python, tree, tests, work / f"worker-{side}-{index}.log")
                 directory = work / _slug(t.id)
-                request = {"op": "build" if build else "run", "target": t.as_dict(), "work": str(directory),
-                           "side": side, "cases": cases}
+                request = {
+                    "op": "build" if build else "run",
+                    "target": t.as_dict(),
+                    "work": str(directory),
+                    "side": side,
+                    "cases": cases,
+                }
                 manifest_file = directory / "manifest.json"
                 if not build and not manifest_file.is_file():
                     reply = {"id": t.id, "worker_error": "not built"}
@@ -1383,10 +1697,15 @@ def run_side(side: str, tree: Path, targets: list[Target], work: Path, *, python
                     replies[t.id] = reply
                     done[0] += 1
                     if say:
-                        status = ("error: " + reply["worker_error"]) if "worker_error" in reply else \
-                            f"{len(reply.get('results', {}))} cases"
-                        say(f"[{side} {done[0]}/{len(targets)}] {t.id.split('/')[-1]}: {status} "
-                            f"({reply.get('seconds', 0):.1f}s)")
+                        status = (
+                            ("error: " + reply["worker_error"])
+                            if "worker_error" in reply
+                            else f"{len(reply.get('results', {}))} cases"
+                        )
+                        say(
+                            f"[{side} {done[0]}/{len(targets)}] {t.id.split('/')[-1]}: {status} "
+                            f"({reply.get('seconds', 0):.1f}s)"
+                        )
         finally:
             if worker is not None:
                 worker.close()
@@ -1420,10 +1739,10 @@ def _close(a: Any, b: Any) -> bool:
         if "floats" in a:
             if a["shape"] != b["shape"] or len(a["floats"]) != len(b["floats"]):
                 return False
-            return all(abs(x - y) <= 1e-3 + 1e-3 * abs(y) for x, y in zip(a["floats"], b["floats"]))
+            return all(abs(x - y) <= 1e-3 + 1e-3 * abs(y) for x, y in zip(a["floats"], b["floats"], strict=False))
         return all(_close(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=False))
     return a == b
 
 
@@ -1452,11 +1771,19 @@ def compare(targets: list[Target], old: dict[str, dict], new: dict[str, dict]) -
     for t in targets:
         o, n = old.get(t.id, {}), new.get(t.id, {})
         manifest = o.get("manifest") or {}
-        entry: dict = {"id": t.id, "class": t.cls if t.kind == "model" else f"{t.cls}[{t.decoder_cls}]",
-                       "module": t.module, "model": t.model, "kind": t.kind,
-                       "config": manifest.get("config"), "flags": manifest.get("flags"),
-                       "notes": manifest.get("notes"), "shapes": manifest.get("shapes"),
-                       "seconds": {"base": o.get("seconds"), "new": n.get("seconds")}, "cases": []}
+        entry: dict = {
+            "id": t.id,
+            "class": t.cls if t.kind == "model" else f"{t.cls}[{t.decoder_cls}]",
+            "module": t.module,
+            "model": t.model,
+            "kind": t.kind,
+            "config": manifest.get("config"),
+            "flags": manifest.get("flags"),
+            "notes": manifest.get("notes"),
+            "shapes": manifest.get("shapes"),
+            "seconds": {"base": o.get("seconds"), "new": n.get("seconds")},
+            "cases": [],
+        }
         if "not_applicable" in manifest:
             entry.update(status="not-applicable", reason=manifest["not_applicable"])
         elif "unbuildable" in manifest:
@@ -1470,9 +1797,15 @@ def compare(targets: list[Target], old: dict[str, dict], new: dict[str, dict]) -
                     continue
                 a, b = old_results.get(case["name"]), new_results.get(case["name"])
                 status = compare_case(case, a, b, new_results, PROMPT)
-                row = {"name": case["name"], "status": status,
-                       "params": {k: case[k] for k in ("inputs", "mask", "gen", "config", "assistant", "embeds", "extra")
-                                  if case[k]}}
+                row = {
+                    "name": case["name"],
+                    "status": status,
+                    "params": {
+                        k: case[k]
+                        for k in ("inputs", "mask", "gen", "config", "assistant", "embeds", "extra")
+                        if case[k]
+                    },
+                }
                 for side, r in (("base", a), ("new", b)):
                     if r is not None:
                         row[side] = {"ok": r["ok"], **({"out": r["out"]} if r["ok"] else {"error": r["error"]})}
@@ -1508,8 +1841,10 @@ def summarise(classes: list[dict], *, seconds: float, file=None) -> None:
     from collections import Counter
 
     counts = Counter(c["status"] for c in classes)
-    lines = [f"crosscheck: {len(classes)} targets in {seconds:.0f}s: "
-             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
+    lines = [
+        f"crosscheck: {len(classes)} targets in {seconds:.0f}s: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    ]
     for c in classes:
         if c["status"] in ("differs", "crashed-differently", "unbuildable", "error"):
             lines.append(f"  {c['status']:<12} {c['class']}  ({c.get('config') or ''})".rstrip())
@@ -1535,8 +1870,9 @@ def default_python(base: Path, tests: str | None) -> str:
 def git_worktree(repo: Path, rev: str) -> Iterator[Path]:
     scratch = Path(tempfile.mkdtemp(prefix="crosscheck-base-"))
     path = scratch / "tree"
-    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(path), rev], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "worktree", "add", "--detach", str(path), rev], check=True, capture_output=True
+    )
     try:
         yield path
     finally:
@@ -1544,20 +1880,44 @@ def git_worktree(repo: Path, rev: str) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def crosscheck(base: Path, new: Path, *, python: str, jobs: int = 1, tests: str | None = None,
-               only: Iterable[str] = (), classes: Iterable[str] = (), skip: Iterable[str] = (),
-               work: Path | None = None, timeout: float = 600.0, cases: list[str] | None = None,
-               targets: list[Target] | None = None, say=None) -> dict:
+def crosscheck(
+    base: Path,
+    new: Path,
+    *,
+    python: str,
+    jobs: int = 1,
+    tests: str | None = None,
+    only: Iterable[str] = (),
+    classes: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    work: Path | None = None,
+    timeout: float = 600.0,
+    cases: list[str] | None = None,
+    targets: list[Target] | None = None,
+    say=None,
+) -> dict:
     started = time.perf_counter()
     if targets is None:
         targets = select(changed_targets(Tree(base), Tree(new)), only, classes, skip)
     own_work = work is None
     work = Path(tempfile.mkdtemp(prefix="crosscheck-")) if own_work else work
     try:
-        old = run_side("base", base, targets, work, python=python, jobs=jobs, build=True, tests=tests,
-                       timeout=timeout, cases=cases, say=say)
-        new_replies = run_side("new", new, targets, work, python=python, jobs=jobs, tests=tests, timeout=timeout,
-                               cases=cases, say=say)
+        old = run_side(
+            "base",
+            base,
+            targets,
+            work,
+            python=python,
+            jobs=jobs,
+            build=True,
+            tests=tests,
+            timeout=timeout,
+            cases=cases,
+            say=say,
+        )
+        new_replies = run_side(
+            "new", new, targets, work, python=python, jobs=jobs, tests=tests, timeout=timeout, cases=cases, say=say
+        )
     finally:
         if own_work and not os.environ.get("CROSSCHECK_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
@@ -1565,9 +1925,17 @@ def crosscheck(base: Path, new: Path, *, python: str, jobs: int = 1, tests: str 
     seconds = time.perf_counter() - started
     from collections import Counter
 
-    return {"tool": "crosscheck", "base": str(base), "new": str(new), "tests": tests, "python": python,
-            "jobs": jobs, "seconds": round(seconds, 1), "summary": dict(Counter(c["status"] for c in result)),
-            "classes": result}
+    return {
+        "tool": "crosscheck",
+        "base": str(base),
+        "new": str(new),
+        "tests": tests,
+        "python": python,
+        "jobs": jobs,
+        "seconds": round(seconds, 1),
+        "summary": dict(Counter(c["status"] for c in result)),
+        "classes": result,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1602,14 +1970,26 @@ def main(argv: list[str] | None = None) -> int:
             base, new = args.base, args.new
         else:
             parser.error("give BASE and NEW, or --repo")
-        targets = select(changed_targets(Tree(base), Tree(new)), split(args.only), split(args.classes), split(args.skip))
+        targets = select(
+            changed_targets(Tree(base), Tree(new)), split(args.only), split(args.classes), split(args.skip)
+        )
         if args.list:
             for t in targets:
                 print(t.id)
             return 0
         python = args.python or default_python(base, args.tests)
-        doc = crosscheck(base, new, python=python, jobs=args.jobs, tests=args.tests, work=args.work,
-                         timeout=args.timeout, cases=split(args.cases) or None, targets=targets, say=say)
+        doc = crosscheck(
+            base,
+            new,
+            python=python,
+            jobs=args.jobs,
+            tests=args.tests,
+            work=args.work,
+            timeout=args.timeout,
+            cases=split(args.cases) or None,
+            targets=targets,
+            say=say,
+        )
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))
     summarise(doc["classes"], seconds=doc["seconds"])

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemod.checkout import resolve  # noqa: E402
 from codemod.analyse.scan import scan  # noqa: E402
+from codemod.checkout import resolve  # noqa: E402
 from codemod.sources import METHOD, FileKind  # noqa: E402
 from codemod.transform.hooks import NEEDS_METHOD  # noqa: E402
 
@@ -38,7 +38,9 @@ def method(root: Path, file: str, class_name: str, name: str = METHOD) -> tuple[
                 if isinstance(item, ast.FunctionDef) and item.name == name:
                     start = min([d.lineno for d in item.decorator_list] + [item.lineno])
                     return ast.unparse(item), (item.end_lineno or start) - start + 1
-                if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in item.targets):
+                if isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in item.targets
+                ):
                     # the class names another method (``codemod.transform.alias``): an override all the same
                     return ast.unparse(item), (item.end_lineno or item.lineno) - item.lineno + 1
             return "", 0
@@ -85,13 +87,17 @@ def main() -> int:
         after += new[1]
         rows.append((new[1], old[1], o.id, "reduced" if new[0] != old[0] else "kept"))
     total = sum(counts.values())
-    print(f"{total} overrides: {counts['deleted']} deleted, {counts['reduced']} reduced, {counts['kept']} kept "
-          f"({counts['deleted'] + counts['reduced']} changed); override code {before} -> {after} lines "
-          f"({after / before:.0%} left)")
+    print(
+        f"{total} overrides: {counts['deleted']} deleted, {counts['reduced']} reduced, {counts['kept']} kept "
+        f"({counts['deleted'] + counts['reduced']} changed); override code {before} -> {after} lines "
+        f"({after / before:.0%} left)"
+    )
     if moved:
         print(f"  of which {moved} lines in {NEEDS_METHOD} methods, where hooks moved override code")
     for category, (n, old_lines, new_lines, deleted, reduced) in sorted(by_category.items()):
-        print(f"  {category:<18} {n:4} overrides ({deleted} deleted, {reduced} reduced): {old_lines} -> {new_lines} lines")
+        print(
+            f"  {category:<18} {n:4} overrides ({deleted} deleted, {reduced} reduced): {old_lines} -> {new_lines} lines"
+        )
     for lines, old_lines, override_id, what in sorted(rows, reverse=True)[: args.top]:
         print(f"{lines:5} (from {old_lines:4}) {what:8} {override_id}")
     return 0

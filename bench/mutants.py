@@ -163,8 +163,8 @@ def edit_mixin(mutant: Mutant) -> Callable[[Path], list[str]]:
         span = method_span(text, "GenerationMixin")
         if span is None:
             raise MutantError(f"{MIXIN}: no GenerationMixin.{METHOD}")
-        body = mutant.mutate(text[span[0]:span[1]], f"{MIXIN}::GenerationMixin")
-        path.write_text(text[: span[0]] + body + text[span[1]:], encoding="utf-8")
+        body = mutant.mutate(text[span[0] : span[1]], f"{MIXIN}::GenerationMixin")
+        path.write_text(text[: span[0]] + body + text[span[1] :], encoding="utf-8")
         return [MIXIN]
 
     return apply
@@ -176,17 +176,25 @@ def _reduced_spans(text: str) -> list[tuple[int, int]]:
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == METHOD and any(
-                    isinstance(n, ast.Attribute) and n.attr == METHOD and isinstance(n.value, ast.Call)
-                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "super"
-                    for n in ast.walk(item)
+                if (
+                    isinstance(item, ast.FunctionDef)
+                    and item.name == METHOD
+                    and any(
+                        isinstance(n, ast.Attribute)
+                        and n.attr == METHOD
+                        and isinstance(n.value, ast.Call)
+                        and isinstance(n.value.func, ast.Name)
+                        and n.value.func.id == "super"
+                        for n in ast.walk(item)
+                    )
                 ):
                     spans.append((item.lineno, item.end_lineno or item.lineno))
     return spans
 
 
-def _rewrite_reduced(root: Path, hit: Callable[[list[str], int], bool], replacement: Callable[[str], str],
-                     missing: str) -> list[str]:
+def _rewrite_reduced(
+    root: Path, hit: Callable[[list[str], int], bool], replacement: Callable[[str], str], missing: str
+) -> list[str]:
     """In every reduced override (one that calls ``super().prepare_inputs_for_generation``) of the tree's models,
     each line ``i`` for which ``hit(lines, i)`` holds becomes ``replacement(<the line, stripped>)`` at its indent; the
     files it changed. Fails loudly (``missing``) where no line matched."""
@@ -220,8 +228,12 @@ FIRST_STEP_TESTS = ("if cache_position[0] == 0:", "if legacy_processing or cache
 
 def first_step_every_step(root: Path) -> list[str]:
     """In every reduced override, an input guarded by ``cache_position[0] == 0`` is passed on every step."""
-    return _rewrite_guards(root, lambda lines, i: lines[i].strip() in FIRST_STEP_TESTS, "True",
-                           "no reduced override guards an input with `cache_position[0] == 0`")
+    return _rewrite_guards(
+        root,
+        lambda lines, i: lines[i].strip() in FIRST_STEP_TESTS,
+        "True",
+        "no reduced override guards an input with `cache_position[0] == 0`",
+    )
 
 
 #: the llava family's test: the image again on every step while the prompt takes the legacy merge path
@@ -231,30 +243,42 @@ LEGACY_TEST = "if legacy_processing or cache_position[0] == 0:"
 def legacy_image_first_step_only(root: Path) -> list[str]:
     """In every reduced override, an input the llava family passes on the first step *or* while the prompt takes the
     legacy merge path (one image token) is passed on the first step only."""
-    return _rewrite_guards(root, lambda lines, i: lines[i].strip() == LEGACY_TEST, "cache_position[0] == 0",
-                           "no reduced override guards an input with `legacy_processing or cache_position[0] == 0`")
+    return _rewrite_guards(
+        root,
+        lambda lines, i: lines[i].strip() == LEGACY_TEST,
+        "cache_position[0] == 0",
+        "no reduced override guards an input with `legacy_processing or cache_position[0] == 0`",
+    )
 
 
 def cache_reset_dropped(root: Path) -> list[str]:
     """In every reduced override, a statement that drops the cache in front of super() (``past_key_values = None``:
     Phi-3 recomputes it the step a sequence passes its original context) does nothing."""
-    return _rewrite_reduced(root, lambda lines, i: lines[i].strip() == "past_key_values = None",
-                            lambda line: f"pass  # mutant: was `{line}`",
-                            "no reduced override drops the cache (`past_key_values = None`)")
+    return _rewrite_reduced(
+        root,
+        lambda lines, i: lines[i].strip() == "past_key_values = None",
+        lambda line: f"pass  # mutant: was `{line}`",
+        "no reduced override drops the cache (`past_key_values = None`)",
+    )
 
 
 def _sets_none_when_given(lines: list[str], i: int) -> bool:
     """``if <caller's value> is not None:`` followed by ``model_inputs[<key>] = None``."""
     test, then = lines[i].strip(), lines[i + 1].strip() if i + 1 < len(lines) else ""
-    return test.startswith("if ") and test.endswith(" is not None:") and then.startswith("model_inputs[") \
+    return (
+        test.startswith("if ")
+        and test.endswith(" is not None:")
+        and then.startswith("model_inputs[")
         and then.endswith("] = None")
+    )
 
 
 def caller_input_honoured(root: Path) -> list[str]:
     """In every reduced override, a key the old code set to None whenever the caller gave it (verification's
     "None when given" repair: GPT-2's positions) is left as the mixin prepares it: the caller's."""
-    return _rewrite_guards(root, _sets_none_when_given, "False",
-                           "no reduced override sets a key to None when the caller gives it")
+    return _rewrite_guards(
+        root, _sets_none_when_given, "False", "no reduced override sets a key to None when the caller gives it"
+    )
 
 
 #: a key a reduced override passes on as the caller gives it, read from ``**kwargs`` (verification's repair for a key
@@ -265,9 +289,12 @@ _PASSED_ON_FROM_KWARGS = re.compile(r'model_inputs\[("[^"]+")\] = \w+\.get\(\1\)
 def caller_value_not_passed_on(root: Path) -> list[str]:
     """In every reduced override, a key passed on from ``**kwargs`` as the caller gives it is left as the mixin
     prepares it (GPT-2 asked by a wrapper without a mask then gets the installed mixin's mask of ones)."""
-    return _rewrite_reduced(root, lambda lines, i: bool(_PASSED_ON_FROM_KWARGS.fullmatch(lines[i].strip())),
-                            lambda line: f"pass  # mutant: was `{line}`",
-                            "no reduced override passes a key on from **kwargs as the caller gives it")
+    return _rewrite_reduced(
+        root,
+        lambda lines, i: bool(_PASSED_ON_FROM_KWARGS.fullmatch(lines[i].strip())),
+        lambda line: f"pass  # mutant: was `{line}`",
+        "no reduced override passes a key on from **kwargs as the caller gives it",
+    )
 
 
 #: a reduced override's pop of the stale ``cache_position`` it withholds from super() (``ExtraHow.WITHHELD``)
@@ -277,107 +304,241 @@ _WITHHELD = re.compile(r'\w+\.pop\("cache_position", None\)')
 def withheld_position_passed_on(root: Path) -> list[str]:
     """In every reduced override that withholds a stale ``cache_position`` from super(), the pop goes: the mixin then
     slices the ids by generate()'s first positions on every step (Musicgen-Melody's composite)."""
-    return _rewrite_reduced(root, lambda lines, i: bool(_WITHHELD.fullmatch(lines[i].strip())),
-                            lambda line: f"pass  # mutant: was `{line}`",
-                            "no reduced override withholds cache_position from super()")
+    return _rewrite_reduced(
+        root,
+        lambda lines, i: bool(_WITHHELD.fullmatch(lines[i].strip())),
+        lambda line: f"pass  # mutant: was `{line}`",
+        "no reduced override withholds cache_position from super()",
+    )
 
 
 MUTANTS = [
-    Mutant("ids-unsliced", "the ids are never cut to the tokens the cache has not seen", (
-        ("                input_ids = input_ids[:, -cache_position.shape[0] :]\n", "                pass  # mutant\n"),
-        ("                input_ids = input_ids[:, cache_position]\n", "                pass  # mutant\n"),
-    )),
-    Mutant("ids-last-token", "with a cache, only the last token is kept (several new tokens: assisted decoding)", (
-        ("                input_ids = input_ids[:, cache_position]\n", "                input_ids = input_ids[:, -1:]  # mutant\n"),
-    )),
-    Mutant("positions-none", "position_ids are not built from the attention mask", (
-        ('            kwargs["position_ids"] = position_ids\n', "            pass  # mutant\n"),
-    )),
-    Mutant("positions-pad-zero", "padding positions filled with 0 instead of 1 (masked anyway: equivalent?)", (
-        ("            position_ids.masked_fill_(attention_mask == 0, 1)\n",
-         "            position_ids.masked_fill_(attention_mask == 0, 0)  # mutant\n"),
-    )),
-    Mutant("positions-off-by-one", "positions start at 1", (
-        ("            position_ids = attention_mask.long().cumsum(-1) - 1\n",
-         "            position_ids = attention_mask.long().cumsum(-1)  # mutant\n"),
-    )),
-    Mutant("token-type-ids-dropped-assisted", "token_type_ids dropped when several tokens are new with a cache", (
-        ("            model_input = kwargs.get(model_input_name)\n",
-         "            model_input = kwargs.get(model_input_name)\n"
-         '            if model_input_name == "token_type_ids" and past_key_values and input_ids.shape[1] > 1:\n'
-         "                kwargs.pop(model_input_name, None)  # mutant\n"
-         "                continue\n"),
-    )),
-    Mutant("inputs-embeds-every-step", "inputs_embeds (a first-step input) sent on every step", (
-        ("            if inputs_embeds is not None and cache_position[0] == 0:\n",
-         "            if inputs_embeds is not None:  # mutant\n"),
-    )),
-    Mutant("first-step-input-every-step", "a reduced override's first-step-only input sent on every step",
-           edit=first_step_every_step),
-    Mutant("legacy-image-first-step-only", "a reduced llava-family override's image, which a legacy prompt needs on "
-           "every step, sent on the first step only", edit=legacy_image_first_step_only),
-    Mutant("cache-reset-dropped", "a reduced override's cache reset (Phi-3's, past its original context) does "
-           "nothing", edit=cache_reset_dropped),
-    Mutant("caller-input-honoured", "a reduced override's key that the old code ignored when the caller gave it "
-           "is passed as the caller gave it", edit=caller_input_honoured),
-    Mutant("caller-value-not-passed-on", "a reduced override's key passed on from **kwargs as the caller gives it "
-           "(GPT-2's mask) is left as the mixin prepares it", edit=caller_value_not_passed_on),
-    Mutant("withheld-position-passed-on", "a reduced override's stale cache_position, withheld from super(), is "
-           "handed on (the mixin slices by it)", edit=withheld_position_passed_on),
-    Mutant("cache-key-renamed", "the cache is passed as past_key_value", (
-        ('model_inputs["past_key_values"] = past_key_values\n',
-         'model_inputs["past_key_value"] = past_key_values  # mutant\n', "all"),
-    )),
-    Mutant("closed-dict", "a closed dict: only use_cache of the other kwargs is forwarded", (
-        ("            if key not in model_inputs:\n                model_inputs[key] = value\n",
-         '            if key not in model_inputs and key == "use_cache":  # mutant\n                model_inputs[key] = value\n'),
-    )),
-    Mutant("use-cache-dropped", "use_cache is not forwarded", (
-        ("            if key not in model_inputs:\n                model_inputs[key] = value\n",
-         '            if key not in model_inputs and key != "use_cache":  # mutant\n                model_inputs[key] = value\n'),
-    )),
-    Mutant("contiguous-refactor", "a refactor that changes nothing: .contiguous() for .clone(contiguous_format) (equivalent)", (
-        ("                    model_input = model_input.clone(memory_format=torch.contiguous_format)\n",
-         "                    model_input = model_input.contiguous()  # mutant (equivalent)\n"),
-    )),
-    Mutant("hook-dummy-token-attended", "the masked LMs' whole-body hook (run by the mixin) lets its dummy token be "
-           "attended to", (
-        ("attention_mask.new_zeros((attention_mask.shape[0], 1))", "attention_mask.new_ones((attention_mask.shape[0], 1))"),
-    ), hook="_generation_inputs_as_bert_for_masked_lm"),
-    Mutant("cache-position-dropped", "cache_position not forwarded (models then derive it from the cache)", (
-        ('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),
-    )),
+    Mutant(
+        "ids-unsliced",
+        "the ids are never cut to the tokens the cache has not seen",
+        (
+            (
+                "                input_ids = input_ids[:, -cache_position.shape[0] :]\n",
+                "                pass  # mutant\n",
+            ),
+            ("                input_ids = input_ids[:, cache_position]\n", "                pass  # mutant\n"),
+        ),
+    ),
+    Mutant(
+        "ids-last-token",
+        "with a cache, only the last token is kept (several new tokens: assisted decoding)",
+        (
+            (
+                "                input_ids = input_ids[:, cache_position]\n",
+                "                input_ids = input_ids[:, -1:]  # mutant\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "positions-none",
+        "position_ids are not built from the attention mask",
+        (('            kwargs["position_ids"] = position_ids\n', "            pass  # mutant\n"),),
+    ),
+    Mutant(
+        "positions-pad-zero",
+        "padding positions filled with 0 instead of 1 (masked anyway: equivalent?)",
+        (
+            (
+                "            position_ids.masked_fill_(attention_mask == 0, 1)\n",
+                "            position_ids.masked_fill_(attention_mask == 0, 0)  # mutant\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "positions-off-by-one",
+        "positions start at 1",
+        (
+            (
+                "            position_ids = attention_mask.long().cumsum(-1) - 1\n",
+                "            position_ids = attention_mask.long().cumsum(-1)  # mutant\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "token-type-ids-dropped-assisted",
+        "token_type_ids dropped when several tokens are new with a cache",
+        (
+            (
+                "            model_input = kwargs.get(model_input_name)\n",
+                "            model_input = kwargs.get(model_input_name)\n"
+                '            if model_input_name == "token_type_ids" and past_key_values and input_ids.shape[1] > 1:\n'
+                "                kwargs.pop(model_input_name, None)  # mutant\n"
+                "                continue\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "inputs-embeds-every-step",
+        "inputs_embeds (a first-step input) sent on every step",
+        (
+            (
+                "            if inputs_embeds is not None and cache_position[0] == 0:\n",
+                "            if inputs_embeds is not None:  # mutant\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "first-step-input-every-step",
+        "a reduced override's first-step-only input sent on every step",
+        edit=first_step_every_step,
+    ),
+    Mutant(
+        "legacy-image-first-step-only",
+        "a reduced llava-family override's image, which a legacy prompt needs on "
+        "every step, sent on the first step only",
+        edit=legacy_image_first_step_only,
+    ),
+    Mutant(
+        "cache-reset-dropped",
+        "a reduced override's cache reset (Phi-3's, past its original context) does nothing",
+        edit=cache_reset_dropped,
+    ),
+    Mutant(
+        "caller-input-honoured",
+        "a reduced override's key that the old code ignored when the caller gave it is passed as the caller gave it",
+        edit=caller_input_honoured,
+    ),
+    Mutant(
+        "caller-value-not-passed-on",
+        "a reduced override's key passed on from **kwargs as the caller gives it "
+        "(GPT-2's mask) is left as the mixin prepares it",
+        edit=caller_value_not_passed_on,
+    ),
+    Mutant(
+        "withheld-position-passed-on",
+        "a reduced override's stale cache_position, withheld from super(), is handed on (the mixin slices by it)",
+        edit=withheld_position_passed_on,
+    ),
+    Mutant(
+        "cache-key-renamed",
+        "the cache is passed as past_key_value",
+        (
+            (
+                'model_inputs["past_key_values"] = past_key_values\n',
+                'model_inputs["past_key_value"] = past_key_values  # mutant\n',
+                "all",
+            ),
+        ),
+    ),
+    Mutant(
+        "closed-dict",
+        "a closed dict: only use_cache of the other kwargs is forwarded",
+        (
+            (
+                "            if key not in model_inputs:\n                model_inputs[key] = value\n",
+                '            if key not in model_inputs and key == "use_cache":  # mutant\n                model_inputs[key] = value\n',
+            ),
+        ),
+    ),
+    Mutant(
+        "use-cache-dropped",
+        "use_cache is not forwarded",
+        (
+            (
+                "            if key not in model_inputs:\n                model_inputs[key] = value\n",
+                '            if key not in model_inputs and key != "use_cache":  # mutant\n                model_inputs[key] = value\n',
+            ),
+        ),
+    ),
+    Mutant(
+        "contiguous-refactor",
+        "a refactor that changes nothing: .contiguous() for .clone(contiguous_format) (equivalent)",
+        (
+            (
+                "                    model_input = model_input.clone(memory_format=torch.contiguous_format)\n",
+                "                    model_input = model_input.contiguous()  # mutant (equivalent)\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "hook-dummy-token-attended",
+        "the masked LMs' whole-body hook (run by the mixin) lets its dummy token be attended to",
+        (
+            (
+                "attention_mask.new_zeros((attention_mask.shape[0], 1))",
+                "attention_mask.new_ones((attention_mask.shape[0], 1))",
+            ),
+        ),
+        hook="_generation_inputs_as_bert_for_masked_lm",
+    ),
+    Mutant(
+        "cache-position-dropped",
+        "cache_position not forwarded (models then derive it from the cache)",
+        (('            model_inputs["cache_position"] = cache_position\n', "            pass  # mutant\n"),),
+    ),
     # the mined hooks' own code in the mixin (``apply --hooks``): each breaks what its members now rely on, and is
     # tried on those members only (the classes that set the attribute; every other class runs the loop over nothing)
-    Mutant("hook-dropped-inputs-passed", "the dropped-inputs hook passes its inputs on (its pop loop does nothing)", (
-        ("        for name in self._generation_dropped_inputs:\n            model_inputs.pop(name, None)\n",
-         "        for name in self._generation_dropped_inputs:\n            pass  # mutant\n"),
-    ), hook="_generation_dropped_inputs"),
-    Mutant("hook-first-step-inputs-every-step", "the first-step hook passes its inputs on every step", (
-        ("            for name in self._generation_inputs_dropped_after_first_step:\n"
-         "                model_inputs.pop(name, None)\n",
-         "            for name in self._generation_inputs_dropped_after_first_step:\n"
-         "                pass  # mutant\n"),
-    ), hook="_generation_inputs_dropped_after_first_step"),
-    Mutant("hook-needed-inputs-first-step-only", "the first-step hook that asks the model's own condition no longer "
-           "asks it: a legacy llava prompt's image is sent on the first step only", (
-        ("        if cache_position[0] != 0 and not first_step_inputs_needed:\n",
-         "        if cache_position[0] != 0:  # mutant\n"),
-    ), hook="_generation_inputs_dropped_after_first_step_unless_needed"),
-    Mutant("hook-needed-inputs-every-step", "the first-step hook that asks the model's own condition passes its inputs "
-           "on every step", (
-        ("            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
-         "                model_inputs.pop(name, None)\n",
-         "            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
-         "                pass  # mutant\n"),
-    ), hook="_generation_inputs_dropped_after_first_step_unless_needed"),
-    Mutant("hook-ignored-inputs-honoured", "the ignored-when-given hook passes the caller's value (GPT-2's positions)", (
-        ("        for name in inputs_given:\n            model_inputs[name] = None\n",
-         "        for name in inputs_given:\n            pass  # mutant\n"),
-    ), hook="_generation_inputs_ignored_when_given"),
-    Mutant("hook-defaults-missing", "the defaults hook sets no default (Mixtral's output_router_logits)", (
-        ("            model_inputs.setdefault(name, default)\n", "            pass  # mutant\n"),
-    ), hook="_generation_input_defaults"),
+    Mutant(
+        "hook-dropped-inputs-passed",
+        "the dropped-inputs hook passes its inputs on (its pop loop does nothing)",
+        (
+            (
+                "        for name in self._generation_dropped_inputs:\n            model_inputs.pop(name, None)\n",
+                "        for name in self._generation_dropped_inputs:\n            pass  # mutant\n",
+            ),
+        ),
+        hook="_generation_dropped_inputs",
+    ),
+    Mutant(
+        "hook-first-step-inputs-every-step",
+        "the first-step hook passes its inputs on every step",
+        (
+            (
+                "            for name in self._generation_inputs_dropped_after_first_step:\n"
+                "                model_inputs.pop(name, None)\n",
+                "            for name in self._generation_inputs_dropped_after_first_step:\n"
+                "                pass  # mutant\n",
+            ),
+        ),
+        hook="_generation_inputs_dropped_after_first_step",
+    ),
+    Mutant(
+        "hook-needed-inputs-first-step-only",
+        "the first-step hook that asks the model's own condition no longer "
+        "asks it: a legacy llava prompt's image is sent on the first step only",
+        (
+            (
+                "        if cache_position[0] != 0 and not first_step_inputs_needed:\n",
+                "        if cache_position[0] != 0:  # mutant\n",
+            ),
+        ),
+        hook="_generation_inputs_dropped_after_first_step_unless_needed",
+    ),
+    Mutant(
+        "hook-needed-inputs-every-step",
+        "the first-step hook that asks the model's own condition passes its inputs on every step",
+        (
+            (
+                "            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
+                "                model_inputs.pop(name, None)\n",
+                "            for name in self._generation_inputs_dropped_after_first_step_unless_needed:\n"
+                "                pass  # mutant\n",
+            ),
+        ),
+        hook="_generation_inputs_dropped_after_first_step_unless_needed",
+    ),
+    Mutant(
+        "hook-ignored-inputs-honoured",
+        "the ignored-when-given hook passes the caller's value (GPT-2's positions)",
+        (
+            (
+                "        for name in inputs_given:\n            model_inputs[name] = None\n",
+                "        for name in inputs_given:\n            pass  # mutant\n",
+            ),
+        ),
+        hook="_generation_inputs_ignored_when_given",
+    ),
+    Mutant(
+        "hook-defaults-missing",
+        "the defaults hook sets no default (Mixtral's output_router_logits)",
+        (("            model_inputs.setdefault(name, default)\n", "            pass  # mutant\n"),),
+        hook="_generation_input_defaults",
+    ),
 ]
 KINDS = {m.name: m for m in MUTANTS}
 
@@ -391,13 +552,22 @@ def hook_setters(root: Path, hook: str) -> set[str]:
         if hook not in text:
             continue
         classes = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef)]
-        found = {c.name for c in classes if any(
-            isinstance(s, (ast.Assign, ast.AnnAssign)) and hook in {t.id for t in (s.targets if isinstance(s, ast.Assign)
-                                                                                else [s.target]) if isinstance(t, ast.Name)}
-            for s in c.body)}
+        found = {
+            c.name
+            for c in classes
+            if any(
+                isinstance(s, (ast.Assign, ast.AnnAssign))
+                and hook
+                in {t.id for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+                for s in c.body
+            )
+        }
         while True:  # subclasses in the same file inherit it
-            more = {c.name for c in classes if c.name not in found
-                    and any(isinstance(b, ast.Name) and b.id in found for b in c.bases)}
+            more = {
+                c.name
+                for c in classes
+                if c.name not in found and any(isinstance(b, ast.Name) and b.id in found for b in c.bases)
+            }
             if not more:
                 break
             found |= more
@@ -427,7 +597,9 @@ def _delete_method(text: str, class_name: str) -> str:
                         first -= 1
                     last = item.end_lineno
                     keep_pass = len(node.body) == 1
-                    indent = lines[item.lineno - 1][: len(lines[item.lineno - 1]) - len(lines[item.lineno - 1].lstrip())]
+                    indent = lines[item.lineno - 1][
+                        : len(lines[item.lineno - 1]) - len(lines[item.lineno - 1].lstrip())
+                    ]
                     new = lines[:first] + ([f"{indent}pass\n"] if keep_pass else []) + lines[last:]
                     return "".join(new)
     raise MutantError(f"{class_name} has no {METHOD}")
@@ -465,7 +637,12 @@ def upstream_deletions(old_root: Path, new_root: Path) -> list[tuple[str, str]]:
             continue
         new = crosscheck.parse_file(new_root, rel)
         for name, info in old.classes.items():
-            if info.method is not None and new is not None and name in new.classes and new.classes[name].method is None:
+            if (
+                info.method is not None
+                and new is not None
+                and name in new.classes
+                and new.classes[name].method is None
+            ):
                 out.append((rel, name))
     return out
 
@@ -476,12 +653,20 @@ def upstream_mixin_source(new_root: Path) -> str:
     span = method_span(text, "GenerationMixin")
     if span is None:
         raise MutantError(f"{UPSTREAM}: no GenerationMixin.{METHOD}")
-    source = text[span[0]:span[1]]
-    source = replace_once(source, "        # 6. Create 4D attention mask",
-                          "        from ..cache_utils import StaticCache  # adapted: 4.45's module does not import it\n\n"
-                          "        # 6. Create 4D attention mask", "upstream mixin")
-    source = replace_once(source, "target_length=past_key_values.get_max_cache_shape(),",
-                          "target_length=past_key_values.get_max_length(),  # adapted: 4.45's Cache API", "upstream mixin")
+    source = text[span[0] : span[1]]
+    source = replace_once(
+        source,
+        "        # 6. Create 4D attention mask",
+        "        from ..cache_utils import StaticCache  # adapted: 4.45's module does not import it\n\n"
+        "        # 6. Create 4D attention mask",
+        "upstream mixin",
+    )
+    source = replace_once(
+        source,
+        "target_length=past_key_values.get_max_cache_shape(),",
+        "target_length=past_key_values.get_max_length(),  # adapted: 4.45's Cache API",
+        "upstream mixin",
+    )
     source = replace_once(
         source,
         "            if causal_mask_creation_function is None:\n                logger.warning_once(",
@@ -531,7 +716,7 @@ def apply_upstream(root: Path, upstream_root: Path) -> list[str]:
     span = method_span(text, "GenerationMixin")
     if span is None:
         raise MutantError(f"4.45.2: no GenerationMixin.{METHOD}")
-    text = text[: span[0]] + upstream_mixin_source(upstream_root) + text[span[1]:]
+    text = text[: span[0]] + upstream_mixin_source(upstream_root) + text[span[1] :]
     compile(text, MIXIN, "exec")
     path.write_text(text, encoding="utf-8")
     changed.add(MIXIN)
@@ -561,7 +746,9 @@ def verifier_digest() -> str:
     import codemod
 
     tool = Path(codemod.__file__).resolve().parents[1]
-    return tree_digest(tool, sorted(str(p.relative_to(tool)) for d in ("codemod", "rules") for p in (tool / d).rglob("*.py")))
+    return tree_digest(
+        tool, sorted(str(p.relative_to(tool)) for d in ("codemod", "rules") for p in (tool / d).rglob("*.py"))
+    )
 
 
 def changed_files(root: Path) -> list[str]:
@@ -586,15 +773,28 @@ class Cache:
         (self.work / f"{name}.json").write_text(json.dumps(value))
 
 
-def oracle_side(label: str, root: Path, targets: list[crosscheck.Target], models: Path, cache: Cache, *,
-                python: str, jobs: int, tests: str | None, build: bool, key: str, say) -> dict[str, dict]:
+def oracle_side(
+    label: str,
+    root: Path,
+    targets: list[crosscheck.Target],
+    models: Path,
+    cache: Cache,
+    *,
+    python: str,
+    jobs: int,
+    tests: str | None,
+    build: bool,
+    key: str,
+    say,
+) -> dict[str, dict]:
     """crosscheck's results for ``targets`` on ``root`` (cached by ``key``, per target)."""
     stored = cache.get(f"oracle-{label}-{key}") or {}
     missing = [t for t in targets if t.id not in stored]
     if missing:
         say(f"oracle: {label}: {len(missing)} classes")
-        fresh = crosscheck.run_side(label, root, missing, models, python=python, jobs=jobs, build=build,
-                                    tests=tests, say=None)
+        fresh = crosscheck.run_side(
+            label, root, missing, models, python=python, jobs=jobs, build=build, tests=tests, say=None
+        )
         stored.update(fresh)
         cache.put(f"oracle-{label}-{key}", stored)
         if build:
@@ -615,8 +815,24 @@ def run_verifier(root: Path, models: list[str], *, python: str, jobs: int, cache
         return cached
     out = Path(tempfile.mkdtemp(prefix="mutants-verify-")) / "verify.json"
     # the CLI as users run it, from the interpreter running this benchmark (which has the tool installed)
-    command = [sys.executable, "-m", "codemod", "verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(out), "--no-own-tests",
-               "--jobs", str(jobs), "--python", python]
+    command = [
+        sys.executable,
+        "-m",
+        "codemod",
+        "verify",
+        str(root),
+        "--base",
+        "HEAD",
+        "--format",
+        "json",
+        "-o",
+        str(out),
+        "--no-own-tests",
+        "--jobs",
+        str(jobs),
+        "--python",
+        python,
+    ]
     if models:
         command += ["--only", ",".join(sorted(set(models)))]
     say("verifier: " + " ".join(command[3:5]) + f" --only {len(set(models))} models")
@@ -635,8 +851,13 @@ def _status_by_case(classes: list[dict]) -> dict[str, dict[str, dict]]:
     return {c["id"]: {case["name"]: case for case in c["cases"]} for c in classes}
 
 
-def judge(targets: list[crosscheck.Target], pristine: dict, migrated: dict | None, mutant: dict,
-          verdicts: dict[tuple[str, str], dict]) -> list[dict]:
+def judge(
+    targets: list[crosscheck.Target],
+    pristine: dict,
+    migrated: dict | None,
+    mutant: dict,
+    verdicts: dict[tuple[str, str], dict],
+) -> list[dict]:
     """Per touched class: the oracle's finding (affected / equivalent / unknown) and the verifier's verdict."""
     against_pristine = _status_by_case(crosscheck.compare(targets, pristine, mutant))
     baseline = _status_by_case(crosscheck.compare(targets, pristine, migrated)) if migrated is not None else {}
@@ -664,17 +885,30 @@ def judge(targets: list[crosscheck.Target], pristine: dict, migrated: dict | Non
             found = [verdicts.get((file, t.cls)), verdicts.get((decoder_file, t.decoder_cls))]
         found = [v for v in found if v is not None]
         verdict = next((v for v in found if v["verdict"] != "identical"), found[0] if found else None)
-        rows.append({
-            "id": t.id, "class": entry["class"], "oracle": oracle,
-            "reason": entry.get("reason"),
-            "baseline_differs": sorted(already),
-            "evidence": [{"case": c["name"], "status": c["status"], "old": crosscheck._short_out(c.get("base")),
-                          "new": crosscheck._short_out(c.get("new"))} for c in differing[:4]],
-            "verdict": verdict["verdict"] if verdict else None,
-            "verdict_detail": (verdict or {}).get("detail", "")[:300],
-            "verdict_via": None if t.kind == "model" else (t.cls if verdict and verdict["class"] == t.cls else t.decoder_cls),
-            "caught": bool(verdict) and verdict["verdict"] != "identical",
-        })
+        rows.append(
+            {
+                "id": t.id,
+                "class": entry["class"],
+                "oracle": oracle,
+                "reason": entry.get("reason"),
+                "baseline_differs": sorted(already),
+                "evidence": [
+                    {
+                        "case": c["name"],
+                        "status": c["status"],
+                        "old": crosscheck._short_out(c.get("base")),
+                        "new": crosscheck._short_out(c.get("new")),
+                    }
+                    for c in differing[:4]
+                ],
+                "verdict": verdict["verdict"] if verdict else None,
+                "verdict_detail": (verdict or {}).get("detail", "")[:300],
+                "verdict_via": None
+                if t.kind == "model"
+                else (t.cls if verdict and verdict["class"] == t.cls else t.decoder_cls),
+                "caught": bool(verdict) and verdict["verdict"] != "identical",
+            }
+        )
     return rows
 
 
@@ -714,8 +948,17 @@ def default_migrated(python: str | None, say) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     fetch_release("4.45.2", root)
     say(f"making the migrated baseline in {root} (codemod apply --verify, minutes)")
-    command = [str(REPO / ".venv" / "bin" / "codemod"), "apply", str(root), "--verify", "--no-own-tests",
-               "--jobs", "2", "--report", str(root.parent / "migrated-4.45.2.report.json")]
+    command = [
+        str(REPO / ".venv" / "bin" / "codemod"),
+        "apply",
+        str(root),
+        "--verify",
+        "--no-own-tests",
+        "--jobs",
+        "2",
+        "--report",
+        str(root.parent / "migrated-4.45.2.report.json"),
+    ]
     if python:
         command += ["--python", python]
     subprocess.run(command, check=False)
@@ -726,7 +969,9 @@ def default_migrated(python: str | None, say) -> Path:
 def clone_with_changes(source: Path, dest: Path) -> None:
     """``dest``: a clone of ``source``'s HEAD with ``source``'s uncommitted changes applied (source untouched)."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(dest)], check=True)
-    patch = subprocess.run(["git", "-C", str(source), "diff", "--binary", "HEAD"], capture_output=True, check=True).stdout
+    patch = subprocess.run(
+        ["git", "-C", str(source), "diff", "--binary", "HEAD"], capture_output=True, check=True
+    ).stdout
     if patch:
         subprocess.run(["git", "-C", str(dest), "apply", "--whitespace=nowarn", "-"], input=patch, check=True)
     for rel in git(source, "ls-files", "--others", "--exclude-standard").splitlines():
@@ -774,8 +1019,14 @@ def main(argv: list[str] | None = None) -> int:
     cache = Cache(work / "results", args.fresh)
     models_dir = work / "models"
     started_all = time.perf_counter()
-    report: dict = {"migrated": str(migrated_source), "python": python, "tests": args.tests, "sample": args.sample,
-                    "seed": args.seed, "kinds": {}}
+    report: dict = {
+        "migrated": str(migrated_source),
+        "python": python,
+        "tests": args.tests,
+        "sample": args.sample,
+        "seed": args.seed,
+        "kinds": {},
+    }
     scratch = Path(tempfile.mkdtemp(prefix="mutants-"))
     try:
         tree = scratch / "migrated"
@@ -790,8 +1041,14 @@ def main(argv: list[str] | None = None) -> int:
         # the environment decides what the same weights generate (its packages): one cache per interpreter
         # ... and the oracle's own code (its cases): results of an oracle with other cases are not this one's
         oracle_key = hashlib.sha256(Path(crosscheck.__file__).read_bytes()).hexdigest()[:8]
-        pristine_key = "pristine-" + (args.tests and "tests" or "defaults") + "-" + hashlib.sha256(python.encode()).hexdigest()[:8] \
-            + "-" + oracle_key
+        pristine_key = (
+            "pristine-"
+            + (args.tests and "tests" or "defaults")
+            + "-"
+            + hashlib.sha256(python.encode()).hexdigest()[:8]
+            + "-"
+            + oracle_key
+        )
         tool_key = verifier_digest()
         mixin_text = (tree / MIXIN).read_text(encoding="utf-8")
         for kind in [k for k in kinds if k in KINDS and KINDS[k].hook and f"self.{KINDS[k].hook}" not in mixin_text]:
@@ -825,20 +1082,61 @@ def main(argv: list[str] | None = None) -> int:
                 touched = _sample(touched, args.sample, args.seed)
                 key = tree_digest(target_root, changed_files(target_root))
                 say(f"== {kind}: {len(changed)} files changed, {len(touched)} targets touched")
-                prist = oracle_side("pristine", pristine, touched, models_dir, cache, python=python, jobs=args.jobs,
-                                    tests=args.tests, build=True, key=pristine_key, say=say)
+                prist = oracle_side(
+                    "pristine",
+                    pristine,
+                    touched,
+                    models_dir,
+                    cache,
+                    python=python,
+                    jobs=args.jobs,
+                    tests=args.tests,
+                    build=True,
+                    key=pristine_key,
+                    say=say,
+                )
                 migr = None
                 stamp = models_stamp(models_dir)
                 if kind != "upstream-4.46":
-                    migr = oracle_side("migrated", migrated_source, touched, models_dir, cache, python=python, jobs=args.jobs, tests=args.tests,
-                                       build=False, key=f"migrated-{baseline_key}-{pristine_key}-{stamp}", say=say)
-                mut = oracle_side(f"mutant-{kind}", target_root, touched, models_dir, cache, python=python,
-                                  jobs=args.jobs, tests=args.tests, build=False, key=f"{key}-{pristine_key}-{stamp}", say=say)
-                model_names = sorted({t.model for t in touched}
-                                     | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"})
-                verify_doc = run_verifier(target_root, model_names, python=python, jobs=args.jobs, cache=cache,
-                                          key=f"{kind}-{key}-{hashlib.sha256(','.join(model_names).encode()).hexdigest()[:8]}-{tool_key}",
-                                          say=say)
+                    migr = oracle_side(
+                        "migrated",
+                        migrated_source,
+                        touched,
+                        models_dir,
+                        cache,
+                        python=python,
+                        jobs=args.jobs,
+                        tests=args.tests,
+                        build=False,
+                        key=f"migrated-{baseline_key}-{pristine_key}-{stamp}",
+                        say=say,
+                    )
+                mut = oracle_side(
+                    f"mutant-{kind}",
+                    target_root,
+                    touched,
+                    models_dir,
+                    cache,
+                    python=python,
+                    jobs=args.jobs,
+                    tests=args.tests,
+                    build=False,
+                    key=f"{key}-{pristine_key}-{stamp}",
+                    say=say,
+                )
+                model_names = sorted(
+                    {t.model for t in touched}
+                    | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"}
+                )
+                verify_doc = run_verifier(
+                    target_root,
+                    model_names,
+                    python=python,
+                    jobs=args.jobs,
+                    cache=cache,
+                    key=f"{kind}-{key}-{hashlib.sha256(','.join(model_names).encode()).hexdigest()[:8]}-{tool_key}",
+                    say=say,
+                )
                 verdicts = {(v["file"], v["class"]): v for v in verify_doc["verdicts"]}
                 rows = judge(touched, prist, migr, mut, verdicts)
             finally:
@@ -851,8 +1149,11 @@ def main(argv: list[str] | None = None) -> int:
             numbers["seconds"] = round(time.perf_counter() - started, 1)
             numbers["verify_seconds"] = verify_doc.get("seconds")
             numbers["files"] = changed
-            report["kinds"][kind] = {"numbers": numbers, "rows": rows,
-                                     "what": KINDS[kind].what if kind in KINDS else "4.46.3's deletions and mixin"}
+            report["kinds"][kind] = {
+                "numbers": numbers,
+                "rows": rows,
+                "what": KINDS[kind].what if kind in KINDS else "4.46.3's deletions and mixin",
+            }
             print_kind(kind, numbers, rows)
     finally:
         with_worktrees = scratch / "migrated"
@@ -868,10 +1169,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_kind(kind: str, numbers: dict, rows: list[dict]) -> None:
     rate = f"{numbers['kill_rate']:.0%}" if numbers["kill_rate"] is not None else "-"
-    print(f"\n{kind}: touched {numbers['touched']}, affected {numbers['affected']}, caught {numbers['caught']}, "
-          f"missed {numbers['missed']}, equivalent {numbers['equivalent']} "
-          f"(flagged anyway {numbers['flagged_equivalent']}), unknown {numbers['unknown']}; kill rate {rate}; "
-          f"{numbers['seconds']:.0f}s")
+    print(
+        f"\n{kind}: touched {numbers['touched']}, affected {numbers['affected']}, caught {numbers['caught']}, "
+        f"missed {numbers['missed']}, equivalent {numbers['equivalent']} "
+        f"(flagged anyway {numbers['flagged_equivalent']}), unknown {numbers['unknown']}; kill rate {rate}; "
+        f"{numbers['seconds']:.0f}s"
+    )
     for r in rows:
         if r["oracle"] == "affected" and not r["caught"]:
             via = f" (verdict of its decoder {r['verdict_via']})" if r["verdict_via"] else ""
@@ -888,8 +1191,10 @@ def print_table(report: dict) -> None:
     for kind, entry in report["kinds"].items():
         n = entry["numbers"]
         rate = f"{n['kill_rate']:.0%}" if n["kill_rate"] is not None else "-"
-        print(f"{kind:<34} {n['touched']:>7} {n['affected']:>8} {n['caught']:>6} {n['missed']:>6} {n['equivalent']:>5} "
-              f"{n['unknown']:>7} {rate:>5} {n['seconds']:>5.0f}s")
+        print(
+            f"{kind:<34} {n['touched']:>7} {n['affected']:>8} {n['caught']:>6} {n['missed']:>6} {n['equivalent']:>5} "
+            f"{n['unknown']:>7} {rate:>5} {n['seconds']:>5.0f}s"
+        )
     print(f"total {report['seconds']:.0f}s")
 
 

@@ -72,8 +72,16 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copyfile(source, target)
             elif target.exists():
                 target.unlink()
-        verdicts = verify_own_tests(args.python, args.tests, new_tree, models, jobs=args.jobs, timeout=args.timeout,
-                                    keyword=args.keyword, progress=lambda line: print(line, flush=True))
+        verdicts = verify_own_tests(
+            args.python,
+            args.tests,
+            new_tree,
+            models,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            keyword=args.keyword,
+            progress=lambda line: print(line, flush=True),
+        )
     before: Counter[str] = Counter()
     after: Counter[str] = Counter()
     for verdict in verdicts:
@@ -88,8 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     for verdict in regressed:
         print(f"  {verdict.describe()}")
     if args.json:
-        args.json.write_text(json.dumps({"seconds": round(seconds, 1), "keyword": args.keyword,
-                                         "verdicts": [v.to_json() for v in verdicts]}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {"seconds": round(seconds, 1), "keyword": args.keyword, "verdicts": [v.to_json() for v in verdicts]},
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -48,13 +48,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from codemod.analyse import copies, index, modular  # noqa: E402
-from codemod.cache import ENV_VAR  # noqa: E402
-from codemod.checkout import Checkout, resolve  # noqa: E402
 from codemod.analyse.classify import classify  # noqa: E402
 from codemod.analyse.index import ClassFacts, FileFacts, OverrideFacts, Reader  # noqa: E402
 from codemod.analyse.mixin import read_profile  # noqa: E402
-from codemod.publish.report import scan_document  # noqa: E402
 from codemod.analyse.scan import ScanResult, scan  # noqa: E402
+from codemod.cache import ENV_VAR  # noqa: E402
+from codemod.checkout import Checkout, resolve  # noqa: E402
+from codemod.publish.report import scan_document  # noqa: E402
 from codemod.sources import FileKind, file_kind, python_files  # noqa: E402
 
 DEFAULT_RELEASE = "5.23.0"
@@ -165,7 +165,11 @@ def naive_file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
         forward = methods.get("forward")
         attributes = []
         for small in _small_statements(node.body):
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
                 attributes.append((small.targets[0].target.value, _canonical(module.code_for_node(small.value))))
             elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
                 attributes.append((small.target.value, _canonical(module.code_for_node(small.value))))
@@ -190,7 +194,9 @@ def naive_file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
         try:
             analysis = analyse_function(method, positions)  # module-relative positions: no offset
         except Exception as error:  # noqa: BLE001 - as the tool does: report it, go on
-            return FileFacts(path, kind, sha, generated, (), (), functions, error=f"cannot parse {node.name.value}: {error}")
+            return FileFacts(
+                path, kind, sha, generated, (), (), functions, error=f"cannot parse {node.name.value}: {error}"
+            )
         overrides.append(
             OverrideFacts(
                 class_name=node.name.value,
@@ -256,7 +262,7 @@ def first_difference(a: Any, b: Any, where: str = "") -> str | None:
                 return found
         return None
     if isinstance(a, list):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             label = f"{where}[{i}]"
             if isinstance(x, dict) and "file" in x and "class" in x:
                 label = f"{where}[{i} {x['file']}::{x['class']}]"
@@ -320,11 +326,19 @@ def _fmt(seconds: float | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--release", default=DEFAULT_RELEASE, help=f"transformers release to fetch (default {DEFAULT_RELEASE})")
+    where.add_argument(
+        "--release", default=DEFAULT_RELEASE, help=f"transformers release to fetch (default {DEFAULT_RELEASE})"
+    )
     where.add_argument("--path", help="scan this checkout / package / tree instead of a release")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of cold and warm; the best is reported (default 3)")
-    parser.add_argument("--naive-repeat", type=int, default=1, help="runs of the naive baseline (default 1: it is slow)")
-    parser.add_argument("--jobs", "-j", type=int, default=None, help="--jobs for the cold scan (default: the tool's, CPU count)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of cold and warm; the best is reported (default 3)"
+    )
+    parser.add_argument(
+        "--naive-repeat", type=int, default=1, help="runs of the naive baseline (default 1: it is slow)"
+    )
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=None, help="--jobs for the cold scan (default: the tool's, CPU count)"
+    )
     parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline (cold and warm only)")
     parser.add_argument("--json", dest="json_out", help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
@@ -419,7 +433,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     identical = all(v is None for v in verdicts.values())
     rows = [
-        ("naive baseline (1 process, no cache, full libcst parse)", _fmt(naive), f"best of {len(naive_runs)}" if naive_runs else "skipped"),
+        (
+            "naive baseline (1 process, no cache, full libcst parse)",
+            _fmt(naive),
+            f"best of {len(naive_runs)}" if naive_runs else "skipped",
+        ),
         ("cold scan, CLI process, empty cache", _fmt(cold), f"best of {len(cold_runs)}"),
         ("cold scan, in-process (reference)", _fmt(inproc), f"best of {len(inproc_runs)}"),
         ("warm re-scan, CLI process", _fmt(warm), f"best of {len(warm_runs)}; target < 1 s"),
@@ -427,8 +445,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("cold speed-up (naive / cold CLI)", f"{naive / cold:.1f}x" if naive else "-", "target >= 20x"),
         ("cold speed-up (naive / cold in-process)", f"{naive / inproc:.1f}x" if naive else "-", ""),
         ("findings identical", "yes" if identical else "NO", f"{summary['overrides']} overrides"),
-        ("files parsed: naive / scan candidates", f"{naive_parsed if naive_parsed is not None else '-'} / {summary['candidate_files']}",
-         f"of {summary['files_read']} files read"),
+        (
+            "files parsed: naive / scan candidates",
+            f"{naive_parsed if naive_parsed is not None else '-'} / {summary['candidate_files']}",
+            f"of {summary['files_read']} files read",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     print()
@@ -441,21 +462,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     for section, difference in other.items():
         if difference is not None:
             print(f"  naive vs cold, {section}: first difference: {difference}")
-    speed_up = f"{'met' if naive / cold >= 20 else 'NOT met'} ({naive / cold:.1f}x)" if naive else "not measured (--no-naive)"
+    speed_up = (
+        f"{'met' if naive / cold >= 20 else 'NOT met'} ({naive / cold:.1f}x)" if naive else "not measured (--no-naive)"
+    )
     print()
-    print(f"  targets: cold >= 20x naive: {speed_up}; warm < 1 s: {'met' if warm < 1 else 'NOT met'} ({warm:.2f} s); "
-          f"identical findings: {'met' if identical else 'NOT met'}")
-    print(f"  load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f} "
-          "(timings are only comparable on an otherwise idle machine)")
+    print(
+        f"  targets: cold >= 20x naive: {speed_up}; warm < 1 s: {'met' if warm < 1 else 'NOT met'} ({warm:.2f} s); "
+        f"identical findings: {'met' if identical else 'NOT met'}"
+    )
+    print(
+        f"  load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f} "
+        "(timings are only comparable on an otherwise idle machine)"
+    )
 
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({
-            "version": checkout.version, "cpus": os.cpu_count(),
-            "naive_s": naive_runs, "cold_cli_s": cold_runs, "cold_in_process_s": inproc_runs, "warm_cli_s": warm_runs, "edit_cli_s": edit_runs,
-            "findings_identical": identical, "differences": verdicts, "other_differences": other,
-            "naive_files_parsed": naive_parsed, "candidate_files": summary["candidate_files"],
-            "files_read": summary["files_read"], "overrides": summary["overrides"],
-        }, indent=2) + "\n", encoding="utf-8")
+        Path(args.json_out).write_text(
+            json.dumps(
+                {
+                    "version": checkout.version,
+                    "cpus": os.cpu_count(),
+                    "naive_s": naive_runs,
+                    "cold_cli_s": cold_runs,
+                    "cold_in_process_s": inproc_runs,
+                    "warm_cli_s": warm_runs,
+                    "edit_cli_s": edit_runs,
+                    "findings_identical": identical,
+                    "differences": verdicts,
+                    "other_differences": other,
+                    "naive_files_parsed": naive_parsed,
+                    "candidate_files": summary["candidate_files"],
+                    "files_read": summary["files_read"],
+                    "overrides": summary["overrides"],
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemod.transform.apply import compute_changes, write  # noqa: E402
+from codemod.analyse.scan import scan  # noqa: E402
 from codemod.checkout import resolve  # noqa: E402
 from codemod.environment import ensure_environment  # noqa: E402
 from codemod.fetch import fetch_release  # noqa: E402
-from codemod.analyse.scan import scan  # noqa: E402
+from codemod.transform.apply import compute_changes, write  # noqa: E402
 from codemod.verify.session import targets_from_plan, verify_change  # noqa: E402
 
 

@@ -20,13 +20,13 @@ from codemod.contracts import Held
 from codemod.errors import CodemodError
 
 if TYPE_CHECKING:  # the stages are imported by the functions that run them (``--help`` stays quick)
-    from codemod.transform.apply import Changes
-    from codemod.checkout import Checkout
-    from codemod.transform.hook_changes import HookChanges
     from codemod.analyse.index import Progress as ScanProgress
     from codemod.analyse.scan import ScanResult
     from codemod.analyse.target import Target
+    from codemod.checkout import Checkout
     from codemod.tools import ToolRun
+    from codemod.transform.apply import Changes
+    from codemod.transform.hook_changes import HookChanges
     from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
 
@@ -110,16 +110,18 @@ def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
 
 def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> Target | None:
     """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
-    from codemod.checkout import CheckoutKind
     from codemod.analyse.target import from_path, from_release
+    from codemod.checkout import CheckoutKind
 
     if source.target is None and source.mixin is None:
         return None
     if source.target is not None and source.mixin is not None:
         raise ToolError("give --target or --mixin, not both")
     if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
-        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
-                        "--target and --mixin are for trees and files of model code")
+        raise ToolError(
+            f"{checkout.root} is a transformers {checkout.kind.value}: it is judged against its own mixin; "
+            "--target and --mixin are for trees and files of model code"
+        )
     if source.target is not None:
         return from_release(source.target, progress=feedback.say)
     assert source.mixin is not None  # one of the two, checked above
@@ -133,8 +135,9 @@ def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResu
     checkout = _checkout(source, feedback, writable)
     judged_against = _judged_against(checkout, source, feedback)
     with feedback.scanning() as progress:
-        result = scan_checkout(checkout, use_cache=source.cache, jobs=source.jobs, progress=progress,
-                               target=judged_against)
+        result = scan_checkout(
+            checkout, use_cache=source.cache, jobs=source.jobs, progress=progress, target=judged_against
+        )
     return result.select(source.only, source.skip)
 
 
@@ -176,16 +179,20 @@ def _refuse_dirty(checkout: Checkout) -> None:
 def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
     """A transformers checkout runs on itself: releases to run on are for model code outside it."""
     if (target or from_release) and not checkout.is_tree:
-        raise ToolError(f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
-                        "(--target and --from are for model code outside transformers)")
+        raise ToolError(
+            f"{checkout.root} is a transformers {checkout.kind.value}: its code runs on itself "
+            "(--target and --from are for model code outside transformers)"
+        )
 
 
-def verify(source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", shard: str | None = None) -> VerifyReport:
+def verify(
+    source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", shard: str | None = None
+) -> VerifyReport:
     """Compare the working tree with ``base`` for every model class the change touches (``shard``: I/N
     of them), on tiny random models."""
+    from codemod.analyse.scan import scan as scan_checkout
     from codemod.checkout import resolve
     from codemod.git import worktree
-    from codemod.analyse.scan import scan as scan_checkout
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
 
@@ -198,15 +205,34 @@ def verify(source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", 
         base_result = scan_checkout(resolve(old_root, with_git=False)).select(source.only, source.skip)
         base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
         targets, not_run = targets_from_diff(base_result, base)
-        return verify_change(checkout, take_shard(targets, shard), base=base, old_root=old_root, device=run.device,
-                             jobs=source.jobs or 1, python=run.python, progress=progress, say=feedback.say,
-                             not_run=not_run, own_tests=run.own_tests, target=source.target,
-                             from_release=run.from_release, requirements=run.requirements)
+        return verify_change(
+            checkout,
+            take_shard(targets, shard),
+            base=base,
+            old_root=old_root,
+            device=run.device,
+            jobs=source.jobs or 1,
+            python=run.python,
+            progress=progress,
+            say=feedback.say,
+            not_run=not_run,
+            own_tests=run.own_tests,
+            target=source.target,
+            from_release=run.from_release,
+            requirements=run.requirements,
+        )
 
 
 def apply(
-    source: Source, feedback: Feedback, run: Run = Run(), *, verify: bool = False, keep_unverified: bool = False,
-    allow_dirty: bool = False, mark: bool = False, hooks: bool = False,
+    source: Source,
+    feedback: Feedback,
+    run: Run = Run(),
+    *,
+    verify: bool = False,
+    keep_unverified: bool = False,
+    allow_dirty: bool = False,
+    mark: bool = False,
+    hooks: bool = False,
 ) -> Applied:
     """Rewrite the checkout (for a pristine release: a fresh copy of it); with ``verify``, verify every
     changed class and revert what is not identical (``keep_unverified``: keep what could not be verified)."""
@@ -229,7 +255,9 @@ def apply(
     if not allow_dirty:
         _refuse_dirty(checkout)
     if hooks and checkout.mixin_file is None:
-        raise ToolError(f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout")
+        raise ToolError(
+            f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout"
+        )
     if not verify:
         changes = _changes(result, source.jobs, mark, hooks)
         return Applied(result, changes, write(checkout, changes))
@@ -239,10 +267,22 @@ def apply(
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
     with feedback.verifying() as progress:
         migration = run_migration_on(
-            checkout, only=source.only, skip=source.skip, jobs=source.jobs or 1, device=run.device, python=run.python,
-            keep_unverified=keep_unverified, progress=progress, say=feedback.say, own_tests=run.own_tests,
-            scanned=result, target_release=source.target, from_release=run.from_release,
-            requirements=run.requirements, mark_kept=mark, hooks=hooks,
+            checkout,
+            only=source.only,
+            skip=source.skip,
+            jobs=source.jobs or 1,
+            device=run.device,
+            python=run.python,
+            keep_unverified=keep_unverified,
+            progress=progress,
+            say=feedback.say,
+            own_tests=run.own_tests,
+            scanned=result,
+            target_release=source.target,
+            from_release=run.from_release,
+            requirements=run.requirements,
+            mark_kept=mark,
+            hooks=hooks,
         )
     written = [r.path for r in migration.final.rewrites if r.changed]
     return Applied(migration.result, migration.final, written, migration.report, migration.reverted)

@@ -12,12 +12,20 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from typer.core import TyperGroup
 
 from codemod import __version__, api
@@ -26,10 +34,10 @@ from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
 if TYPE_CHECKING:  # the stages are imported by the commands that render them (``--help`` stays quick)
-    from codemod.transform.apply import Changes
-    from codemod.checkout import Checkout
     from codemod.analyse.index import Progress as ScanProgress
     from codemod.analyse.scan import ScanResult
+    from codemod.checkout import Checkout
+    from codemod.transform.apply import Changes
     from codemod.verify.compare import ClassVerdict
     from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
@@ -78,7 +86,7 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 PathArg = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Argument(
         help="A transformers checkout, an installed transformers package, a directory of model code or one file. "
         "Default: the pristine release given by --release (fetched from PyPI and cached).",
@@ -86,26 +94,35 @@ PathArg = Annotated[
     ),
 ]
 ReleaseOpt = Annotated[str, typer.Option("--release", help="Release to fetch when PATH is not given.")]
-OnlyOpt = Annotated[Optional[list[str]], typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
-SkipOpt = Annotated[Optional[list[str]], typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
+OnlyOpt = Annotated[list[str] | None, typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
+SkipOpt = Annotated[list[str] | None, typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
 MarkOpt = Annotated[
     bool,
-    typer.Option("--mark", help="Also mark every override that stays as it is with '# Overwritten -- <reason>' "
-                              "(comment-only edits; off by default: a migration changes code, not comments)."),
+    typer.Option(
+        "--mark",
+        help="Also mark every override that stays as it is with '# Overwritten -- <reason>' "
+        "(comment-only edits; off by default: a migration changes code, not comments).",
+    ),
 ]
-JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
 TargetOpt = Annotated[
-    Optional[str],
-    typer.Option("--target", help="For a tree or file: judge it against this transformers release (fetched from PyPI "
-                                  "and cached). Default: the built-in generic implementation."),
+    str | None,
+    typer.Option(
+        "--target",
+        help="For a tree or file: judge it against this transformers release (fetched from PyPI "
+        "and cached). Default: the built-in generic implementation.",
+    ),
 ]
 MixinOpt = Annotated[
-    Optional[Path],
-    typer.Option("--mixin", help="For a tree or file: judge it against this transformers checkout or installed "
-                                 "package instead of a --target release."),
+    Path | None,
+    typer.Option(
+        "--mixin",
+        help="For a tree or file: judge it against this transformers checkout or installed "
+        "package instead of a --target release.",
+    ),
 ]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to this file.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to this file.")]
 CacheOpt = Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")]
 
 
@@ -143,8 +160,13 @@ class _Screen:
     def verifying(self) -> Iterator[VerifyProgress]:
         """A bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
         if stderr.is_terminal:
-            columns = (TextColumn("verifying {task.fields[current]}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TimeRemainingColumn())
+            columns = (
+                TextColumn("verifying {task.fields[current]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+            )
             with _bar("verify", *columns) as update:
                 yield lambda current, verdict, done, total: update(done, total, current)
             return
@@ -158,7 +180,8 @@ class _Screen:
             stderr.print(
                 f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
                 f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
-                highlight=False, soft_wrap=True,
+                highlight=False,
+                soft_wrap=True,
             )
 
         yield log
@@ -233,28 +256,40 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
     stderr.print(
         f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
         # a hoisted mixin can add more lines than a few reductions remove
-        f"{s['files']} files, " + (f"{s['lines_removed']} lines removed" if s["lines_removed"] >= 0
-                                   else f"{-s['lines_removed']} more lines than before"),
+        f"{s['files']} files, "
+        + (
+            f"{s['lines_removed']} lines removed"
+            if s["lines_removed"] >= 0
+            else f"{-s['lines_removed']} more lines than before"
+        ),
         highlight=False,
     )
     # nothing is held back silently: the plan's own (a check refused the edit) and what settling dropped
     # each once: a dropped shard's members are in the plan's own list, with the shard's why
     said = {held.subject for held in changes.plan.held}
     for held in (*changes.plan.held, *(h for h in changes.dropped if h.subject not in said)):
-        stderr.print(f"held back {held.subject}: {held.detail}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        stderr.print(
+            f"held back {held.subject}: {held.detail}", style="yellow", markup=False, highlight=False, soft_wrap=True
+        )
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
-    after = "apply then runs the checkout's converter on it" if has_converter(checkout) else \
-        "this checkout has no utils/modular_model_converter.py to regenerate it"
+    after = (
+        "apply then runs the checkout's converter on it"
+        if has_converter(checkout)
+        else "this checkout has no utils/modular_model_converter.py to regenerate it"
+    )
     for generated, source in changes.mirrored:
         stderr.print(f"{generated}: same edit as its modular source {source} ({after})", style="dim", highlight=False)
 
 
 HooksOpt = Annotated[
     bool,
-    typer.Option("--hooks", help="Also add the hooks mined from repeated overrides (see `codemod hooks`) to the mixin "
-                                 "and rewrite their members."),
+    typer.Option(
+        "--hooks",
+        help="Also add the hooks mined from repeated overrides (see `codemod hooks`) to the mixin "
+        "and rewrite their members.",
+    ),
 ]
 
 
@@ -268,7 +303,9 @@ def hooks(
     output: OutputOpt = None,
     jobs: JobsOpt = None,
     cache: CacheOpt = True,
-    diffs: Annotated[bool, typer.Option("--diffs/--no-diffs", help="The table with each hook's and member's diff.")] = True,
+    diffs: Annotated[
+        bool, typer.Option("--diffs/--no-diffs", help="The table with each hook's and member's diff.")
+    ] = True,
     target: TargetOpt = None,
     mixin: MixinOpt = None,
 ) -> None:
@@ -277,7 +314,9 @@ def hooks(
     from codemod.publish.hooks_report import render_hooks
 
     _check_format(fmt)
-    result, changes = api.hooks(api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen)
+    result, changes = api.hooks(
+        api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen
+    )
     _report(lambda console: render_hooks(result, changes, fmt, console, diffs), fmt, output)
 
 
@@ -314,24 +353,32 @@ def diff(
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda: where the tiny models run.")]
 PythonOpt = Annotated[
-    Optional[Path],
-    typer.Option("--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."),
+    Path | None,
+    typer.Option(
+        "--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."
+    ),
 ]
 OwnTestsOpt = Annotated[
     bool, typer.Option("--own-tests/--no-own-tests", help="Also run the checkout's tests/models/<m> generate tests.")
 ]
 TargetRunOpt = Annotated[
-    Optional[str],
-    typer.Option("--target", metavar="VERSION",
-                 help="Model code outside transformers: the release the new code runs on (default: 4.46.3)."),
+    str | None,
+    typer.Option(
+        "--target",
+        metavar="VERSION",
+        help="Model code outside transformers: the release the new code runs on (default: 4.46.3).",
+    ),
 ]
 FromOpt = Annotated[
-    Optional[str],
-    typer.Option("--from", metavar="VERSION",
-                 help="Model code outside transformers: the release the old code was written for (default: the same)."),
+    str | None,
+    typer.Option(
+        "--from",
+        metavar="VERSION",
+        help="Model code outside transformers: the release the old code was written for (default: the same).",
+    ),
 ]
 RequirementOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--requirement", "-r", help="A package the model code needs besides transformers (repeatable)."),
 ]
 
@@ -356,7 +403,7 @@ def verify(
     base: Annotated[str, typer.Option("--base", help="The revision the working tree is compared with.")] = "HEAD",
     device: DeviceOpt = "cpu",
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Classes verified in parallel.")] = 1,
-    shard: Annotated[Optional[str], typer.Option("--shard", help="I/N: verify every N-th class from the I-th.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="I/N: verify every N-th class from the I-th.")] = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
     python: PythonOpt = None,
@@ -384,16 +431,20 @@ def apply(
     only: OnlyOpt = None,
     skip: SkipOpt = None,
     jobs: JobsOpt = None,
-    allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")] = False,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")
+    ] = False,
     cache: CacheOpt = True,
-    verify: Annotated[bool, typer.Option("--verify", help="Verify every changed class; revert what is not identical.")] = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Verify every changed class; revert what is not identical.")
+    ] = False,
     device: DeviceOpt = "cpu",
     python: PythonOpt = None,
     keep_unverified: Annotated[
         bool, typer.Option("--keep-unverified", help="Keep changes to classes that could not be verified.")
     ] = False,
     report_file: Annotated[
-        Optional[Path], typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
+        Path | None, typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
     ] = None,
     own_tests: OwnTestsOpt = True,
     target: TargetOpt = None,
@@ -406,8 +457,16 @@ def apply(
     """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
     source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
     run = api.Run(device, python, own_tests, from_release, _split(requirement))
-    applied = api.apply(source, screen, run, verify=verify, keep_unverified=keep_unverified, allow_dirty=allow_dirty,
-                        mark=mark, hooks=hooks)
+    applied = api.apply(
+        source,
+        screen,
+        run,
+        verify=verify,
+        keep_unverified=keep_unverified,
+        allow_dirty=allow_dirty,
+        mark=mark,
+        hooks=hooks,
+    )
     checkout = applied.result.index.checkout
     if applied.report is None:
         _print_summary(applied.result, applied.changes, checkout)
@@ -425,7 +484,7 @@ def apply(
 @app.command()
 def fetch(
     version: Annotated[str, typer.Argument(help="A transformers release on PyPI, e.g. 4.45.2.")],
-    dest: Annotated[Optional[Path], typer.Argument(help="Where to lay it out (default: the user cache).")] = None,
+    dest: Annotated[Path | None, typer.Argument(help="Where to lay it out (default: the user cache).")] = None,
 ) -> None:
     """Download a transformers release's sdist from PyPI as a git checkout (one commit on main) and print its path."""
     from codemod.fetch import fetch_release
@@ -436,17 +495,41 @@ def fetch(
 
 @app.command()
 def pr(
-    path: Annotated[Path, typer.Argument(help="A transformers git checkout; it is never modified (work happens in a temporary worktree).")],
-    repo: Annotated[str, typer.Option("--repo", help="The GitHub repository that gets the pull requests: OWNER/NAME.")],
-    remote: Annotated[str, typer.Option("--remote", help="The git remote to fetch --base from and push the branches to.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A transformers git checkout; it is never modified (work happens in a temporary worktree)."
+        ),
+    ],
+    repo: Annotated[
+        str, typer.Option("--repo", help="The GitHub repository that gets the pull requests: OWNER/NAME.")
+    ],
+    remote: Annotated[
+        str, typer.Option("--remote", help="The git remote to fetch --base from and push the branches to.")
+    ],
     base: Annotated[str, typer.Option("--base", help="The branch the pull requests target.")],
-    api_url: Annotated[str, typer.Option("--api-url", help="GitHub's REST API; for GitHub Enterprise: https://HOST/api/v3.")] = "https://api.github.com",
-    group_by: Annotated[str, typer.Option("--group-by", help="One pull request per model, per family, or one for all.")] = "model",
-    max_open: Annotated[Optional[int], typer.Option("--max-open", min=0, help="Open no new pull request while this many of the bot's are open.")] = None,
+    api_url: Annotated[
+        str, typer.Option("--api-url", help="GitHub's REST API; for GitHub Enterprise: https://HOST/api/v3.")
+    ] = "https://api.github.com",
+    group_by: Annotated[
+        str, typer.Option("--group-by", help="One pull request per model, per family, or one for all.")
+    ] = "model",
+    max_open: Annotated[
+        int | None,
+        typer.Option("--max-open", min=0, help="Open no new pull request while this many of the bot's are open."),
+    ] = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the branches, commits and pull requests it would push and open; write nothing.")] = False,
-    label: Annotated[Optional[list[str]], typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable).")] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the branches, commits and pull requests it would push and open; write nothing."
+        ),
+    ] = False,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable)."),
+    ] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
     from codemod.publish.pr import run_pr
@@ -455,8 +538,17 @@ def pr(
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")
     run_pr(
-        path, repo=repo, remote=remote, base=base, api_url=api_url, group_by=group_by, max_open=max_open,
-        only=_split(only), skip=_split(skip), dry_run=dry_run, labels=_split(label),
+        path,
+        repo=repo,
+        remote=remote,
+        base=base,
+        api_url=api_url,
+        group_by=group_by,
+        max_open=max_open,
+        only=_split(only),
+        skip=_split(skip),
+        dry_run=dry_run,
+        labels=_split(label),
         echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True),
     )
 
@@ -464,9 +556,10 @@ def pr(
 @app.command()
 def explain(
     code: Annotated[
-        Optional[str],
-        typer.Argument(help="A rule's code (PI111) or name (position-ids-from-mask). Without it: every rule.",
-                       show_default=False),
+        str | None,
+        typer.Argument(
+            help="A rule's code (PI111) or name (position-ids-from-mask). Without it: every rule.", show_default=False
+        ),
     ] = None,
 ) -> None:
     """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases. Without CODE, list the rules."""

@@ -53,13 +53,19 @@ class ExtraHow(Vocabulary):
     SLICED = "sliced"  # cut to the new tokens like the ids
     DEFAULT = "default"  # ``source`` when the caller passes nothing
     PASSTHROUGH = "passthrough"  # the parameter as the caller gave it (verification's repair)
-    PASSTHROUGH_GIVEN = "passthrough-given"  # the parameter as the caller gave it, when it gave one (verification's repair)
+    PASSTHROUGH_GIVEN = (
+        "passthrough-given"  # the parameter as the caller gave it, when it gave one (verification's repair)
+    )
     SET_NONE = "set-none"  # None, which the forward requires (verification's repair)
-    LAST_TOKEN = "last-token"  # cut to the last token once there is a cache, as the old code did (verification's repair)
+    LAST_TOKEN = (
+        "last-token"  # cut to the last token once there is a cache, as the old code did (verification's repair)
+    )
     RENAMED = "renamed"  # what the mixin prepared under the key ``source``, under this key (verification's repair)
     NONE_WHEN_GIVEN = "none-when-given"  # None whenever the caller gives it, ``source`` reads the caller's value (verification's repair)
     KEEP_STATEMENTS = "keep-statements"  # top-level statements kept in front of super() (indices in ``source``)
-    KEEP_AFTER = "keep-after"  # top-level statements kept after super(), before the keys they compute (indices in ``source``)
+    KEEP_AFTER = (
+        "keep-after"  # top-level statements kept after super(), before the keys they compute (indices in ``source``)
+    )
     COMPUTED = "computed"  # the override's own value, from statements kept after super(), replaces the fallback's
     CUT = "cut"  # the ids slicing inside a kept statement, which the fallback does itself, left out of it (first lines in
     # ``source``; ``key``: the ids key it no longer sets from them, the fallback's sliced ids standing)
@@ -281,8 +287,14 @@ class Repair:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(sorted(set(a) | set(b)))
 
-        return Repair(union(self.remove, other.remove), union(self.set_none, other.set_none), union(self.keep, other.keep),
-                      union(self.passthrough, other.passthrough), union(self.last_token, other.last_token),
-                      tuple(sorted(set(self.renamed) | set(other.renamed))),
-                      union(self.none_when_given, other.none_when_given), self.uncut or other.uncut,
-                      union(self.ungiven, other.ungiven))
+        return Repair(
+            union(self.remove, other.remove),
+            union(self.set_none, other.set_none),
+            union(self.keep, other.keep),
+            union(self.passthrough, other.passthrough),
+            union(self.last_token, other.last_token),
+            tuple(sorted(set(self.renamed) | set(other.renamed))),
+            union(self.none_when_given, other.none_when_given),
+            self.uncut or other.uncut,
+            union(self.ungiven, other.ungiven),
+        )

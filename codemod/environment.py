@@ -78,7 +78,9 @@ def _setup_lists(setup_py: Path) -> tuple[dict[str, str], list[str]]:
     return deps, core
 
 
-def requirements_for(checkout: Checkout, device: str = "cpu", *, tools: bool = False, tests: bool = False) -> list[str]:
+def requirements_for(
+    checkout: Checkout, device: str = "cpu", *, tools: bool = False, tests: bool = False
+) -> list[str]:
     """The checkout's own dependency pins (not transformers itself), torch, and optionally tools/test deps."""
     setup_py = checkout.root / "setup.py"
     torch = TORCH[device]
@@ -93,7 +95,9 @@ def requirements_for(checkout: Checkout, device: str = "cpu", *, tools: bool = F
     if checkout.version:
         # an installed package: its release's requirements, through pip's resolver
         return [torch, f"transformers=={checkout.version}"]
-    raise EnvironmentSetupError(f"{checkout.root}: no setup.py and no version: pass --python with an environment that fits")
+    raise EnvironmentSetupError(
+        f"{checkout.root}: no setup.py and no version: pass --python with an environment that fits"
+    )
 
 
 def _key(requirements: list[str]) -> str:

@@ -348,9 +348,7 @@ def _pip_failure(version: str, output: str) -> FetchError:
     if any(marker in output for marker in _NOT_FOUND_MARKERS):
         released = _released_versions()
         if released is not None and version in released:
-            return FetchError(
-                f"transformers {version} has no source distribution (sdist) on PyPI, only wheels"
-            )
+            return FetchError(f"transformers {version} has no source distribution (sdist) on PyPI, only wheels")
         return FetchError(
             f"transformers {version} was not found on PyPI (no such release, or no sdist for it): {detail}"
         )

@@ -76,7 +76,9 @@ def run(
     timeout: float = TIMEOUT_S,
 ) -> Done:
     """``git -C root ARGS``. With ``check``, a non-zero exit raises ``error`` with git's last lines."""
-    base_env = {k: v for k, v in os.environ.items() if not (isolated and k.startswith("GIT_") and k != "GIT_EXEC_PATH")}
+    base_env = {
+        k: v for k, v in os.environ.items() if not (isolated and k.startswith("GIT_") and k != "GIT_EXEC_PATH")
+    }
     full_env = {**base_env, **(_ISOLATED_ENV if isolated else {}), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     command = ["git", *(_ISOLATED_CONFIG if isolated else ()), "-C", str(root), *args]
     try:
@@ -93,8 +95,11 @@ def run(
     done = Done(completed.returncode, completed.stdout, stderr)
     if check and not done.ok:
         last = " / ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
-        raise error(redact(f"git {' '.join(args[:2])} failed in {root}: {one_line(last) or f'exit {done.returncode}'}",
-                           secrets))
+        raise error(
+            redact(
+                f"git {' '.join(args[:2])} failed in {root}: {one_line(last) or f'exit {done.returncode}'}", secrets
+            )
+        )
     return done
 
 
@@ -123,8 +128,13 @@ def prefix(root: Path) -> str:
 
 @contextlib.contextmanager
 def worktree(
-    repo: Path, revision: str, *, error: type[CodemodError] = GitError, secrets: tuple[str, ...] = (),
-    parent: Path | None = None, name: str = "tree",
+    repo: Path,
+    revision: str,
+    *,
+    error: type[CodemodError] = GitError,
+    secrets: tuple[str, ...] = (),
+    parent: Path | None = None,
+    name: str = "tree",
 ) -> Iterator[Path]:
     """A detached worktree of ``revision`` in a new temporary directory (under ``parent`` if given),
     removed and pruned whatever happens: the user's repository keeps no trace of it."""

@@ -139,7 +139,9 @@ class GitHubClient:
             response = self._send("GET", url, None, path)
             yield response.data
             url = self._next_link(response.headers.get("Link", ""), path)
-        raise GitHubError(f"GET {path}: more than {MAX_PAGES} pages; refusing to read further", method="GET", path=path)
+        raise GitHubError(
+            f"GET {path}: more than {MAX_PAGES} pages; refusing to read further", method="GET", path=path
+        )
 
     def _next_link(self, header: str, path: str) -> str | None:
         match = _LINK_NEXT.search(header or "")

@@ -13,16 +13,16 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from codemod.analyse.classify import Action, Finding
+from codemod.analyse.index import Override
+from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import Checkout, resolve
+from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
+from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform import hooks as hook_stage
 from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.transform.formatting import CUT
-from codemod.checkout import Checkout, resolve
-from codemod.analyse.classify import Action, Finding
-from codemod.analyse.index import Override
-from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
-from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
-from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
@@ -103,8 +103,12 @@ def composed_marks(plan: Plan) -> dict[str, str]:
     """Override id -> the ``# Overwritten --`` reason the plan composed for it, whole: the tree has it cut to fit
     its line (``formatting.fitted_mark``), so a later pass re-words this one. The planner gives every changed
     override with a mark a MARK edit (``_Planner.shards``), a trim its new reason: the text of either."""
-    return {e.override_id: e.text for shard in plan.shards for e in shard.edits
-            if e.override_id is not None and e.kind in (EditKind.MARK, EditKind.TRIM) and e.text}
+    return {
+        e.override_id: e.text
+        for shard in plan.shards
+        for e in shard.edits
+        if e.override_id is not None and e.kind in (EditKind.MARK, EditKind.TRIM) and e.text
+    }
 
 
 def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
@@ -114,11 +118,20 @@ def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
     contexts = [s for s in plan.shards if any(by_id[m].class_name in CONTEXT_CLASSES for m in s.members)]
     if not contexts or len(contexts) == len(plan.shards):
         return plan
-    def models(shard: Shard) -> str:
-        return ",".join(sorted({by_id[m].model or "" for m in shard.members if by_id[m].class_name in CONTEXT_CLASSES}))
 
-    return plan.without(Held(s.id, HeldCause.VERIFIED_ALONE, "other classes are verified as its decoder: verify its "
-                                                             f"change alone (--only {models(s)})") for s in contexts)
+    def models(shard: Shard) -> str:
+        return ",".join(
+            sorted({by_id[m].model or "" for m in shard.members if by_id[m].class_name in CONTEXT_CLASSES})
+        )
+
+    return plan.without(
+        Held(
+            s.id,
+            HeldCause.VERIFIED_ALONE,
+            f"other classes are verified as its decoder: verify its change alone (--only {models(s)})",
+        )
+        for s in contexts
+    )
 
 
 def run_migration_on(
@@ -149,7 +162,7 @@ def run_migration_on(
     its part of the hook with it, and a hook that fewer than three models would keep going altogether;
     ``contexts_after``: the changes held back for a run of their own (``CONTEXT_CLASSES``) are made in one once
     the rest is settled (``_contexts_after``)."""
-    result = (scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip))
+    result = scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip)
     mined = hook_stage.mine(result) if hooks else None
     planned = hook_stage.hooked_result(result, mined) if mined is not None else result
     hook_drops: dict[str, Held] = {}
@@ -170,9 +183,21 @@ def run_migration_on(
         # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
         # plan's needs miss statements a hook trim leaves in place
         targets = with_written_needs(planned_from, targets, originals)
-        return verify_change(checkout, targets, device=device, jobs=jobs, python=python, scenarios=scenarios,
-                             progress=progress, say=say, not_run=not_run, own_tests=own_tests, target=target_release,
-                             from_release=from_release, requirements=requirements)
+        return verify_change(
+            checkout,
+            targets,
+            device=device,
+            jobs=jobs,
+            python=python,
+            scenarios=scenarios,
+            progress=progress,
+            say=say,
+            not_run=not_run,
+            own_tests=own_tests,
+            target=target_release,
+            from_release=from_release,
+            requirements=requirements,
+        )
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
@@ -214,7 +239,10 @@ def run_migration_on(
         cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
         if cut:
             # a generated class's modular source is planned uncut with it, so both files agree (as ``_repairs`` does)
-            uncut = {oid: repairs.get(oid, Repair()) | Repair(uncut=True) for oid in sorted(_with_modular_sources(cut, result.index.by_id()))}
+            uncut = {
+                oid: repairs.get(oid, Repair()) | Repair(uncut=True)
+                for oid in sorted(_with_modular_sources(cut, result.index.by_id()))
+            }
             repairs.update(uncut)
             current = rewrite(make_plan(repairs))
             again = verify(current, set(uncut))
@@ -234,10 +262,16 @@ def run_migration_on(
         raise
     kept = {s.id for s in final.plan.shards}
     reverted = {
-        m: (Held(m, HeldCause.NOT_VERIFIED, failed[m]) if m in failed
-            else dataclasses.replace(hook_drops[s.id], subject=m) if s.id in hook_drops
-            else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard"))
-        for s in current.plan.shards if s.id not in kept for m in s.members
+        m: (
+            Held(m, HeldCause.NOT_VERIFIED, failed[m])
+            if m in failed
+            else dataclasses.replace(hook_drops[s.id], subject=m)
+            if s.id in hook_drops
+            else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard")
+        )
+        for s in current.plan.shards
+        if s.id not in kept
+        for m in s.members
     }
     migrated = MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
     if hooks and final.changed:
@@ -250,10 +284,23 @@ def run_migration_on(
         # only the overrides held back, not what this run already changed
         current = scan(checkout, target=result.profile.target)
         current = dataclasses.replace(current, findings=tuple(f for f in current.findings if f.override.id in held))
-        return run_migration_on(checkout, device=device, jobs=jobs, python=python, keep_unverified=keep_unverified,
-                                scenarios=scenarios, progress=progress, say=say, own_tests=own_tests, scanned=current,
-                                target_release=target_release, from_release=from_release, requirements=requirements,
-                                mark_kept=mark_kept, contexts_after=False)
+        return run_migration_on(
+            checkout,
+            device=device,
+            jobs=jobs,
+            python=python,
+            keep_unverified=keep_unverified,
+            scenarios=scenarios,
+            progress=progress,
+            say=say,
+            own_tests=own_tests,
+            scanned=current,
+            target_release=target_release,
+            from_release=from_release,
+            requirements=requirements,
+            mark_kept=mark_kept,
+            contexts_after=False,
+        )
 
     return _contexts_after(migrated, alone)
 
@@ -267,16 +314,30 @@ def _contexts_after(run: MigrationRun, alone: Callable[[frozenset[str]], Migrati
     if not waiting:
         return run
     second = alone(waiting)
-    plan = dataclasses.replace(run.final.plan, held=tuple(h for h in run.final.plan.held if h.subject not in waiting)
-                               + tuple(h for h in second.final.plan.held if h.subject in waiting))
+    plan = dataclasses.replace(
+        run.final.plan,
+        held=tuple(h for h in run.final.plan.held if h.subject not in waiting)
+        + tuple(h for h in second.final.plan.held if h.subject in waiting),
+    )
     final = _combined(dataclasses.replace(run.final, plan=plan), second.final)
     reverted = {h.subject: h for h in (*run.reverted, *second.reverted)}
-    return MigrationRun(run.result, run.first, final, _merge(run.report, second.report, add=True),
-                        tuple(reverted[s] for s in sorted(reverted)))
+    return MigrationRun(
+        run.result,
+        run.first,
+        final,
+        _merge(run.report, second.report, add=True),
+        tuple(reverted[s] for s in sorted(reverted)),
+    )
 
 
-def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jobs: int, keep_unverified: bool,
-                 verify: Callable[[Changes, set[str] | None, ScanResult], VerifyReport]) -> MigrationRun:
+def _hooks_after(
+    run: MigrationRun,
+    only: Sequence[str],
+    skip: Sequence[str],
+    jobs: int,
+    keep_unverified: bool,
+    verify: Callable[[Changes, set[str] | None, ScanResult], VerifyReport],
+) -> MigrationRun:
     """The hooks the migrated tree has to offer, verified as the first pass was.
 
     Verification's repairs write the same few lines into many reductions (the BERT family's decoders drop the
@@ -303,7 +364,9 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined, keep_signature=keep_signature), result)
         members = hook_stage.shards_of_members(planned, mined)
         changing = {m for s in planned.shards if s.id in members for m in s.members}
-        remaining: dict[str, Finding] = {f.override.id: f for f in hook_stage.hooked_findings(result, mined, keep_signature)}
+        remaining: dict[str, Finding] = {
+            f.override.id: f for f in hook_stage.hooked_findings(result, mined, keep_signature)
+        }
 
         def mark(oid: str) -> str:
             f = remaining[oid]
@@ -313,14 +376,30 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
                 if kept:
                     return kept
             why = hook_stage.signature_kept(f.override.analysis, result.profile)
-            return extras_summary(f.extras, f) or (f"keeps its signature ({why})" if why else "keeps its signature for generate()")
+            return extras_summary(f.extras, f) or (
+                f"keeps its signature ({why})" if why else "keeps its signature for generate()"
+            )
 
-        shards = tuple(dataclasses.replace(s, edits=tuple(
-            dataclasses.replace(e, text=mark(e.override_id))
-            if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining else e
-            for e in s.edits)) for s in planned.shards if s.id in members)
-        return dataclasses.replace(planned, shards=shards, held=(), hoist=None,
-                                   actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions))
+        shards = tuple(
+            dataclasses.replace(
+                s,
+                edits=tuple(
+                    dataclasses.replace(e, text=mark(e.override_id))
+                    if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining
+                    else e
+                    for e in s.edits
+                ),
+            )
+            for s in planned.shards
+            if s.id in members
+        )
+        return dataclasses.replace(
+            planned,
+            shards=shards,
+            held=(),
+            hoist=None,
+            actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions),
+        )
 
     changes = settle(result, plan_for({}), jobs)
     if not changes.changed:
@@ -353,12 +432,22 @@ def _hooks_after(run: MigrationRun, only: Sequence[str], skip: Sequence[str], jo
         raise
     stays = "; what the first pass made of it stays"
     undone = tuple(
-        dataclasses.replace(drops[s.id], subject=m, detail=f"its hook change reverted ({failed.get(m, drops[s.id].detail)}){stays}")
-        if s.id in drops else Held(m, HeldCause.WITH_ITS_SHARD, f"its hook change reverted with its shard{stays}")
-        for s in changes.plan.shards if s.id not in {k.id for k in final.plan.shards} for m in s.members
+        dataclasses.replace(
+            drops[s.id], subject=m, detail=f"its hook change reverted ({failed.get(m, drops[s.id].detail)}){stays}"
+        )
+        if s.id in drops
+        else Held(m, HeldCause.WITH_ITS_SHARD, f"its hook change reverted with its shard{stays}")
+        for s in changes.plan.shards
+        if s.id not in {k.id for k in final.plan.shards}
+        for m in s.members
     )
-    return MigrationRun(run.result, run.first, _combined(run.final, final), _merge(run.report, report, add=True),
-                        tuple(sorted((*run.reverted, *undone), key=lambda h: h.subject)))
+    return MigrationRun(
+        run.result,
+        run.first,
+        _combined(run.final, final),
+        _merge(run.report, report, add=True),
+        tuple(sorted((*run.reverted, *undone), key=lambda h: h.subject)),
+    )
 
 
 def _combined(first: Changes, second: Changes) -> Changes:
@@ -369,20 +458,38 @@ def _combined(first: Changes, second: Changes) -> Changes:
         if not r.changed:
             continue
         earlier = rewrites.get(r.path)
-        rewrites[r.path] = r if earlier is None else dataclasses.replace(
-            r, old=earlier.old, applied=(*earlier.applied, *r.applied),
-            removed_imports=(*earlier.removed_imports, *r.removed_imports))
+        rewrites[r.path] = (
+            r
+            if earlier is None
+            else dataclasses.replace(
+                r,
+                old=earlier.old,
+                applied=(*earlier.applied, *r.applied),
+                removed_imports=(*earlier.removed_imports, *r.removed_imports),
+            )
+        )
     changed = {i: a for i, a in second.plan.actions if a is not Action.KEEP}
     shards = {s.id: s for s in first.plan.shards}
     for shard in second.plan.shards:
         earlier_shard = shards.get(shard.id)
-        shards[shard.id] = shard if earlier_shard is None else dataclasses.replace(
-            earlier_shard, members=tuple(dict.fromkeys((*earlier_shard.members, *shard.members))),
-            edits=(*earlier_shard.edits, *shard.edits))
-    plan = dataclasses.replace(first.plan, shards=tuple(shards.values()),
-                               actions=tuple((i, changed.get(i, a)) for i, a in first.plan.actions))
-    return Changes(plan, tuple(rewrites[p] for p in sorted(rewrites)), (*first.dropped, *second.dropped),
-                   tuple(dict.fromkeys((*first.mirrored, *second.mirrored))))
+        shards[shard.id] = (
+            shard
+            if earlier_shard is None
+            else dataclasses.replace(
+                earlier_shard,
+                members=tuple(dict.fromkeys((*earlier_shard.members, *shard.members))),
+                edits=(*earlier_shard.edits, *shard.edits),
+            )
+        )
+    plan = dataclasses.replace(
+        first.plan, shards=tuple(shards.values()), actions=tuple((i, changed.get(i, a)) for i, a in first.plan.actions)
+    )
+    return Changes(
+        plan,
+        tuple(rewrites[p] for p in sorted(rewrites)),
+        (*first.dropped, *second.dropped),
+        tuple(dict.fromkeys((*first.mirrored, *second.mirrored))),
+    )
 
 
 #: verification rounds that test repairs (each re-verifies only the classes whose repair grew)
@@ -394,7 +501,9 @@ def _with_modular_sources(override_ids: Iterable[str], by_id: Mapping[str, Overr
     ids = set(override_ids)
     for oid in list(ids):
         origin = by_id[oid].generated_from
-        if origin is not None and origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None:  # always named
+        if (
+            origin is not None and origin.kind is OriginKind.MODULAR_CLASS and origin.modular_id is not None
+        ):  # always named
             ids.add(origin.modular_id)
     return ids
 
@@ -479,8 +588,12 @@ def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, rev
     if MIXIN_MODEL in files_of:
         classes_of.setdefault(MIXIN_MODEL, [])
     models = tuple(
-        ModelOutcome(model, tuple(sorted(files_of.get(model, ()))), tuple(sorted(classes, key=lambda c: (c.file, c.class_name))),
-                     lead=min(leads.get(model, {model}) - {model}, default=""))
+        ModelOutcome(
+            model,
+            tuple(sorted(files_of.get(model, ()))),
+            tuple(sorted(classes, key=lambda c: (c.file, c.class_name))),
+            lead=min(leads.get(model, {model}) - {model}, default=""),
+        )
         for model, classes in sorted(classes_of.items())
         if files_of.get(model)
     )

@@ -20,8 +20,12 @@ NEEDLE = METHOD
 #: transformers' mark on a method that overrides the mixin's: ``# Overwritten -- why``
 MARK = "# Overwritten --"
 
-_SKIP_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"})
-_TF_IMPORT = re.compile(r"^\s*(import tensorflow|from tensorflow|import flax|from flax|import jax|from jax)\b", re.MULTILINE)
+_SKIP_DIRS = frozenset(
+    {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
+)
+_TF_IMPORT = re.compile(
+    r"^\s*(import tensorflow|from tensorflow|import flax|from flax|import jax|from jax)\b", re.MULTILINE
+)
 _TORCH_IMPORT = re.compile(r"^\s*(import torch|from torch)\b", re.MULTILINE)
 
 

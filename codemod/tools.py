@@ -51,8 +51,9 @@ def _run(python: Path, checkout: Checkout, args: Sequence[str], timeout: float) 
     # the tools call `ruff` by name: the environment's own, pinned by the checkout
     env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
     try:
-        done = subprocess.run([str(python), *args], cwd=checkout.root, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            [str(python), *args], cwd=checkout.root, env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {timeout:.0f}s"
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])

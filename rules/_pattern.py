@@ -73,7 +73,9 @@ class Captures:
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
-def findall_of(node_type: type[_Node], tree: cst.CSTNode | Sequence[cst.CSTNode], matcher: m.BaseMatcherNode) -> list[_Node]:
+def findall_of(
+    node_type: type[_Node], tree: cst.CSTNode | Sequence[cst.CSTNode], matcher: m.BaseMatcherNode
+) -> list[_Node]:
     """``m.findall`` with a matcher of ``node_type``, its results typed as that class."""
     trees = [tree] if isinstance(tree, cst.CSTNode) else tree
     return [found for t in trees for found in m.findall(t, matcher) if isinstance(found, node_type)]
@@ -158,7 +160,9 @@ class Template:
         text = _METAVARIABLE.sub(lambda mo: _PREFIX + mo.group(1), textwrap.dedent(source).strip() + "\n")
         module = cst.parse_module(text)
         compiler = _Compiler()
-        return cls(source=textwrap.dedent(source).strip(), matchers=tuple(compiler.node_matcher(s) for s in module.body))
+        return cls(
+            source=textwrap.dedent(source).strip(), matchers=tuple(compiler.node_matcher(s) for s in module.body)
+        )
 
     @classmethod
     def expression(cls, source: str) -> Template:
@@ -173,7 +177,7 @@ class Template:
         if start + len(self.matchers) > len(statements):
             return None
         saved: dict[str, cst.CSTNode | Sequence[cst.CSTNode]] = {}
-        for matcher, statement in zip(self.matchers, statements[start : start + len(self.matchers)]):
+        for matcher, statement in zip(self.matchers, statements[start : start + len(self.matchers)], strict=False):
             found = m.extract(statement, matcher)
             if found is None:
                 return None
@@ -203,7 +207,9 @@ def _unify(saved: Mapping[str, cst.CSTNode | Sequence[cst.CSTNode]]) -> Captures
     return Captures(merged)
 
 
-def any_template(templates: Sequence[Template], statements: Sequence[cst.CSTNode], start: int) -> tuple[Template, Captures] | None:
+def any_template(
+    templates: Sequence[Template], statements: Sequence[cst.CSTNode], start: int
+) -> tuple[Template, Captures] | None:
     """The longest template that matches at ``start``."""
     best: tuple[Template, Captures] | None = None
     for template in templates:

@@ -29,7 +29,9 @@ import libcst as cst
 
 # Value and ValueOrigin are part of the rule authors' API: re-exported for the rule modules
 from codemod.analyse.analysis import Delegation
-from codemod.contracts import Value as Value, ValueOrigin as ValueOrigin, Vocabulary
+from codemod.contracts import Value as Value
+from codemod.contracts import ValueOrigin as ValueOrigin
+from codemod.contracts import Vocabulary
 from rules._pattern import Captures, Template
 
 
@@ -45,7 +47,12 @@ class Kind(Vocabulary):
 
 
 #: the behaviours that cut the ids to the tokens the cache has not seen, each its own way
-IDS_SLICING = ("slice-by-cache-position", "slice-by-past-length", "slice-by-cache-length", "slice-by-next-sequence-length")
+IDS_SLICING = (
+    "slice-by-cache-position",
+    "slice-by-past-length",
+    "slice-by-cache-length",
+    "slice-by-next-sequence-length",
+)
 
 
 @dataclasses.dataclass(frozen=True)

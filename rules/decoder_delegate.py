@@ -22,11 +22,11 @@ from collections.abc import Mapping
 
 from rules._pattern import Captures
 from rules.base import (
+    IDS_SLICING,
     Case,
     Context,
     Coverage,
     EraNote,
-    IDS_SLICING,
     Kind,
     Match,
     MixinBehaviours,
@@ -38,7 +38,6 @@ from rules.base import (
 )
 from rules.guards import PAST_NAMES
 from rules.values import entry
-
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
@@ -62,14 +61,21 @@ class DecoderDelegate(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in IDS_SLICING):
             return Coverage(False, missing="the mixin does not slice the decoder's ids by the cache")
-        differences = ("asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
-                       "way is sliced as the mixin slices instead",)
+        differences = (
+            "asks the decoder's own method for the ids and the cache: a decoder that prepares them its own "
+            "way is sliced as the mixin slices instead",
+        )
         if facets.get("mask") != "true":
             return Coverage(True, differences=differences)
         # in the standard flow: a decoder that makes a default mask (BERT's) gets one here, and none from the mixin
-        return Coverage(True, differences=differences, flow_differences=(
-            "passes the decoder's all-ones mask (or none) as decoder_attention_mask and ignores one the caller gives; "
-            "the mixin passes the caller's, none by default",))
+        return Coverage(
+            True,
+            differences=differences,
+            flow_differences=(
+                "passes the decoder's all-ones mask (or none) as decoder_attention_mask and ignores one the caller gives; "
+                "the mixin passes the caller's, none by default",
+            ),
+        )
 
 
 _PREPARE = "$out = self.decoder.prepare_inputs_for_generation($ids, past_key_values=$past)"
@@ -79,7 +85,8 @@ RULE = DecoderDelegate(
     Kind.STANDARD,
     {
         "ids and cache from self.decoder": _PREPARE,
-        "ids, cache and mask from self.decoder": _PREPARE + '\n$mask = $from["attention_mask"] if "attention_mask" in $from else None',
+        "ids, cache and mask from self.decoder": _PREPARE
+        + '\n$mask = $from["attention_mask"] if "attention_mask" in $from else None',
     },
     _check,
 )

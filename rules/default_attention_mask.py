@@ -14,7 +14,20 @@ Example::
 from collections.abc import Mapping
 
 from rules._pattern import Captures
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    TemplateRule,
+    Value,
+    ValueOrigin,
+    claim,
+)
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
@@ -27,9 +40,13 @@ class DefaultAttentionMask(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if self.name in mixin:  # the implementation hoisted into a 4.45 stub mixin makes the same mask
             return Coverage(True)
-        return Coverage(True, differences=(
-            "attends to every token when no attention_mask is given; the mixin passes none "
-            "(generate() builds one for decoder-only models, masking pad tokens)",))
+        return Coverage(
+            True,
+            differences=(
+                "attends to every token when no attention_mask is given; the mixin passes none "
+                "(generate() builds one for decoder-only models, masking pad tokens)",
+            ),
+        )
 
 
 RULE = DefaultAttentionMask(

@@ -39,8 +39,10 @@ class Delegate(Rule):
         call: cst.BaseExpression | None
         if isinstance(small, cst.Return):
             call = small.value
-        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and m.matches(
-            small.targets[0].target, m.OneOf(*(m.Name(n) for n in ctx.output_names))
+        elif (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and m.matches(small.targets[0].target, m.OneOf(*(m.Name(n) for n in ctx.output_names)))
         ):
             call = small.value
         else:
@@ -83,11 +85,14 @@ class Delegate(Rule):
                 passed.add(arg.value.value)
             if arg.keyword is not None:
                 passed.add(arg.keyword.value)
-                if value != ctx.value_of(arg.keyword.value) and not (value.origin is ValueOrigin.IDS):
+                if value != ctx.value_of(arg.keyword.value) and value.origin is not ValueOrigin.IDS:
                     adjusted[arg.keyword.value] = value
         withheld = tuple(
-            p for p in ctx.params
-            if p not in passed and p != ctx.var_kwargs and p != ctx.ids_param
+            p
+            for p in ctx.params
+            if p not in passed
+            and p != ctx.var_kwargs
+            and p != ctx.ids_param
             and (p in ctx.keyword_only or not spreads_args)
         )
         details = [f"from {target}"]
@@ -95,9 +100,18 @@ class Delegate(Rule):
             details.append("adjusts " + ", ".join(f"{k}={v}" for k, v in adjusted.items()))
         if withheld:
             details.append("not given " + ", ".join(withheld))
-        return Match(1, self.name, "; ".join(details), outputs=adjusted, resets_outputs=True,
-                     forwards_kwargs=spreads_kwargs, delegates_to=target, returns=returns, withholds=withheld,
-                     delegation=delegation)
+        return Match(
+            1,
+            self.name,
+            "; ".join(details),
+            outputs=adjusted,
+            resets_outputs=True,
+            forwards_kwargs=spreads_kwargs,
+            delegates_to=target,
+            returns=returns,
+            withholds=withheld,
+            delegation=delegation,
+        )
 
 
 def _stored_method(name: str) -> bool:

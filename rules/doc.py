@@ -149,8 +149,12 @@ def unknown(query: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rules.doc", description="Write docs/rules.md from the rule modules.")
-    parser.add_argument("-o", "--output", type=Path, default=PAGE, help="where to write the page (default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m rules.doc", description="Write docs/rules.md from the rule modules."
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, default=PAGE, help="where to write the page (default: %(default)s)"
+    )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the page is not current")
     args = parser.parse_args(argv)
     text = page()

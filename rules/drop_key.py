@@ -8,9 +8,8 @@ Example::
 import libcst as cst
 import libcst.matchers as m
 
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 from rules._pattern import string_key
-
+from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 
 #: the facet of a drop that raises KeyError where the key is missing (``del d[key]``, ``d.pop(key)``)
 _RAISES = {"missing": "raises"}
@@ -34,13 +33,19 @@ class DropKey(Rule):
             call = small.value
         elif isinstance(small, cst.Assign) and m.matches(small.targets[0].target, m.Name("_")):
             call = small.value
-        elif isinstance(small, cst.Del) and isinstance(small.target, cst.Subscript) and isinstance(small.target.value, cst.Name):
+        elif (
+            isinstance(small, cst.Del)
+            and isinstance(small.target, cst.Subscript)
+            and isinstance(small.target.value, cst.Name)
+        ):
             key = _subscript_key(small.target)
             if key is not None and small.target.value.value in ctx.output_names:
                 return Match(1, self.name, key, drops=(key,), facets=_RAISES)
             return None
         names = m.OneOf(*(m.Name(n) for n in (*ctx.output_names, *([ctx.var_kwargs] if ctx.var_kwargs else []))))
-        if not isinstance(call, cst.Call) or not m.matches(call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))):
+        if not isinstance(call, cst.Call) or not m.matches(
+            call, m.Call(func=m.Attribute(value=names, attr=m.Name("pop")))
+        ):
             return None
         key = string_key(call.args[0].value) if call.args else None
         if key is None:
@@ -48,17 +53,32 @@ class DropKey(Rule):
         # ``pop(key)`` with no default raises where the key is missing, as ``del`` does
         return Match(1, self.name, key, drops=(key,), facets=_RAISES if len(call.args) == 1 else {})
 
-
     def _loop(self, loop: cst.For, ctx: Context) -> Match | None:
         """``for key in ("a", "b"): model_inputs.pop(key, None)``: several keys removed (a reduction's form)."""
-        if loop.orelse is not None or not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, (cst.Tuple, cst.List)):
+        if (
+            loop.orelse is not None
+            or not isinstance(loop.target, cst.Name)
+            or not isinstance(loop.iter, (cst.Tuple, cst.List))
+        ):
             return None
         keys = [string_key(e.value) for e in loop.iter.elements]
-        if not keys or any(k is None for k in keys) or not isinstance(loop.body, cst.IndentedBlock) or len(loop.body.body) != 1:
+        if (
+            not keys
+            or any(k is None for k in keys)
+            or not isinstance(loop.body, cst.IndentedBlock)
+            or len(loop.body.body) != 1
+        ):
             return None
-        pop = m.SimpleStatementLine(body=[m.Expr(m.Call(
-            func=m.Attribute(value=m.OneOf(*(m.Name(n) for n in ctx.output_names)), attr=m.Name("pop")),
-            args=[m.Arg(m.Name(loop.target.value)), m.Arg(m.Name("None"))]))])
+        pop = m.SimpleStatementLine(
+            body=[
+                m.Expr(
+                    m.Call(
+                        func=m.Attribute(value=m.OneOf(*(m.Name(n) for n in ctx.output_names)), attr=m.Name("pop")),
+                        args=[m.Arg(m.Name(loop.target.value)), m.Arg(m.Name("None"))],
+                    )
+                )
+            ]
+        )
         if not m.matches(loop.body.body[0], pop):
             return None
         dropped = tuple(k for k in keys if k is not None)

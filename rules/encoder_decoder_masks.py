@@ -23,13 +23,15 @@ RULE = TemplateRule(
     },
     lambda captures, ctx, variant: claim(
         detail=variant,
-        defines={"encoder_attention_mask" if "encoder" in variant else "attention_mask": Value(ValueOrigin.PARAM, "attention_mask")},
+        defines={
+            "encoder_attention_mask" if "encoder" in variant else "attention_mask": Value(
+                ValueOrigin.PARAM, "attention_mask"
+            )
+        },
     ),
 )
 
-ERAS = (
-    EraNote("4.50 +", "the mixins keep the encoder's and the decoder's masks apart"),
-)
+ERAS = (EraNote("4.50 +", "the mixins keep the encoder's and the decoder's masks apart"),)
 
 CASES = (
     Case(

@@ -49,9 +49,7 @@ RULE = TemplateRule(
     ),
 )
 
-ERAS = (
-    EraNote("4.54", "the only mixin that derives them, with a flash-attention backend"),
-)
+ERAS = (EraNote("4.54", "the only mixin that derives them, with a flash-attention backend"),)
 
 CASES = (
     Case(

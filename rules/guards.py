@@ -87,7 +87,13 @@ def guard_of(test: cst.BaseExpression) -> tuple[str, str] | None:
 #: a test that holds only when ``**kwargs`` (``$kw``) carries the keyword ``$k``
 _IN_KWARGS = tuple(
     Template.expression(code)
-    for code in ("$kw.get($k) is not None", "$kw.get($k, None) is not None", "$k in $kw", "$kw.get($k)", "$kw.get($k, None)")
+    for code in (
+        "$kw.get($k) is not None",
+        "$kw.get($k, None) is not None",
+        "$k in $kw",
+        "$kw.get($k)",
+        "$kw.get($k, None)",
+    )
 )
 
 
@@ -103,7 +109,11 @@ def never_true(test: cst.BaseExpression, ctx: Context) -> bool:
             if captures is None:
                 continue
             kwargs = captures.nodes["kw"]
-            if isinstance(kwargs, cst.Name) and kwargs.value == ctx.var_kwargs and string_key(captures.nodes["k"]) in named:
+            if (
+                isinstance(kwargs, cst.Name)
+                and kwargs.value == ctx.var_kwargs
+                and string_key(captures.nodes["k"]) in named
+            ):
                 return True
     return False
 

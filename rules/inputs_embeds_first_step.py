@@ -19,7 +19,20 @@ import libcst as cst
 
 from codemod.contracts import ValueOrigin
 from rules._pattern import Template, string_key
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, parse_docstring
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    Rule,
+    Statements,
+    Value,
+    parse_docstring,
+)
 from rules.guards import PAST_NAMES
 from rules.slice_by_cache_length import RULE as CACHE_LENGTH
 from rules.values import value_of
@@ -58,6 +71,8 @@ def _first_step_test(test: cst.BaseExpression) -> str | None:
         if captures is not None and ("p" not in captures or captures.code("p") in _CACHE_NAMES):
             return label
     return None
+
+
 # The mixin's form (4.46 – 5.2), which also picks the ids key for encoder-decoder models; only its
 # test of the first step changed (the first_step facet -> the test).
 _MIXIN_SHAPE = """
@@ -128,28 +143,45 @@ class InputsEmbedsFirstStep(Rule):
     def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         if _MIXIN_V5.match(statements, start) is not None:
             ids = Value(ValueOrigin.IDS, "next_sequence_length, contiguous")
-            return Match(2, self.name, "first iteration; then the last next_sequence_length ids; decoder_input_ids for "
-                         "encoder-decoder models",
-                         outputs={"input_ids": ids, "decoder_input_ids": ids,
-                                  "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds")},
-                         defines={"input_ids": ids},
-                         implies=("encoder-decoder-ids-key", "slice-by-next-sequence-length"),
-                         facets={"first_step": "is_first_iteration"})
+            return Match(
+                2,
+                self.name,
+                "first iteration; then the last next_sequence_length ids; decoder_input_ids for "
+                "encoder-decoder models",
+                outputs={
+                    "input_ids": ids,
+                    "decoder_input_ids": ids,
+                    "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds"),
+                },
+                defines={"input_ids": ids},
+                implies=("encoder-decoder-ids-key", "slice-by-next-sequence-length"),
+                facets={"first_step": "is_first_iteration"},
+            )
         for first_step, template in _MIXIN.items():
             if template.match(statements, start) is not None:
                 ids = ctx.value_of(ctx.ids_param)
-                return Match(2, self.name, f"first step by {first_step}; decoder_input_ids for encoder-decoder models",
-                             outputs={"input_ids": ids, "decoder_input_ids": ids,
-                                      "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds")},
-                             resets_outputs=False, implies=("encoder-decoder-ids-key",),
-                             facets={"first_step": first_step})
+                return Match(
+                    2,
+                    self.name,
+                    f"first step by {first_step}; decoder_input_ids for encoder-decoder models",
+                    outputs={
+                        "input_ids": ids,
+                        "decoder_input_ids": ids,
+                        "inputs_embeds": Value(ValueOrigin.FIRST_STEP, "inputs_embeds"),
+                    },
+                    resets_outputs=False,
+                    implies=("encoder-decoder-ids-key",),
+                    facets={"first_step": first_step},
+                )
         statement = statements[start]
         if not isinstance(statement, cst.If) or not isinstance(statement.orelse, cst.Else):
             return None
         label = _first_step_test(statement.test)
         if label is None:
             return None
-        if _FACETS[label] == "past length" and ctx.value_of("past_length") != Value(ValueOrigin.BEHAVIOUR, CACHE_LENGTH.name):
+        if _FACETS[label] == "past length" and ctx.value_of("past_length") != Value(
+            ValueOrigin.BEHAVIOUR, CACHE_LENGTH.name
+        ):
             return None  # a past_length the engine did not see counted from the cache
         first = _dict_assignment(statement.body.body, ctx)
         later = _dict_assignment(statement.orelse.body.body, ctx)
@@ -160,7 +192,10 @@ class InputsEmbedsFirstStep(Rule):
         sliced = later.get(ctx.ids_param) or later.get("input_ids")
         if sliced is None or sliced.origin is not ValueOrigin.IDS:
             return None
-        if first.get("input_ids", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE or later.get("inputs_embeds", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE:
+        if (
+            first.get("input_ids", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE
+            or later.get("inputs_embeds", Value(ValueOrigin.NONE)).origin is not ValueOrigin.NONE
+        ):
             return None
         extra = (set(first) | set(later)) - {"input_ids", "inputs_embeds", ctx.ids_param}
         if extra:
@@ -174,9 +209,13 @@ class InputsEmbedsFirstStep(Rule):
         if not found:
             return Coverage(False, missing="the mixin does not feed inputs_embeds on the first step")
         if facets.get("first_step") == "no cache" and found[0].get("first_step") != "no cache":
-            return Coverage(True, differences=(
-                "tells the first step by an absent cache: with a Cache object (never None) it never feeds "
-                "inputs_embeds, where the mixin feeds them on the first step",))
+            return Coverage(
+                True,
+                differences=(
+                    "tells the first step by an absent cache: with a Cache object (never None) it never feeds "
+                    "inputs_embeds, where the mixin feeds them on the first step",
+                ),
+            )
         return Coverage(True)
 
 
@@ -327,7 +366,7 @@ CASES = (
         """,
         detail="first step by cache_position; decoder_input_ids for encoder-decoder models",
         facets={"first_step": "cache_position"},
-        implies=("encoder-decoder-ids-key", ),
+        implies=("encoder-decoder-ids-key",),
     ),
     NoOp(
         "extra-key",

@@ -47,8 +47,9 @@ class LaterStepNone(Rule):
 
     def match(self, statements: Statements, start: int, ctx: Context) -> Match | None:
         statement = statements[start]
-        if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())],
-                                                                          value=m.Name("None"))])):
+        if not m.matches(
+            statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Name("None"))])
+        ):
             return None
         assert isinstance(statement, cst.SimpleStatementLine)
         assign = statement.body[0]
@@ -69,9 +70,13 @@ class LaterStepNone(Rule):
             return None
         if name in (ctx.ids_param, "input_ids", "decoder_input_ids", "inputs_embeds", "attention_mask", *CACHE_LIKE):
             return None  # what the mixin itself prepares: not a model-specific input
-        return Match(1, self.name, f"{name} on the first step only",
-                     defines={name: Value(ValueOrigin.NONE, ValueOrigin.LATER_STEP.value)},
-                     facets=facets)
+        return Match(
+            1,
+            self.name,
+            f"{name} on the first step only",
+            defines={name: Value(ValueOrigin.NONE, ValueOrigin.LATER_STEP.value)},
+            facets=facets,
+        )
 
 
 def _repeatable(test: str, ctx: Context) -> bool:
@@ -82,14 +87,19 @@ def _repeatable(test: str, ctx: Context) -> bool:
         names = {n.id for n in ast.walk(ast.parse(test, mode="eval")) if isinstance(n, ast.Name)}
     except SyntaxError:
         return False
-    return bool(names) and names <= STEP_NAMES and all(
-        n in ctx.params and ctx.value_of(n) == Value(ValueOrigin.PARAM, n) for n in names)
+    return (
+        bool(names)
+        and names <= STEP_NAMES
+        and all(n in ctx.params and ctx.value_of(n) == Value(ValueOrigin.PARAM, n) for n in names)
+    )
 
 
 RULE = LaterStepNone()
 
 ERAS = (
-    EraNote("4.x", "no mixin knows which inputs a model takes on the first step only: the reduction sets the key itself"),
+    EraNote(
+        "4.x", "no mixin knows which inputs a model takes on the first step only: the reduction sets the key itself"
+    ),
     EraNote("5.x", "the mixin drops the inputs a model lists as first-step-only after prefill"),
 )
 

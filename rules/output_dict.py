@@ -70,8 +70,16 @@ class OutputDict(Rule):
                 if parsed is None:
                     return None
                 items, codes, spread = parsed
-                return Match(1, self.name, "returns a dict literal", outputs=items, resets_outputs=True,
-                             forwards_kwargs=spread, returns=True, output_code=codes)
+                return Match(
+                    1,
+                    self.name,
+                    "returns a dict literal",
+                    outputs=items,
+                    resets_outputs=True,
+                    forwards_kwargs=spread,
+                    returns=True,
+                    output_code=codes,
+                )
             if isinstance(small.value, cst.Name) and small.value.value in outputs:
                 return Match(1, self.name, "returns the dict", returns=True)
             return None
@@ -84,8 +92,15 @@ class OutputDict(Rule):
                 if parsed is None:
                     return None
                 items, codes, spread = parsed
-                return Match(1, self.name, "builds the dict", outputs=items, resets_outputs=True, forwards_kwargs=spread,
-                             output_code=codes)
+                return Match(
+                    1,
+                    self.name,
+                    "builds the dict",
+                    outputs=items,
+                    resets_outputs=True,
+                    forwards_kwargs=spread,
+                    output_code=codes,
+                )
             # model_inputs["key"] = value
             if (
                 isinstance(target, cst.Subscript)
@@ -97,8 +112,13 @@ class OutputDict(Rule):
                 key = _key(target.slice[0].slice.value, ctx)
                 if key is None:
                     return None
-                return Match(1, self.name, "sets a key", outputs={key: step_value(value_of(small.value, ctx), ctx)},
-                             output_code={key: node_code(small.value)})
+                return Match(
+                    1,
+                    self.name,
+                    "sets a key",
+                    outputs={key: step_value(value_of(small.value, ctx), ctx)},
+                    output_code={key: node_code(small.value)},
+                )
             return None
 
         if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
@@ -112,11 +132,16 @@ class OutputDict(Rule):
                 if parsed is None:
                     return None
                 items, codes, spread = parsed
-                return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes)
+                return Match(
+                    1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes
+                )
             keywords = [arg.keyword for arg in call.args if arg.keyword is not None and not arg.star]
             if len(keywords) == len(call.args):  # every argument a keyword
-                items = {kw.value: step_value(value_of(arg.value, ctx), ctx) for kw, arg in zip(keywords, call.args)}
-                codes = {kw.value: node_code(arg.value) for kw, arg in zip(keywords, call.args)}
+                items = {
+                    kw.value: step_value(value_of(arg.value, ctx), ctx)
+                    for kw, arg in zip(keywords, call.args, strict=False)
+                }
+                codes = {kw.value: node_code(arg.value) for kw, arg in zip(keywords, call.args, strict=False)}
                 return Match(1, self.name, "updates the dict", outputs=items, output_code=codes)
         return None
 

@@ -19,7 +19,21 @@ from collections.abc import Mapping
 import libcst as cst
 
 from rules._pattern import Template, string_key
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    Rule,
+    Statements,
+    Value,
+    ValueOrigin,
+    parse_docstring,
+)
 from rules.default_attention_mask import RULE as DEFAULT_MASK
 from rules.guards import guard_of
 
@@ -85,10 +99,14 @@ class PositionIdsFromMask(Rule):
                 details.append(f"keyed by {key} (decoder_position_ids for encoder-decoder models)")
             if padding.value != "1":
                 details.append(f"padding set to {padding.value}")
-            return Match(1, self.name, "; ".join(details),
-                         defines={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
-                         outputs={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
-                         facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": padding.value})
+            return Match(
+                1,
+                self.name,
+                "; ".join(details),
+                defines={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
+                outputs={"position_ids": Value(ValueOrigin.BEHAVIOUR, self.name)},
+                facets={"when": "forward accepts position_ids", "slice": "new tokens", "padding": padding.value},
+            )
         condition = next((label for label, t in _TESTS.items() if t.match_expression(statement.test)), None)
         if condition is None:
             return None
@@ -139,8 +157,10 @@ class PositionIdsFromMask(Rule):
         differences = []
         flow = []
         if facets.get("slice") == "last token":
-            differences.append("slices position_ids to the last token where the mixin keeps every new token "
-                               "(assisted decoding sees different positions)")
+            differences.append(
+                "slices position_ids to the last token where the mixin keeps every new token "
+                "(assisted decoding sees different positions)"
+            )
         if facets.get("slice") == "none":
             differences.append("does not slice position_ids to the new tokens; the mixin does")
         if facets.get("when") == "alibi off":  # an ALiBi configuration gets no position_ids: fewer inputs
@@ -148,8 +168,10 @@ class PositionIdsFromMask(Rule):
         if facets.get("passed"):
             differences.append("drops position_ids passed without an attention mask; the mixin forwards them")
         if theirs.get("padding", "1") != facets.get("padding", "1"):
-            differences.append(f"fills padded positions with {facets.get('padding', '1')}, the mixin with {theirs['padding']} "
-                               "(only padded positions differ)")
+            differences.append(
+                f"fills padded positions with {facets.get('padding', '1')}, the mixin with {theirs['padding']} "
+                "(only padded positions differ)"
+            )
         if theirs.get("where"):
             differences.append(f"the mixin builds them {theirs['where']}")
         return Coverage(True, differences=tuple(differences), flow_differences=tuple(flow))
@@ -295,7 +317,7 @@ CASES = (
         """,
         detail="only when forward accepts position_ids; sliced with the ids later; keyed by position_ids_key (decoder_position_ids for encoder-decoder models); padding set to 0",
         facets={"padding": "0", "slice": "new tokens", "when": "forward accepts position_ids"},
-        others=("key-variable", ),
+        others=("key-variable",),
     ),
     Case(
         "reformatted",

@@ -41,8 +41,11 @@ class ReadKwarg(Rule):
         if key is None or not isinstance(target, cst.Name):
             return None
         # a kwargs key is read by ``kwargs.get(...)`` or ``kwargs.pop(...)``: the call is a method's
-        popped = (isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Attribute)
-                  and assign.value.func.attr.value == "pop")
+        popped = (
+            isinstance(assign.value, cst.Call)
+            and isinstance(assign.value.func, cst.Attribute)
+            and assign.value.func.attr.value == "pop"
+        )
         how, consumed = "popped" if popped else "read", 1
         fallback = _CONFIG_DEFAULT.match(statements, start + 1)
         value = Value(ValueOrigin.PARAM, key)
@@ -54,8 +57,9 @@ class ReadKwarg(Rule):
                 # a default the model gets when the caller gives nothing, where the mixin gives nothing
                 value = Value(ValueOrigin.PARAM_DEFAULT, f"{key}={default}")
                 how = f"{how}; {default} when not given"
-        return Match(consumed, self.name, f"{key} ({how})", defines={target.value: value},
-                     drops=(key,) if popped else ())
+        return Match(
+            consumed, self.name, f"{key} ({how})", defines={target.value: value}, drops=(key,) if popped else ()
+        )
 
 
 RULE = ReadKwarg()

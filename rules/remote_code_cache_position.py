@@ -28,9 +28,7 @@ RULE = TemplateRule(
     ),
 )
 
-ERAS = (
-    EraNote("5.3 +", "the mixin creates `cache_position` for remote code whose `forward` still takes it"),
-)
+ERAS = (EraNote("5.3 +", "the mixin creates `cache_position` for remote code whose `forward` still takes it"),)
 
 CASES = (
     Case(

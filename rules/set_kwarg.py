@@ -28,8 +28,14 @@ class SetKwarg(Rule):
         key = kwargs_key(assign.targets[0].target, ctx)
         if key is None:
             return None
-        return Match(1, self.name, key, outputs={key: step_value(value_of(assign.value, ctx), ctx)}, via_kwargs=True,
-                     output_code={key: node_code(assign.value)})
+        return Match(
+            1,
+            self.name,
+            key,
+            outputs={key: step_value(value_of(assign.value, ctx), ctx)},
+            via_kwargs=True,
+            output_code={key: node_code(assign.value)},
+        )
 
 
 RULE = SetKwarg()

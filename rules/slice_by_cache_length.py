@@ -40,7 +40,21 @@ from collections.abc import Mapping
 import libcst as cst
 
 from rules._pattern import Template
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    Rule,
+    Statements,
+    Value,
+    ValueOrigin,
+    parse_docstring,
+)
 from rules.guards import PAST_NAMES, guard_of, never_runs
 
 #: the locals the idiom counts with
@@ -185,16 +199,20 @@ class SliceByCacheLength(Rule):
         crop = None
         for label, template in _CROPS.items():
             found_crop = template.match(body, index)
-            if found_crop is not None and found_crop.code("ids") == ids and (
-                "length" not in found_crop or found_crop.code("length") in ("cache_length", "past_length")
+            if (
+                found_crop is not None
+                and found_crop.code("ids") == ids
+                and ("length" not in found_crop or found_crop.code("length") in ("cache_length", "past_length"))
             ):
                 crop = label
                 index += len(template)
                 break
         if index != len(body) or (crop is not None and not ({"cache_length", "max_cache_length"} & lengths)):
             return None
-        defines: dict[str, Value] = {ids: Value(ValueOrigin.IDS, "past length"),
-                                     "past_length": Value(ValueOrigin.BEHAVIOUR, self.name)}
+        defines: dict[str, Value] = {
+            ids: Value(ValueOrigin.IDS, "past length"),
+            "past_length": Value(ValueOrigin.BEHAVIOUR, self.name),
+        }
         detail = "the mask's uncached part, else past the past length"
         facets = {}
         if media is not None:
@@ -212,12 +230,16 @@ class SliceByCacheLength(Rule):
         differences = []
         if facets.get("media"):
             # under generate the mask is never shorter than the ids: the first branch or the second cuts them
-            differences.append(f"cuts ids no longer than the past length that hold {facets['media']} to the last "
-                               "one (a caller's ids with no mask); the mixin keeps those cache_position selects")
+            differences.append(
+                f"cuts ids no longer than the past length that hold {facets['media']} to the last "
+                "one (a caller's ids with no mask); the mixin keeps those cache_position selects"
+            )
         if facets.get("crop"):
             # a DynamicCache has no size limit: in the standard flow nothing is cropped
-            differences.append("crops the attention mask for a cache of bounded size (a SinkCache, a static cache); "
-                               "the mixin passes the whole mask")
+            differences.append(
+                "crops the attention mask for a cache of bounded size (a SinkCache, a static cache); "
+                "the mixin passes the whole mask"
+            )
         return Coverage(True, differences=tuple(differences))
 
 
@@ -236,7 +258,7 @@ CASES = (
         "phi3-remote",
         RULE.example,
         detail="the mask's uncached part, else past the past length; crops the mask to the maximum cache length for "
-               "a cache of bounded size",
+        "a cache of bounded size",
         facets={"crop": "to the maximum cache length"},
     ),
     Case(
@@ -270,7 +292,7 @@ CASES = (
                 attention_mask = attention_mask[:, -max_cache_length:]
         """,
         detail="the mask's uncached part, else past the past length; crops the mask to the maximum cache length for "
-               "a cache of bounded size",
+        "a cache of bounded size",
         facets={"crop": "to the maximum cache length"},
     ),
     Case(
@@ -292,7 +314,7 @@ CASES = (
                 attention_mask = attention_mask[:, -max_cache_length:]
         """,
         detail="the mask's uncached part, else past the past length; crops the mask to the maximum cache length for "
-               "a cache of bounded size",
+        "a cache of bounded size",
         facets={"crop": "to the maximum cache length"},
     ),
     Case(
@@ -312,7 +334,7 @@ CASES = (
                 attention_mask = attention_mask[:, -(cache_length + input_ids.shape[1]) :]
         """,
         detail="the mask's uncached part, else past the past length; crops the mask to what the cache holds for a "
-               "cache of bounded size",
+        "cache of bounded size",
         facets={"crop": "to what the cache holds"},
     ),
     Case(
@@ -352,8 +374,8 @@ CASES = (
                 attention_mask = attention_mask[:, -(cache_length + input_ids.shape[1]) :]
         """,
         detail="the mask's uncached part, else past the past length; the last id of ids no longer than the past "
-               "length that hold self.config.audio_token_index; crops the mask to what the cache holds for a cache of "
-               "bounded size",
+        "length that hold self.config.audio_token_index; crops the mask to what the cache holds for a cache of "
+        "bounded size",
         facets={"media": "self.config.audio_token_index", "crop": "to what the cache holds"},
     ),
     NoOp(

@@ -31,7 +31,9 @@ if inputs_embeds is not None and $ids.shape[1] == 0:
 """
 # Exception 3: with synced GPUs cache_position may run past the ids (4.47 – 4.49: unless compiling)
 _SYNCED = "inputs_embeds is not None or cache_position[-1] >= $ids.shape[1]"
-_SYNCED_UNLESS_COMPILING = "inputs_embeds is not None or (is_torchdynamo_compiling() or cache_position[-1] >= $ids.shape[1])"
+_SYNCED_UNLESS_COMPILING = (
+    "inputs_embeds is not None or (is_torchdynamo_compiling() or cache_position[-1] >= $ids.shape[1])"
+)
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
@@ -41,8 +43,11 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     detail = variant + ("" if ctx.under_past else "; not under a cache guard")
     # unguarded, the ids are sliced whether or not a cache comes in (RecurrentGemma keeps its own, which
     # generate() never sees): a mixin that slices only with a cache does not do that
-    return claim(detail=detail, defines={ids: Value(ValueOrigin.IDS, "cache_position")},
-                 facets={} if ctx.under_past else {"guard": "none"})
+    return claim(
+        detail=detail,
+        defines={ids: Value(ValueOrigin.IDS, "cache_position")},
+        facets={} if ctx.under_past else {"guard": "none"},
+    )
 
 
 RULE = TemplateRule(
@@ -51,7 +56,8 @@ RULE = TemplateRule(
     {
         "with the inputs_embeds exception": "if inputs_embeds is not None:" + _SLICE,
         "with the inputs_embeds and synced-GPUs exceptions": f"if {_SYNCED}:" + _SLICE,
-        "with the inputs_embeds and synced-GPUs exceptions, unless compiling": f"if {_SYNCED_UNLESS_COMPILING}:" + _SLICE,
+        "with the inputs_embeds and synced-GPUs exceptions, unless compiling": f"if {_SYNCED_UNLESS_COMPILING}:"
+        + _SLICE,
         "embeddings sliced when there are no ids; inputs_embeds and synced-GPUs exceptions": (
             _EMBEDS_ONLY + f"elif {_SYNCED}:" + _SLICE
         ),

@@ -58,8 +58,13 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
         if captures.code("p") not in PAST_NAMES:
             return None
         # the guard is part of the template; cache_position is what generate() gives, else counted from the cache
-        return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "past length"),
-                                              "cache_position": Value(ValueOrigin.BEHAVIOUR, "cache position")})
+        return claim(
+            detail=variant,
+            defines={
+                ids: Value(ValueOrigin.IDS, "past length"),
+                "cache_position": Value(ValueOrigin.BEHAVIOUR, "cache position"),
+            },
+        )
     source = _length_source(captures.nodes["length"])
     if source is None:
         return None
@@ -243,7 +248,8 @@ CASES = (
     NoOp(
         "multi-query-axes-swapped",
         # GPTBigCode's block with the two layouts' sequence axes the other way round
-        _GPT_BIGCODE.replace("[0].shape[1]", "[0].shape[@]").replace("[0].shape[2]", "[0].shape[1]")
+        _GPT_BIGCODE.replace("[0].shape[1]", "[0].shape[@]")
+        .replace("[0].shape[2]", "[0].shape[1]")
         .replace("[0].shape[@]", "[0].shape[2]"),
         why="another cache layout: which axis counts the tokens is the model's to say",
         unrecognised="if self.config.multi_query:",

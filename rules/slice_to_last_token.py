@@ -13,7 +13,20 @@ Example::
 from collections.abc import Mapping
 
 from rules._pattern import Captures
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    TemplateRule,
+    Value,
+    ValueOrigin,
+    claim,
+)
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
@@ -32,10 +45,13 @@ class SliceToLastToken(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in _SLICERS):
             return Coverage(False, missing="the mixin does not slice the ids by the cache")
-        return Coverage(True, differences=(
-            "keeps only the last token where the mixin keeps every uncached token: assisted decoding "
-            "(several candidate tokens per step) sees different inputs",
-        ))
+        return Coverage(
+            True,
+            differences=(
+                "keeps only the last token where the mixin keeps every uncached token: assisted decoding "
+                "(several candidate tokens per step) sees different inputs",
+            ),
+        )
 
 
 RULE = SliceToLastToken(

@@ -17,7 +17,20 @@ from collections.abc import Mapping
 import libcst as cst
 
 from rules._pattern import Captures, string_key
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, TemplateRule, Value, ValueOrigin, claim
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    TemplateRule,
+    Value,
+    ValueOrigin,
+    claim,
+)
 from rules.guards import guard_of
 
 #: what a key variable in a mixin's list of names stands for
@@ -54,12 +67,17 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
             if guard is None or not guard[0].startswith("past"):
                 return None
         sliced = Value(ValueOrigin.BEHAVIOUR, "slice-with-ids")
-        return claim(detail=f"{', '.join(names)}, when passed ({variant})", outputs={name: sliced for name in names},
-                     facets={"names": ",".join(names)})
+        return claim(
+            detail=f"{', '.join(names)}, when passed ({variant})",
+            outputs={name: sliced for name in names},
+            facets={"names": ",".join(names)},
+        )
     name = captures.code("x")
     if not name.isidentifier() or not ctx.under_past:
         return None
-    return claim(detail=name, defines={name: Value(ValueOrigin.BEHAVIOUR, f"slice-with-ids:{name}")}, facets={"names": name})
+    return claim(
+        detail=name, defines={name: Value(ValueOrigin.BEHAVIOUR, f"slice-with-ids:{name}")}, facets={"names": name}
+    )
 
 
 class SliceWithIds(TemplateRule):

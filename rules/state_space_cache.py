@@ -53,9 +53,7 @@ RULE = TemplateRule(
     ),
 )
 
-ERAS = (
-    EraNote("4.x", "no mixin knows `cache_params`: such an override stays"),
-)
+ERAS = (EraNote("4.x", "no mixin knows `cache_params`: such an override stays"),)
 
 CASES = (
     Case(

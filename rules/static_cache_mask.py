@@ -35,7 +35,21 @@ import libcst as cst
 import libcst.matchers as m
 
 from rules._pattern import Template, findall_of, node_code
-from rules.base import Case, Context, Coverage, EraNote, Kind, Match, MixinBehaviours, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from rules.base import (
+    Case,
+    Context,
+    Coverage,
+    EraNote,
+    Kind,
+    Match,
+    MixinBehaviours,
+    NoOp,
+    Rule,
+    Statements,
+    Value,
+    ValueOrigin,
+    parse_docstring,
+)
 
 _TESTS = {
     "": Template.expression("isinstance($p, $cache) and attention_mask.ndim == 2"),
@@ -57,8 +71,19 @@ _TESTS = {
 }
 # Everything else in the block only gathers the helper's arguments.
 _HELPER_LOCALS = frozenset(
-    {"batch_size", "sequence_length", "_", "device", "dtype", "min_dtype", "base_model", "decoder",
-     "causal_mask_creation_function", "parameters", "required"}
+    {
+        "batch_size",
+        "sequence_length",
+        "_",
+        "device",
+        "dtype",
+        "min_dtype",
+        "base_model",
+        "decoder",
+        "causal_mask_creation_function",
+        "parameters",
+        "required",
+    }
 )
 # 4.53 – 5.2 also read inputs back for create_masks_for_generate (4.53 from ``model_input``, a slip).
 _READ_BACK = (
@@ -85,7 +110,7 @@ class StaticCacheMask(Rule):
         statement = statements[start]
         if not isinstance(statement, cst.If) or statement.orelse is not None:
             return None
-        for label, template in _TESTS.items():
+        for label, template in _TESTS.items():  # noqa: B007 - read after the loop
             captures = template.match_expression(statement.test)
             if captures is not None:
                 break
@@ -110,17 +135,23 @@ class StaticCacheMask(Rule):
             for small in node.body:
                 if isinstance(small, cst.Assign):
                     continue
-                if isinstance(small, cst.Expr) and m.matches(small.value, m.Call(func=m.Attribute(value=m.Name("logger")))):
+                if isinstance(small, cst.Expr) and m.matches(
+                    small.value, m.Call(func=m.Attribute(value=m.Name("logger")))
+                ):
                     continue
                 return None
         if helper is None:
             return None
-        if helper == "the base model's helper" and m.findall(statement.body, m.Attribute(m.Name("inspect"), m.Name("getmodule"))):
+        if helper == "the base model's helper" and m.findall(
+            statement.body, m.Attribute(m.Name("inspect"), m.Name("getmodule"))
+        ):
             helper = "the base model's or the module's helper"
         if m.findall(statement.body, m.Arg(value=m.Name("create_masks_for_generate"))):
             # 4.53 – 5.2 look for the base model's (or its decoder's) helper first
             looks_up = m.findall(statement.body, m.SimpleString(value=m.MatchIfTrue(lambda v: _HELPER in v)))
-            helper = ("the base model's helper, else " if looks_up else "") + "create_masks_for_generate (a model may override it)"
+            helper = (
+                "the base model's helper, else " if looks_up else ""
+            ) + "create_masks_for_generate (a model may override it)"
         cache = node_code(captures.nodes["cache"]) if "cache" in captures else "any compileable Cache"
         details = [f"for {cache}", f"via {helper}"]
         if label == "not with flash attention":
@@ -132,8 +163,13 @@ class StaticCacheMask(Rule):
             also = node_code(captures.nodes["also"])
             details.insert(1, f"and {also} but not with flash attention")
             facets.update({"also": also, "also_unless": "flash attention"})
-        return Match(1, self.name, "; ".join(details), defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, self.name)},
-                     facets=facets)
+        return Match(
+            1,
+            self.name,
+            "; ".join(details),
+            defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, self.name)},
+            facets=facets,
+        )
 
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         found = mixin.get(self.name)
@@ -142,7 +178,10 @@ class StaticCacheMask(Rule):
         handled = {f.get("cache") for f in found} | {f["also"] for f in found if "also" in f}
         cache = facets.get("cache")
         if cache not in handled and "any compileable Cache" not in handled:
-            return Coverage(False, missing=f"the mixin builds the 4D mask only for {', '.join(sorted(h for h in handled if h))}, not {cache}")
+            return Coverage(
+                False,
+                missing=f"the mixin builds the 4D mask only for {', '.join(sorted(h for h in handled if h))}, not {cache}",
+            )
         differences = []
         theirs = found[0].get("helper")
         if theirs and facets.get("helper", "") not in theirs:
@@ -150,8 +189,11 @@ class StaticCacheMask(Rule):
         # the mixin's exception for this cache, if it makes one (ours for Gemma 2's HybridCache)
         mixin_unless = next((f.get("also_unless") for f in found if f.get("also") == cache), None)
         if facets.get("unless") != mixin_unless:
-            differences.append("skips the 4D mask under flash attention; the mixin does not" if facets.get("unless")
-                               else "builds the 4D mask under flash attention too; the mixin does not")
+            differences.append(
+                "skips the 4D mask under flash attention; the mixin does not"
+                if facets.get("unless")
+                else "builds the 4D mask under flash attention too; the mixin does not"
+            )
         return Coverage(True, differences=tuple(differences))
 
 
@@ -242,8 +284,12 @@ CASES = (
             )
         """,
         detail="for StaticCache; and HybridCache but not with flash attention; via the module's helper",
-        facets={"cache": "StaticCache", "helper": "the module's helper", "also": "HybridCache",
-                "also_unless": "flash attention"},
+        facets={
+            "cache": "StaticCache",
+            "helper": "the module's helper",
+            "also": "HybridCache",
+            "also_unless": "flash attention",
+        },
     ),
     Case(
         "base-model-method",

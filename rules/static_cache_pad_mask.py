@@ -32,12 +32,12 @@ RULE = TemplateRule(
                 attention_mask = torch.cat([attention_mask, new_attn_mask], dim=-1)
         """
     },
-    lambda captures, ctx, variant: claim(detail=variant, defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, "static-cache-pad-mask")}),
+    lambda captures, ctx, variant: claim(
+        detail=variant, defines={"attention_mask": Value(ValueOrigin.BEHAVIOUR, "static-cache-pad-mask")}
+    ),
 )
 
-ERAS = (
-    EraNote("all", "no mixin pads the 2D mask: such an override stays"),
-)
+ERAS = (EraNote("all", "no mixin pads the 2D mask: such an override stays"),)
 
 CASES = (
     Case(

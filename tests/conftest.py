@@ -47,6 +47,8 @@ def mini_checkout(tmp_path: Path, codemod_cache: Path) -> Path:
 def remote_code(tmp_path: Path, codemod_cache: Path) -> Path:
     """A private copy of ``fixtures/remote_code``, scanned with a private cache dir."""
     return copy_fixture(REMOTE_CODE, tmp_path / "remote_code")
+
+
 FOREIGN = FIXTURES / "foreign"
 
 
@@ -80,3 +82,16 @@ def make_target_package(dest: Path, version: str, *, pretrained_generative: bool
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return package
+
+
+@pytest.fixture(scope="session")
+def verify_env() -> tuple[Path, Path]:
+    """(python, src) of the verification environment for the 4.45.2 release (made once per machine)."""
+    from codemod.checkout import resolve
+    from codemod.environment import ensure_environment
+    from codemod.fetch import release_checkout
+
+    checkout = resolve(release_checkout("4.45.2"))
+    environment = ensure_environment(checkout)
+    assert checkout.package_dir is not None
+    return environment.python, checkout.package_dir.parent

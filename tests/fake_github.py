@@ -106,7 +106,16 @@ class FakeGitHub:
 
     # -- test controls and views -----------------------------------------------------------
 
-    def fail(self, method: str, path: str, status: int, *, body: Any = None, headers: dict[str, str] | None = None, times: int = 1) -> None:
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        times: int = 1,
+    ) -> None:
         """Answer the next ``times`` requests whose method matches and whose path matches the regex ``path``."""
         with self._lock:
             self._failures.append(Failure(method.upper(), re.compile(path), status, body, headers or {}, times))
@@ -115,10 +124,21 @@ class FakeGitHub:
         with self._lock:
             return [r for r in self.requests if r.method != "GET"]
 
-    def add_pull(self, *, head: str, body: str = "", title: str = "a pull request", state: str = "open", merged: bool = False, user: str = "octocat") -> dict[str, Any]:
+    def add_pull(
+        self,
+        *,
+        head: str,
+        body: str = "",
+        title: str = "a pull request",
+        state: str = "open",
+        merged: bool = False,
+        user: str = "octocat",
+    ) -> dict[str, Any]:
         """A pull request made outside the bot (by a person, or an earlier bot run)."""
         with self._lock:
-            pull = self._new_pull(title=title, head=head, base="main", body=body, sha=self._branch_sha(head) or "0" * 40, user=user)
+            pull = self._new_pull(
+                title=title, head=head, base="main", body=body, sha=self._branch_sha(head) or "0" * 40, user=user
+            )
             pull["state"] = state
             if merged:
                 pull["merged_at"] = "2024-01-01T00:00:00Z"
@@ -142,11 +162,15 @@ class FakeGitHub:
             return None
         done = subprocess.run(
             ["git", "--git-dir", str(self.bare), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         return done.stdout.strip() or None
 
-    def _new_pull(self, *, title: str, head: str, base: str, body: str, sha: str, user: str = "github-actions[bot]") -> dict[str, Any]:
+    def _new_pull(
+        self, *, title: str, head: str, base: str, body: str, sha: str, user: str = "github-actions[bot]"
+    ) -> dict[str, Any]:
         number = self._next_number
         self._next_number += 1
         pull = {
@@ -176,7 +200,9 @@ class FakeGitHub:
         view["head"]["sha"] = self._branch_sha(pull["head"]["ref"]) or pull["head"]["sha"]
         return view
 
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], raw_body: bytes) -> tuple[int, Any, dict[str, str]]:
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], raw_body: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
         parts = urllib.parse.urlsplit(raw_path)
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(parts.query).items()}
         try:
@@ -202,7 +228,7 @@ class FakeGitHub:
         not_found = (404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}, {})
         if not path.startswith(prefix + "/"):
             return not_found
-        rest = path[len(prefix):]
+        rest = path[len(prefix) :]
         if rest == "/pulls" and method == "GET":
             return self._list(path, query)
         if rest == "/pulls" and method == "POST":
@@ -225,7 +251,9 @@ class FakeGitHub:
             for name in (body or {}).get("labels", []):
                 if name not in names:
                     names.append(name)
-            pull["labels"] = [{"id": i, "name": n, "color": "ededed", "default": False} for i, n in enumerate(names, 1)]
+            pull["labels"] = [
+                {"id": i, "name": n, "color": "ededed", "default": False} for i, n in enumerate(names, 1)
+            ]
             return 200, pull["labels"], {}
         return not_found
 
@@ -239,11 +267,13 @@ class FakeGitHub:
         per_page = min(int(query.get("per_page", 30)), 100, self.max_per_page)
         page = int(query.get("page", 1))
         last = max(1, -(-len(pulls) // per_page))
-        chunk = pulls[(page - 1) * per_page: page * per_page]
+        chunk = pulls[(page - 1) * per_page : page * per_page]
         headers = {}
         if page < last:
+
             def link(n: int) -> str:
                 return f"{self.url}{path}?{urllib.parse.urlencode({**query, 'per_page': per_page, 'page': n})}"
+
             headers["Link"] = f'<{link(page + 1)}>; rel="next", <{link(last)}>; rel="last"'
         return 200, [self._view(p) for p in chunk], headers
 
@@ -251,16 +281,36 @@ class FakeGitHub:
         missing = [f for f in ("title", "head", "base") if not body.get(f)]
         if missing:
             errors = [{"resource": "PullRequest", "field": f, "code": "missing_field"} for f in missing]
-            return 422, {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"}, {}
+            return (
+                422,
+                {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"},
+                {},
+            )
         head = body["head"].split(":", 1)[-1]
         sha = self._branch_sha(head)
         if self.bare is not None and sha is None:
             errors = [{"resource": "PullRequest", "field": "head", "code": "invalid"}]
-            return 422, {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"}, {}
+            return (
+                422,
+                {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"},
+                {},
+            )
         if any(p["state"] == "open" and p["head"]["ref"] == head for p in self.pulls.values()):
-            errors = [{"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}]
-            return 422, {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"}, {}
-        pull = self._new_pull(title=body["title"], head=head, base=body["base"], body=body.get("body") or "", sha=sha or "0" * 40)
+            errors = [
+                {
+                    "resource": "PullRequest",
+                    "code": "custom",
+                    "message": f"A pull request already exists for {self.owner}:{head}.",
+                }
+            ]
+            return (
+                422,
+                {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"},
+                {},
+            )
+        pull = self._new_pull(
+            title=body["title"], head=head, base=body["base"], body=body.get("body") or "", sha=sha or "0" * 40
+        )
         return 201, self._view(pull), {"Location": pull["url"]}
 
 

@@ -89,9 +89,9 @@ def copy_mini_checkout(workdir: Path) -> Path:
 
 def scan_reports(root: Path, *, use_cache: bool = False) -> tuple[str, str]:
     """(JSON, Markdown) of the checkout at ``root``, scanned without git state, normalised."""
+    from codemod.analyse.scan import scan
     from codemod.checkout import resolve
     from codemod.publish.report import to_json, to_markdown
-    from codemod.analyse.scan import scan
 
     checkout = resolve(root, with_git=False)
     result = scan(checkout, use_cache=use_cache, jobs=1)
@@ -111,7 +111,9 @@ def diff_output(root: Path) -> tuple[int, str]:
 
     result = CliRunner().invoke(app, ["diff", str(root)])
     if result.exit_code not in (0, 1):
-        raise RuntimeError(f"codemod diff {root} exited {result.exit_code}: {result.output[-2000:]}") from result.exception
+        raise RuntimeError(
+            f"codemod diff {root} exited {result.exit_code}: {result.output[-2000:]}"
+        ) from result.exception
     return result.exit_code, result.stdout
 
 
@@ -136,8 +138,13 @@ def tree_diff(old_root: Path, new_root: Path, paths: list[str]) -> str:
     from codemod.transform.rewrite import FileRewrite
 
     rewrites = tuple(
-        FileRewrite(path=path, old=(old_root / path).read_bytes(), new=(new_root / path).read_bytes(),
-                    encoding=_encoding(old_root / path), applied=())
+        FileRewrite(
+            path=path,
+            old=(old_root / path).read_bytes(),
+            new=(new_root / path).read_bytes(),
+            encoding=_encoding(old_root / path),
+            applied=(),
+        )
         for path in sorted(paths)
     )
     return unified_diff(SimpleNamespace(rewrites=rewrites))  # type: ignore[arg-type]  (it reads .rewrites only)
@@ -152,10 +159,10 @@ def _encoding(path: Path) -> str:
 
 def release_report(version: str, *, use_cache: bool = True) -> str:
     """The normalised JSON of ``version``'s cached release checkout (downloaded on first use)."""
+    from codemod.analyse.scan import scan
     from codemod.checkout import resolve
     from codemod.fetch import release_checkout
     from codemod.publish.report import to_json
-    from codemod.analyse.scan import scan
 
     checkout = resolve(release_checkout(version))
     return normalise_json(to_json(scan(checkout, use_cache=use_cache)), checkout.root)

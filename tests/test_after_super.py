@@ -25,20 +25,22 @@ from .test_classify import override
 from .test_plan import checkout_copy, scan_of
 
 #: the generic part the shapes below share: 4.45's slicing, position ids and inputs_embeds idioms
-_GENERIC_START = '''
+_GENERIC_START = """
     if past_key_values is not None:
         if inputs_embeds is not None:  # Exception 1
             input_ids = input_ids[:, -cache_position.shape[0] :]
         elif input_ids.shape[1] != cache_position.shape[0]:  # Default case
             input_ids = input_ids[:, cache_position]
-'''
-_GENERIC_DICT = '''
+"""
+_GENERIC_DICT = """
     # if `inputs_embeds` are passed, we only want to use them in the 1st generation step
     if inputs_embeds is not None and cache_position[0] == 0:
         model_inputs = {"inputs_embeds": inputs_embeds, "input_ids": None}
     else:
         model_inputs = {"input_ids": input_ids.clone(memory_format=torch.contiguous_format), "inputs_embeds": None}
-'''
+"""
+
+
 def _updated(*keys: str) -> str:
     """The dict's ``update`` with these keys, each from the local of its name, and the return (4.45's layout)."""
     entries = "".join(f'            "{key}": {key},\n' for key in keys)
@@ -46,7 +48,7 @@ def _updated(*keys: str) -> str:
 
 
 #: 4.45's 4D mask for a static cache, through the module's helper (the hoisted mixin builds the same)
-_STATIC_MASK = '''
+_STATIC_MASK = """
     if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
         if model_inputs["inputs_embeds"] is not None:
             batch_size, sequence_length, _ = inputs_embeds.shape
@@ -68,8 +70,8 @@ _STATIC_MASK = '''
             cache_position=cache_position,
             batch_size=batch_size,
         )
-'''
-_SIGNATURE = '''
+"""
+_SIGNATURE = """
 def prepare_inputs_for_generation(
     self,
     input_ids,
@@ -81,17 +83,22 @@ def prepare_inputs_for_generation(
     use_cache=True,
     pixel_values=None,
     **kwargs,
-):'''
+):"""
 
 #: Mllama: the image inputs only while image tokens are left in the (sliced) ids
-IMAGE_TOKENS = _SIGNATURE + _GENERIC_START + '''
+IMAGE_TOKENS = (
+    _SIGNATURE
+    + _GENERIC_START
+    + """
     if attention_mask is not None and position_ids is None:
         # create position_ids on the fly for batch generation
         position_ids = attention_mask.long().cumsum(-1) - 1
         position_ids.masked_fill_(attention_mask == 0, 1)
         if past_key_values:
             position_ids = position_ids[:, -input_ids.shape[1] :]
-''' + _GENERIC_DICT + '''
+"""
+    + _GENERIC_DICT
+    + """
     model_inputs.update(
         {
             "position_ids": position_ids,
@@ -106,17 +113,24 @@ IMAGE_TOKENS = _SIGNATURE + _GENERIC_START + '''
     if (input_ids == self.config.image_token_index).any():
         model_inputs["pixel_values"] = pixel_values
     return model_inputs
-'''
+"""
+)
 
 #: Qwen2-VL: rope positions of its own, from the sliced ids, and the pixels on the first step only
-ROPE_POSITIONS = _SIGNATURE + _GENERIC_START + '''
+ROPE_POSITIONS = (
+    _SIGNATURE
+    + _GENERIC_START
+    + """
     rope_deltas = kwargs.get("rope_deltas", None)
     if attention_mask is not None and position_ids is None:
         if cache_position[0] == 0:
             position_ids, rope_deltas = self.get_rope_index(input_ids, attention_mask)
         else:
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device) + rope_deltas
-''' + _GENERIC_DICT + _STATIC_MASK + '''
+"""
+    + _GENERIC_DICT
+    + _STATIC_MASK
+    + """
     model_inputs.update(
         {
             "position_ids": position_ids,
@@ -128,10 +142,20 @@ ROPE_POSITIONS = _SIGNATURE + _GENERIC_START + '''
         }
     )
     return model_inputs
-'''
+"""
+)
 
-FORWARD = ("input_ids", "attention_mask", "position_ids", "past_key_values", "inputs_embeds", "use_cache",
-           "cache_position", "pixel_values", "rope_deltas")
+FORWARD = (
+    "input_ids",
+    "attention_mask",
+    "position_ids",
+    "past_key_values",
+    "inputs_embeds",
+    "use_cache",
+    "cache_position",
+    "pixel_values",
+    "rope_deltas",
+)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +176,8 @@ def test_statements_reading_the_sliced_ids_stay_after_super_with_the_slicing(hoi
     finding = _finding(IMAGE_TOKENS, hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED)] == [
-        Extra("", ExtraHow.KEEP_AFTER, "0,4")]
+        Extra("", ExtraHow.KEEP_AFTER, "0,4")
+    ]
     notes = [r.text for r in finding.reasons if r.kind == "note"]
     assert "kept as is after super(): if (input_ids == self.config.image_token_index).any(): …" in notes
     assert "bespoke: its own input handling, kept as it is after super(), is model-specific" in notes
@@ -165,11 +190,16 @@ def test_keys_computed_by_the_kept_statements_are_set_from_them(hoisted: MixinPr
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED)] == [
         Extra("", ExtraHow.KEEP_AFTER, "0,1,2"),
-        Extra("position_ids", ExtraHow.COMPUTED), Extra("rope_deltas", ExtraHow.COMPUTED)]
+        Extra("position_ids", ExtraHow.COMPUTED),
+        Extra("rope_deltas", ExtraHow.COMPUTED),
+    ]
 
 
 #: CLVP: position ids of its own only when conditioned on embeddings; otherwise the generic ones it built before
-CONDITIONED_POSITIONS = _SIGNATURE + _GENERIC_START + '''
+CONDITIONED_POSITIONS = (
+    _SIGNATURE
+    + _GENERIC_START
+    + """
     if attention_mask is not None and position_ids is None:
         position_ids = attention_mask.long().cumsum(-1) - 1
         position_ids.masked_fill_(attention_mask == 0, 1)
@@ -177,7 +207,11 @@ CONDITIONED_POSITIONS = _SIGNATURE + _GENERIC_START + '''
             position_ids = position_ids[:, -input_ids.shape[1] :]
     if pixel_values is not None and past_key_values is not None:
         position_ids = torch.tensor([input_ids.shape[-1]], dtype=torch.long, device=input_ids.device)
-''' + _GENERIC_DICT + _STATIC_MASK + _updated("position_ids", "past_key_values", "use_cache", "attention_mask")
+"""
+    + _GENERIC_DICT
+    + _STATIC_MASK
+    + _updated("position_ids", "past_key_values", "use_cache", "attention_mask")
+)
 
 
 def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwise(hoisted: MixinProfile) -> None:
@@ -187,13 +221,16 @@ def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwis
     finding = _finding(CONDITIONED_POSITIONS, hoisted)
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED)] == [
-        Extra("", ExtraHow.KEEP_AFTER, "0,1,2"), Extra("position_ids", ExtraHow.COMPUTED)]
+        Extra("", ExtraHow.KEEP_AFTER, "0,1,2"),
+        Extra("position_ids", ExtraHow.COMPUTED),
+    ]
 
 
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param('''
+        pytest.param(
+            """
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
                 attention_mask = attention_mask[:, -self.config.attention_window_size :]
                 position_ids = attention_mask.long().cumsum(-1) - 1
@@ -203,19 +240,23 @@ def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwis
                 model_inputs = {"input_ids": input_ids, "position_ids": position_ids}
                 model_inputs.update({"past_key_values": past_key_values, "attention_mask": attention_mask})
                 return model_inputs
-            ''',
+            """,
             # super() builds the positions from the caller's mask, the override from its cropped one
-            id="a-generic-statement-that-goes-reads-what-a-kept-one-computed"),
-        pytest.param('''
+            id="a-generic-statement-that-goes-reads-what-a-kept-one-computed",
+        ),
+        pytest.param(
+            """
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                 if past_key_values is not None:
                     input_ids = input_ids[:, -1:]
                 input_ids = self.remap_vocabulary(input_ids)
                 return {"input_ids": input_ids, "past_key_values": past_key_values, **kwargs}
-            ''',
+            """,
             # everything but the dict would stay: not worth a change
-            id="most-of-the-method-would-stay"),
-        pytest.param('''
+            id="most-of-the-method-would-stay",
+        ),
+        pytest.param(
+            """
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, **kwargs):
                 if past_key_values is not None:
                     input_ids = input_ids[:, -1:]
@@ -230,10 +271,12 @@ def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwis
                 model_inputs.update({"token_type_ids": kwargs.get("token_type_ids")})
                 model_inputs.update({"position_ids": kwargs.get("position_ids")})
                 return model_inputs
-            ''',
+            """,
             # the ids it remaps reach the dict through a recognised idiom that records no expression
-            id="a-key-computed-from-them-has-no-expression-to-set-it-by"),
-        pytest.param('''
+            id="a-key-computed-from-them-has-no-expression-to-set-it-by",
+        ),
+        pytest.param(
+            """
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                 if self.config.legacy:
                     return {"input_ids": input_ids}
@@ -243,9 +286,11 @@ def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwis
                 model_inputs.update({"position_ids": kwargs.get("position_ids")})
                 model_inputs.update({"token_type_ids": kwargs.get("token_type_ids")})
                 return model_inputs
-            ''',
-            id="it-returns-early"),
-        pytest.param('''
+            """,
+            id="it-returns-early",
+        ),
+        pytest.param(
+            """
             def prepare_inputs_for_generation(self, input_ids, attention_mask=None, inputs_embeds=None,
                                               cache_position=None, **kwargs):
                 if inputs_embeds is not None:
@@ -266,9 +311,10 @@ def test_a_key_set_by_a_kept_statement_only_sometimes_keeps_what_set_it_otherwis
                     }
                 )
                 return model_inputs
-            ''',
+            """,
             # RecurrentGemma slices with no cache guard (its cache is its own): the mixin slices by what its cache holds
-            id="the-ids-are-sliced-without-a-cache-guard"),
+            id="the-ids-are-sliced-without-a-cache-guard",
+        ),
     ],
 )
 def test_no_reduction_after_super(hoisted: MixinProfile, source: str) -> None:
@@ -295,8 +341,9 @@ def test_computed_keys_follow_the_kept_statements(hoisted: MixinProfile) -> None
     finding = _finding(ROPE_POSITIONS, hoisted)
     reduction = reduce_override(finding.override, finding.extras)
     assert reduction is not None
-    assert reduction.tail == ('model_inputs["position_ids"] = position_ids\n'
-                              'model_inputs["rope_deltas"] = rope_deltas\nreturn model_inputs\n')
+    assert reduction.tail == (
+        'model_inputs["position_ids"] = position_ids\nmodel_inputs["rope_deltas"] = rope_deltas\nreturn model_inputs\n'
+    )
     # position_ids is an input the mixin prepares (from the mask): it still gets the caller's; pixel_values, passed
     # on as the mixin does, reaches it through **kwargs
     assert "position_ids" in reduction.keywords
@@ -306,7 +353,7 @@ def test_computed_keys_follow_the_kept_statements(hoisted: MixinProfile) -> None
 # ------------------------------------------------------------------------------------------- rewrite
 
 
-MODEL = '''
+MODEL = """
 import torch
 
 from ...generation import GenerationMixin
@@ -319,11 +366,12 @@ class MinnowForConditionalGeneration(PreTrainedModel, GenerationMixin):
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, inputs_embeds=None,
                 use_cache=None, cache_position=None, pixel_values=None):
         return input_ids
-'''
+"""
 
 
-def test_the_rewritten_method_keeps_the_statements_after_super_with_their_comments(tmp_path: Path,
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rewritten_method_keeps_the_statements_after_super_with_their_comments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
     method = textwrap.indent(textwrap.dedent(IMAGE_TOKENS).lstrip("\n"), "    ")
     root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL) + "\n" + method})
@@ -335,7 +383,9 @@ def test_the_rewritten_method_keeps_the_statements_after_super_with_their_commen
     rewrite = next(r for r in settle(result, plan).rewrites if r.path.endswith("modeling_minnow.py"))
     new = rewrite.new.decode()
     start = new.index("    def prepare_inputs_for_generation(")
-    assert new[start:] == '''\
+    assert (
+        new[start:]
+        == """\
     def prepare_inputs_for_generation(
         self,
         input_ids,
@@ -365,28 +415,34 @@ def test_the_rewritten_method_keeps_the_statements_after_super_with_their_commen
         if (input_ids == self.config.image_token_index).any():
             model_inputs["pixel_values"] = pixel_values
         return model_inputs
-'''
+"""
+    )
     ast.parse(new)
 
 
-def test_the_overwritten_line_of_a_statement_kept_after_super_heads_the_body_once(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_overwritten_line_of_a_statement_kept_after_super_heads_the_body_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # upstream's own mark above the first statement (5.x's XLM): that statement moves after super(), the mark
     # stays the body's first line, and is not written a second time
     monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
-    marked = IMAGE_TOKENS.replace(_GENERIC_START, "\n    # Overwritten -- the images go on the prefill only" + _GENERIC_START, 1)
+    marked = IMAGE_TOKENS.replace(
+        _GENERIC_START, "\n    # Overwritten -- the images go on the prefill only" + _GENERIC_START, 1
+    )
     assert marked != IMAGE_TOKENS
     method = textwrap.indent(textwrap.dedent(marked).lstrip("\n"), "    ")
     root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL) + "\n" + method})
     result = scan_of(root)
     rewrite = next(r for r in settle(result, initial_plan(result)).rewrites if r.path.endswith("modeling_minnow.py"))
     new = rewrite.new.decode()
-    body = new[new.index("    def prepare_inputs_for_generation("):]
+    body = new[new.index("    def prepare_inputs_for_generation(") :]
     assert body.count("# Overwritten --") == 1, body
     lines = body.splitlines()
     after_signature = lines.index("    ):") + 1
     assert lines[after_signature].lstrip().startswith("# Overwritten --"), body
-    assert lines[after_signature + 1].lstrip().startswith("model_inputs = super().prepare_inputs_for_generation("), body
+    assert lines[after_signature + 1].lstrip().startswith("model_inputs = super().prepare_inputs_for_generation("), (
+        body
+    )
     ast.parse(new)
 
 
@@ -420,8 +476,9 @@ def test_exposed_reads(code: str, exposed: tuple[str, ...]) -> None:
 # ------------------------------------------------------------------------------------------- evidence
 
 
-def test_the_verification_of_a_reduction_needs_what_its_kept_statements_read(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_verification_of_a_reduction_needs_what_its_kept_statements_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Mllama's image check, kept after super(), is only exercised by a run that gives it pixel values: its target
     carries that need to the comparison (``runner.Target.needs``; ``compare`` judges it)."""
     from codemod.verify.session import targets_from_plan
@@ -442,7 +499,7 @@ def test_the_verification_of_a_reduction_needs_what_its_kept_statements_read(tmp
 # their device needs no slicing kept (``TopLevel.placement_reads``)
 
 #: 4.45's legacy slicing by the cache's length, inside a block guarded by the cache (8 spaces in)
-_PAST_LENGTH_SLICING = '''
+_PAST_LENGTH_SLICING = """
         past_length = past_key_values[0][0].shape[2]
 
         # Some generation methods already pass only the last input ID
@@ -452,27 +509,37 @@ _PAST_LENGTH_SLICING = '''
             # Default to old behavior: keep only final ID
             remove_prefix_length = input_ids.shape[1] - 1
 
-        input_ids = input_ids[:, remove_prefix_length:]'''
+        input_ids = input_ids[:, remove_prefix_length:]"""
 
 #: CLVP: its own position ids read the ids only for their length before the slicing and their device after it
-DEVICE_ONLY = _SIGNATURE + '''
+DEVICE_ONLY = (
+    _SIGNATURE
+    + """
     ids_length = input_ids.shape[-1]
     token_type_ids = kwargs.get("token_type_ids", None)
-    if past_key_values:''' + _PAST_LENGTH_SLICING + '''
+    if past_key_values:"""
+    + _PAST_LENGTH_SLICING
+    + """
         if token_type_ids is not None:
             token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
     if pixel_values is not None and past_key_values is not None:
         position_ids = torch.tensor([ids_length], dtype=torch.long, device=input_ids.device)
-''' + _GENERIC_DICT + _updated("position_ids", "past_key_values", "use_cache", "token_type_ids")
+"""
+    + _GENERIC_DICT
+    + _updated("position_ids", "past_key_values", "use_cache", "token_type_ids")
+)
 
 #: RoCBert: its own inputs cut to the last token in the block that also slices the ids
-OWN_INPUTS_IN_THE_SLICING_BLOCK = '''
+OWN_INPUTS_IN_THE_SLICING_BLOCK = (
+    """
 def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, attention_mask=None, **kwargs):
     if attention_mask is None:
         attention_mask = input_ids.new_ones(input_ids.shape)
 
     # cut decoder_input_ids if past_key_values is used
-    if past_key_values is not None:''' + _PAST_LENGTH_SLICING + '''
+    if past_key_values is not None:"""
+    + _PAST_LENGTH_SLICING
+    + """
         if shape_ids is not None:
             shape_ids = shape_ids[:, -1:]
 
@@ -482,13 +549,16 @@ def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_valu
         "attention_mask": attention_mask,
         "past_key_values": past_key_values,
     }
-'''
+"""
+)
 
 #: RoCBert's forward: no position ids the mixin would build
 OWN_FORWARD = ("input_ids", "shape_ids", "attention_mask", "past_key_values")
 
 #: Jamba: one branch slices the ids, the other makes its cache, in front of the generic part
-CACHE_IN_THE_OTHER_BRANCH = _SIGNATURE + '''
+CACHE_IN_THE_OTHER_BRANCH = (
+    _SIGNATURE
+    + """
     empty_past_kv = past_key_values is None
 
     # If we have cache: let's slice `input_ids` through `cache_position`, to keep only the unprocessed tokens
@@ -510,7 +580,9 @@ CACHE_IN_THE_OTHER_BRANCH = _SIGNATURE + '''
         model_inputs = {"inputs_embeds": inputs_embeds}
     else:
         model_inputs = {"input_ids": input_ids.contiguous()}
-''' + _updated("position_ids", "past_key_values", "use_cache", "attention_mask", "cache_position")
+"""
+    + _updated("position_ids", "past_key_values", "use_cache", "attention_mask", "cache_position")
+)
 
 
 def test_a_read_of_the_ids_only_for_their_device_keeps_no_slicing(hoisted: MixinProfile) -> None:
@@ -519,7 +591,9 @@ def test_a_read_of_the_ids_only_for_their_device_keeps_no_slicing(hoisted: Mixin
     finding = _finding(DEVICE_ONLY, hoisted)
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
-        Extra("", ExtraHow.KEEP_AFTER, "0,3"), Extra("position_ids", ExtraHow.COMPUTED)]
+        Extra("", ExtraHow.KEEP_AFTER, "0,3"),
+        Extra("position_ids", ExtraHow.COMPUTED),
+    ]
 
 
 def test_the_ids_slicing_is_cut_out_of_a_block_kept_after_super(hoisted: MixinProfile) -> None:
@@ -528,36 +602,50 @@ def test_the_ids_slicing_is_cut_out_of_a_block_kept_after_super(hoisted: MixinPr
     finding = classify_override(override(OWN_INPUTS_IN_THE_SLICING_BLOCK, forward_params=OWN_FORWARD), hoisted)
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
-        Extra("input_ids", ExtraHow.CUT, "7"), Extra("", ExtraHow.KEEP_AFTER, "1"), Extra("shape_ids", ExtraHow.COMPUTED)]
+        Extra("input_ids", ExtraHow.CUT, "7"),
+        Extra("", ExtraHow.KEEP_AFTER, "1"),
+        Extra("shape_ids", ExtraHow.COMPUTED),
+    ]
 
 
 def test_the_ids_slicing_is_cut_out_of_a_statement_kept_in_front_of_super(hoisted: MixinProfile) -> None:
     finding = _finding(CACHE_IN_THE_OTHER_BRANCH, hoisted)
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.CUT)] == [
-        Extra("", ExtraHow.CUT, "17"), Extra("", ExtraHow.KEEP_STATEMENTS, "0,1")]
+        Extra("", ExtraHow.CUT, "17"),
+        Extra("", ExtraHow.KEEP_STATEMENTS, "0,1"),
+    ]
 
 
 #: RoCBert's shape with more of the generic dict: worth reducing even with its slicing kept, so that a case the cut
 #: refuses still reduces, the slicing and the sliced ids' key kept
-_LONGER_DICT = OWN_INPUTS_IN_THE_SLICING_BLOCK.replace('''        "past_key_values": past_key_values,
-    }''', '''        "past_key_values": past_key_values,
+_LONGER_DICT = OWN_INPUTS_IN_THE_SLICING_BLOCK.replace(
+    """        "past_key_values": past_key_values,
+    }""",
+    """        "past_key_values": past_key_values,
         "use_cache": kwargs.get("use_cache"),
         "token_type_ids": kwargs.get("token_type_ids"),
-    }''')
+    }""",
+)
 
 
 @pytest.mark.parametrize(
     ("source", "computed"),
     [
-        pytest.param(_LONGER_DICT.replace("shape_ids = shape_ids[:, -1:]", "shape_ids = self.shapes_of(input_ids)"),
-                     ("input_ids", "shape_ids"),
-                     # the block reads the sliced ids after the slicing: they must stay sliced there
-                     id="the-block-reads-the-sliced-ids-after-it"),
-        pytest.param(_LONGER_DICT.replace('"shape_ids": shape_ids,', '"shape_ids": shape_ids,\n        "ids_length": input_ids.shape[1],'),
-                     ("ids_length", "input_ids", "shape_ids"),
-                     # a key the reduction sets reads the sliced ids
-                     id="a-key-reads-the-sliced-ids"),
+        pytest.param(
+            _LONGER_DICT.replace("shape_ids = shape_ids[:, -1:]", "shape_ids = self.shapes_of(input_ids)"),
+            ("input_ids", "shape_ids"),
+            # the block reads the sliced ids after the slicing: they must stay sliced there
+            id="the-block-reads-the-sliced-ids-after-it",
+        ),
+        pytest.param(
+            _LONGER_DICT.replace(
+                '"shape_ids": shape_ids,', '"shape_ids": shape_ids,\n        "ids_length": input_ids.shape[1],'
+            ),
+            ("ids_length", "input_ids", "shape_ids"),
+            # a key the reduction sets reads the sliced ids
+            id="a-key-reads-the-sliced-ids",
+        ),
     ],
 )
 def test_no_cut(hoisted: MixinProfile, source: str, computed: tuple[str, ...]) -> None:
@@ -567,12 +655,16 @@ def test_no_cut(hoisted: MixinProfile, source: str, computed: tuple[str, ...]) -
     # still reduced, the slicing kept in its block and the sliced ids set from it
     assert finding.action is Action.REDUCE
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED, ExtraHow.CUT)] == [
-        Extra("", ExtraHow.KEEP_AFTER, "1"), *(Extra(key, ExtraHow.COMPUTED) for key in computed)]
+        Extra("", ExtraHow.KEEP_AFTER, "1"),
+        *(Extra(key, ExtraHow.COMPUTED) for key in computed),
+    ]
 
 
 def test_the_longer_shape_is_cut_too(hoisted: MixinProfile) -> None:
     """The control for ``test_no_cut``: the same method without what refuses the cut is cut."""
-    finding = classify_override(override(_LONGER_DICT, forward_params=(*OWN_FORWARD, "use_cache", "token_type_ids")), hoisted)
+    finding = classify_override(
+        override(_LONGER_DICT, forward_params=(*OWN_FORWARD, "use_cache", "token_type_ids")), hoisted
+    )
     assert Extra("input_ids", ExtraHow.CUT, "7") in finding.extras
 
 
@@ -582,7 +674,9 @@ MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None,
 @pytest.mark.parametrize(
     ("method", "after"),
     [
-        pytest.param(OWN_INPUTS_IN_THE_SLICING_BLOCK, '''\
+        pytest.param(
+            OWN_INPUTS_IN_THE_SLICING_BLOCK,
+            """\
     def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
         # Overwritten -- then its own input handling (shape_ids = shape_ids[:, -1:]); its own shape_ids from them
         model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
@@ -592,8 +686,12 @@ MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None,
                 shape_ids = shape_ids[:, -1:]
         model_inputs["shape_ids"] = shape_ids
         return model_inputs
-''', id="after-super"),
-        pytest.param(CACHE_IN_THE_OTHER_BRANCH, '''\
+""",
+            id="after-super",
+        ),
+        pytest.param(
+            CACHE_IN_THE_OTHER_BRANCH,
+            """\
     def prepare_inputs_for_generation(
         self, input_ids, past_key_values=None, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs
     ):
@@ -610,18 +708,23 @@ MODEL_WITH_OWN_INPUTS = MODEL.replace("pixel_values=None):", "pixel_values=None,
             use_cache=use_cache,
             **kwargs,
         )
-''', id="in-front-of-super"),
+""",
+            id="in-front-of-super",
+        ),
     ],
 )
-def test_the_rewritten_method_has_no_slicing_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str,
-                                                  after: str) -> None:
+def test_the_rewritten_method_has_no_slicing_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, after: str
+) -> None:
     monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
     body = textwrap.indent(textwrap.dedent(method).lstrip("\n"), "    ")
-    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    root = checkout_copy(
+        tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body}
+    )
     result = scan_of(root)
     rewrite = next(r for r in settle(result, initial_plan(result)).rewrites if r.path.endswith("modeling_minnow.py"))
     new = rewrite.new.decode()
-    assert new[new.index("    def prepare_inputs_for_generation("):] == after
+    assert new[new.index("    def prepare_inputs_for_generation(") :] == after
     ast.parse(new)
 
 
@@ -687,7 +790,9 @@ def test_an_uncut_repair_puts_the_slicing_back(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
     body = textwrap.indent(textwrap.dedent(OWN_INPUTS_IN_THE_SLICING_BLOCK).lstrip("\n"), "    ")
-    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    root = checkout_copy(
+        tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body}
+    )
     result = scan_of(root)
     oid = next(o.id for o in result.index.overrides if o.class_name == "MinnowForConditionalGeneration")
     cut = next(e for e in initial_plan(result).edits() if e.override_id == oid)
@@ -698,8 +803,9 @@ def test_an_uncut_repair_puts_the_slicing_back(tmp_path: Path, monkeypatch: pyte
     assert uncut.text.index('model_inputs["input_ids"] = input_ids') < uncut.text.index('model_inputs["shape_ids"]')
 
 
-def test_a_cut_that_does_not_verify_is_planned_uncut_and_verified_again(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cut_that_does_not_verify_is_planned_uncut_and_verified_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codemod import migrate
     from codemod.checkout import resolve
     from codemod.contracts import Verdict
@@ -709,22 +815,34 @@ def test_a_cut_that_does_not_verify_is_planned_uncut_and_verified_again(tmp_path
 
     monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
     body = textwrap.indent(textwrap.dedent(OWN_INPUTS_IN_THE_SLICING_BLOCK).lstrip("\n"), "    ")
-    root = checkout_copy(tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body})
+    root = checkout_copy(
+        tmp_path / "co", {"minnow/modeling_minnow.py": textwrap.dedent(MODEL_WITH_OWN_INPUTS) + "\n" + body}
+    )
     written = root / "src/transformers/models/minnow/modeling_minnow.py"
     seen: list[bool] = []
 
     def verify_change(checkout, targets, **kwargs):  # the slicing is what this model needs: without it, it differs
         sliced = "remove_prefix_length" in written.read_text()
         seen.append(sliced)
-        verdicts = tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL if sliced or "Minnow" not in t.override_id
-                                      else Verdict.DIFFERS, detail="greedy: tokens differ") for t in targets)
+        verdicts = tuple(
+            ClassVerdict(
+                t.override_id,
+                Verdict.IDENTICAL if sliced or "Minnow" not in t.override_id else Verdict.DIFFERS,
+                detail="greedy: tokens differ",
+            )
+            for t in targets
+        )
         return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     run = run_migration_on(resolve(root, with_git=False))
     assert seen == [False, True]
     assert "MinnowForConditionalGeneration" not in {h.subject.rsplit("::", 1)[-1] for h in run.reverted}
-    edit = next(e for e in run.final.plan.edits() if e.override_id and e.override_id.endswith("::MinnowForConditionalGeneration"))
+    edit = next(
+        e
+        for e in run.final.plan.edits()
+        if e.override_id and e.override_id.endswith("::MinnowForConditionalGeneration")
+    )
     assert edit.kind is EditKind.REDUCE and not edit.cuts
     assert "remove_prefix_length" in written.read_text()
 
@@ -749,10 +867,10 @@ def prepare_inputs_for_generation(self, input_ids, {key}=None, **kwargs):
 
 def test_an_input_the_mixin_passes_as_given_set_back_after_super_is_no_extra(hoisted: MixinProfile) -> None:
     """``use_cache`` reaches forward as the caller gives it: setting it back changes nothing."""
-    source = '''
+    source = """
 def prepare_inputs_for_generation(self, input_ids, use_cache=None, **kwargs):
     model_inputs = super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)
     model_inputs["use_cache"] = use_cache
     return model_inputs
-'''
+"""
     assert _finding(source, hoisted).extras == ()

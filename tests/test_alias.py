@@ -47,7 +47,8 @@ HEAD = "from ...generation import GenerationMixin\n\n\n"
 
 CASES = [
     pytest.param(
-        HEAD + src('''
+        HEAD
+        + src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 _tied_weights_keys = ["lm_head.weight"]
 
@@ -56,20 +57,22 @@ CASES = [
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         [reduce(keep_params=("input_ids",))],
-        HEAD + src('''
+        HEAD
+        + src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 _tied_weights_keys = ["lm_head.weight"]
                 prepare_inputs_for_generation = GenerationMixin._prepare_inputs_for_generation_refusing_embeds
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         id="a-reduction-slimmed-to-the-ids-the-line-joins-the-attributes",
     ),
     pytest.param(
-        HEAD + src('''
+        HEAD
+        + src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # Copied from transformers.models.bar.modeling_bar.BarForCausalLM.prepare_inputs_for_generation
                 def prepare_inputs_for_generation(self, input_ids, **model_kwargs):
@@ -77,16 +80,17 @@ CASES = [
                     model_inputs = super().prepare_inputs_for_generation(input_ids, **model_kwargs)
                     model_inputs.pop("token_type_ids", None)
                     return model_inputs
-        '''),
+        """),
         [Edit(PATH, CLS, EditKind.TRIM, f"{PATH}::{CLS}", "test", remove=(1,), direct_return=True, alias=True)],
-        HEAD + src('''
+        HEAD
+        + src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 prepare_inputs_for_generation = GenerationMixin._prepare_inputs_for_generation_refusing_embeds
-        '''),
+        """),
         id="a-trim-left-bare-model-kwargs-the-copy-marker-goes",
     ),
     pytest.param(
-        src('''
+        src("""
             import torch
 
 
@@ -97,9 +101,9 @@ CASES = [
 
                 def forward(self, input_ids: torch.Tensor):
                     return input_ids
-        '''),
+        """),
         [reduce()],
-        src('''
+        src("""
             import torch
             from ...generation import GenerationMixin
 
@@ -109,7 +113,7 @@ CASES = [
 
                 def forward(self, input_ids: torch.Tensor):
                     return input_ids
-        '''),
+        """),
         id="annotated-ids-its-comments-go-with-the-method-the-import-is-added",
     ),
 ]
@@ -123,26 +127,48 @@ def test_alias(before: str, edits: list[Edit], after: str) -> None:
     assert result.new_text() == after
 
 
-_ONE = "class FooForCausalLM(FooPreTrainedModel, GenerationMixin):\n    def prepare_inputs_for_generation({params}):\n" \
-       "        return {{}}\n"
+_ONE = (
+    "class FooForCausalLM(FooPreTrainedModel, GenerationMixin):\n    def prepare_inputs_for_generation({params}):\n"
+    "        return {{}}\n"
+)
 
 NOOPS = [
-    pytest.param("self, input_ids, use_cache=True, **kwargs",
-                 "model_inputs = super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)\n"
-                 "return model_inputs\n", id="a-default-of-its-own: generate() validates model kwargs against it"),
-    pytest.param("self, input_ids, **extra", "model_inputs = super().prepare_inputs_for_generation(input_ids, **extra)\n"
-                 "return model_inputs\n", id="another-kwargs-name: 4.45 lets forward's names through for two names only"),
-    pytest.param("self, decoder_input_ids, **kwargs",
-                 "return super().prepare_inputs_for_generation(decoder_input_ids, **kwargs)\n",
-                 id="other-ids-name: a caller may pass them by name"),
-    pytest.param("self, input_ids, *args, **kwargs",
-                 "return super().prepare_inputs_for_generation(input_ids, *args, **kwargs)\n", id="star-args"),
-    pytest.param("self, input_ids, **kwargs", "kwargs.pop('labels', None)\n"
-                 "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n", id="a-statement-of-its-own"),
-    pytest.param("self, input_ids, **kwargs", "return super().prepare_inputs_for_generation(input_ids, use_cache=True, "
-                 "**kwargs)\n", id="the-call-passes-more"),
-    pytest.param("self, input_ids, **kwargs", "return self.model.prepare_inputs_for_generation(input_ids, **kwargs)\n",
-                 id="not-super"),
+    pytest.param(
+        "self, input_ids, use_cache=True, **kwargs",
+        "model_inputs = super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)\n"
+        "return model_inputs\n",
+        id="a-default-of-its-own: generate() validates model kwargs against it",
+    ),
+    pytest.param(
+        "self, input_ids, **extra",
+        "model_inputs = super().prepare_inputs_for_generation(input_ids, **extra)\nreturn model_inputs\n",
+        id="another-kwargs-name: 4.45 lets forward's names through for two names only",
+    ),
+    pytest.param(
+        "self, decoder_input_ids, **kwargs",
+        "return super().prepare_inputs_for_generation(decoder_input_ids, **kwargs)\n",
+        id="other-ids-name: a caller may pass them by name",
+    ),
+    pytest.param(
+        "self, input_ids, *args, **kwargs",
+        "return super().prepare_inputs_for_generation(input_ids, *args, **kwargs)\n",
+        id="star-args",
+    ),
+    pytest.param(
+        "self, input_ids, **kwargs",
+        "kwargs.pop('labels', None)\nreturn super().prepare_inputs_for_generation(input_ids, **kwargs)\n",
+        id="a-statement-of-its-own",
+    ),
+    pytest.param(
+        "self, input_ids, **kwargs",
+        "return super().prepare_inputs_for_generation(input_ids, use_cache=True, **kwargs)\n",
+        id="the-call-passes-more",
+    ),
+    pytest.param(
+        "self, input_ids, **kwargs",
+        "return self.model.prepare_inputs_for_generation(input_ids, **kwargs)\n",
+        id="not-super",
+    ),
 ]
 
 
@@ -162,8 +188,10 @@ def test_without_the_plan_s_leave_a_bare_call_stays_a_method() -> None:
 
 
 def test_a_decorated_method_stays_a_method() -> None:
-    before = "class FooForCausalLM(Base):\n    @staticmethod_like\n    def prepare_inputs_for_generation(self, input_ids, " \
-             "**kwargs):\n        return {}\n"
+    before = (
+        "class FooForCausalLM(Base):\n    @staticmethod_like\n    def prepare_inputs_for_generation(self, input_ids, "
+        "**kwargs):\n        return {}\n"
+    )
     result = rewrite_source(PATH, before.encode(), [reduce()])
     assert ASSIGNMENT not in result.new_text()
 
@@ -172,8 +200,10 @@ def test_a_decorated_method_stays_a_method() -> None:
 
 
 def test_the_hoist_installs_the_variant_after_the_method() -> None:
-    before = "class GenerationMixin:\n    def prepare_inputs_for_generation(self, *args, **kwargs):\n        raise " \
-             "NotImplementedError('stub')\n"
+    before = (
+        "class GenerationMixin:\n    def prepare_inputs_for_generation(self, *args, **kwargs):\n        raise "
+        "NotImplementedError('stub')\n"
+    )
     hoist = Edit("src/transformers/generation/utils.py", "GenerationMixin", EditKind.HOIST, None, "test", HOIST_SOURCE)
     result = rewrite_source("src/transformers/generation/utils.py", before.encode(), [hoist])
     assert result.error is None, result.error
@@ -183,14 +213,23 @@ def test_the_hoist_installs_the_variant_after_the_method() -> None:
 def test_the_variant_is_the_method_under_a_signature_that_refuses_embeddings() -> None:
     """What 4.45's generate() and upstream's tests read (``inspect.signature``), and what the variant returns."""
     namespace: dict[str, object] = {}
-    exec("class GenerationMixin:\n    def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, **kwargs):"
-         "\n        return {'input_ids': input_ids, 'inputs_embeds': inputs_embeds, **kwargs}\n" + REFUSING_EMBEDS_SOURCE
-         + "\n\nclass Model(GenerationMixin):\n    " + ASSIGNMENT + "\n", namespace)
+    exec(
+        "class GenerationMixin:\n    def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, **kwargs):"
+        "\n        return {'input_ids': input_ids, 'inputs_embeds': inputs_embeds, **kwargs}\n"
+        + REFUSING_EMBEDS_SOURCE
+        + "\n\nclass Model(GenerationMixin):\n    "
+        + ASSIGNMENT
+        + "\n",
+        namespace,
+    )
     model = namespace["Model"]()  # type: ignore[operator]
     parameters = inspect.signature(model.prepare_inputs_for_generation).parameters
     assert list(parameters) == ["input_ids", "kwargs"] and "inputs_embeds" not in parameters
-    assert model.prepare_inputs_for_generation(1, use_cache=True) == {"input_ids": 1, "inputs_embeds": None,
-                                                                      "use_cache": True}
+    assert model.prepare_inputs_for_generation(1, use_cache=True) == {
+        "input_ids": 1,
+        "inputs_embeds": None,
+        "use_cache": True,
+    }
     assert REFUSING_EMBEDS in str(type(model).prepare_inputs_for_generation)
 
 
@@ -206,8 +245,14 @@ def _plan(*edits: Edit, members: tuple[str, ...] | None = None) -> Plan:
 @pytest.fixture(scope="module")
 def mini_override(mini_scan: ScanResult) -> Override:
     """An override of the stub-era fixture checkout, as one that may name the variant."""
-    o = next(o for o in mini_scan.index.overrides if o.kind is FileKind.MODELING and o.generated_from is None
-             and o.fallback is not None and o.fallback.kind is FallbackKind.MIXIN)
+    o = next(
+        o
+        for o in mini_scan.index.overrides
+        if o.kind is FileKind.MODELING
+        and o.generated_from is None
+        and o.fallback is not None
+        and o.fallback.kind is FallbackKind.MIXIN
+    )
     return dataclasses.replace(o, in_library=True, inherits_generation_mixin=True)
 
 
@@ -236,13 +281,20 @@ def test_the_plan_lets_a_reduction_and_a_trim_name_the_variant(mini_override: Ov
         assert [(e.kind, e.alias) for e in plan.edits()] == [(kind, True), (EditKind.MARK, False)]
 
 
-@pytest.mark.parametrize(("changes", "why"), [
-    ({"in_library": False}, "outside the package no mixin of this tool's carries the variant"),
-    ({"kind": FileKind.MODULAR}, "the converter reads a modular source's methods"),
-    ({"inherits_generation_mixin": None}, "bases not known: can_generate() may read the mixin's name in the variant's"),
-])
-def test_the_plan_keeps_a_method_where_the_variant_is_not_the_same(mini_override: Override, changes: dict[str, object],
-                                                                   why: str) -> None:
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"in_library": False}, "outside the package no mixin of this tool's carries the variant"),
+        ({"kind": FileKind.MODULAR}, "the converter reads a modular source's methods"),
+        (
+            {"inherits_generation_mixin": None},
+            "bases not known: can_generate() may read the mixin's name in the variant's",
+        ),
+    ],
+)
+def test_the_plan_keeps_a_method_where_the_variant_is_not_the_same(
+    mini_override: Override, changes: dict[str, object], why: str
+) -> None:
     o = dataclasses.replace(mini_override, **changes)
     assert not may_alias(o), why
     plan = with_aliases(_plan(_edit(o)), {o.id: o}, True, True)
@@ -280,12 +332,16 @@ def test_the_stub_era_plan_is_unchanged_by_the_variant(mini_scan: ScanResult) ->
     assert not any(e.alias for e in plan.edits())
 
 
-@pytest.mark.parametrize(("enables", "expected"), [
-    (True, [(EditKind.REDUCE, True), (EditKind.ADD_MIXIN_BASE, True)]),
-    (False, [(EditKind.REDUCE, True)]),
-])
-def test_a_class_without_the_mixin_among_its_bases_gets_it_with_the_line(mini_override: Override, enables: bool,
-                                                                         expected: list[tuple[EditKind, bool]]) -> None:
+@pytest.mark.parametrize(
+    ("enables", "expected"),
+    [
+        (True, [(EditKind.REDUCE, True), (EditKind.ADD_MIXIN_BASE, True)]),
+        (False, [(EditKind.REDUCE, True)]),
+    ],
+)
+def test_a_class_without_the_mixin_among_its_bases_gets_it_with_the_line(
+    mini_override: Override, enables: bool, expected: list[tuple[EditKind, bool]]
+) -> None:
     """4.45's masked LMs: their override was what made can_generate() true; the variant's name is the mixin's."""
     o = dataclasses.replace(mini_override, inherits_generation_mixin=False)
     assert may_alias(o)
@@ -293,31 +349,34 @@ def test_a_class_without_the_mixin_among_its_bases_gets_it_with_the_line(mini_ov
     assert [(e.kind, e.alias) for e in plan.edits()] == expected
 
 
-_MASKED_LM = HEAD + src('''
+_MASKED_LM = HEAD + src("""
     class FooForMaskedLM(FooPreTrainedModel):
         _generation_inputs_as_bert_for_masked_lm = True
 
         def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **model_kwargs):
             return {"input_ids": input_ids}
-''')
+""")
 
 
 def _masked_lm_edits(body: str) -> list[Edit]:
     cls = "FooForMaskedLM"
     oid = f"{PATH}::{cls}"
-    return [Edit(PATH, cls, EditKind.REDUCE, oid, "test", body, keep_params=("input_ids",), direct_return=True,
-                 alias=True),
-            Edit(PATH, cls, EditKind.ADD_MIXIN_BASE, oid, "test", "from ...generation import GenerationMixin", alias=True)]
+    return [
+        Edit(
+            PATH, cls, EditKind.REDUCE, oid, "test", body, keep_params=("input_ids",), direct_return=True, alias=True
+        ),
+        Edit(PATH, cls, EditKind.ADD_MIXIN_BASE, oid, "test", "from ...generation import GenerationMixin", alias=True),
+    ]
 
 
 def test_the_base_a_line_needs_comes_with_the_line() -> None:
     result = rewrite_source(PATH, _MASKED_LM.encode(), _masked_lm_edits(BARE.replace("**kwargs", "**model_kwargs")))
     assert result.error is None, result.error
-    assert result.new_text() == HEAD + src('''
+    assert result.new_text() == HEAD + src("""
         class FooForMaskedLM(FooPreTrainedModel, GenerationMixin):
             _generation_inputs_as_bert_for_masked_lm = True
             prepare_inputs_for_generation = GenerationMixin._prepare_inputs_for_generation_refusing_embeds
-    ''')
+    """)
 
 
 def test_without_the_line_the_class_keeps_its_bases() -> None:
@@ -332,8 +391,9 @@ def test_without_the_line_the_class_keeps_its_bases() -> None:
 # --------------------------------------------------------------------------------------------- scanning such a line
 
 
-def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_override_kept(tmp_path: Path,
-                                                                                        codemod_cache: Path) -> None:
+def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_override_kept(
+    tmp_path: Path, codemod_cache: Path
+) -> None:
     """Foreign code (and a tree this tool migrated) may bind the method by assignment: the scan lists the class, and
     a subclass's override, which would fall back to what the class binds, stays (its fallback unknown)."""
     from codemod.analyse.classify import Action
@@ -341,7 +401,8 @@ def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_overr
     from codemod.checkout import resolve
     from codemod.publish.report import scan_document, to_markdown
 
-    (tmp_path / "modeling_bound.py").write_text(src('''
+    (tmp_path / "modeling_bound.py").write_text(
+        src("""
         from transformers import GenerationMixin, PreTrainedModel
 
 
@@ -356,14 +417,17 @@ def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_overr
         class ChildModel(BoundModel):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"input_ids": input_ids}
-    '''), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     result = scan(resolve(tmp_path, with_git=False), use_cache=False, jobs=1)
     assert [(b.class_name, b.value, b.line) for b in result.index.bound] == [("BoundModel", "shared_prepare", 8)]
     child = next(f for f in result.findings if f.override.class_name == "ChildModel")
     assert child.override.fallback is not None and child.override.fallback.kind is FallbackKind.UNKNOWN
     assert child.action is Action.KEEP
     assert scan_document(result)["bound_by_assignment"] == [
-        {"path": "modeling_bound.py", "class_name": "BoundModel", "line": 8, "value": "shared_prepare"}]
+        {"path": "modeling_bound.py", "class_name": "BoundModel", "line": 8, "value": "shared_prepare"}
+    ]
     assert "## Bound by assignment" in to_markdown(result)
     assert result.select(skip=["BoundModel"]).index.bound == ()
 
@@ -371,7 +435,13 @@ def test_a_class_binding_the_method_by_assignment_is_listed_and_a_subclass_overr
 def test_an_edit_of_an_override_the_scan_does_not_know_keeps_its_shard_a_method(mini_override: Override) -> None:
     """A reduction in the shard whose override is not in the index (nothing said about its bases): no line anywhere."""
     o = mini_override
-    stranger = Edit("src/transformers/models/bar/modeling_bar.py", "BarForCausalLM", EditKind.REDUCE,
-                    "src/transformers/models/bar/modeling_bar.py::BarForCausalLM", "test", BARE)
+    stranger = Edit(
+        "src/transformers/models/bar/modeling_bar.py",
+        "BarForCausalLM",
+        EditKind.REDUCE,
+        "src/transformers/models/bar/modeling_bar.py::BarForCausalLM",
+        "test",
+        BARE,
+    )
     plan = with_aliases(_plan(_edit(o), stranger, members=(o.id,)), {o.id: o}, True, True)
     assert not any(e.alias for e in plan.edits())

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.transform import apply as apply_module
-from codemod.transform.apply import WriteError, compute_changes, write
+from codemod.analyse.scan import scan
 from codemod.checkout import resolve
 from codemod.cli import app
-from codemod.analyse.scan import scan
+from codemod.transform import apply as apply_module
+from codemod.transform.apply import WriteError, compute_changes, write
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 
 from .conftest import MINI_CHECKOUT, REPO, copy_fixture
@@ -54,11 +54,15 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
 }  # fmt: skip
-_PLAIN_ENV = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "COLUMNS", "TTY_COMPATIBLE")} | {"NO_COLOR": "1"}
+_PLAIN_ENV = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "COLUMNS", "TTY_COMPATIBLE")} | {
+    "NO_COLOR": "1"
+}
 
 
 def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV})
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -78,8 +82,14 @@ def invoke(*args: str | Path, mark: bool = True):
 
 
 def run_module(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codemod", *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                          env=_PLAIN_ENV | {"CODEMOD_CACHE_DIR": os.environ["CODEMOD_CACHE_DIR"]}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "codemod", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_PLAIN_ENV | {"CODEMOD_CACHE_DIR": os.environ["CODEMOD_CACHE_DIR"]},
+        timeout=300,
+    )
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -95,7 +105,7 @@ def changed_files(root: Path) -> list[str]:
 
 
 def diffed_files(patch: str) -> list[str]:
-    return sorted(line[len("+++ b/"):] for line in patch.splitlines() if line.startswith("+++ b/"))
+    return sorted(line[len("+++ b/") :] for line in patch.splitlines() if line.startswith("+++ b/"))
 
 
 @pytest.fixture
@@ -121,7 +131,7 @@ def test_diff_exits_1_and_prints_a_unified_diff(repo: Path) -> None:
     patch = result.stdout
     assert patch.startswith(f"--- a/{MIXIN_FILE}\n+++ b/{MIXIN_FILE}\n@@ ")
     assert diffed_files(patch) == CHANGED
-    assert sorted(line[len("--- a/"):] for line in patch.splitlines() if line.startswith("--- a/")) == CHANGED
+    assert sorted(line[len("--- a/") :] for line in patch.splitlines() if line.startswith("--- a/")) == CHANGED
     assert "11 overrides deleted, 1 reduced, 1 kept (0 held back); 13 files" in " ".join(result.stderr.split())
     assert snapshot(repo) == before, "diff wrote into the checkout"
     assert git(repo, "status", "--porcelain") == ""
@@ -151,7 +161,9 @@ def test_diff_of_only_bespoke_code_exits_0(repo: Path) -> None:
     path = repo / PKG / "heron" / "modeling_heron.py"
     text = path.read_text(encoding="utf-8")
     marker = "        # Heron predicts the token after a dummy one, which the tokenizer never produces\n"
-    path.write_text(text.replace(marker, "        # Overwritten -- Heron appends a dummy token\n" + marker), encoding="utf-8")
+    path.write_text(
+        text.replace(marker, "        # Overwritten -- Heron appends a dummy token\n" + marker), encoding="utf-8"
+    )
     result = invoke("diff", repo, "--only", "heronforcausallm")
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
@@ -167,7 +179,9 @@ def test_diff_matches_the_fixture_golden(repo: Path) -> None:
 def test_golden_diff_is_normalised() -> None:
     text = diff_golden_path("fixture").read_text(encoding="utf-8")
     assert "/tmp/" not in text and "pytest-of-" not in text and "mini_checkout" not in text
-    assert all(line.startswith(("--- a/src/", "+++ b/src/")) for line in text.splitlines() if line.startswith(("---", "+++")))
+    assert all(
+        line.startswith(("--- a/src/", "+++ b/src/")) for line in text.splitlines() if line.startswith(("---", "+++"))
+    )
 
 
 def test_diff_golden_mismatch_names_make_goldens() -> None:
@@ -182,7 +196,9 @@ def test_diff_golden_mismatch_names_make_goldens() -> None:
     assert golden_mismatch(text, golden, "diff") is None
 
 
-def test_large_diff_goldens_are_stored_gzip_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_large_diff_goldens_are_stored_gzip_compressed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import gzip
 
     from tests import goldens
@@ -204,7 +220,12 @@ def test_large_diff_goldens_are_stored_gzip_compressed(tmp_path: Path, monkeypat
     # back under the limit: the plain file again, and only it
     assert goldens.write_diff_golden("demo", small) == tmp_path / "diff-demo.patch"
     assert not path.exists()
-    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["new", "updated", "unchanged", "updated"]
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
+        "new",
+        "updated",
+        "unchanged",
+        "updated",
+    ]
 
 
 # --------------------------------------------------------------------------------------------- apply
@@ -233,7 +254,10 @@ def test_apply_results(repo: Path) -> None:
 
     def method(rel: str, cls: str) -> ast.FunctionDef | None:
         node = next(n for n in tree[rel].body if isinstance(n, ast.ClassDef) and n.name == cls)
-        return next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "prepare_inputs_for_generation"), None)
+        return next(
+            (m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "prepare_inputs_for_generation"),
+            None,
+        )
 
     for rel, cls in [
         (f"{PKG}/otter/modeling_otter.py", "OtterForCausalLM"),
@@ -245,21 +269,34 @@ def test_apply_results(repo: Path) -> None:
     ]:
         assert method(rel, cls) is None, (rel, cls)
     lynx = (repo / PKG / "lynx" / "modeling_lynx.py").read_text(encoding="utf-8")
-    assert ("        # Overwritten -- asks super() instead of self.language_model; keeps its own input handling\n"
-            "        model_inputs = super().prepare_inputs_for_generation(\n") in lynx
+    assert (
+        "        # Overwritten -- asks super() instead of self.language_model; keeps its own input handling\n"
+        "        model_inputs = super().prepare_inputs_for_generation(\n"
+    ) in lynx
     assert "self.language_model.prepare_inputs_for_generation" not in lynx
     # the rest of the body stays as it was, comments included
-    assert ("        # the image is merged into the prompt: later steps must not see it again\n"
-            "        if cache_position[0] == 0:\n            model_inputs[\"pixel_values\"] = pixel_values\n") in lynx
+    assert (
+        "        # the image is merged into the prompt: later steps must not see it again\n"
+        '        if cache_position[0] == 0:\n            model_inputs["pixel_values"] = pixel_values\n'
+    ) in lynx
     heron = (repo / PKG / "heron" / "modeling_heron.py").read_text(encoding="utf-8")
-    assert "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):\n        # Overwritten -- " in heron
+    assert (
+        "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):\n        # Overwritten -- "
+        in heron
+    )
     mixin = (repo / MIXIN_FILE).read_text(encoding="utf-8")
-    assert "raise NotImplementedError(\"A model class needs to define" not in mixin
-    assert "model_inputs.pop(\"labels\", None)" in mixin
+    assert 'raise NotImplementedError("A model class needs to define' not in mixin
+    assert 'model_inputs.pop("labels", None)' in mixin
     # the class left with nothing gets `pass`
-    assert "class HeronGenerationMixin(GenerationMixin):\n    pass\n" in (repo / PKG / "heron" / "generation_heron.py").read_text(encoding="utf-8")
+    assert "class HeronGenerationMixin(GenerationMixin):\n    pass\n" in (
+        repo / PKG / "heron" / "generation_heron.py"
+    ).read_text(encoding="utf-8")
     # the unparsable file and the TF/Flax files are never touched
-    for rel in (f"{PKG}/kiwi/modeling_kiwi.py", f"{PKG}/otter/modeling_tf_otter.py", f"{PKG}/otter/modeling_flax_otter.py"):
+    for rel in (
+        f"{PKG}/kiwi/modeling_kiwi.py",
+        f"{PKG}/otter/modeling_tf_otter.py",
+        f"{PKG}/otter/modeling_flax_otter.py",
+    ):
         assert rel not in changed_files(repo)
 
 
@@ -323,7 +360,9 @@ def test_dirty_tree_is_refused_after_a_warm_scan(repo: Path) -> None:
 def test_apply_outside_git_needs_no_allow_dirty(tmp_path: Path, codemod_cache: Path) -> None:
     root = copy_fixture(MINI_CHECKOUT, tmp_path / "plain")
     assert invoke("apply", root).exit_code == 0
-    assert "def prepare_inputs_for_generation" not in (root / PKG / "otter" / "modeling_otter.py").read_text(encoding="utf-8")
+    assert "def prepare_inputs_for_generation" not in (root / PKG / "otter" / "modeling_otter.py").read_text(
+        encoding="utf-8"
+    )
 
 
 # --------------------------------------------------------------------------------------------- --only / --skip
@@ -333,13 +372,26 @@ def test_apply_outside_git_needs_no_allow_dirty(tmp_path: Path, codemod_cache: P
     ("args", "changed"),
     [
         pytest.param(["--only", "lynx"], [MIXIN_FILE, f"{PKG}/lynx/modeling_lynx.py"], id="only-lynx"),
-        pytest.param(["--only", "lynx,heron"], [MIXIN_FILE, f"{PKG}/heron/generation_heron.py", f"{PKG}/heron/modeling_heron.py",
-                                                  f"{PKG}/lynx/modeling_lynx.py"], id="only-comma-separated"),
-        pytest.param(["--only", "lynx", "--only", "dodo"], [MIXIN_FILE, f"{PKG}/deprecated/dodo/modeling_dodo.py",
-                                                             f"{PKG}/lynx/modeling_lynx.py"], id="only-repeated"),
+        pytest.param(
+            ["--only", "lynx,heron"],
+            [
+                MIXIN_FILE,
+                f"{PKG}/heron/generation_heron.py",
+                f"{PKG}/heron/modeling_heron.py",
+                f"{PKG}/lynx/modeling_lynx.py",
+            ],
+            id="only-comma-separated",
+        ),
+        pytest.param(
+            ["--only", "lynx", "--only", "dodo"],
+            [MIXIN_FILE, f"{PKG}/deprecated/dodo/modeling_dodo.py", f"{PKG}/lynx/modeling_lynx.py"],
+            id="only-repeated",
+        ),
         # only the bespoke class, which gets a mark: the mixin needs no hoist for it
         pytest.param(["--only", "heronforcausallm"], [f"{PKG}/heron/modeling_heron.py"], id="only-a-class-name"),
-        pytest.param(["--skip", "otter,badger,ferret,weasel,stoat,mink,puffin,lynx,heron,dodo"], [], id="skip-everything"),
+        pytest.param(
+            ["--skip", "otter,badger,ferret,weasel,stoat,mink,puffin,lynx,heron,dodo"], [], id="skip-everything"
+        ),
     ],
 )
 def test_only_and_skip(repo: Path, args: list[str], changed: list[str]) -> None:
@@ -362,7 +414,10 @@ def test_skip_keeps_copy_groups_consistent(repo: Path) -> None:
     assert "    # Ignore copy\n    def prepare_inputs_for_generation(" in mink
     assert "        # Overwritten -- class-level copy of" in mink
     modular = (repo / PKG / "puffin" / "modular_puffin.py").read_text(encoding="utf-8")
-    assert 'raise AttributeError("PuffinForSpeechGeneration uses GenerationMixin.prepare_inputs_for_generation")' in modular
+    assert (
+        'raise AttributeError("PuffinForSpeechGeneration uses GenerationMixin.prepare_inputs_for_generation")'
+        in modular
+    )
     for rel in changed:
         compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
 
@@ -389,7 +444,9 @@ def test_writes_leave_no_temporary_files_and_keep_the_mode(repo: Path) -> None:
     assert "super().prepare_inputs_for_generation(" in lynx.read_text(encoding="utf-8")
 
 
-def test_a_failed_write_leaves_no_temporary_file_and_no_file_written(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_leaves_no_temporary_file_and_no_file_written(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The third move fails: the two files already replaced are put back, nothing staged is left."""
     checkout = resolve(repo)
     changes = compute_changes(scan(checkout), jobs=1)

@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.checkout import resolve
 from codemod.analyse.classify import Action, Category, Finding
+from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.fetch import fetch_release, release_checkout
-from codemod.analyse.scan import ScanResult, scan
 from codemod.verify.runner import module_of
 from tests.goldens import diff_golden_path, golden_mismatch, tree_diff
 
@@ -50,7 +50,9 @@ GIT_ENV = {
 
 
 def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV})
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -119,8 +121,16 @@ def _migrate(version: str, shared: Path, *options: str) -> Migrated:
             record.write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(record.read_text(encoding="utf-8"))
     return Migrated(
-        data["version"], Path(data["pristine"]), Path(data["root"]), data["exit_code"], data["stderr"], data["seconds"],
-        tuple(data["changed"]), data["second_exit_code"], tuple(data["second_changed"]), data["second_diff"],
+        data["version"],
+        Path(data["pristine"]),
+        Path(data["root"]),
+        data["exit_code"],
+        data["stderr"],
+        data["seconds"],
+        tuple(data["changed"]),
+        data["second_exit_code"],
+        tuple(data["second_changed"]),
+        data["second_diff"],
     )
 
 
@@ -180,7 +190,11 @@ def state(root: Path, rel: str, cls: str) -> State:
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == METHOD:
-                    if len(item.body) == 1 and isinstance(item.body[0], ast.Raise) and "AttributeError" in ast.unparse(item.body[0]):
+                    if (
+                        len(item.body) == 1
+                        and isinstance(item.body[0], ast.Raise)
+                        and "AttributeError" in ast.unparse(item.body[0])
+                    ):
                         return State(False)  # the modular converter's removal stub
                     lines = path.read_text(encoding="utf-8").splitlines()
                     start = min([d.lineno for d in item.decorator_list] + [item.lineno])
@@ -267,7 +281,9 @@ def test_4_45_2_pristine_release_has_149_overrides(m4452: Migrated) -> None:
             continue
         tree = _tree(path)
         for node in tree.body if tree else ():
-            if isinstance(node, ast.ClassDef) and any(isinstance(i, ast.FunctionDef) and i.name == METHOD for i in node.body):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(i, ast.FunctionDef) and i.name == METHOD for i in node.body
+            ):
                 found.add(f"{rel}::{node.name}")
     assert found == {f.override.id for f in findings}
 
@@ -373,7 +389,10 @@ def test_5_23_0_generated_files_change_like_their_modular_source(m5230: Migrated
             continue
         if o.file not in changed and source_file not in changed:
             continue
-        old_mine, old_theirs = state(m5230.pristine, o.file, o.class_name), state(m5230.pristine, source_file, source_class)
+        old_mine, old_theirs = (
+            state(m5230.pristine, o.file, o.class_name),
+            state(m5230.pristine, source_file, source_class),
+        )
         if (old_mine.present, old_mine.marks) != (old_theirs.present, old_theirs.marks):
             continue  # the release itself is not consistent here
         new_mine, new_theirs = state(m5230.root, o.file, o.class_name), state(m5230.root, source_file, source_class)
@@ -407,7 +426,9 @@ def test_5_23_0_only_overrides_planned_for_reduction_are_reduced(m5230: Migrated
         assert state(m5230.root, f.override.file, f.override.class_name).reduced
     for f in deleted:
         assert f.action is Action.DELETE, f.override.id
-    print(f"\n5.23.0: {len(deleted)} deleted, {len(reduced)} reduced: {[f.override.id.split('::')[1] for f in reduced]}")
+    print(
+        f"\n5.23.0: {len(deleted)} deleted, {len(reduced)} reduced: {[f.override.id.split('::')[1] for f in reduced]}"
+    )
 
 
 def test_5_23_0_kept_bespoke_overrides_only_get_marks(m5230: Migrated) -> None:

@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from codemod.transform import apply as apply_module
-from codemod.transform.apply import WriteError, write
 from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.errors import CodemodError, redact
+from codemod.transform import apply as apply_module
+from codemod.transform.apply import WriteError, write
 from codemod.transform.rewrite import FileRewrite
 
 from .conftest import MINI_CHECKOUT, REMOTE_CODE, copy_fixture
@@ -50,7 +50,7 @@ def one_error_line(result) -> str:
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert result.stdout == ""
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
-    return result.stderr[len("error: "):-1]
+    return result.stderr[len("error: ") : -1]
 
 
 @pytest.fixture
@@ -153,7 +153,11 @@ def test_apply_writes_through_a_symlink_and_keeps_it(linked_tree: Path) -> None:
     assert os.readlink(linked_tree / "modeling_alias.py") == "modeling_custom.py"
     assert outside.read_bytes() != before_outside and b"# Overwritten --" in outside.read_bytes()
     assert (linked_tree / "modeling_custom.py").read_bytes() != before_custom
-    assert sorted(p.name for p in linked_tree.iterdir()) == ["modeling_alias.py", "modeling_custom.py", "modeling_other.py"]
+    assert sorted(p.name for p in linked_tree.iterdir()) == [
+        "modeling_alias.py",
+        "modeling_custom.py",
+        "modeling_other.py",
+    ]
 
 
 @pytest.mark.parametrize("command", ["scan", "diff", "apply"])
@@ -188,8 +192,9 @@ def test_a_single_file_in_a_dirty_tree_is_refused(repo: Path) -> None:
     lynx.write_text(lynx.read_text(encoding="utf-8") + "# a local change\n", encoding="utf-8")
     before = snapshot(repo)
     message = one_error_line(invoke("apply", repo / OTTER))
-    assert message == (f"the git tree of {repo / OTTER} has uncommitted changes: commit or stash them, "
-                       "or pass --allow-dirty")
+    assert message == (
+        f"the git tree of {repo / OTTER} has uncommitted changes: commit or stash them, or pass --allow-dirty"
+    )
     assert snapshot(repo) == before
     assert invoke("apply", repo / OTTER, "--allow-dirty").exit_code == 0
     assert sorted(git(repo, "diff", "--name-only").split()) == sorted([OTTER, f"{PKG}/lynx/modeling_lynx.py"])
@@ -331,7 +336,7 @@ def test_write_is_all_or_nothing(files: list[tuple[str, bool]], at: int) -> None
         else:
             assert contents == [r.old for r in rewrites], "a failed write leaves every file as it was"
             assert "No space left on device; no file was changed" in str(raised)
-        assert all((root / r.path).is_symlink() == linked for r, (_, linked) in zip(rewrites, files))
+        assert all((root / r.path).is_symlink() == linked for r, (_, linked) in zip(rewrites, files, strict=False))
         left = [p for p in Path(scratch).rglob("*") if p.name.endswith(".codemod")]
         assert left == [], "no temporary file is left"
 
@@ -397,10 +402,13 @@ def test_scan_table_in_a_log_is_not_squeezed(repo: Path) -> None:
     # a row is the class and its file:line; a folded "why" would go on in the lines below, with no count
     continued = [cells for cells in rows if not cells[1].strip() and cells[-1].strip()]
     assert continued == [], continued
-    _no_folded_line(result.stdout, f"broken copy marker {PKG}/stoat/modeling_stoat.py:24: transformers.models.otter."
-                                   f"modeling_otter.OtterForCausalLM.prepare_input_for_generation does not exist "
-                                   f"({PKG}/otter/modeling_otter.py defines no 'prepare_input_for_generation' in "
-                                   "OtterForCausalLM)")
+    _no_folded_line(
+        result.stdout,
+        f"broken copy marker {PKG}/stoat/modeling_stoat.py:24: transformers.models.otter."
+        f"modeling_otter.OtterForCausalLM.prepare_input_for_generation does not exist "
+        f"({PKG}/otter/modeling_otter.py defines no 'prepare_input_for_generation' in "
+        "OtterForCausalLM)",
+    )
 
 
 def test_diff_and_apply_summaries_in_a_log_are_one_line_each(repo: Path) -> None:
@@ -439,36 +447,53 @@ def test_verify_table_in_a_log_is_not_squeezed(repo: Path, monkeypatch: pytest.M
 
 
 def test_every_tool_error_is_a_codemod_error_with_exit_status_2() -> None:
-    from codemod.transform.apply import WriteError
-    from codemod.checkout import CheckoutError
+    from codemod.analyse.scan import SelectionError
+    from codemod.analyse.target import TargetError
     from codemod.api import ToolError
+    from codemod.checkout import CheckoutError
     from codemod.environment import EnvironmentSetupError
     from codemod.fetch import FetchError
     from codemod.github import GitHubError
     from codemod.publish.pr.plan import PrError
+    from codemod.transform.apply import WriteError
     from codemod.transform.rewrite import RewriteError
-    from codemod.analyse.scan import SelectionError
-    from codemod.analyse.target import TargetError
     from codemod.verify.runner import VerificationError
 
-    for error in (ToolError, CheckoutError, TargetError, EnvironmentSetupError, RewriteError, VerificationError,
-                  FetchError, PrError, GitHubError, WriteError, SelectionError):
+    for error in (
+        ToolError,
+        CheckoutError,
+        TargetError,
+        EnvironmentSetupError,
+        RewriteError,
+        VerificationError,
+        FetchError,
+        PrError,
+        GitHubError,
+        WriteError,
+        SelectionError,
+    ):
         assert issubclass(error, CodemodError) and error("x").exit_code == 2, error
 
 
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
-        pytest.param("git push https://ghp_abc123@github.com/o/r failed", "git push https://***@github.com/o/r failed",
-                     id="token"),
-        pytest.param("pip: https://bot:s3cret@pypi.example/simple", "pip: https://***@pypi.example/simple",
-                     id="user-password"),
+        pytest.param(
+            "git push https://ghp_abc123@github.com/o/r failed",
+            "git push https://***@github.com/o/r failed",
+            id="token",
+        ),
+        pytest.param(
+            "pip: https://bot:s3cret@pypi.example/simple", "pip: https://***@pypi.example/simple", id="user-password"
+        ),
     ],
 )
 def test_one_redaction_blanks_both_url_forms(text: str, redacted: str) -> None:
     assert redact(text) == redacted
-    assert redact(f"token {text.split('//')[1].split('@')[0]} in {text}", ["ghp_abc123", "bot:s3cret"]) == \
-        f"token *** in {redacted}"
+    assert (
+        redact(f"token {text.split('//')[1].split('@')[0]} in {text}", ["ghp_abc123", "bot:s3cret"])
+        == f"token *** in {redacted}"
+    )
 
 
 def test_an_error_message_is_redacted_and_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,16 +29,26 @@ AGREEMENT = 0.95
 #: disagreements known today, release -> class -> (the reader's category, the scan's, why they differ)
 KNOWN = {
     "4.45.2": {
-        "GPTBigCodeForCausalLM": ("bespoke", "generic", "the reader counts its multi-query past length as its own; the "
-                                                        "scan sees the ids sliced to the tokens generate()'s "
-                                                        "cache_position names, as the mixin slices them"),
-        "MllamaForConditionalGeneration": ("kwargs-forwarding", "bespoke", "pixel inputs while the ids hold an image "
-                                                                          "token: a condition no recogniser claims"),
+        "GPTBigCodeForCausalLM": (
+            "bespoke",
+            "generic",
+            "the reader counts its multi-query past length as its own; the "
+            "scan sees the ids sliced to the tokens generate()'s "
+            "cache_position names, as the mixin slices them",
+        ),
+        "MllamaForConditionalGeneration": (
+            "kwargs-forwarding",
+            "bespoke",
+            "pixel inputs while the ids hold an image token: a condition no recogniser claims",
+        ),
     },
     "5.23.0": {
         "PocketTTSGenerationMixin": ("kwargs-forwarding", "bespoke", "drops two keys in a loop no recogniser claims"),
-        "RoCBertForCausalLM": ("kwargs-forwarding", "bespoke", "cuts two inputs to the last token in a form the "
-                                                               "slice-with-ids rule does not claim"),
+        "RoCBertForCausalLM": (
+            "kwargs-forwarding",
+            "bespoke",
+            "cuts two inputs to the last token in a form the slice-with-ids rule does not claim",
+        ),
     },
 }
 

@@ -119,7 +119,7 @@ def test_a_file_without_the_mixin_is_of_unknown_era() -> None:
 
 # ------------------------------------------------------------------------------------------- the cases
 
-LLAMA_LIKE = '''
+LLAMA_LIKE = """
 def prepare_inputs_for_generation(
     self,
     input_ids,
@@ -160,10 +160,17 @@ def prepare_inputs_for_generation(
         }
     )
     return model_inputs
-'''
+"""
 
-LLAMA_FORWARD = ("input_ids", "attention_mask", "position_ids", "past_key_values", "inputs_embeds", "use_cache",
-                 "cache_position")
+LLAMA_FORWARD = (
+    "input_ids",
+    "attention_mask",
+    "position_ids",
+    "past_key_values",
+    "inputs_embeds",
+    "use_cache",
+    "cache_position",
+)
 
 
 def test_llama_like_is_generic(hoisted: MixinProfile) -> None:
@@ -189,7 +196,7 @@ def test_against_a_stub_nothing_is_generic(stub: MixinProfile) -> None:
     assert has(finding, "bespoke", "inputs-embeds-first-step")
 
 
-GPT2_LIKE = '''
+GPT2_LIKE = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, **kwargs):
     token_type_ids = kwargs.get("token_type_ids", None)
     # drop the tokens the cache has seen
@@ -229,7 +236,7 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_
         }
     )
     return model_inputs
-'''
+"""
 
 
 def test_gpt2_like_is_generic_with_differences(hoisted: MixinProfile) -> None:
@@ -247,7 +254,7 @@ def test_gpt2_like_is_generic_with_differences(hoisted: MixinProfile) -> None:
     assert {d.line for d in finding.differences if "absent cache" in d.text} == {25}
 
 
-LLAVA_LIKE = '''
+LLAVA_LIKE = """
 def prepare_inputs_for_generation(
     self, input_ids, past_key_values=None, inputs_embeds=None, pixel_values=None, attention_mask=None,
     cache_position=None, **kwargs
@@ -274,7 +281,7 @@ def prepare_inputs_for_generation(
         if key not in model_inputs:
             model_inputs[key] = value
     return model_inputs
-'''
+"""
 
 
 def test_llava_like_first_step_pixels_is_kwargs_forwarding(hoisted: MixinProfile) -> None:
@@ -287,7 +294,7 @@ def test_llava_like_first_step_pixels_is_kwargs_forwarding(hoisted: MixinProfile
     assert finding.differences == ()
 
 
-MAMBA_LIKE = '''
+MAMBA_LIKE = """
 def prepare_inputs_for_generation(
     self, input_ids, inputs_embeds=None, use_cache=None, cache_params=None, cache_position=None,
     attention_mask=None, **kwargs
@@ -317,7 +324,7 @@ def prepare_inputs_for_generation(
         }
     )
     return model_inputs
-'''
+"""
 
 
 def test_mamba_like_state_space_cache_is_bespoke(hoisted: MixinProfile) -> None:
@@ -328,13 +335,13 @@ def test_mamba_like_state_space_cache_is_bespoke(hoisted: MixinProfile) -> None:
 
 
 def test_an_unrecognised_statement_makes_it_bespoke_with_its_line(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         input_ids = self.remap_vocabulary(input_ids)
         return {"input_ids": input_ids, "past_key_values": past_key_values, **kwargs}
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.KEEP)
     unrecognised = [(r.text, r.line) for r in finding.reasons if r.kind == "unrecognised"]
@@ -342,13 +349,13 @@ def test_an_unrecognised_statement_makes_it_bespoke_with_its_line(hoisted: Mixin
 
 
 def test_a_multi_line_unrecognised_statement_is_shortened(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         model_inputs = {"input_ids": input_ids, **kwargs}
         if self.config.flag:
             model_inputs["input_ids"] = input_ids + 1
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert [(r.text, r.line) for r in finding.reasons if r.kind == "unrecognised"] == [("if self.config.flag: …", 3)]
 
@@ -356,22 +363,24 @@ def test_a_multi_line_unrecognised_statement_is_shortened(hoisted: MixinProfile)
 def test_model_specific_statements_at_the_start_are_kept_in_front_of_super(hoisted: MixinProfile) -> None:
     """The Phi-3 shape: its own input handling first, then only what the mixin does. The handling is
     model-specific (it resets the cache): bespoke, and reduced all the same, the statements in front of super()."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if self.config.flag:
             past_key_values = None
         return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask, **kwargs}
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert Extra("", "keep-statements", "0") in finding.extras
     assert has(finding, "note", "kept as is in front of super(): if self.config.flag: …")
-    assert has(finding, "note", "bespoke: its own input handling, kept as it is in front of super(), is model-specific")
+    assert has(
+        finding, "note", "bespoke: its own input handling, kept as it is in front of super(), is model-specific"
+    )
 
 
 def test_a_dummy_token_kept_in_front_of_super_is_bespoke(hoisted: MixinProfile) -> None:
     """The masked LMs: a pad token appended to the ids (and a zero to the mask) on every step."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **model_kwargs):
         if self.config.pad_token_id is None:
             raise ValueError("The PAD token should be defined for generation")
@@ -379,7 +388,7 @@ def test_a_dummy_token_kept_in_front_of_super_is_bespoke(hoisted: MixinProfile) 
         dummy_token = torch.full((input_ids.shape[0], 1), self.config.pad_token_id, dtype=torch.long)
         input_ids = torch.cat([input_ids, dummy_token], dim=1)
         return {"input_ids": input_ids, "attention_mask": attention_mask}
-    '''
+    """
     finding = classify_override(override(source, forward_params=SIMPLE_FORWARD), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert Extra("", "keep-statements", "0,1,2,3") in finding.extras
@@ -388,7 +397,7 @@ def test_a_dummy_token_kept_in_front_of_super_is_bespoke(hoisted: MixinProfile) 
 def test_a_guard_kept_in_front_of_super_leaves_it_generic(hoisted: MixinProfile) -> None:
     """ProphetNet: the encoder-decoder boilerplate behind an assert. The assert refuses a call generate()
     never makes and prepares nothing: generic; the reduction keeps it in front of super()."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, attention_mask=None,
                                       use_cache=None, encoder_outputs=None, **kwargs):
         assert encoder_outputs is not None, "`encoder_outputs` have to be passed for generation."
@@ -402,7 +411,7 @@ def test_a_guard_kept_in_front_of_super_leaves_it_generic(hoisted: MixinProfile)
             "attention_mask": attention_mask,
             "use_cache": use_cache,
         }
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "decoder_input_ids")), hoisted)
     assert (finding.category, finding.action) == (Category.GENERIC, Action.REDUCE)
     assert finding.extras == (Extra("", "keep-statements", "0"),)
@@ -411,36 +420,55 @@ def test_a_guard_kept_in_front_of_super_leaves_it_generic(hoisted: MixinProfile)
 @pytest.mark.parametrize(
     ("statements", "own"),
     [
-        pytest.param('assert encoder_outputs is not None', False, id="assert"),
+        pytest.param("assert encoder_outputs is not None", False, id="assert"),
         pytest.param('if self.config.pad_token_id is None:\n    raise ValueError("no pad")', False, id="if-raise"),
-        pytest.param('legacy = (input_ids == self.config.image_token_index).sum() < 3', False, id="local-for-a-condition"),
-        pytest.param('if legacy or cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values', False,
-                     id="caller-value-on-some-steps"),
+        pytest.param(
+            "legacy = (input_ids == self.config.image_token_index).sum() < 3", False, id="local-for-a-condition"
+        ),
+        pytest.param(
+            'if legacy or cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values',
+            False,
+            id="caller-value-on-some-steps",
+        ),
         pytest.param('model_inputs["do_marginalize"] = True', False, id="constant"),
-        pytest.param('input_ids = input_ids.int()', True, id="rebinds-an-input"),
-        pytest.param('if delay_pattern_mask is None:\n    input_ids, delay_pattern_mask = self.build(input_ids)', True,
-                     id="unpacks-into-an-input"),
+        pytest.param("input_ids = input_ids.int()", True, id="rebinds-an-input"),
+        pytest.param(
+            "if delay_pattern_mask is None:\n    input_ids, delay_pattern_mask = self.build(input_ids)",
+            True,
+            id="unpacks-into-an-input",
+        ),
         pytest.param('model_inputs["position_ids"] += 1', True, id="shifts-position-ids"),
         pytest.param('model_inputs["attention_mask"] = None', True, id="a-core-key"),
-        pytest.param('model_inputs["image_mask"] = torch.cat([image_mask, pad], dim=1)', True, id="computes-an-extra-key"),
+        pytest.param(
+            'model_inputs["image_mask"] = torch.cat([image_mask, pad], dim=1)', True, id="computes-an-extra-key"
+        ),
         pytest.param('model_inputs.update({"inputs_embeds": merged, "input_ids": None})', True, id="update"),
         pytest.param('model_inputs.pop("input_ids")', True, id="pops-a-core-key"),
-        pytest.param('self.cached = input_ids', True, id="an-attribute"),
+        pytest.param("self.cached = input_ids", True, id="an-attribute"),
     ],
 )
 def test_which_kept_statements_are_own_input_handling(statements: str, own: bool) -> None:
-    params = frozenset({"input_ids", "pixel_values", "delay_pattern_mask", "cache_position", "image_mask",
-                        "encoder_outputs", "attention_mask"})
+    params = frozenset(
+        {
+            "input_ids",
+            "pixel_values",
+            "delay_pattern_mask",
+            "cache_position",
+            "image_mask",
+            "encoder_outputs",
+            "attention_mask",
+        }
+    )
     assert _handles_inputs(statements, params) is own
 
 
 def test_a_non_standard_cache_key_is_bespoke(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         if past_key_values:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "mems": past_key_values, **kwargs}
-    '''
+    """
     finding = classify_override(override(source, model="toyxl"), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.KEEP)
     (reason,) = [r for r in finding.reasons if r.kind == "bespoke"]
@@ -448,7 +476,7 @@ def test_a_non_standard_cache_key_is_bespoke(hoisted: MixinProfile) -> None:
     assert reason.line == 4
 
 
-SUPER_WITH_KWARG = '''
+SUPER_WITH_KWARG = """
 def prepare_inputs_for_generation(
     self, input_ids, past_key_values=None, use_cache=None, is_first_iteration=False, **kwargs
 ):
@@ -462,7 +490,7 @@ def prepare_inputs_for_generation(
         **kwargs,
     )
     return model_inputs
-'''
+"""
 
 
 def test_a_super_call_with_a_kwargs_tweak_is_already_reduced(hoisted: MixinProfile) -> None:
@@ -475,23 +503,23 @@ def test_a_super_call_with_a_kwargs_tweak_is_already_reduced(hoisted: MixinProfi
 
 
 def test_a_super_call_that_drops_a_key(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
         # the forward builds its own token types
         model_inputs.pop("token_type_ids", None)
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.KEEP)
     assert finding.extras == (Extra(key="token_type_ids", how="drop", source=""),)
 
 
 def test_a_super_call_withholding_a_parameter(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, pixel_values=None, **kwargs):
         return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.KEEP)
     assert finding.extras == (Extra(key="pixel_values", how="drop", source=""),)
@@ -499,12 +527,12 @@ def test_a_super_call_withholding_a_parameter(hoisted: MixinProfile) -> None:
 
 
 def test_a_sub_model_delegation_is_a_difference(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         return self.language_model.prepare_inputs_for_generation(
             input_ids, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
         )
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     # a reduction asks super() instead of the sub-model and keeps the rest
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
@@ -512,16 +540,18 @@ def test_a_sub_model_delegation_is_a_difference(hoisted: MixinProfile) -> None:
     assert any("self.language_model.prepare_inputs_for_generation" in d.text for d in finding.differences)
 
 
-def test_a_delegation_to_a_sub_model_whose_own_override_does_model_specific_work_is_kept(hoisted: MixinProfile) -> None:
+def test_a_delegation_to_a_sub_model_whose_own_override_does_model_specific_work_is_kept(
+    hoisted: MixinProfile,
+) -> None:
     """Kosmos-2.5 (5.23) asks ``self.text_model``, a Kosmos2_5TextForCausalLM whose own override drops the image
     inputs after the first step and grows their mask: super() would skip that, and the verifier, with no image
     inputs for the model, would not see it. The index names such a sub-model (``Override.delegate_work``)."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         return self.text_model.prepare_inputs_for_generation(
             input_ids, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
         )
-    '''
+    """
     o = dataclasses.replace(override(source), delegate_work=("ToyTextForCausalLM", "if past_key_values is not None:"))
     finding = classify_override(o, hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.KEEP)
@@ -532,7 +562,7 @@ def test_a_delegation_to_a_sub_model_whose_own_override_does_model_specific_work
 def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own_work() -> None:
     from codemod.analyse.index import _own_work, _submodels, file_facts
 
-    text = textwrap.dedent('''
+    text = textwrap.dedent("""
         class ToyTextForCausalLM(ToyPreTrainedModel):
             def prepare_inputs_for_generation(self, input_ids, image_embeds=None, **kwargs):
                 model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
@@ -548,7 +578,7 @@ def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own
 
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return self.text_model.prepare_inputs_for_generation(input_ids, **kwargs)
-    ''')
+    """)
     facts = file_facts("src/transformers/models/toy/modeling_toy.py", text, FileKind.MODELING)
     [text_lm, composite] = facts.classes
     # only a sub-model built from a class by name is known; an Auto class may be anything
@@ -560,31 +590,33 @@ def test_the_index_names_a_sub_model_built_from_a_class_of_the_file_with_its_own
 
 #: an override that cuts its ids by the cache's own length, as 4.45's Musicgen-Melody composite (and remote code
 #: written before cache_position) does
-CUT_BY_THE_CACHE = '''
+CUT_BY_THE_CACHE = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
     if past_key_values is not None:
         input_ids = input_ids[:, -1:]
     return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
-'''
+"""
 
 
 @pytest.mark.parametrize(("stale", "action"), [(False, Action.DELETE), (True, Action.KEEP)])
-def test_a_class_that_never_moves_cache_position_on_keeps_its_own_cut(hoisted: MixinProfile, stale: bool,
-                                                                       action: Action) -> None:
+def test_a_class_that_never_moves_cache_position_on_keeps_its_own_cut(
+    hoisted: MixinProfile, stale: bool, action: Action
+) -> None:
     """4.45's Musicgen-Melody composite replaces ``_update_model_kwargs_for_generation`` without calling super():
     generate()'s ``cache_position`` stays the first step's, and the mixin, slicing by it, fed the composite its pad
     column at step 1 where the override's cut by the cache fed the new token (verification reverted the deletion).
     The scan now says so and keeps the override (``Override.stale_cache_position``)."""
-    o = dataclasses.replace(override(CUT_BY_THE_CACHE, forward_params=("input_ids", "past_key_values", "attention_mask",
-                                                                       "use_cache")),
-                            stale_cache_position=stale)
+    o = dataclasses.replace(
+        override(CUT_BY_THE_CACHE, forward_params=("input_ids", "past_key_values", "attention_mask", "use_cache")),
+        stale_cache_position=stale,
+    )
     finding = classify_override(o, hoisted)
     assert finding.action is action
     assert has(finding, "bespoke", "never moves cache_position on") is stale
 
 
 #: 4.45's Musicgen-Melody composite's cut: the past length read off the legacy tuple cache, ``cache_position`` unread
-CUT_BY_PAST_LENGTH = '''
+CUT_BY_PAST_LENGTH = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
     if past_key_values is not None:
         past_length = past_key_values[0][0].shape[2]
@@ -594,7 +626,7 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attenti
             remove_prefix_length = input_ids.shape[1] - 1
         input_ids = input_ids[:, remove_prefix_length:]
     return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
-'''
+"""
 
 
 def test_a_stale_cache_position_the_override_never_read_is_withheld_from_super(hoisted: MixinProfile) -> None:
@@ -603,9 +635,10 @@ def test_a_stale_cache_position_the_override_never_read_is_withheld_from_super(h
     ``**kwargs`` instead of keeping its own cut (Musicgen-Melody's composite)."""
     from codemod.transform.plan import reduce_override
 
-    o = dataclasses.replace(override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values",
-                                                                         "attention_mask", "use_cache")),
-                            stale_cache_position=True)
+    o = dataclasses.replace(
+        override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values", "attention_mask", "use_cache")),
+        stale_cache_position=True,
+    )
     finding = classify_override(o, hoisted)
     assert finding.action is Action.REDUCE and not has(finding, "bespoke", "never moves cache_position on")
     assert Extra("cache_position", ExtraHow.WITHHELD) in finding.extras
@@ -618,21 +651,33 @@ def test_a_stale_cache_position_the_override_never_read_is_withheld_from_super(h
     ast.parse(reduction.body)
 
 
-@pytest.mark.parametrize(("source", "why"), [
-    pytest.param(CUT_BY_PAST_LENGTH.replace(", **kwargs):", ", cache_position=None, **kwargs):"),
-                 "names cache_position: the mixin would get it by name", id="named-parameter"),
-    pytest.param(CUT_BY_PAST_LENGTH.replace(", **kwargs):", "):"), "no **kwargs to pop it from", id="no-kwargs"),
-    pytest.param(CUT_BY_PAST_LENGTH.replace("past_length = past_key_values[0][0].shape[2]",
-                                            "past_length = past_key_values.get_seq_length()"),
-                 "counts from a Cache object, which the mixin does not count from", id="cache-object"),
-    pytest.param(CUT_BY_THE_CACHE, "keeps the last token only, which the mixin's count does not", id="last-token"),
-])
-def test_a_stale_cache_position_is_withheld_only_where_the_mixin_counts_alike(hoisted: MixinProfile, source: str,
-                                                                             why: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        pytest.param(
+            CUT_BY_PAST_LENGTH.replace(", **kwargs):", ", cache_position=None, **kwargs):"),
+            "names cache_position: the mixin would get it by name",
+            id="named-parameter",
+        ),
+        pytest.param(CUT_BY_PAST_LENGTH.replace(", **kwargs):", "):"), "no **kwargs to pop it from", id="no-kwargs"),
+        pytest.param(
+            CUT_BY_PAST_LENGTH.replace(
+                "past_length = past_key_values[0][0].shape[2]", "past_length = past_key_values.get_seq_length()"
+            ),
+            "counts from a Cache object, which the mixin does not count from",
+            id="cache-object",
+        ),
+        pytest.param(CUT_BY_THE_CACHE, "keeps the last token only, which the mixin's count does not", id="last-token"),
+    ],
+)
+def test_a_stale_cache_position_is_withheld_only_where_the_mixin_counts_alike(
+    hoisted: MixinProfile, source: str, why: str
+) -> None:
     """Noop: the override keeps its own cut, bespoke, as before."""
-    o = dataclasses.replace(override(source, forward_params=("input_ids", "past_key_values", "attention_mask",
-                                                             "use_cache")),
-                            stale_cache_position=True)
+    o = dataclasses.replace(
+        override(source, forward_params=("input_ids", "past_key_values", "attention_mask", "use_cache")),
+        stale_cache_position=True,
+    )
     finding = classify_override(o, hoisted)
     assert not any(e.how is ExtraHow.WITHHELD for e in finding.extras), why
     assert has(finding, "bespoke", "never moves cache_position on"), why
@@ -642,30 +687,48 @@ def test_a_stale_cache_position_is_kept_against_a_mixin_that_never_counts_from_t
     """Noop: a release's own mixin (4.46 on) slices by ``cache_position`` whatever the cache; it derives none."""
     from tests.conftest import FIXTURES
 
-    mixin = profile_from_source((FIXTURES / "mini_checkout/src/transformers/generation/utils.py").read_text(),
-                                "generation/utils.py")
+    mixin = profile_from_source(
+        (FIXTURES / "mini_checkout/src/transformers/generation/utils.py").read_text(), "generation/utils.py"
+    )
     assert "cache-position-from-cache" not in mixin.behaviours
-    o = dataclasses.replace(override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values",
-                                                                         "attention_mask", "use_cache")),
-                            stale_cache_position=True)
+    o = dataclasses.replace(
+        override(CUT_BY_PAST_LENGTH, forward_params=("input_ids", "past_key_values", "attention_mask", "use_cache")),
+        stale_cache_position=True,
+    )
     finding = classify_override(o, mixin)
     assert not any(e.how is ExtraHow.WITHHELD for e in finding.extras)
 
 
-@pytest.mark.parametrize(("update", "advances"), [
-    pytest.param((), None, id="none-defined"),
-    pytest.param(("model_kwargs = super()._update_model_kwargs_for_generation(outputs, model_kwargs, **kwargs)",
-                  "model_kwargs['rope_deltas'] = outputs.rope_deltas"), True, id="calls-super"),
-    pytest.param(("model_kwargs['cache_position'] = model_kwargs['cache_position'][-1:] + 1",), True, id="moves-it-itself"),
-    pytest.param(("model_kwargs['past_key_values'] = outputs.past_key_values",), False, id="neither"),
-])
-def test_the_index_says_whether_a_class_moves_cache_position_on(update: tuple[str, ...], advances: bool | None) -> None:
+@pytest.mark.parametrize(
+    ("update", "advances"),
+    [
+        pytest.param((), None, id="none-defined"),
+        pytest.param(
+            (
+                "model_kwargs = super()._update_model_kwargs_for_generation(outputs, model_kwargs, **kwargs)",
+                "model_kwargs['rope_deltas'] = outputs.rope_deltas",
+            ),
+            True,
+            id="calls-super",
+        ),
+        pytest.param(
+            ("model_kwargs['cache_position'] = model_kwargs['cache_position'][-1:] + 1",), True, id="moves-it-itself"
+        ),
+        pytest.param(("model_kwargs['past_key_values'] = outputs.past_key_values",), False, id="neither"),
+    ],
+)
+def test_the_index_says_whether_a_class_moves_cache_position_on(
+    update: tuple[str, ...], advances: bool | None
+) -> None:
     from codemod.analyse.index import file_facts
 
     lines = ["class ToyForCausalLM(ToyPreTrainedModel):", "    x = 1"]
     if update:
-        lines += ["    def _update_model_kwargs_for_generation(self, outputs, model_kwargs, **kwargs):",
-                  *(f"        {line}" for line in update), "        return model_kwargs"]
+        lines += [
+            "    def _update_model_kwargs_for_generation(self, outputs, model_kwargs, **kwargs):",
+            *(f"        {line}" for line in update),
+            "        return model_kwargs",
+        ]
     facts = file_facts("src/transformers/models/toy/modeling_toy.py", "\n".join(lines) + "\n", FileKind.MODELING)
     assert facts.error is None, facts.error
     assert facts.symbols is not None
@@ -674,7 +737,7 @@ def test_the_index_says_whether_a_class_moves_cache_position_on(update: tuple[st
 
 
 #: the llava family's shape in 4.45: the language model's preparation, pixel inputs decided around it
-LLAVA_DELEGATING = '''
+LLAVA_DELEGATING = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, pixel_values=None,
                                   attention_mask=None, cache_position=None, **kwargs):
     legacy_processing = (input_ids == self.config.image_token_index).sum(1).max() < self.config.image_seq_length
@@ -686,7 +749,7 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_
         model_inputs["pixel_values"] = pixel_values
     {tail}
     return model_inputs
-'''
+"""
 
 
 def test_a_delegation_plus_pixel_values_on_some_steps_is_kwargs_forwarding(hoisted: MixinProfile) -> None:
@@ -702,14 +765,15 @@ def test_a_delegation_plus_pixel_values_on_some_steps_is_kwargs_forwarding(hoist
 def test_a_delegation_with_its_own_position_handling_is_bespoke(hoisted: MixinProfile) -> None:
     """PaliGemma: 1-indexed position_ids after the sub-model's preparation: model-specific, kept around the
     swapped call (the action stays reduce)."""
-    source = LLAVA_DELEGATING.format(tail='if model_inputs.get("position_ids") is not None:\n'
-                                    '        model_inputs["position_ids"] += 1')
+    source = LLAVA_DELEGATING.format(
+        tail='if model_inputs.get("position_ids") is not None:\n        model_inputs["position_ids"] += 1'
+    )
     finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "pixel_values")), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert has(finding, "note", "bespoke: its own input handling, kept as it is around super(), is model-specific")
 
 
-SIMPLE_GENERIC = '''
+SIMPLE_GENERIC = """
 def prepare_inputs_for_generation(
     self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None, cache_position=None, **kwargs
 ):
@@ -729,7 +793,7 @@ def prepare_inputs_for_generation(
         if key not in model_inputs:
             model_inputs[key] = value
     return model_inputs
-'''
+"""
 SIMPLE_FORWARD = ("input_ids", "attention_mask", "past_key_values", "inputs_embeds", "cache_position")
 
 
@@ -753,19 +817,19 @@ def test_forward_accepting_position_ids_that_the_override_omits(hoisted: MixinPr
     """Git, CTRL, the BERT-style heads: the mixin would pass position_ids built from the mask, the override
     prepares fewer inputs than that in the standard flow: not generic. The deletion stays planned (the
     difference is all it has of its own), and verification decides."""
-    finding = classify_override(
-        override(SIMPLE_GENERIC, forward_params=(*SIMPLE_FORWARD, "position_ids")), hoisted
-    )
+    finding = classify_override(override(SIMPLE_GENERIC, forward_params=(*SIMPLE_FORWARD, "position_ids")), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
     assert [d.text for d in finding.differences] == [
         "forward accepts position_ids: the mixin builds them from the attention mask, this override never passes them"
     ]
-    assert has(finding, "note", "bespoke, not generic: in the standard generate flow it prepares other inputs than the mixin")
+    assert has(
+        finding, "note", "bespoke, not generic: in the standard generate flow it prepares other inputs than the mixin"
+    )
 
 
 #: 4.44's llava slicing as 4.45's Qwen2-Audio keeps it: a branch that would patch the mask from **kwargs (never: the
 #: mask is a parameter), a third branch for short ids holding the media token, the crop to what the cache holds
-MEDIA_TOKEN_SLICING = '''
+MEDIA_TOKEN_SLICING = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_embeds=None, input_features=None,
                                   attention_mask=None, **kwargs):
     if past_key_values is not None:
@@ -798,23 +862,37 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, inputs_
                          "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask,
                          "input_features": input_features})
     return model_inputs
-'''
+"""
 
 
 def test_the_llava_slicing_around_a_media_token_is_the_mixins(hoisted: MixinProfile) -> None:
     """The branch patching the mask never runs, the third branch only cuts a caller's short ids (a difference outside
     the standard flow: generate()'s mask is never shorter than the ids), the crop is for bounded caches: generic, its
     deletion planned (verification judges it, with the model's audio)."""
-    forward = ("input_ids", "input_features", "attention_mask", "position_ids", "past_key_values", "inputs_embeds",
-               "use_cache")
+    forward = (
+        "input_ids",
+        "input_features",
+        "attention_mask",
+        "position_ids",
+        "past_key_values",
+        "inputs_embeds",
+        "use_cache",
+    )
     finding = classify_override(override(MEDIA_TOKEN_SLICING, forward_params=forward), hoisted)
     assert (finding.category, finding.action) == (Category.GENERIC, Action.DELETE)
-    assert has(finding, "behaviour", "the last id of ids no longer than the past length that hold "
-                                     "self.config.media_token_index")
-    assert has(finding, "difference", "cuts ids no longer than the past length that hold self.config.media_token_index")
+    assert has(
+        finding,
+        "behaviour",
+        "the last id of ids no longer than the past length that hold self.config.media_token_index",
+    )
+    assert has(
+        finding, "difference", "cuts ids no longer than the past length that hold self.config.media_token_index"
+    )
     assert texts(finding, "unrecognised") == []
     # the patching branch made live (it reads a keyword no parameter takes): the override is the model's own
-    live = MEDIA_TOKEN_SLICING.replace('kwargs.get("attention_mask") is not None', 'kwargs.get("merged_mask") is not None')
+    live = MEDIA_TOKEN_SLICING.replace(
+        'kwargs.get("attention_mask") is not None', 'kwargs.get("merged_mask") is not None'
+    )
     assert classify_override(override(live, forward_params=forward), hoisted).category is Category.BESPOKE
     # so it is where the mask is a positional-only parameter: a caller's attention_mask= keyword reaches **kwargs
     positional = MEDIA_TOKEN_SLICING.replace("attention_mask=None, **kwargs", "attention_mask=None, /, **kwargs")
@@ -824,7 +902,7 @@ def test_the_llava_slicing_around_a_media_token_is_the_mixins(hoisted: MixinProf
 
 def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) -> None:
     """FSMT: the decoder ids are passed whole although a cache is (its decoder slices them itself)."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, attention_mask=None,
                                       use_cache=None, encoder_outputs=None, **kwargs):
         return {
@@ -835,7 +913,7 @@ def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) ->
             "attention_mask": attention_mask,
             "use_cache": use_cache,
         }
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "decoder_input_ids")), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
     assert has(finding, "difference", "passes the ids unsliced although it passes a cache")
@@ -843,7 +921,7 @@ def test_the_ids_unsliced_with_a_cache_are_not_generic(hoisted: MixinProfile) ->
 
 def test_position_ids_only_without_alibi_are_not_generic(hoisted: MixinProfile) -> None:
     """Falcon: an ALiBi configuration deliberately gets no position_ids."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, position_ids=None,
                                       inputs_embeds=None, cache_position=None, **kwargs):
         if past_key_values is not None:
@@ -863,7 +941,7 @@ def test_position_ids_only_without_alibi_are_not_generic(hoisted: MixinProfile) 
         model_inputs.update({"position_ids": position_ids, "past_key_values": past_key_values,
                              "attention_mask": attention_mask, "cache_position": cache_position})
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "position_ids")), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.DELETE)
     assert has(finding, "difference", "builds position_ids only without ALiBi")
@@ -872,15 +950,16 @@ def test_position_ids_only_without_alibi_are_not_generic(hoisted: MixinProfile) 
 def test_extra_keys_on_top_of_what_omits_position_ids_are_bespoke_and_reduced(hoisted: MixinProfile) -> None:
     """BLIP's text decoder: the BERT-style body plus is_decoder=True. The reduction (super() plus is_decoder)
     stays; the category is bespoke, for the position_ids it never passed."""
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "attention_mask": attention_mask, "past_key_values": past_key_values,
                 "is_decoder": True}
-    '''
-    finding = classify_override(override(source, forward_params=(*SIMPLE_FORWARD, "position_ids", "is_decoder")),
-                                hoisted)
+    """
+    finding = classify_override(
+        override(source, forward_params=(*SIMPLE_FORWARD, "position_ids", "is_decoder")), hoisted
+    )
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert Extra("is_decoder", "constant", "True") in finding.extras
 
@@ -901,12 +980,12 @@ def test_static_cache_support_without_a_4d_mask(hoisted: MixinProfile) -> None:
 
 
 def test_slicing_to_the_last_token_is_a_difference(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         if past_key_values:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values, **kwargs}
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "past_key_values")), hoisted)
     assert (finding.category, finding.action) == (Category.GENERIC, Action.DELETE)
     (difference,) = finding.differences
@@ -915,21 +994,21 @@ def test_slicing_to_the_last_token_is_a_difference(hoisted: MixinProfile) -> Non
 
 
 def test_unsliced_ids_with_a_cache(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         return {"input_ids": input_ids, "past_key_values": past_key_values, **kwargs}
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "past_key_values")), hoisted)
     assert any("passes the ids unsliced although it passes a cache" in d.text for d in finding.differences)
 
 
 def test_ignoring_inputs_embeds_and_cache_position(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if past_key_values:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
-    '''
+    """
     forward = ("input_ids", "past_key_values", "attention_mask", "inputs_embeds", "cache_position")
     finding = classify_override(
         override(source, forward_params=forward, attributes=(("_supports_cache_class", "True"),)), hoisted
@@ -941,7 +1020,7 @@ def test_ignoring_inputs_embeds_and_cache_position(hoisted: MixinProfile) -> Non
 
 
 def test_an_input_sliced_like_the_ids_that_the_mixin_does_not_slice(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, mm_token_type_ids=None, **kwargs):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
@@ -953,7 +1032,7 @@ def test_an_input_sliced_like_the_ids_that_the_mixin_does_not_slice(hoisted: Mix
             "mm_token_type_ids": mm_token_type_ids,
             **kwargs,
         }
-    '''
+    """
     forward = ("input_ids", "past_key_values", "mm_token_type_ids")
     finding = classify_override(override(source, forward_params=forward), hoisted)
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
@@ -961,30 +1040,30 @@ def test_an_input_sliced_like_the_ids_that_the_mixin_does_not_slice(hoisted: Mix
 
 
 def test_a_sliced_input_under_another_key_is_bespoke(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, token_type_ids=None, **kwargs):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
             if token_type_ids is not None:
                 token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "segment_ids": token_type_ids, **kwargs}
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "segment_ids")), hoisted)
     assert finding.category is Category.BESPOKE
     assert has(finding, "bespoke", "segment_ids comes from the sliced token_type_ids")
 
 
 def test_a_method_returning_none_is_not_generic(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         return None
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert finding.category is not Category.GENERIC
 
 
 def test_passing_the_cache_only_when_there_is_one_is_what_the_mixin_does(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         model_inputs = {}
         if past_key_values is not None:
@@ -995,7 +1074,7 @@ def test_passing_the_cache_only_when_there_is_one_is_what_the_mixin_does(hoisted
             if key not in model_inputs:
                 model_inputs[key] = value
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "past_key_values")), hoisted)
     assert finding.extras == ()
     assert (finding.category, finding.action) == (Category.GENERIC, Action.DELETE)
@@ -1004,54 +1083,61 @@ def test_passing_the_cache_only_when_there_is_one_is_what_the_mixin_does(hoisted
 @pytest.mark.parametrize(
     ("entry", "extra"),
     [
-        pytest.param('"num_beams": self.config.num_beams', Extra("num_beams", "constant", "self.config.num_beams"),
-                     id="config-constant"),
+        pytest.param(
+            '"num_beams": self.config.num_beams',
+            Extra("num_beams", "constant", "self.config.num_beams"),
+            id="config-constant",
+        ),
         pytest.param('"is_decoder": True', Extra("is_decoder", "constant", "True"), id="literal"),
         pytest.param('"head_mask": None', Extra("head_mask", "none", ""), id="none"),
         pytest.param(
             '"image_sizes": image_sizes if past_key_values is None else None',
-            Extra("image_sizes", "first-step", "image_sizes"), id="first-step-conditional",
+            Extra("image_sizes", "first-step", "image_sizes"),
+            id="first-step-conditional",
         ),
-        pytest.param('"token_type_ids": position_ids', Extra("token_type_ids", "adjusted", "position_ids"),
-                     id="another-parameter"),
+        pytest.param(
+            '"token_type_ids": position_ids',
+            Extra("token_type_ids", "adjusted", "position_ids"),
+            id="another-parameter",
+        ),
     ],
 )
 def test_extras(hoisted: MixinProfile, entry: str, extra: Extra) -> None:
-    source = f'''
+    source = f"""
     def prepare_inputs_for_generation(
         self, input_ids, past_key_values=None, image_sizes=None, position_ids=None, **kwargs
     ):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {{"input_ids": input_ids, "past_key_values": past_key_values, {entry}, **kwargs}}
-    '''
+    """
     finding = classify_override(override(source, forward_params=("input_ids", "past_key_values")), hoisted)
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.REDUCE)
     assert finding.extras == (extra,)
 
 
 def test_a_computed_value_is_bespoke(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
         return {"input_ids": input_ids, "attention_mask": attention_mask * 2, **kwargs}
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert finding.category is Category.BESPOKE
     assert has(finding, "bespoke", "computes attention_mask as `attention_mask * 2`")
 
 
 def test_ids_under_another_key_are_bespoke(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         return {"input_ids": input_ids, "labels": input_ids, **kwargs}
-    '''
+    """
     finding = classify_override(override(source), hoisted)
     assert finding.category is Category.BESPOKE
     assert has(finding, "bespoke", "passes the ids as 'labels'")
 
 
 def test_a_bespoke_behaviour_wins_over_extras(hoisted: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if isinstance(past_key_values, StaticCache) and attention_mask is not None:
             target_length = past_key_values.get_max_length()
@@ -1060,7 +1146,7 @@ def test_a_bespoke_behaviour_wins_over_extras(hoisted: MixinProfile) -> None:
             new_attn_mask = torch.zeros(batch_size, diff, device=attention_mask.device, dtype=attention_mask.dtype)
             attention_mask = torch.cat([attention_mask, new_attn_mask], dim=-1)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "is_decoder": True, **kwargs}
-    '''
+    """
     finding = classify_override(override(source, model="toybloom"), hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.KEEP)
     assert [r.rule for r in finding.reasons if r.kind == "bespoke" and r.rule] == ["PI132"]
@@ -1069,7 +1155,7 @@ def test_a_bespoke_behaviour_wins_over_extras(hoisted: MixinProfile) -> None:
 # ------------------------------------------------------------------------------------------ 5.x mixin
 
 #: a small mixin of the 5.x shape, written for these tests
-NEXT_SEQUENCE_MIXIN = '''
+NEXT_SEQUENCE_MIXIN = """
 MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL = ("pixel_values", "pixel_values_videos")
 
 
@@ -1084,7 +1170,7 @@ class GenerationMixin:
             if key not in model_inputs:
                 model_inputs[key] = value
         return model_inputs
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -1099,36 +1185,36 @@ def test_next_sequence_length_profile(next_sequence: MixinProfile) -> None:
 
 
 def test_first_step_inputs_the_mixin_drops_itself_are_not_extras(next_sequence: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, pixel_values=None, is_first_iteration=False, **kwargs):
         model_inputs = super().prepare_inputs_for_generation(input_ids, is_first_iteration=is_first_iteration, **kwargs)
         if is_first_iteration:
             model_inputs["pixel_values"] = pixel_values
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source), next_sequence)
     assert finding.extras == ()
     assert (finding.category, finding.action) == (Category.GENERIC, Action.DELETE)
 
 
 def test_other_first_step_inputs_are_extras(next_sequence: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, audio_values=None, is_first_iteration=False, **kwargs):
         model_inputs = super().prepare_inputs_for_generation(input_ids, is_first_iteration=is_first_iteration, **kwargs)
         if is_first_iteration:
             model_inputs["audio_values"] = audio_values
         return model_inputs
-    '''
+    """
     finding = classify_override(override(source), next_sequence)
     assert (finding.category, finding.action) == (Category.KWARGS_FORWARDING, Action.KEEP)
     assert finding.extras == (Extra("audio_values", "first-step", "audio_values"),)
 
 
 def test_unsliced_ids_against_the_5x_mixin(next_sequence: MixinProfile) -> None:
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         return {"input_ids": input_ids, **kwargs}
-    '''
+    """
     finding = classify_override(override(source), next_sequence)
     assert [d.text for d in finding.differences] == [
         "passes every id on every step; the 5.x mixin keeps the last next_sequence_length ids"
@@ -1138,10 +1224,10 @@ def test_unsliced_ids_against_the_5x_mixin(next_sequence: MixinProfile) -> None:
 # ------------------------------------------------------------------------------------------- modular
 
 
-RAISES = '''
+RAISES = """
 def prepare_inputs_for_generation(self, *args, **kwargs):
     raise AttributeError("Not needed for this model")
-'''
+"""
 
 
 def test_a_modular_removal_is_kept(hoisted: MixinProfile) -> None:
@@ -1175,12 +1261,17 @@ SELECTION = (
 @pytest.mark.parametrize(
     ("only", "skip", "expected"),
     [
-        pytest.param((), (), ["LlamaForCausalLM", "GPT2LMHeadModel", "GPT2DoubleHeadsModel", "RemoteForCausalLM"],
-                     id="everything"),
+        pytest.param(
+            (),
+            (),
+            ["LlamaForCausalLM", "GPT2LMHeadModel", "GPT2DoubleHeadsModel", "RemoteForCausalLM"],
+            id="everything",
+        ),
         pytest.param(("llama",), (), ["LlamaForCausalLM"], id="only-a-model"),
         pytest.param(("GPT2",), (), ["GPT2LMHeadModel", "GPT2DoubleHeadsModel"], id="case-insensitive"),
-        pytest.param(("llama", "gpt2"), (), ["LlamaForCausalLM", "GPT2LMHeadModel", "GPT2DoubleHeadsModel"],
-                     id="several"),
+        pytest.param(
+            ("llama", "gpt2"), (), ["LlamaForCausalLM", "GPT2LMHeadModel", "GPT2DoubleHeadsModel"], id="several"
+        ),
         pytest.param((), ("gpt2",), ["LlamaForCausalLM", "RemoteForCausalLM"], id="skip-a-model"),
         pytest.param(("gpt2",), ("gpt2doubleheadsmodel",), ["GPT2LMHeadModel"], id="only-then-skip-a-class"),
         pytest.param(("remoteforcausallm",), (), ["RemoteForCausalLM"], id="remote-code-by-class-name"),
@@ -1200,10 +1291,10 @@ def test_the_mixin_reaches_forward_with_cache_position_for_a_class_with_cache_cl
 
     reach = mixin_reach(hoisted)
     assert ("cache_position", "_supports_cache_class") in reach.when_attribute
-    source = '''
+    source = """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
         return {"input_ids": input_ids, "past_key_values": past_key_values}
-    '''
+    """
     forward = ("input_ids", "past_key_values", "attention_mask", "inputs_embeds", "use_cache")
     with_cache = override(source, forward_params=forward, attributes=(("_supports_cache_class", "True"),))
     assert "cache_position" in soundness.forwarded_keys(with_cache, reach)

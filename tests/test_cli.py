@@ -106,13 +106,17 @@ def test_verbose_table_lists_every_skipped_file(mini_checkout: Path) -> None:
     assert f"skipped {PKG}/otter/modeling_flax_otter.py" in result.stdout
 
 
-@pytest.mark.parametrize(("option", "listed"), [
-    (("--only", "otter"), True),  # the model whose TF and Flax files were skipped
-    (("--only", "ferret"), False),  # another model: its output does not list otter's files
-    (("--skip", "otter"), False),
-])
-def test_selection_lists_the_skipped_files_of_the_models_it_selects(mini_checkout: Path, option: tuple[str, str],
-                                                                    listed: bool) -> None:
+@pytest.mark.parametrize(
+    ("option", "listed"),
+    [
+        (("--only", "otter"), True),  # the model whose TF and Flax files were skipped
+        (("--only", "ferret"), False),  # another model: its output does not list otter's files
+        (("--skip", "otter"), False),
+    ],
+)
+def test_selection_lists_the_skipped_files_of_the_models_it_selects(
+    mini_checkout: Path, option: tuple[str, str], listed: bool
+) -> None:
     result = invoke("scan", mini_checkout, "--verbose", *option)
     assert result.exit_code == 0, result.output
     assert (f"skipped {PKG}/otter/modeling_tf_otter.py" in result.stdout) is listed, result.stdout
@@ -146,7 +150,9 @@ def test_json_line_numbers_point_at_the_def(mini_checkout: Path) -> None:
     for finding in scan_json(mini_checkout)["findings"]:
         tree = ast.parse((mini_checkout / finding["file"]).read_text(encoding="utf-8"))
         [cls] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == finding["class"]]
-        [method] = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"]
+        [method] = [
+            n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"
+        ]
         assert (finding["line"], finding["end_line"]) == (method.lineno, method.end_lineno), finding["file"]
         assert finding["lines"] == method.end_lineno - method.lineno + 1
 
@@ -182,7 +188,10 @@ def test_copy_chain_forms_one_group(mini_checkout: Path) -> None:
         }
     ]
     ferret = findings[(f"{PKG}/ferret/modeling_ferret.py", "FerretForCausalLM")]["copied_from"]
-    assert ferret["target"] == "transformers.models.badger.modeling_badger.BadgerForCausalLM.prepare_inputs_for_generation"
+    assert (
+        ferret["target"]
+        == "transformers.models.badger.modeling_badger.BadgerForCausalLM.prepare_inputs_for_generation"
+    )
     assert ferret["replacements"] == ["Badger->Ferret"]
     assert (ferret["scope"], ferret["status"]) == ("method", "consistent")
     assert ferret["target_file"] == f"{PKG}/badger/modeling_badger.py"
@@ -223,7 +232,11 @@ def test_modular_origins(mini_checkout: Path) -> None:
     inherited = findings[(f"{PKG}/puffin/modeling_puffin.py", "PuffinForCausalLM")]["generated_from"]
     assert inherited["kind"] == "inherited"
     assert (inherited["modular_file"], inherited["modular_class"]) == (modular, "PuffinForCausalLM")
-    assert (inherited["source_file"], inherited["source_class"], inherited["source_line"]) == (OTTER, "OtterForCausalLM", 36)
+    assert (inherited["source_file"], inherited["source_class"], inherited["source_line"]) == (
+        OTTER,
+        "OtterForCausalLM",
+        36,
+    )
     own = findings[(f"{PKG}/puffin/modeling_puffin.py", "PuffinForSpeechGeneration")]["generated_from"]
     assert own["kind"] == "modular-class"
     assert (own["modular_file"], own["source_file"], own["source_line"]) == (modular, modular, 19)
@@ -379,7 +392,11 @@ def test_single_remote_code_file(remote_code: Path) -> None:
     assert (document["mixin"]["judged_against"], document["mixin"]["release"]) == ("built-in", None)
     assert document["mixin"]["source"].startswith("rules/generic_mixin.py")
     [finding] = document["findings"]
-    assert (finding["file"], finding["class"], finding["model"]) == ("modeling_custom.py", "CustomForCausalLM", "custom")
+    assert (finding["file"], finding["class"], finding["model"]) == (
+        "modeling_custom.py",
+        "CustomForCausalLM",
+        "custom",
+    )
     assert finding["file_kind"] == "modeling"
     assert finding["category"] in ("generic", "kwargs-forwarding", "bespoke") and finding["reasons"]
     assert (document["skipped"], document["errors"], document["copy_groups"]) == ([], [], [])

@@ -35,7 +35,9 @@ def side(*scenarios, status="ok", caches=False):
     ("old", "new", "status"),
     [
         pytest.param(ok(), ok(), "same", id="same-everything"),
-        pytest.param(ok(scores=(((0.1, 0.2),),)), ok(scores=(((0.1000001, 0.2),),)), "same", id="scores-within-tolerance"),
+        pytest.param(
+            ok(scores=(((0.1, 0.2),),)), ok(scores=(((0.1000001, 0.2),),)), "same", id="scores-within-tolerance"
+        ),
         pytest.param(ok(), ok(sequences=((5, 6, 8),)), "differs", id="other-tokens"),
         pytest.param(ok(), ok(scores=(((0.1, 0.3),),)), "differs", id="other-scores"),
         pytest.param(
@@ -56,8 +58,12 @@ def side(*scenarios, status="ok", caches=False):
             "same-error",
             id="both-fail-alike",
         ),
-        pytest.param(ok(), {"name": "greedy", "status": "error", "error": "TypeError: x", "calls": []}, "crashed",
-                     id="new-fails"),
+        pytest.param(
+            ok(),
+            {"name": "greedy", "status": "error", "error": "TypeError: x", "calls": []},
+            "crashed",
+            id="new-fails",
+        ),
         pytest.param(
             {"name": "greedy", "status": "error", "error": "ValueError: a", "calls": []},
             {"name": "greedy", "status": "error", "error": "KeyError: b", "calls": []},
@@ -76,22 +82,42 @@ def side(*scenarios, status="ok", caches=False):
             "extended",
             id="old-fails-midway",
         ),
-        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
-                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
-                     "both-fail", id="both-fail-the-new-code-no-earlier-and-alike-until-then"),
-        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
-                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}]),
-                     "crashed", id="both-fail-the-new-code-earlier"),
-        pytest.param(crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
-                     crash("greedy", "RuntimeError: b", [{"input_ids": tensor([4])}, {"input_ids": tensor([6])}]),
-                     "crashed", id="both-fail-the-new-code-prepared-otherwise-first"),
-        pytest.param({**crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
-                      "outer_calls": [{"decoder_input_ids": tensor([1])}]},
-                     {**crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
-                      "outer_calls": [{"decoder_input_ids": tensor([2])}]},
-                     "crashed", id="both-fail-the-composite-prepared-otherwise-first"),
-        pytest.param({"name": "x", "status": "skipped", "reason": "n/a"}, {"name": "x", "status": "skipped"}, "skipped",
-                     id="skipped"),
+        pytest.param(
+            crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+            crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+            "both-fail",
+            id="both-fail-the-new-code-no-earlier-and-alike-until-then",
+        ),
+        pytest.param(
+            crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+            crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}]),
+            "crashed",
+            id="both-fail-the-new-code-earlier",
+        ),
+        pytest.param(
+            crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+            crash("greedy", "RuntimeError: b", [{"input_ids": tensor([4])}, {"input_ids": tensor([6])}]),
+            "crashed",
+            id="both-fail-the-new-code-prepared-otherwise-first",
+        ),
+        pytest.param(
+            {
+                **crash("greedy", "AttributeError: a", [{"input_ids": tensor([5])}]),
+                "outer_calls": [{"decoder_input_ids": tensor([1])}],
+            },
+            {
+                **crash("greedy", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+                "outer_calls": [{"decoder_input_ids": tensor([2])}],
+            },
+            "crashed",
+            id="both-fail-the-composite-prepared-otherwise-first",
+        ),
+        pytest.param(
+            {"name": "x", "status": "skipped", "reason": "n/a"},
+            {"name": "x", "status": "skipped"},
+            "skipped",
+            id="skipped",
+        ),
     ],
 )
 def test_scenario_status(old, new, status) -> None:
@@ -132,7 +158,12 @@ def test_class_verdicts() -> None:
 
 def test_an_extension_alone_stays_identical_and_is_reported() -> None:
     """An override that kept only the last token crashed in assisted decoding; the mixin generates greedy's tokens."""
-    crashed = {"name": "assisted", "status": "error", "error": "IndexError: no", "calls": [{"input_ids": tensor([5, 6])}]}
+    crashed = {
+        "name": "assisted",
+        "status": "error",
+        "error": "IndexError: no",
+        "calls": [{"input_ids": tensor([5, 6])}],
+    }
     old_runs, new_runs = (cached(), uncached(name="greedy-no-cache")), (ok(), ok(name="greedy-no-cache"))
     verdict = compare("a::A", side(*old_runs, crashed, caches=True), side(*new_runs, ok(name="assisted"), caches=True))
     assert verdict.verdict == "identical"
@@ -148,11 +179,17 @@ def test_embeddings_the_signature_refused_stay_refused(scenario: str) -> None:
     them, and CTRL (which scales the caller's tensor in place) and BertGeneration then fail it."""
     prefix = scenario.rpartition("/")[0] + "/" if "/" in scenario else ""
     reference = {"inputs-embeds": "greedy", "inputs-embeds-padded": "left-padded-batch"}[scenario.rpartition("/")[2]]
-    rejected = {"name": scenario, "status": "error", "calls": [],
-                "error": "ValueError: You passed `inputs_embeds` to `.generate()`, but the model class A doesn't have its "
-                         "forwarding implemented."}
-    runs = (cached(name=prefix + reference, sequences=((1, 2, 3, 4, 5),)),
-            uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)))
+    rejected = {
+        "name": scenario,
+        "status": "error",
+        "calls": [],
+        "error": "ValueError: You passed `inputs_embeds` to `.generate()`, but the model class A doesn't have its "
+        "forwarding implemented.",
+    }
+    runs = (
+        cached(name=prefix + reference, sequences=((1, 2, 3, 4, 5),)),
+        uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)),
+    )
     consistent = ok(name=scenario, sequences=((4, 5),))  # only the new tokens come back
     verdict = compare("a::A", side(*runs, rejected, caches=True), side(*runs, consistent, caches=True))
     assert verdict.verdict == "differs" and "refusal is kept" in verdict.detail, verdict.detail
@@ -164,14 +201,20 @@ def test_embeddings_the_old_code_failed_on_otherwise_may_extend() -> None:
     signature check); where the mixin generates greedy's tokens from the embeddings, that is an extension."""
     failed = {"name": "inputs-embeds", "status": "error", "error": "TypeError: 'NoneType' object", "calls": []}
     runs = (cached(sequences=((1, 2, 3, 4, 5),)), uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),)))
-    verdict = compare("a::A", side(*runs, failed, caches=True),
-                      side(*runs, ok(name="inputs-embeds", sequences=((4, 5),)), caches=True))
+    verdict = compare(
+        "a::A",
+        side(*runs, failed, caches=True),
+        side(*runs, ok(name="inputs-embeds", sequences=((4, 5),)), caches=True),
+    )
     assert verdict.verdict == "identical" and verdict.extended == ("inputs-embeds",)
 
 
 def test_repairs_for_keys_the_mixin_adds_or_omits() -> None:
     old = [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]
-    new = [{"input_ids": tensor([5]), "position_ids": tensor([0])}, {"input_ids": tensor([6]), "position_ids": tensor([1])}]
+    new = [
+        {"input_ids": tensor([5]), "position_ids": tensor([0])},
+        {"input_ids": tensor([6]), "position_ids": tensor([1])},
+    ]
     assert repair_for(old, new, crashed=False) == Repair(remove=("position_ids",))
     # a forward that requires an argument the old code passed as None crashes on the new side
     old_none = [{"input_ids": None, "decoder_input_ids": tensor([1])}]
@@ -189,12 +232,16 @@ def test_a_key_named_as_none_where_the_caller_gave_none_is_ungiven_not_removed()
     ones = tensor([1, 1])
     old = [{"input_ids": tensor([5, 6]), "attention_mask": None}]
     new = [{"input_ids": tensor([5, 6]), "attention_mask": ones}]
-    assert repair_for(old, new, crashed=False, received=[{"input_ids": tensor([5, 6])}]) == Repair(ungiven=("attention_mask",))
+    assert repair_for(old, new, crashed=False, received=[{"input_ids": tensor([5, 6])}]) == Repair(
+        ungiven=("attention_mask",)
+    )
     # the caller gave one and the old code ignored it: removed (or None when given), not passed on
     given = [{"input_ids": tensor([5, 6]), "attention_mask": ones}]
     assert repair_for(old, new, crashed=False, received=given).ungiven == ()
     # a key the old code never named, or no record of what the caller gave: removed, as before
-    assert repair_for([{"input_ids": tensor([5, 6])}], new, crashed=False, received=[{}]) == Repair(remove=("attention_mask",))
+    assert repair_for([{"input_ids": tensor([5, 6])}], new, crashed=False, received=[{}]) == Repair(
+        remove=("attention_mask",)
+    )
     assert repair_for(old, new, crashed=False) == Repair(remove=("attention_mask",))
 
 
@@ -220,8 +267,11 @@ def test_class_repair_needs_every_differing_scenario_repairable() -> None:
     added = [{"input_ids": tensor([5]), "cache_position": tensor([0])}]
     verdict = compare("a::A", side(ok(calls=base)), side(ok(calls=added)))
     assert verdict.repair() == Repair(remove=("cache_position",))
-    other = compare("a::A", side(ok(calls=base), ok(name="b", calls=base)),
-                    side(ok(calls=added), ok(name="b", calls=[{"input_ids": tensor([6])}])))
+    other = compare(
+        "a::A",
+        side(ok(calls=base), ok(name="b", calls=base)),
+        side(ok(calls=added), ok(name="b", calls=[{"input_ids": tensor([6])}])),
+    )
     assert other.repair() is None
 
 
@@ -260,13 +310,24 @@ def test_a_crash_removes_a_none_the_old_code_never_passed() -> None:
 def test_set_none_is_only_for_keys_no_scenario_passed_a_value_for() -> None:
     """Without a cache the old code passed past_key_values=None on every step; with one, a cache.
     One reduction serves both: it must not set the cache to None."""
-    crash = {"status": "error", "error": "TypeError: forward() missing 'past_key_values'", "calls": [{"input_ids": tensor([5])}]}
-    old_no_cache = ok(name="greedy-no-cache", calls=[{"input_ids": tensor([5]), "past_key_values": None, "head_mask": None}])
-    old_cached = ok(name="greedy", calls=[{"input_ids": tensor([5]), "past_key_values": None, "head_mask": None},
-                                          {"input_ids": tensor([6]), "past_key_values": {"cache": "DynamicCache", "length": 1},
-                                           "head_mask": None}])
-    verdict = compare("a::A", side(old_no_cache, old_cached),
-                      side({**crash, "name": "greedy-no-cache"}, {**crash, "name": "greedy"}))
+    crash = {
+        "status": "error",
+        "error": "TypeError: forward() missing 'past_key_values'",
+        "calls": [{"input_ids": tensor([5])}],
+    }
+    old_no_cache = ok(
+        name="greedy-no-cache", calls=[{"input_ids": tensor([5]), "past_key_values": None, "head_mask": None}]
+    )
+    old_cached = ok(
+        name="greedy",
+        calls=[
+            {"input_ids": tensor([5]), "past_key_values": None, "head_mask": None},
+            {"input_ids": tensor([6]), "past_key_values": {"cache": "DynamicCache", "length": 1}, "head_mask": None},
+        ],
+    )
+    verdict = compare(
+        "a::A", side(old_no_cache, old_cached), side({**crash, "name": "greedy-no-cache"}, {**crash, "name": "greedy"})
+    )
     assert verdict.verdict == "crashed"
     assert verdict.repair() == Repair(set_none=("head_mask",))
 
@@ -283,11 +344,17 @@ def test_a_class_that_caches_needs_a_cached_and_an_uncached_run_to_be_identical(
     """A decoder head built with is_decoder=False never caches: all its scenarios agree whatever the
     override does with a cache. Agreement without the cached path (or without the uncached one) is
     no proof, and the verdict says which path is untested."""
-    both = compare("a::A", side(cached(), uncached(name="greedy-no-cache"), caches=True),
-                   side(ok(), ok(name="greedy-no-cache"), caches=True))
+    both = compare(
+        "a::A",
+        side(cached(), uncached(name="greedy-no-cache"), caches=True),
+        side(ok(), ok(name="greedy-no-cache"), caches=True),
+    )
     assert both.verdict == "identical", both.detail
-    never = compare("a::A", side(uncached(), uncached(name="greedy-no-cache"), caches=True),
-                    side(ok(), ok(name="greedy-no-cache"), caches=True))
+    never = compare(
+        "a::A",
+        side(uncached(), uncached(name="greedy-no-cache"), caches=True),
+        side(ok(), ok(name="greedy-no-cache"), caches=True),
+    )
     assert never.verdict == "unverified" and "read from a cache" in never.detail
     always = compare("a::A", side(cached(), caches=True), side(ok(), caches=True))
     assert always.verdict == "unverified" and "without a cache" in always.detail
@@ -297,8 +364,11 @@ def test_a_class_that_caches_needs_a_cached_and_an_uncached_run_to_be_identical(
 
 def test_only_runs_compared_as_the_same_count_as_evidence_of_a_path() -> None:
     broken = {"name": "greedy", "status": "error", "error": "ValueError: x", "calls": [], "cache_used": True}
-    verdict = compare("a::A", side(broken, uncached(name="greedy-no-cache"), caches=True),
-                      side(broken, ok(name="greedy-no-cache"), caches=True))
+    verdict = compare(
+        "a::A",
+        side(broken, uncached(name="greedy-no-cache"), caches=True),
+        side(broken, ok(name="greedy-no-cache"), caches=True),
+    )
     assert verdict.verdict == "unverified"
 
 
@@ -309,12 +379,16 @@ def test_an_extension_must_generate_what_greedy_decoding_generates() -> None:
     greedy = cached(sequences=((1, 2, 3, 4, 5),))
     uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 4, 5),))
     consistent = ok(name="static-cache", sequences=((1, 2, 3, 4, 5),))
-    verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
-                      side(greedy, uncached_run, consistent, caches=True))
+    verdict = compare(
+        "a::A", side(greedy, uncached_run, rejected, caches=True), side(greedy, uncached_run, consistent, caches=True)
+    )
     assert verdict.verdict == "identical" and verdict.extended == ("static-cache",)
     inconsistent = ok(name="static-cache", sequences=((1, 2, 3, 4, 9),))
-    verdict = compare("a::A", side(greedy, uncached_run, rejected, caches=True),
-                      side(greedy, uncached_run, inconsistent, caches=True))
+    verdict = compare(
+        "a::A",
+        side(greedy, uncached_run, rejected, caches=True),
+        side(greedy, uncached_run, inconsistent, caches=True),
+    )
     assert verdict.verdict == "differs" and "greedy" in verdict.detail
     assert verdict.repair() == Repair()
 
@@ -323,14 +397,23 @@ def test_an_uncached_run_the_old_code_failed_is_evidence_only_as_greedy_tokens()
     """4.45's Idefics2 cannot generate without a cache (it calls a Cache method on a tuple): the uncached path
     is the new code's extension, and it counts as evidence of that path only where it generates what the
     cached greedy run does; other tokens make the class differ."""
-    failed = {"name": "greedy-no-cache", "status": "error", "error": "AttributeError: 'tuple' object",
-              "calls": [{"input_ids": tensor([5, 6])}], "inputs": {"use_cache": False}}
+    failed = {
+        "name": "greedy-no-cache",
+        "status": "error",
+        "error": "AttributeError: 'tuple' object",
+        "calls": [{"input_ids": tensor([5, 6])}],
+        "inputs": {"use_cache": False},
+    }
     greedy = cached(sequences=((5, 6, 7, 8),))
     same_tokens = ok(name="greedy-no-cache", sequences=((5, 6, 7, 8),))
-    verdict = compare("a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), same_tokens, caches=True))
+    verdict = compare(
+        "a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), same_tokens, caches=True)
+    )
     assert verdict.verdict == "identical" and verdict.extended == ("greedy-no-cache",), verdict.detail
     other_tokens = ok(name="greedy-no-cache", sequences=((5, 6, 7, 9),))
-    verdict = compare("a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), other_tokens, caches=True))
+    verdict = compare(
+        "a::A", side(greedy, failed, caches=True), side(ok(sequences=((5, 6, 7, 8),)), other_tokens, caches=True)
+    )
     assert verdict.verdict == "differs" and "greedy" in verdict.detail
 
 
@@ -339,12 +422,21 @@ def test_a_class_that_keeps_no_cache_cannot_be_extended_to_embeddings() -> None:
     after the first step. A tiny model that repeats one token generates 'the same' anyway: the class differs (its
     old code failed after preparing a step, so no signature of its would restore anything: no repair)."""
     # failed after its first step (not refused by its signature: that refusal is kept in any case)
-    failed = {"name": "inputs-embeds", "status": "error", "error": "IndexError: no", "calls": [{"input_ids": tensor([5])}]}
+    failed = {
+        "name": "inputs-embeds",
+        "status": "error",
+        "error": "IndexError: no",
+        "calls": [{"input_ids": tensor([5])}],
+    }
     greedy = cached(sequences=((1, 2, 3, 3, 3),))
     uncached_run = uncached(name="greedy-no-cache", sequences=((1, 2, 3, 3, 3),))
     repeated = ok(name="inputs-embeds", sequences=((3, 3),))
-    assert compare("a::A", side(greedy, uncached_run, failed, caches=True),
-                   side(greedy, uncached_run, repeated, caches=True)).verdict == "identical"  # a class that caches
+    assert (
+        compare(
+            "a::A", side(greedy, uncached_run, failed, caches=True), side(greedy, uncached_run, repeated, caches=True)
+        ).verdict
+        == "identical"
+    )  # a class that caches
     verdict = compare("a::A", side(greedy, failed, caches=False), side(greedy, repeated, caches=False))
     assert verdict.verdict == "differs" and "keeps no cache" in verdict.detail
     assert verdict.repair() is None
@@ -360,15 +452,23 @@ def test_an_extension_midway_that_generates_other_tokens_cannot_be_repaired() ->
 
 def test_variants_are_named_and_reported() -> None:
     variant = {**ok(name="is_decoder=False/greedy"), "variant": "is_decoder=False"}
-    old = {**side(ok(), variant), "variants": [{"name": "as-used", "settings": {"is_decoder": True}, "why": "w"},
-                                               {"name": "is_decoder=False", "settings": {"is_decoder": False}, "why": "v"}]}
+    old = {
+        **side(ok(), variant),
+        "variants": [
+            {"name": "as-used", "settings": {"is_decoder": True}, "why": "w"},
+            {"name": "is_decoder=False", "settings": {"is_decoder": False}, "why": "v"},
+        ],
+    }
     verdict = compare("a::A", old, side(ok(), ok(name="is_decoder=False/greedy")))
     assert [v["name"] for v in verdict.variants] == ["as-used", "is_decoder=False"]
     assert verdict.scenarios[1].variant == "is_decoder=False"
     # an extension in a variant is held against that variant's greedy run
     rejected = {"name": "eager/inputs-embeds", "status": "error", "error": "ValueError: no", "calls": []}
-    verdict = compare("a::A", side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), rejected),
-                      side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), ok(name="eager/inputs-embeds", sequences=((2, 3),))))
+    verdict = compare(
+        "a::A",
+        side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), rejected),
+        side(ok(), ok(name="eager/greedy", sequences=((1, 2),)), ok(name="eager/inputs-embeds", sequences=((2, 3),))),
+    )
     assert verdict.verdict == "differs" and verdict.first_difference.scenario == "eager/inputs-embeds"
 
 
@@ -385,7 +485,10 @@ def test_a_mask_of_ones_is_not_the_same_as_no_mask() -> None:
     EncoderDecoderModel with assisted decoding, ones from the override and none from the mixin are
     the difference between generating and a shape error."""
     ones, padded = tensor([1, 1, 1]), tensor([0, 1, 1])
-    assert compare_scenario(ok(calls=[{"attention_mask": ones}]), ok(calls=[{"attention_mask": None}])).status == "differs"
+    assert (
+        compare_scenario(ok(calls=[{"attention_mask": ones}]), ok(calls=[{"attention_mask": None}])).status
+        == "differs"
+    )
     assert compare_scenario(ok(calls=[{"attention_mask": padded}]), ok(calls=[{}])).status == "differs"
 
 
@@ -407,10 +510,17 @@ def test_a_run_told_not_to_cache_is_the_uncached_path_even_with_a_cache_object()
     verdict = compare("a::A", side(cached(), told, caches=True), side(ok(), ok(name="greedy-no-cache"), caches=True))
     assert verdict.verdict == "identical", verdict.detail
     by_config = {**cached(name="config-no-cache"), "inputs": {"config": {"use_cache": False}}}
-    assert compare("a::A", side(cached(), by_config, caches=True),
-                   side(ok(), ok(name="config-no-cache"), caches=True)).verdict == "identical"
+    assert (
+        compare(
+            "a::A", side(cached(), by_config, caches=True), side(ok(), ok(name="config-no-cache"), caches=True)
+        ).verdict
+        == "identical"
+    )
     overridden = {**cached(name="x"), "inputs": {"use_cache": True, "config": {"use_cache": False}}}
-    assert compare("a::A", side(cached(), overridden, caches=True), side(ok(), ok(name="x"), caches=True)).verdict == "unverified"
+    assert (
+        compare("a::A", side(cached(), overridden, caches=True), side(ok(), ok(name="x"), caches=True)).verdict
+        == "unverified"
+    )
 
 
 def test_ids_the_old_code_cut_to_the_last_token_are_cut_again() -> None:
@@ -421,8 +531,9 @@ def test_ids_the_old_code_cut_to_the_last_token_are_cut_again() -> None:
     assert repair_for(old, new, crashed=True) == Repair(last_token=("input_ids",))
     # per row: the last column of a batch of two
     batch_old = [{"input_ids": tensor([3, 4], shape=[2, 1])}]
-    assert repair_for(batch_old, [{"input_ids": tensor([1, 3, 2, 4], shape=[2, 2])}], crashed=False) == \
-        Repair(last_token=("input_ids",))
+    assert repair_for(batch_old, [{"input_ids": tensor([1, 3, 2, 4], shape=[2, 2])}], crashed=False) == Repair(
+        last_token=("input_ids",)
+    )
     # another last token is another value, not a cut
     assert repair_for(batch_old, [{"input_ids": tensor([1, 3, 2, 5], shape=[2, 2])}], crashed=False) is None
 
@@ -434,46 +545,78 @@ def test_a_value_is_passed_through_only_where_both_sides_were_given_the_same() -
     given = tensor([2, 42], shape=[1, 2])
     old = [{"decoder_input_ids": given}]
     new = [{"decoder_input_ids": tensor([42], shape=[1, 1])}]
-    assert repair_for(old, new, crashed=False, received=[{"decoder_input_ids": given}],
-                      received_new=[{"decoder_input_ids": given}]) == Repair(passthrough=("decoder_input_ids",))
+    assert repair_for(
+        old, new, crashed=False, received=[{"decoder_input_ids": given}], received_new=[{"decoder_input_ids": given}]
+    ) == Repair(passthrough=("decoder_input_ids",))
     other = tensor([2, 43], shape=[1, 2])
-    assert repair_for(old, new, crashed=False, received=[{"decoder_input_ids": given}],
-                      received_new=[{"decoder_input_ids": other}]) is None
+    assert (
+        repair_for(
+            old,
+            new,
+            crashed=False,
+            received=[{"decoder_input_ids": given}],
+            received_new=[{"decoder_input_ids": other}],
+        )
+        is None
+    )
     cache_old, cache_new = {"cache": "DynamicCache", "length": 3}, {"cache": "DynamicCache", "length": 5}
-    assert repair_for([{"past_key_values": cache_old}], [{"past_key_values": cache_new}], crashed=False,
-                      received=[{"past_key_values": cache_old}], received_new=[{"past_key_values": cache_old}]) is None
+    assert (
+        repair_for(
+            [{"past_key_values": cache_old}],
+            [{"past_key_values": cache_new}],
+            crashed=False,
+            received=[{"past_key_values": cache_old}],
+            received_new=[{"past_key_values": cache_old}],
+        )
+        is None
+    )
 
 
 def test_a_crash_that_names_its_arguments_narrows_the_repair() -> None:
     """A forward's TypeError says which keys it lacked or refused: only those are the crash's cause."""
     old = ok(calls=[{"input_ids": None, "head_mask": None, "decoder_input_ids": tensor([1])}])
-    lacked = crash("greedy", "TypeError: forward() missing 1 required positional argument: 'input_ids'",
-                   [{"decoder_input_ids": tensor([1])}])
+    lacked = crash(
+        "greedy",
+        "TypeError: forward() missing 1 required positional argument: 'input_ids'",
+        [{"decoder_input_ids": tensor([1])}],
+    )
     assert compare_scenario(old, lacked).repair == Repair(set_none=("input_ids",))
     # an error that names nothing keeps every None the old code passed as a suspect
     vague = crash("greedy", "RuntimeError: shapes", [{"decoder_input_ids": tensor([1])}])
     assert compare_scenario(old, vague).repair == Repair(set_none=("head_mask", "input_ids"))
     passes = ok(calls=[{"input_ids": tensor([5])}])
-    refused = crash("greedy", "TypeError: forward() got an unexpected keyword argument 'guidance_scale'",
-                    [{"input_ids": tensor([5]), "guidance_scale": None, "position_ids": None}])
+    refused = crash(
+        "greedy",
+        "TypeError: forward() got an unexpected keyword argument 'guidance_scale'",
+        [{"input_ids": tensor([5]), "guidance_scale": None, "position_ids": None}],
+    )
     assert compare_scenario(passes, refused).repair == Repair(remove=("guidance_scale",))
 
 
 def test_where_the_old_code_failed_too_no_none_is_suspected() -> None:
     """Both sides fail in assisted decoding (ProphetNet's last-token cut, an index error before and an
     assertion after): a None the old code passed did not keep it running, so none is a cause."""
-    old = crash("assisted", "IndexError: index 1 is out of bounds",
-                [{"input_ids": tensor([86], shape=[1, 1]), "head_mask": None}])
-    new = crash("assisted", "AssertionError: use_cache needs one token",
-                [{"input_ids": tensor([70, 86], shape=[1, 2]), "inputs_embeds": None}])
+    old = crash(
+        "assisted",
+        "IndexError: index 1 is out of bounds",
+        [{"input_ids": tensor([86], shape=[1, 1]), "head_mask": None}],
+    )
+    new = crash(
+        "assisted",
+        "AssertionError: use_cache needs one token",
+        [{"input_ids": tensor([70, 86], shape=[1, 2]), "inputs_embeds": None}],
+    )
     assert compare_scenario(old, new).repair == Repair(last_token=("input_ids",))
 
 
 def test_across_two_releases_only_a_key_the_new_forward_refused_is_repaired() -> None:
     """Remote code moved to a newer release: the prepared inputs are not compared (the mixins differ), but a
     forward that refuses a key the new mixin passes (remote Phi-3 and ``cache_position``) names it."""
-    refused = crash("greedy", "TypeError: Phi3ForCausalLM.forward() got an unexpected keyword argument 'cache_position'",
-                    [{"input_ids": tensor([5]), "cache_position": tensor([0])}])
+    refused = crash(
+        "greedy",
+        "TypeError: Phi3ForCausalLM.forward() got an unexpected keyword argument 'cache_position'",
+        [{"input_ids": tensor([5]), "cache_position": tensor([0])}],
+    )
     outcome = compare_scenario(ok(), refused, same_inputs=False)
     assert outcome.status == "crashed" and outcome.repair == Repair(remove=("cache_position",))
     assert compare_scenario(ok(), crash("greedy", "RuntimeError: shapes", []), same_inputs=False).repair is None
@@ -484,10 +627,15 @@ def test_a_none_for_a_parameter_that_defaults_to_none_is_never_a_cause() -> None
     mixin adds (``inputs_embeds`` for a decoder-only model) nor one it no longer passes (``head_mask``)
     can be why the new side crashed, so no repair pops or re-adds them."""
     old = ok(calls=[{"input_ids": tensor([5]), "head_mask": None}])
-    new = crash("greedy", "RuntimeError: shapes", [{"input_ids": tensor([5]), "inputs_embeds": None, "guidance_scale": None}])
-    assert compare_scenario(old, new).repair == Repair(remove=("guidance_scale", "inputs_embeds"), set_none=("head_mask",))
-    assert compare_scenario(old, new, optional=frozenset({"inputs_embeds", "head_mask"})).repair == \
-        Repair(remove=("guidance_scale",))
+    new = crash(
+        "greedy", "RuntimeError: shapes", [{"input_ids": tensor([5]), "inputs_embeds": None, "guidance_scale": None}]
+    )
+    assert compare_scenario(old, new).repair == Repair(
+        remove=("guidance_scale", "inputs_embeds"), set_none=("head_mask",)
+    )
+    assert compare_scenario(old, new, optional=frozenset({"inputs_embeds", "head_mask"})).repair == Repair(
+        remove=("guidance_scale",)
+    )
     # the class's forward, as the worker records it, reaches every scenario
     verdict = compare("a::A", {**side(old), "forward_optional": ["inputs_embeds", "head_mask"]}, side(new))
     assert verdict.repair() == Repair(remove=("guidance_scale",))
@@ -507,7 +655,9 @@ def test_a_none_the_forward_takes_only_in_its_kwargs_is_never_set_again(absorbs,
     (a ``setdefault`` line the reduction would carry for nothing). A forward that names the key, or takes no
     ``**kwargs``, may require it: then the None stays a suspect, as before."""
     old = ok(calls=[{"decoder_input_ids": tensor([5]), "input_ids": None}])
-    new = crash("greedy", "RuntimeError: shapes", [{"decoder_input_ids": tensor([5]), "decoder_attention_mask": tensor([1])}])
+    new = crash(
+        "greedy", "RuntimeError: shapes", [{"decoder_input_ids": tensor([5]), "decoder_attention_mask": tensor([1])}]
+    )
     verdict = compare("a::A", {**side(old), "forward_absorbs": absorbs}, side(new))
     assert verdict.repair() == Repair(remove=("decoder_attention_mask",), set_none=set_none)
 
@@ -523,8 +673,11 @@ def test_what_the_evidence_reached_is_what_the_scenarios_compared_as_the_same_ga
 def test_an_identical_verdict_needs_each_kept_statement_given_one_of_its_inputs() -> None:
     """Two kept statements about two inputs (Musicgen's delay pattern and its guidance scale): scenarios that gave
     only the first say nothing about the second, and the verdict names what was missing."""
-    needs = (frozenset({"delay_pattern_mask"}), frozenset({"guidance_scale"}),
-             frozenset({"encoder_hidden_states", "guidance_scale"}))
+    needs = (
+        frozenset({"delay_pattern_mask"}),
+        frozenset({"guidance_scale"}),
+        frozenset({"encoder_hidden_states", "guidance_scale"}),
+    )
     partial = {**ok(), "given": ["input_ids", "delay_pattern_mask"]}
     verdict = compare("a::A", side(partial), side(ok()), needs=needs)
     assert verdict.verdict == "unverified"
@@ -549,12 +702,16 @@ def test_a_key_the_old_code_ignored_when_given_is_none_again_when_given() -> Non
     caller = tensor([0, 1, 2], shape=[1, 3])
     old = [{"input_ids": tensor([5, 6, 7], shape=[1, 3]), "position_ids": None}]
     new = [{"input_ids": tensor([5, 6, 7], shape=[1, 3]), "position_ids": caller}]
-    assert repair_for(old, new, crashed=False, received=[{"position_ids": caller}]) == Repair(none_when_given=("position_ids",))
+    assert repair_for(old, new, crashed=False, received=[{"position_ids": caller}]) == Repair(
+        none_when_given=("position_ids",)
+    )
     # not given: a key the new code adds is removed, as before
     assert repair_for(old, new, crashed=False) == Repair(remove=("position_ids",))
     # given, and passed on by the old code on a later step: not "ignored when given"
     later = [*old, {"input_ids": tensor([8], shape=[1, 1]), "position_ids": tensor([3], shape=[1, 1])}]
-    assert repair_for(later, new, crashed=False, received=[{"position_ids": caller}] * 2) == Repair(remove=("position_ids",))
+    assert repair_for(later, new, crashed=False, received=[{"position_ids": caller}] * 2) == Repair(
+        remove=("position_ids",)
+    )
 
 
 def test_caller_positions_are_held_to_the_first_new_token_and_a_prefilled_cache_to_all() -> None:
@@ -582,16 +739,21 @@ def test_caller_positions_are_held_to_the_first_new_token_and_a_prefilled_cache_
     assert verdict_with(positions((0, 1, 2, 7, 4), (5, 6, 7, 8, 9))).verdict == "differs"  # the first one differs
     prefilled_failed = {"name": "prefilled-cache", "status": "error", "error": "IndexError: x", "calls": []}
     for tokens, expected in ((((4, 5),), "identical"), (((4, 9),), "differs")):
-        verdict = compare("a::A", side(greedy_run, uncached_run, prefilled_failed, caches=True),
-                          side(greedy_run, uncached_run, ok(name="prefilled-cache", sequences=tokens), caches=True))
+        verdict = compare(
+            "a::A",
+            side(greedy_run, uncached_run, prefilled_failed, caches=True),
+            side(greedy_run, uncached_run, ok(name="prefilled-cache", sequences=tokens), caches=True),
+        )
         assert verdict.verdict == expected, verdict.detail
 
 
 def test_a_scenario_failing_on_both_sides_alike_until_then_is_no_evidence_against_the_class() -> None:
     """Idefics2 in 4.45 told not to cache with an image: an exception before and after; the class is judged
     by the scenarios that ran (a cached and an uncached one here)."""
-    both = (crash("multimodal-no-cache", "AttributeError: a", [{"input_ids": tensor([5])}]),
-            crash("multimodal-no-cache", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]))
+    both = (
+        crash("multimodal-no-cache", "AttributeError: a", [{"input_ids": tensor([5])}]),
+        crash("multimodal-no-cache", "RuntimeError: b", [{"input_ids": tensor([5])}, {"input_ids": tensor([6])}]),
+    )
     old = side(ok(), both[0])
     new = side(ok(), both[1])
     verdict = compare("m.py::M", old, new)
@@ -599,7 +761,9 @@ def test_a_scenario_failing_on_both_sides_alike_until_then_is_no_evidence_agains
     assert verdict.verdict.value == "identical"
 
 
-LEGACY_WHY = "its prepare_inputs_for_generation reads image_seq_length: a prompt with fewer image tokens takes the legacy path"
+LEGACY_WHY = (
+    "its prepare_inputs_for_generation reads image_seq_length: a prompt with fewer image tokens takes the legacy path"
+)
 
 
 def skipped(name: str, reason: str) -> dict:
@@ -610,12 +774,20 @@ def skipped(name: str, reason: str) -> dict:
     ("legacy_old", "legacy_new", "verdict", "said"),
     [
         pytest.param(ok(name="multimodal-legacy"), ok(name="multimodal-legacy"), "identical", "", id="ran-the-same"),
-        pytest.param(skipped("multimodal-legacy", "no legacy image prompt"),
-                     skipped("multimodal-legacy", "no legacy image prompt"), "unverified",
-                     "no multimodal-legacy scenario ran the same on both sides (skipped: no legacy image prompt)",
-                     id="prompt-not-built"),
-        pytest.param(crash("multimodal-legacy", "ValueError: x", []), crash("multimodal-legacy", "ValueError: x", []),
-                     "unverified", "(same-error", id="failed-alike"),
+        pytest.param(
+            skipped("multimodal-legacy", "no legacy image prompt"),
+            skipped("multimodal-legacy", "no legacy image prompt"),
+            "unverified",
+            "no multimodal-legacy scenario ran the same on both sides (skipped: no legacy image prompt)",
+            id="prompt-not-built",
+        ),
+        pytest.param(
+            crash("multimodal-legacy", "ValueError: x", []),
+            crash("multimodal-legacy", "ValueError: x", []),
+            "unverified",
+            "(same-error",
+            id="failed-alike",
+        ),
         pytest.param(None, None, "unverified", "(not run)", id="not-asked-for"),
     ],
 )
@@ -632,5 +804,9 @@ def test_a_scenario_the_class_s_own_code_requires_must_run_the_same(legacy_old, 
     if verdict == "unverified":
         assert found.detail.startswith(LEGACY_WHY)
     # the new side's document does not decide what is required: the old code's method does
-    assert compare("a::A", side(ok(), *([legacy_old] if legacy_old else [])), {**new, "required": old["required"]}
-                   ).verdict == "identical"
+    assert (
+        compare(
+            "a::A", side(ok(), *([legacy_old] if legacy_old else [])), {**new, "required": old["required"]}
+        ).verdict
+        == "identical"
+    )

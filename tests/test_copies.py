@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemod.checkout import Checkout, resolve
 from codemod.analyse.copies import (
     CopyCheck,
     CopyGroup,
@@ -30,6 +29,7 @@ from codemod.analyse.copies import (
     parse_marker,
     resolve_target,
 )
+from codemod.checkout import Checkout, resolve
 
 ALPHA = '''\
 """The alpha model: the originals the beta model copies."""
@@ -391,7 +391,9 @@ def test_a_method_its_class_lacks_is_the_next_class_s_as_check_copies_finds_it(c
     that method changes)."""
     marker = "# Copied from transformers.models.alpha.modeling_alpha.AlphaModel.prepare_inputs_for_generation with Alpha->Beta"
     result = _check(checkout, _method_module(SAME_METHOD, marker), METHOD)
-    assert (result.status, result.loose, result.target_class) == ("consistent", True, "AlphaForCausalLM"), result.detail
+    assert (result.status, result.loose, result.target_class) == ("consistent", True, "AlphaForCausalLM"), (
+        result.detail
+    )
     assert result.target_line == _line_of(ALPHA, "def prepare_inputs_for_generation")
     assert "check_copies finds AlphaForCausalLM's" in result.detail
     # a name no later class defines either is still broken
@@ -531,9 +533,7 @@ def test_copy_at_another_indentation(checkout: Checkout) -> None:
 @pytest.mark.parametrize(
     ("edges", "groups"),
     [
-        pytest.param(
-            [("c", "b"), ("b", "a"), ("a", None)], [CopyGroup("a", ("a", "b", "c"))], id="chain"
-        ),
+        pytest.param([("c", "b"), ("b", "a"), ("a", None)], [CopyGroup("a", ("a", "b", "c"))], id="chain"),
         pytest.param([("c", "b"), ("b", "a")], [CopyGroup("a", ("a", "b", "c"))], id="chain-root-not-listed"),
         pytest.param(
             [("z", None), ("y", "m"), ("b", "a"), ("x", "m"), ("a", None)],
@@ -542,9 +542,7 @@ def test_copy_at_another_indentation(checkout: Checkout) -> None:
         ),
         pytest.param([("a", None), ("b", None)], [], id="singletons-only"),
         pytest.param([("b", "a"), ("a", "b")], [CopyGroup("a", ("a", "b"))], id="cycle"),
-        pytest.param(
-            [("c", "a"), ("c", "b")], [CopyGroup("a", ("a", "b", "c"))], id="several-roots-smallest-wins"
-        ),
+        pytest.param([("c", "a"), ("c", "b")], [CopyGroup("a", ("a", "b", "c"))], id="several-roots-smallest-wins"),
     ],
 )
 def test_copy_groups(edges: list[tuple[str, str | None]], groups: list[CopyGroup]) -> None:

@@ -20,13 +20,12 @@ from codemod.analyse.classify import Action, Category, Extra, classify_override
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.contracts import ExtraHow
 from codemod.transform.plan import reduce_override, slim_parameters
-
-from .test_classify import override
 from rules.generic_mixin import METHOD_SOURCE
 
+from .test_classify import override
 from .test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
 
-WRAPPER = '''
+WRAPPER = """
 def prepare_inputs_for_generation(
     self, input_ids, past_key_values=None, attention_mask=None, use_cache=None, encoder_outputs=None, **kwargs
 ):
@@ -41,20 +40,31 @@ def prepare_inputs_for_generation(
         "use_cache": use_cache,
     }
     return input_dict
-'''
+"""
 
 #: what the reduction is, after its signature (the parameters the body no longer reads go through **kwargs)
-REDUCED = '''\
+REDUCED = """\
 model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
 decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
 decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None
 model_inputs["decoder_attention_mask"] = decoder_attention_mask
 model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]
 return model_inputs
-'''
+"""
 
-FORWARD = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "encoder_outputs",
-           "past_key_values", "inputs_embeds", "decoder_inputs_embeds", "labels", "use_cache", "kwargs")
+FORWARD = (
+    "input_ids",
+    "attention_mask",
+    "decoder_input_ids",
+    "decoder_attention_mask",
+    "encoder_outputs",
+    "past_key_values",
+    "inputs_embeds",
+    "decoder_inputs_embeds",
+    "labels",
+    "use_cache",
+    "kwargs",
+)
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +80,10 @@ def test_the_wrapper_keeps_asking_its_decoder_for_the_mask(hoisted: MixinProfile
     finding = _finding(WRAPPER, hoisted)
     assert (finding.category, finding.action) == (Category.BESPOKE, Action.REDUCE)
     assert [e for e in finding.extras if e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED)] == [
-        Extra("", ExtraHow.KEEP_AFTER, "0,1"), Extra("decoder_attention_mask", ExtraHow.COMPUTED),
-        Extra("decoder_input_ids", ExtraHow.COMPUTED)]
+        Extra("", ExtraHow.KEEP_AFTER, "0,1"),
+        Extra("decoder_attention_mask", ExtraHow.COMPUTED),
+        Extra("decoder_input_ids", ExtraHow.COMPUTED),
+    ]
     notes = [r.text for r in finding.reasons if r.kind == "note"]
     assert any(n.startswith("kept as is after super(): asks self.decoder for the mask") for n in notes)
 
@@ -85,7 +97,11 @@ def test_the_reduction_is_super_then_the_decoders_mask(hoisted: MixinProfile) ->
     assert 'model_inputs["decoder_attention_mask"] = decoder_attention_mask' in reduction.body
     # the scan records the expression normalised (single quotes); it is written as transformers writes it
     assert 'model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]' in reduction.body
-    assert slim_parameters(finding.override, finding.extras, reduction.body) == ("input_ids", "past_key_values", "kwargs")
+    assert slim_parameters(finding.override, finding.extras, reduction.body) == (
+        "input_ids",
+        "past_key_values",
+        "kwargs",
+    )
     ast.parse(REDUCED)
 
 
@@ -93,7 +109,7 @@ def test_the_reduction_is_super_then_the_decoders_mask(hoisted: MixinProfile) ->
     ("source", "action", "why"),
     [
         pytest.param(
-            '''
+            """
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
                                               use_cache=None, encoder_outputs=None, **kwargs):
                 decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
@@ -104,7 +120,7 @@ def test_the_reduction_is_super_then_the_decoders_mask(hoisted: MixinProfile) ->
                     "past_key_values": decoder_inputs["past_key_values"],
                     "use_cache": use_cache,
                 }
-            ''',
+            """,
             Action.DELETE,
             "no mask from the decoder: the ids and the cache are what the mixin prepares",
             id="ids-and-cache-only",
@@ -140,7 +156,9 @@ def test_a_cache_read_only_inside_a_wrapper_is_no_evidence_of_the_decoders_own_c
     from codemod.verify.compare import COMPOSITE_VARIANT, ScenarioOutcome, ScenarioStatus, missing_evidence
 
     own = ScenarioOutcome("greedy", ScenarioStatus.SAME, cache_used=False)
-    inside = ScenarioOutcome(f"{COMPOSITE_VARIANT}/greedy", ScenarioStatus.SAME, cache_used=True, variant=COMPOSITE_VARIANT)
+    inside = ScenarioOutcome(
+        f"{COMPOSITE_VARIANT}/greedy", ScenarioStatus.SAME, cache_used=True, variant=COMPOSITE_VARIANT
+    )
     assert "the cached path is untested" in missing_evidence([own, inside], caches=True)
     cached = ScenarioOutcome("sampling", ScenarioStatus.SAME, cache_used=True)
     assert missing_evidence([own, inside, cached], caches=True) == ""
@@ -151,7 +169,7 @@ def test_a_cache_read_only_inside_a_wrapper_is_no_evidence_of_the_decoders_own_c
 #: the installed method bound onto a tiny GPT-2 of the pristine release (whose own override is bypassed), asked as a
 #: wrapper asks its decoder (no mask), as generate() asks (the caller's padded mask), and with that mask and positions
 MIXIN_RUN = textwrap.dedent(
-    r'''
+    r"""
     import inspect, json, logging
     from typing import Optional, Tuple, Union
     import torch
@@ -176,7 +194,7 @@ MIXIN_RUN = textwrap.dedent(
         "mask": seen(method(model, ids, attention_mask=mask)),
         "mask and positions": seen(method(model, ids, attention_mask=mask, position_ids=torch.tensor([[0, 0, 1]] * 2))),
     }))
-    '''
+    """
 )
 
 

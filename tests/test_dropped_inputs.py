@@ -17,12 +17,12 @@ import textwrap
 
 import pytest
 
-from tests.test_tiny import _ok, _run, verify_env  # noqa: F401  (a fixture)
+from tests.test_tiny import _ok, _run
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 CHECKS = textwrap.dedent(
-    r'''
+    r"""
     import importlib, json, traceback, warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -126,7 +126,7 @@ CHECKS = textwrap.dedent(
         except Exception as error:
             out[key] = {"ok": False, "error": f"{type(error).__name__}: {error}", "tb": traceback.format_exc()[-1500:]}
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 
@@ -135,17 +135,20 @@ def results(verify_env, tmp_path_factory: pytest.TempPathFactory) -> dict:
     return _run(verify_env, CHECKS, tmp_path_factory.mktemp("head_masks"))
 
 
-@pytest.mark.parametrize(("name", "masks"), [
-    ("gpt2", {"head_mask"}),
-    ("bert", {"head_mask"}),
-    ("bart_causal", {"head_mask", "cross_attn_head_mask"}),
-    ("bart", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
-    ("t5", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
-    ("musicgen", {"head_mask", "cross_attn_head_mask"}),
-    # the composites name no head mask: their forwards hand ``decoder_*`` keywords to the decoder
-    ("musicgen_composite", {"decoder_head_mask"}),
-    ("melody_composite", {"decoder_head_mask"}),
-])
+@pytest.mark.parametrize(
+    ("name", "masks"),
+    [
+        ("gpt2", {"head_mask"}),
+        ("bert", {"head_mask"}),
+        ("bart_causal", {"head_mask", "cross_attn_head_mask"}),
+        ("bart", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
+        ("t5", {"head_mask", "decoder_head_mask", "cross_attn_head_mask"}),
+        ("musicgen", {"head_mask", "cross_attn_head_mask"}),
+        # the composites name no head mask: their forwards hand ``decoder_*`` keywords to the decoder
+        ("musicgen_composite", {"decoder_head_mask"}),
+        ("melody_composite", {"decoder_head_mask"}),
+    ],
+)
 def test_masks_fit_the_stack_they_are_for(results: dict, name: str, masks: set[str]) -> None:
     """Each mask the forward names, of the (layers, heads) its stack has: the scenario built them only after a
     forward ran with them, and the logits check below runs them again."""

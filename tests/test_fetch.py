@@ -39,7 +39,9 @@ FILES = {
 }
 
 
-def _add(archive: tarfile.TarFile, name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: str = "") -> None:
+def _add(
+    archive: tarfile.TarFile, name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: str = ""
+) -> None:
     info = tarfile.TarInfo(name)
     info.type = kind
     info.mode = 0o755 if kind == tarfile.DIRTYPE else 0o644
@@ -261,7 +263,9 @@ def test_malicious_members_are_rejected(download: FakeDownload, tmp_path: Path, 
 
 
 @pytest.mark.parametrize("error", [FetchError("network failure"), KeyboardInterrupt()], ids=["error", "interrupt"])
-def test_interrupted_fetch_leaves_nothing_behind(download: FakeDownload, cache_root: Path, error: BaseException) -> None:
+def test_interrupted_fetch_leaves_nothing_behind(
+    download: FakeDownload, cache_root: Path, error: BaseException
+) -> None:
     download.error = error
     with pytest.raises(type(error)):
         fetch_release(VERSION)

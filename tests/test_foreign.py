@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.transform.apply import compute_changes
-from codemod.checkout import resolve
 from codemod.analyse.classify import Action
-from codemod.cli import app
 from codemod.analyse.fallback import FallbackKind
-from codemod.transform.plan import EditKind
 from codemod.analyse.scan import ScanResult, scan
 from codemod.analyse.target import Target, TargetOrigin, from_path, from_release
+from codemod.checkout import resolve
+from codemod.cli import app
+from codemod.transform.apply import compute_changes
+from codemod.transform.plan import EditKind
 
 from .conftest import FOREIGN, copy_fixture, make_target_package
 from .flakes import assert_no_new_flakes
@@ -59,65 +59,186 @@ def outcome(result: ScanResult, class_name: str) -> tuple[Action, FallbackKind, 
 
 #: (class, target, action, fallback, a fragment of its reasons, the edits) — each pattern of issue 9
 CASES = [
-    pytest.param("GenerationWrapper", None, Action.KEEP, FallbackKind.NONE,
-                 "would leave GenerationWrapper without the method", [], id="wrapper-delegating-to-self.model"),
-    pytest.param("PlainLM", None, Action.KEEP, FallbackKind.NONE, "no base defines it (object)", [],
-                 id="base-less-open-dict"),
+    pytest.param(
+        "GenerationWrapper",
+        None,
+        Action.KEEP,
+        FallbackKind.NONE,
+        "would leave GenerationWrapper without the method",
+        [],
+        id="wrapper-delegating-to-self.model",
+    ),
+    pytest.param(
+        "PlainLM", None, Action.KEEP, FallbackKind.NONE, "no base defines it (object)", [], id="base-less-open-dict"
+    ),
     pytest.param("TinyLM", None, Action.KEEP, FallbackKind.NONE, "no base defines it (nn.Module)", [], id="nn-module"),
-    pytest.param("AdapterModel", None, Action.KEEP, FallbackKind.UNKNOWN,
-                 "base PushToHubMixin cannot be resolved: imported from transformers.utils, and no target release", [],
-                 id="stored-bound-method-no-target"),
-    pytest.param("AdapterModel", POST_452, Action.KEEP, FallbackKind.NONE, "no base defines it (torch.nn.Module)", [],
-                 id="stored-bound-method-with-target"),
-    pytest.param("AdapterForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "a method stored on the instance and bound to another object at run time", [EditKind.MARK],
-                 id="stored-bound-method-reaching-the-mixin"),
-    pytest.param("BaseVLForChat", None, Action.DELETE, FallbackKind.PARENT,
-                 "judged against the override of BaseVL (modeling_base.py:14)", [EditKind.DELETE],
-                 id="same-file-child-identical-to-its-parent"),
-    pytest.param("VLForImages", None, Action.REDUCE, FallbackKind.PARENT, "pixel_values only on the first step",
-                 [EditKind.REDUCE, EditKind.MARK], id="other-file-child-first-step-pixels"),
-    pytest.param("VLWithModalities", None, Action.REDUCE, FallbackKind.PARENT,
-                 "modalities is passed on; the dict BaseVL returns drops it", [EditKind.REDUCE, EditKind.MARK],
-                 id="absolute-import-child-adds-modalities"),
-    pytest.param("LegacyForCausalLM", PRE_452, Action.DELETE, FallbackKind.MIXIN, "", [EditKind.DELETE],
-                 id="pretrained-only-before-4.52"),
-    pytest.param("LegacyForCausalLM", POST_452, Action.DELETE, FallbackKind.MIXIN,
-                 "a deletion or super() adds GenerationMixin to the bases", [EditKind.DELETE, EditKind.ADD_MIXIN_BASE],
-                 id="pretrained-only-from-4.52"),
-    pytest.param("LegacyForCausalLM", None, Action.DELETE, FallbackKind.MIXIN,
-                 "with no target release, PreTrainedModel may not be a GenerationMixin",
-                 [EditKind.DELETE, EditKind.ADD_MIXIN_BASE], id="pretrained-only-built-in"),
-    pytest.param("PastForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "passes past_key_values from its parameter 'past', which generate() does not fill", [EditKind.MARK],
-                 id="legacy-past-parameter"),
-    pytest.param("MaskedForMaskedLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "refused: MaskedForMaskedLM.forward takes neither use_cache nor **kwargs", [EditKind.MARK],
-                 id="masked-lm-closed-dict-forward-without-use-cache"),
-    pytest.param("StaticShapeForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "refused: the statement at line 17, kept in front of super(), changes input_ids, which the fallback "
-                 "prepares itself", [EditKind.MARK], id="kept-statement-slicing-what-the-mixin-slices"),
-    pytest.param("ImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN,
-                 "kept as is in front of super(): if cache_position[0] != 0 and (not self.config.images_every_step)",
-                 [EditKind.REDUCE, EditKind.MARK], id="body-resets-a-parameter"),
-    pytest.param("LaterImageForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN,
-                 "pixel_values is set to None after the first step", [EditKind.REDUCE, EditKind.MARK],
-                 id="later-step-by-position"),
-    pytest.param("StaleForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "its class's _update_model_kwargs_for_generation never moves cache_position on", [EditKind.MARK],
-                 id="own-kwargs-update-leaves-cache-position-stale"),
-    pytest.param("StaleChatForCausalLM", None, Action.KEEP, FallbackKind.MIXIN,
-                 "its class's _update_model_kwargs_for_generation never moves cache_position on", [EditKind.MARK],
-                 id="a-base-in-another-file-leaves-cache-position-stale"),
-    pytest.param("CopiedForCausalLM", None, Action.REDUCE, FallbackKind.MIXIN, "pixel_values only on the first step",
-                 [EditKind.REDUCE, EditKind.MARK, EditKind.DROP_MARKER], id="copied-from-outside-the-tree-reduced"),
+    pytest.param(
+        "AdapterModel",
+        None,
+        Action.KEEP,
+        FallbackKind.UNKNOWN,
+        "base PushToHubMixin cannot be resolved: imported from transformers.utils, and no target release",
+        [],
+        id="stored-bound-method-no-target",
+    ),
+    pytest.param(
+        "AdapterModel",
+        POST_452,
+        Action.KEEP,
+        FallbackKind.NONE,
+        "no base defines it (torch.nn.Module)",
+        [],
+        id="stored-bound-method-with-target",
+    ),
+    pytest.param(
+        "AdapterForCausalLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "a method stored on the instance and bound to another object at run time",
+        [EditKind.MARK],
+        id="stored-bound-method-reaching-the-mixin",
+    ),
+    pytest.param(
+        "BaseVLForChat",
+        None,
+        Action.DELETE,
+        FallbackKind.PARENT,
+        "judged against the override of BaseVL (modeling_base.py:14)",
+        [EditKind.DELETE],
+        id="same-file-child-identical-to-its-parent",
+    ),
+    pytest.param(
+        "VLForImages",
+        None,
+        Action.REDUCE,
+        FallbackKind.PARENT,
+        "pixel_values only on the first step",
+        [EditKind.REDUCE, EditKind.MARK],
+        id="other-file-child-first-step-pixels",
+    ),
+    pytest.param(
+        "VLWithModalities",
+        None,
+        Action.REDUCE,
+        FallbackKind.PARENT,
+        "modalities is passed on; the dict BaseVL returns drops it",
+        [EditKind.REDUCE, EditKind.MARK],
+        id="absolute-import-child-adds-modalities",
+    ),
+    pytest.param(
+        "LegacyForCausalLM",
+        PRE_452,
+        Action.DELETE,
+        FallbackKind.MIXIN,
+        "",
+        [EditKind.DELETE],
+        id="pretrained-only-before-4.52",
+    ),
+    pytest.param(
+        "LegacyForCausalLM",
+        POST_452,
+        Action.DELETE,
+        FallbackKind.MIXIN,
+        "a deletion or super() adds GenerationMixin to the bases",
+        [EditKind.DELETE, EditKind.ADD_MIXIN_BASE],
+        id="pretrained-only-from-4.52",
+    ),
+    pytest.param(
+        "LegacyForCausalLM",
+        None,
+        Action.DELETE,
+        FallbackKind.MIXIN,
+        "with no target release, PreTrainedModel may not be a GenerationMixin",
+        [EditKind.DELETE, EditKind.ADD_MIXIN_BASE],
+        id="pretrained-only-built-in",
+    ),
+    pytest.param(
+        "PastForCausalLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "passes past_key_values from its parameter 'past', which generate() does not fill",
+        [EditKind.MARK],
+        id="legacy-past-parameter",
+    ),
+    pytest.param(
+        "MaskedForMaskedLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "refused: MaskedForMaskedLM.forward takes neither use_cache nor **kwargs",
+        [EditKind.MARK],
+        id="masked-lm-closed-dict-forward-without-use-cache",
+    ),
+    pytest.param(
+        "StaticShapeForCausalLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "refused: the statement at line 17, kept in front of super(), changes input_ids, which the fallback "
+        "prepares itself",
+        [EditKind.MARK],
+        id="kept-statement-slicing-what-the-mixin-slices",
+    ),
+    pytest.param(
+        "ImageForCausalLM",
+        None,
+        Action.REDUCE,
+        FallbackKind.MIXIN,
+        "kept as is in front of super(): if cache_position[0] != 0 and (not self.config.images_every_step)",
+        [EditKind.REDUCE, EditKind.MARK],
+        id="body-resets-a-parameter",
+    ),
+    pytest.param(
+        "LaterImageForCausalLM",
+        None,
+        Action.REDUCE,
+        FallbackKind.MIXIN,
+        "pixel_values is set to None after the first step",
+        [EditKind.REDUCE, EditKind.MARK],
+        id="later-step-by-position",
+    ),
+    pytest.param(
+        "StaleForCausalLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "its class's _update_model_kwargs_for_generation never moves cache_position on",
+        [EditKind.MARK],
+        id="own-kwargs-update-leaves-cache-position-stale",
+    ),
+    pytest.param(
+        "StaleChatForCausalLM",
+        None,
+        Action.KEEP,
+        FallbackKind.MIXIN,
+        "its class's _update_model_kwargs_for_generation never moves cache_position on",
+        [EditKind.MARK],
+        id="a-base-in-another-file-leaves-cache-position-stale",
+    ),
+    pytest.param(
+        "CopiedForCausalLM",
+        None,
+        Action.REDUCE,
+        FallbackKind.MIXIN,
+        "pixel_values only on the first step",
+        [EditKind.REDUCE, EditKind.MARK, EditKind.DROP_MARKER],
+        id="copied-from-outside-the-tree-reduced",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("class_name", "version", "action", "fallback", "reason", "edits"), CASES)
 def test_each_pattern_ends_in_the_right_action_with_the_right_reason(
-    foreign: Path, targets: dict[str, Path], class_name: str, version: str | None, action: Action,
-    fallback: FallbackKind, reason: str, edits: list[EditKind],
+    foreign: Path,
+    targets: dict[str, Path],
+    class_name: str,
+    version: str | None,
+    action: Action,
+    fallback: FallbackKind,
+    reason: str,
+    edits: list[EditKind],
 ) -> None:
     target = from_path(targets[version]) if version else None
     got_action, got_fallback, texts, got_edits = outcome(scan_tree(foreign, target), class_name)
@@ -127,21 +248,35 @@ def test_each_pattern_ends_in_the_right_action_with_the_right_reason(
 
 def test_a_parent_found_through_an_absolute_import_is_the_same_parent(foreign: Path) -> None:
     result = scan_tree(foreign)
-    parents = {f.override.class_name: f.override.fallback.override_id for f in result.findings
-               if f.override.fallback.kind is FallbackKind.PARENT}
+    parents = {
+        f.override.class_name: f.override.fallback.override_id
+        for f in result.findings
+        if f.override.fallback.kind is FallbackKind.PARENT
+    }
     assert parents == dict.fromkeys(["BaseVLForChat", "VLForImages", "VLWithModalities"], "modeling_base.py::BaseVL")
 
 
 # --------------------------------------------------------------------------------------------- the CLI
 
 #: files the built-in run changes, and what it changes in each (asserted below)
-CHANGED = ["adapters.py", "modeling_base.py", "modeling_copied.py", "modeling_fewer.py", "modeling_images.py",
-           "modeling_legacy.py", "modeling_masked.py", "modeling_past.py", "modeling_stale.py", "modeling_stale_chat.py",
-           "modeling_static.py", "modeling_vl.py"]
+CHANGED = [
+    "adapters.py",
+    "modeling_base.py",
+    "modeling_copied.py",
+    "modeling_fewer.py",
+    "modeling_images.py",
+    "modeling_legacy.py",
+    "modeling_masked.py",
+    "modeling_past.py",
+    "modeling_stale.py",
+    "modeling_stale_chat.py",
+    "modeling_static.py",
+    "modeling_vl.py",
+]
 #: files left as they are, and why
 NOOP = {
     "wrappers.py": "no base defines the method: deleting or reducing would break every class; kept, and "
-                   "nothing is overwritten, so not marked",
+    "nothing is overwritten, so not marked",
     "__init__.py": "no override",
 }
 
@@ -169,7 +304,10 @@ def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path
     # a parameter the kept statement resets stays in the signature and reaches super() as it left it
     images = (foreign / "modeling_images.py").read_text()
     image, later = images.split("class LaterImageForCausalLM")
-    assert "        if cache_position[0] != 0 and not self.config.images_every_step:\n            pixel_values = None\n" in image
+    assert (
+        "        if cache_position[0] != 0 and not self.config.images_every_step:\n            pixel_values = None\n"
+        in image
+    )
     signature = image.split("def prepare_inputs_for_generation(")[1].split("):")[0]
     assert "pixel_values=pixel_values" in image and "pixel_values=None" in signature
     # under the step's position alone, the reduction sets the key to None after super(), under the same test
@@ -182,7 +320,9 @@ def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path
     assert "def prepare_inputs_for_generation" not in legacy
     # a method copied from outside the tree, reduced, loses its marker (it copies nothing now)
     copied = (foreign / "modeling_copied.py").read_text()
-    assert "    # Copied from transformers" not in copied and copied.count("super().prepare_inputs_for_generation(") == 1
+    assert (
+        "    # Copied from transformers" not in copied and copied.count("super().prepare_inputs_for_generation(") == 1
+    )
     # a second apply changes nothing
     snapshot = {p.name: p.read_text() for p in foreign.glob("*.py")}
     apply_tree(foreign)
@@ -223,12 +363,19 @@ def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets:
     document = scan_json(str(foreign), "--mixin", str(targets[POST_452]))
     mixin = document["mixin"]
     assert (mixin["judged_against"], mixin["release"], mixin["hoisted"]) == ("path", POST_452, False)
-    assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith("transformers/generation/utils.py:")
+    assert mixin["pretrained_model_generative"] is False and mixin["source"].startswith(
+        "transformers/generation/utils.py:"
+    )
     assert document["summary"]["by_fallback"] == {"mixin": 12, "parent-override": 3, "none": 4, "unknown": 0}
     [chat] = [f for f in document["findings"] if f["class"] == "BaseVLForChat"]
     assert chat["fallback"] == {
-        "kind": "parent-override", "class": "BaseVL", "file": "modeling_base.py", "line": 14, "release": None,
-        "override": "modeling_base.py::BaseVL", "adds_mixin_base": False,
+        "kind": "parent-override",
+        "class": "BaseVL",
+        "file": "modeling_base.py",
+        "line": 14,
+        "release": None,
+        "override": "modeling_base.py::BaseVL",
+        "adds_mixin_base": False,
         "detail": "the override of BaseVL (modeling_base.py:14)",
     }
     [legacy] = [f for f in document["findings"] if f["class"] == "LegacyForCausalLM"]
@@ -247,7 +394,9 @@ def test_the_table_header_says_what_the_tree_is_judged_against(foreign: Path, ta
     [
         pytest.param(["--target", "4.57.1", "--mixin", "."], "give --target or --mixin, not both", id="both"),
         pytest.param(["--mixin", "/nonexistent/transformers"], "--mixin: no such directory", id="missing-mixin"),
-        pytest.param(["--mixin", "."], "is neither a transformers checkout nor a transformers package", id="not-a-package"),
+        pytest.param(
+            ["--mixin", "."], "is neither a transformers checkout nor a transformers package", id="not-a-package"
+        ),
     ],
 )
 def test_target_usage_errors(foreign: Path, args: list[str], message: str) -> None:
@@ -266,10 +415,14 @@ def test_a_scan_cached_without_a_module_sees_it_appear(foreign: Path) -> None:
     """A base's module that was not there is part of what a cached scan depends on."""
     (foreign / "modeling_base.py").rename(foreign / "elsewhere.py")
     first = scan(resolve(foreign, with_git=False), jobs=1)
-    assert {f.override.class_name: f.override.fallback.kind for f in first.findings}["VLForImages"] is FallbackKind.UNKNOWN
+    assert {f.override.class_name: f.override.fallback.kind for f in first.findings}[
+        "VLForImages"
+    ] is FallbackKind.UNKNOWN
     shutil.copy(foreign / "elsewhere.py", foreign / "modeling_base.py")
     again = scan(resolve(foreign, with_git=False), jobs=1)
-    assert {f.override.class_name: f.override.fallback.kind for f in again.findings}["VLForImages"] is FallbackKind.PARENT
+    assert {f.override.class_name: f.override.fallback.kind for f in again.findings}[
+        "VLForImages"
+    ] is FallbackKind.PARENT
 
 
 # --------------------------------------------------------------------------------------------- real releases
@@ -301,11 +454,18 @@ def test_a_class_level_copy_from_outside_the_tree_is_planned_without_a_crash(for
     be checked, so it constrains nothing; its override is planned like any other (a reduction's marker is the
     method's, and a class-level one stays)."""
     (foreign / "modeling_whole_copy.py").write_text(
-        (foreign / "modeling_copied.py").read_text(encoding="utf-8")
-        .replace("    # Copied from transformers.models.chameleon.modeling_chameleon.ChameleonForConditionalGeneration"
-                 ".prepare_inputs_for_generation\n", "")
-        .replace("class CopiedForCausalLM(", "# Copied from transformers.models.chameleon.modeling_chameleon."
-                 "ChameleonForConditionalGeneration with Chameleon->WholeCopy\nclass WholeCopyForCausalLM("),
+        (foreign / "modeling_copied.py")
+        .read_text(encoding="utf-8")
+        .replace(
+            "    # Copied from transformers.models.chameleon.modeling_chameleon.ChameleonForConditionalGeneration"
+            ".prepare_inputs_for_generation\n",
+            "",
+        )
+        .replace(
+            "class CopiedForCausalLM(",
+            "# Copied from transformers.models.chameleon.modeling_chameleon."
+            "ChameleonForConditionalGeneration with Chameleon->WholeCopy\nclass WholeCopyForCausalLM(",
+        ),
         encoding="utf-8",
     )
     result = scan_tree(foreign)

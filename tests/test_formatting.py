@@ -13,8 +13,8 @@ import black
 import pytest
 
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
-from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
 from codemod.transform.formatting import fitted_mark, laid_out
+from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 from rules.generic_mixin import MODULE_SOURCE
@@ -34,27 +34,39 @@ def test_the_generic_mixin_is_laid_out() -> None:
 #: (id, code at column 0, the indent it will have, as laid out there)
 CASES = [
     ("fits-stays", 'x = ("head_mask",)\n', 4, 'x = ("head_mask",)\n'),
-    ("a-long-tuple-one-item-per-line",
-     '_generation_dropped_inputs = ("encoder_attention_mask", "encoder_hidden_states", "head_mask", "position_ids", '
-     '"token_type_ids", "use_cache")\n', 4,
-     '_generation_dropped_inputs = (\n    "encoder_attention_mask",\n    "encoder_hidden_states",\n    "head_mask",\n'
-     '    "position_ids",\n    "token_type_ids",\n    "use_cache",\n)\n'),
+    (
+        "a-long-tuple-one-item-per-line",
+        '_generation_dropped_inputs = ("encoder_attention_mask", "encoder_hidden_states", "head_mask", "position_ids", '
+        '"token_type_ids", "use_cache")\n',
+        4,
+        '_generation_dropped_inputs = (\n    "encoder_attention_mask",\n    "encoder_hidden_states",\n    "head_mask",\n'
+        '    "position_ids",\n    "token_type_ids",\n    "use_cache",\n)\n',
+    ),
     # 4.45's masked LMs' line is 119 columns in their method; one level deeper in the mixin's hook it is not
-    ("a-statement-moved-one-level-deeper",
-     "if self._hooked:\n"
-     "    attention_mask = torch.cat([attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1)\n",
-     8,
-     "if self._hooked:\n    attention_mask = torch.cat(\n"
-     "        [attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1\n    )\n"),
+    (
+        "a-statement-moved-one-level-deeper",
+        "if self._hooked:\n"
+        "    attention_mask = torch.cat([attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1)\n",
+        8,
+        "if self._hooked:\n    attention_mask = torch.cat(\n"
+        "        [attention_mask, attention_mask.new_zeros((attention_mask.shape[0], 1))], dim=-1\n    )\n",
+    ),
     # too long for one line of arguments: one per line, and a trailing comma after ``**kwargs`` too (ruff, told
     # transformers' Python, writes one; black left to guess from a snippet did not)
-    ("a-call-one-argument-per-line",
-     "model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
-     "attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs)\n", 8,
-     "model_inputs = super().prepare_inputs_for_generation(\n    input_ids,\n    past_key_values=past_key_values,\n"
-     "    attention_mask=attention_mask,\n    inputs_embeds=inputs_embeds,\n    **kwargs,\n)\n"),
-    ("comments-and-blank-lines-stay", "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n", 8,
-     "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n"),
+    (
+        "a-call-one-argument-per-line",
+        "model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+        "attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs)\n",
+        8,
+        "model_inputs = super().prepare_inputs_for_generation(\n    input_ids,\n    past_key_values=past_key_values,\n"
+        "    attention_mask=attention_mask,\n    inputs_embeds=inputs_embeds,\n    **kwargs,\n)\n",
+    ),
+    (
+        "comments-and-blank-lines-stay",
+        "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n",
+        8,
+        "# why\nfor name in self._x:\n\n    model_inputs.pop(name, None)\n",
+    ),
 ]
 
 
@@ -75,15 +87,25 @@ def test_code_black_cannot_parse_is_left_as_it_is() -> None:
 #: its line keeps the phrases that fit
 MARKS = [
     ("fits-stays", "# Overwritten -- drops head_mask", 8, "# Overwritten -- drops head_mask"),
-    ("whole-phrases-then-a-cut",
-     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; then "
-     "its own input handling (position_ids = None); its own position_ids, input_ids from them", 8,
-     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; …"),
-    ("a-narrower-project-keeps-fewer",
-     "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step", 28,
-     "# Overwritten -- no image_embeds after the first step; …"),
-    ("one-phrase-cut-between-words", "# Overwritten -- " + "keeps its own input handling " * 6, 8,
-     "# Overwritten -- keeps its own input handling keeps its own input handling keeps its own input handling keeps …"),
+    (
+        "whole-phrases-then-a-cut",
+        "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; then "
+        "its own input handling (position_ids = None); its own position_ids, input_ids from them",
+        8,
+        "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step; …",
+    ),
+    (
+        "a-narrower-project-keeps-fewer",
+        "# Overwritten -- no image_embeds after the first step; no image_embeds_position_mask after the first step",
+        28,
+        "# Overwritten -- no image_embeds after the first step; …",
+    ),
+    (
+        "one-phrase-cut-between-words",
+        "# Overwritten -- " + "keeps its own input handling " * 6,
+        8,
+        "# Overwritten -- keeps its own input handling keeps its own input handling keeps its own input handling keeps …",
+    ),
     ("another-comment-is-not-ours", "# " + "x " * 70, 8, "# " + "x " * 70),
 ]
 
@@ -116,7 +138,7 @@ IDIOMS = [
 ]
 
 #: 4.45's BertForMaskedLM body, as the whole-body hook moves it into the mixin
-MASKED_LM_BODY = textwrap.dedent('''\
+MASKED_LM_BODY = textwrap.dedent("""\
     input_shape = input_ids.shape
     effective_batch_size = input_shape[0]
 
@@ -131,33 +153,42 @@ MASKED_LM_BODY = textwrap.dedent('''\
     input_ids = torch.cat([input_ids, dummy_token], dim=1)
 
     return {"input_ids": input_ids, "attention_mask": attention_mask}
-''')
+""")
 
 
 def test_every_hook_the_rewrite_installs_is_laid_out() -> None:
     """The generic mixin with every template's hook and the masked LMs' whole body: the module as written."""
     profile = profile_from_source(MODULE_SOURCE, MIXIN)
     hooks = [hook_for(idiom, profile)[1] for idiom in IDIOMS]
-    hooks.append(_whole_body_hook("_generation_inputs_as_bert_for_masked_lm", "BertForMaskedLM", MASKED_LM_BODY,
-                                  profile))
-    edits = [Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, hook.attribute, hook=hook.code())
-             for hook in hooks if hook is not None]
+    hooks.append(
+        _whole_body_hook("_generation_inputs_as_bert_for_masked_lm", "BertForMaskedLM", MASKED_LM_BODY, profile)
+    )
+    edits = [
+        Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, hook.attribute, hook=hook.code())
+        for hook in hooks
+        if hook is not None
+    ]
     assert len(edits) == len(IDIOMS) + 1
     result = rewrite_source(MIXIN, MODULE_SOURCE.encode(), edits)
     assert result.error is None, result.error
     text = result.new_text()
     assert all(f"self.{e.hook.attribute}" in text for e in edits if e.hook is not None)
-    assert as_ruff_lays_it_out(text), "".join(difflib.unified_diff(
-        text.splitlines(keepends=True), black.format_str(text, mode=MODE).splitlines(keepends=True)))
+    assert as_ruff_lays_it_out(text), "".join(
+        difflib.unified_diff(
+            text.splitlines(keepends=True), black.format_str(text, mode=MODE).splitlines(keepends=True)
+        )
+    )
 
 
 def test_a_modular_removal_stub_too_long_for_its_line_is_laid_out() -> None:
     """5.23.0's Gemma4Unified: the converter's removal stub names the class, 121 columns on one line."""
     path = "src/transformers/models/gemma4_unified/modular_gemma4_unified.py"
     cls = "Gemma4UnifiedForConditionalGeneration"
-    before = (f"class {cls}(Gemma4ForConditionalGeneration):\n"
-              "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
-              "        return super().prepare_inputs_for_generation(input_ids, **kwargs)\n")
+    before = (
+        f"class {cls}(Gemma4ForConditionalGeneration):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+    )
     stub = f'raise AttributeError("{cls} uses GenerationMixin.prepare_inputs_for_generation")\n'
     result = rewrite_source(path, before.encode(), [Edit(path, cls, EditKind.REMOVE, f"{path}::{cls}", "test", stub)])
     assert result.error is None, result.error
@@ -166,7 +197,8 @@ def test_a_modular_removal_stub_too_long_for_its_line_is_laid_out() -> None:
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         "        raise AttributeError(\n"
         f'            "{cls} uses GenerationMixin.prepare_inputs_for_generation"\n'
-        "        )\n")
+        "        )\n"
+    )
     assert as_ruff_lays_it_out(result.new_text())
 
 
@@ -175,14 +207,18 @@ def test_a_kept_override_s_mark_fits_the_file_s_line(line_length: int) -> None:
     """``--mark`` on a kept override whose reason quotes a long statement: the rewrite fits the mark to the file's
     project's line length (a remote-code repository at 88 columns gets an 88-column mark), cut between words."""
     path = "src/transformers/models/toy/modeling_toy.py"
-    before = ("class ToyForCausalLM(ToyPreTrainedModel):\n"
-              "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
-              "        return {'input_ids': input_ids}\n")
+    before = (
+        "class ToyForCausalLM(ToyPreTrainedModel):\n"
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        "        return {'input_ids': input_ids}\n"
+    )
     reason = "model-specific input preparation (" + "toy_state = toy + " * 12 + "1)"
     edit = Edit(path, "ToyForCausalLM", EditKind.MARK, f"{path}::ToyForCausalLM", "test", reason)
     result = rewrite_source(path, before.encode(), [edit], line_length)
     assert result.error is None, result.error
     mark = result.new_text().splitlines()[2]
-    assert mark.startswith("        # Overwritten -- model-specific input preparation (toy_state") and mark.endswith(" …")
+    assert mark.startswith("        # Overwritten -- model-specific input preparation (toy_state") and mark.endswith(
+        " …"
+    )
     assert line_length - 10 <= len(mark) <= line_length  # the next word would not have fitted
     ast.parse(result.new_text())

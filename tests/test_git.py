@@ -87,6 +87,9 @@ def test_a_worktree_is_removed_and_pruned_even_when_the_body_fails(tmp_path) -> 
 
 def test_a_worktree_of_a_revision_that_does_not_exist_is_the_stages_error(tmp_path) -> None:
     repo = make_repo(tmp_path / "r")
-    with pytest.raises(FetchError, match="worktree add"), git.worktree(repo, "no-such-ref", error=FetchError, parent=tmp_path):
+    with (
+        pytest.raises(FetchError, match="worktree add"),
+        git.worktree(repo, "no-such-ref", error=FetchError, parent=tmp_path),
+    ):
         pass
     assert [p for p in tmp_path.iterdir() if p.name.startswith("codemod-worktree-")] == []

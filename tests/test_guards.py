@@ -29,7 +29,9 @@ def guards(test: str) -> tuple[str, str] | None:
         pytest.param("(past_key_values is not None)", "past-not-none", "no-past", id="parenthesised"),
         pytest.param("(past_key_values)", "past-truthy", "no-past", id="parenthesised-name"),
         pytest.param("past_key_values  is  not  None", "past-not-none", "no-past", id="spacing"),
-        pytest.param("past_key_values is not None or use_cache", "past-or-use-cache", "no-past", id="past-or-use-cache"),
+        pytest.param(
+            "past_key_values is not None or use_cache", "past-or-use-cache", "no-past", id="past-or-use-cache"
+        ),
         # the first step, or a later one
         pytest.param("cache_position[0] == 0", "first-step", "later-step", id="cache-position-zero"),
         pytest.param("cache_position[0] != 0", "later-step", "first-step", id="cache-position-nonzero"),
@@ -40,23 +42,35 @@ def guards(test: str) -> tuple[str, str] | None:
         # without a cache every step is a "first" one
         pytest.param("is_first_iteration or not use_cache", "first-step", "later-step", id="first-or-no-cache"),
         pytest.param(
-            'is_first_iteration or not kwargs.get("use_cache", True)', "first-step", "later-step",
+            'is_first_iteration or not kwargs.get("use_cache", True)',
+            "first-step",
+            "later-step",
             id="first-or-no-cache-from-kwargs",
         ),
         pytest.param(
-            "is_first_iteration or not model_kwargs.get('use_cache', True)", "first-step", "later-step",
+            "is_first_iteration or not model_kwargs.get('use_cache', True)",
+            "first-step",
+            "later-step",
             id="first-or-no-cache-from-other-kwargs-name",
         ),
         pytest.param("not is_first_iteration and use_cache", "later-step", "first-step", id="later-with-cache"),
-        pytest.param("use_cache and not is_first_iteration", "later-step", "first-step", id="later-with-cache-swapped"),
+        pytest.param(
+            "use_cache and not is_first_iteration", "later-step", "first-step", id="later-with-cache-swapped"
+        ),
         # any other plain name
         pytest.param("pixel_values is not None", "present:pixel_values", "absent:pixel_values", id="present"),
         pytest.param("pixel_values is None", "absent:pixel_values", "present:pixel_values", id="absent"),
         pytest.param("cache_params is None", "absent:cache_params", "present:cache_params", id="not-a-past-name"),
         # a key of **kwargs, as a reduction tests the caller's value ("None when the caller gives it")
-        pytest.param('kwargs.get("position_ids") is not None', "present:position_ids", "absent:position_ids", id="kwargs-key"),
-        pytest.param("model_kwargs.get('position_ids') is None", "absent:position_ids", "present:position_ids",
-                     id="kwargs-key-absent"),
+        pytest.param(
+            'kwargs.get("position_ids") is not None', "present:position_ids", "absent:position_ids", id="kwargs-key"
+        ),
+        pytest.param(
+            "model_kwargs.get('position_ids') is None",
+            "absent:position_ids",
+            "present:position_ids",
+            id="kwargs-key-absent",
+        ),
     ],
 )
 def test_guard_atoms(test: str, if_guard: str, else_guard: str) -> None:
@@ -110,8 +124,12 @@ def test_unknown_tests_are_not_guards(test: str) -> None:
 def _instantiate(template: str) -> tuple[str, str]:
     """An atom's template with its metavariables filled in, and the suffix its guards then carry."""
     suffix = ":pixel_values" if "$x" in template or "$k" in template.replace("$kw", "") else ""
-    code = (template.replace("$p", "past_key_values").replace("$x", "pixel_values").replace("$kw", "kwargs")
-            .replace("$k", '"pixel_values"'))
+    code = (
+        template.replace("$p", "past_key_values")
+        .replace("$x", "pixel_values")
+        .replace("$kw", "kwargs")
+        .replace("$k", '"pixel_values"')
+    )
     assert "$" not in code, f"a metavariable this test does not know: {template}"
     return code, suffix
 
@@ -165,12 +183,21 @@ def test_a_test_asking_kwargs_for_a_parameter_never_holds(test: str) -> None:
         pytest.param('kwargs.get("attention_mask") is None', _CTX, id="is-none: always holds"),
         pytest.param('config.get("attention_mask") is not None', _CTX, id="not **kwargs"),
         pytest.param('model_kwargs.get("attention_mask") is not None', _CTX, id="another-dict"),
-        pytest.param('kwargs.get("attention_mask") is not None',
-                     Context(params=("input_ids", "attention_mask", "kwargs"), ids_param="input_ids", var_kwargs="kwargs",
-                             positional_only=("input_ids", "attention_mask")),
-                     id="positional-only: its name may reach **kwargs"),
-        pytest.param('kwargs.get("attention_mask") is not None',
-                     Context(params=("input_ids", "attention_mask"), ids_param="input_ids", var_kwargs=None), id="no-**kwargs"),
+        pytest.param(
+            'kwargs.get("attention_mask") is not None',
+            Context(
+                params=("input_ids", "attention_mask", "kwargs"),
+                ids_param="input_ids",
+                var_kwargs="kwargs",
+                positional_only=("input_ids", "attention_mask"),
+            ),
+            id="positional-only: its name may reach **kwargs",
+        ),
+        pytest.param(
+            'kwargs.get("attention_mask") is not None',
+            Context(params=("input_ids", "attention_mask"), ids_param="input_ids", var_kwargs=None),
+            id="no-**kwargs",
+        ),
     ],
 )
 def test_tests_that_may_hold(test: str, ctx: Context) -> None:
@@ -181,9 +208,14 @@ def test_tests_that_may_hold(test: str, ctx: Context) -> None:
     ("statement", "runs"),
     [
         pytest.param('if x is not None and kwargs.get("attention_mask") is not None:\n    y = 1\n', False, id="never"),
-        pytest.param('if f(x) and kwargs.get("attention_mask") is not None:\n    y = 1\n', True,
-                     id="a call before the test fails may do something"),
-        pytest.param('if kwargs.get("attention_mask") is not None:\n    y = 1\nelse:\n    y = 2\n', True, id="an else runs"),
+        pytest.param(
+            'if f(x) and kwargs.get("attention_mask") is not None:\n    y = 1\n',
+            True,
+            id="a call before the test fails may do something",
+        ),
+        pytest.param(
+            'if kwargs.get("attention_mask") is not None:\n    y = 1\nelse:\n    y = 2\n', True, id="an else runs"
+        ),
         pytest.param('y = kwargs.get("attention_mask")\n', True, id="not an if"),
     ],
 )

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from codemod.transform import apply
-from codemod.transform.apply import Changes, compute_changes, initial_plan, settle
-from codemod.checkout import resolve
 from codemod.analyse.classify import Action
-from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind, Verdict
 from codemod.analyse.copies import CopyCheck
+from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import resolve
+from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind, Verdict
 from codemod.migrate import MigrationRun, run_migration_on
 from codemod.migration import Migration
-from codemod.transform.plan import EditKind, Plan
 from codemod.publish.pr.plan import PrPlan, PrReport
-from codemod.analyse.scan import ScanResult, scan
+from codemod.transform import apply
+from codemod.transform.apply import Changes, compute_changes, initial_plan, settle
+from codemod.transform.plan import EditKind, Plan
 
 from .conftest import FIXTURES, MINI_CHECKOUT, copy_fixture
 
@@ -73,7 +73,9 @@ def _construction_sites() -> list[tuple[str, int, ast.expr | None]]:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if (isinstance(func, ast.Name) and func.id == "Held") or (isinstance(func, ast.Attribute) and func.attr == "hold"):
+            if (isinstance(func, ast.Name) and func.id == "Held") or (
+                isinstance(func, ast.Attribute) and func.attr == "hold"
+            ):
                 sites.append((path.relative_to(CODEMOD).as_posix(), node.lineno, _cause_argument(node)))
     return sites
 
@@ -86,8 +88,10 @@ def test_every_construction_site_names_its_cause_and_every_cause_has_one() -> No
     for where, line, cause in _construction_sites():
         if isinstance(cause, ast.Attribute) and isinstance(cause.value, ast.Name) and cause.value.id == "HeldCause":
             named.add(cause.attr)
-        elif not ((isinstance(cause, ast.Attribute) and cause.attr == "cause")
-                  or (isinstance(cause, ast.Name) and cause.id == "cause")):  # ``hold``'s own parameter
+        elif not (
+            (isinstance(cause, ast.Attribute) and cause.attr == "cause")
+            or (isinstance(cause, ast.Name) and cause.id == "cause")
+        ):  # ``hold``'s own parameter
             offences.append(f"{where}:{line}")
     assert offences == []
     assert named == {c.name for c in HeldCause}
@@ -95,8 +99,16 @@ def test_every_construction_site_names_its_cause_and_every_cause_has_one() -> No
 
 @pytest.mark.parametrize(
     ("owner", "field"),
-    [(Plan, "held"), (Changes, "dropped"), (MigrationRun, "reverted"), (Migration, "reverted"), (PrPlan, "withheld"),
-     (PrPlan, "reverted"), (PrReport, "withheld"), (PrReport, "reverted")],
+    [
+        (Plan, "held"),
+        (Changes, "dropped"),
+        (MigrationRun, "reverted"),
+        (Migration, "reverted"),
+        (PrPlan, "withheld"),
+        (PrPlan, "reverted"),
+        (PrReport, "withheld"),
+        (PrReport, "reverted"),
+    ],
 )
 def test_what_is_held_back_is_a_tuple_of_records(owner: type, field: str) -> None:
     assert typing.get_type_hints(owner)[field] == tuple[Held, ...]
@@ -107,6 +119,7 @@ def test_what_is_held_back_is_a_tuple_of_records(owner: type, field: str) -> Non
 
 def test_a_generated_override_whose_method_comes_from_nowhere_it_can_follow_is_untraced(mini: ScanResult) -> None:
     """A generated file's method that no class of the run holds (a removal stub, an unknown origin) stays."""
+
     def untraced(f):
         if f.override.id != PUFFIN_CAUSAL:
             return f
@@ -115,16 +128,23 @@ def test_a_generated_override_whose_method_comes_from_nowhere_it_can_follow_is_u
         return dataclasses.replace(f, override=dataclasses.replace(f.override, generated_from=origin))
 
     plan = initial_plan(dataclasses.replace(mini, findings=tuple(map(untraced, mini.findings))))
-    assert Held(PUFFIN_CAUSAL, HeldCause.UNTRACED,
-                "generated file; where its method comes from is unknown: not found") in plan.held
+    assert (
+        Held(PUFFIN_CAUSAL, HeldCause.UNTRACED, "generated file; where its method comes from is unknown: not found")
+        in plan.held
+    )
 
 
-def test_a_reduction_that_cannot_be_written_is_not_recreatable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reduction_that_cannot_be_written_is_not_recreatable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codemod.transform import plan as plan_module
 
     result = scan_tree(copy_fixture(FIXTURES / "foreign", tmp_path / "foreign"))
-    reduced = {f.override.id for f in result.findings
-               if f.action is Action.REDUCE and not any(e.how is ExtraHow.SWAP_DELEGATE for e in f.extras)}
+    reduced = {
+        f.override.id
+        for f in result.findings
+        if f.action is Action.REDUCE and not any(e.how is ExtraHow.SWAP_DELEGATE for e in f.extras)
+    }
     assert reduced
     monkeypatch.setattr(plan_module, "reduce_override", lambda *args, **kwargs: None)
     held = causes(initial_plan(result).held)
@@ -159,8 +179,9 @@ def test_a_file_that_would_not_compile_drops_its_shards(mini: ScanResult, monkey
     assert changes.plan.action_of(OTTER) is Action.KEEP
 
 
-def test_a_mixin_that_would_not_take_the_implementation_drops_every_shard(mini: ScanResult,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mixin_that_would_not_take_the_implementation_drops_every_shard(
+    mini: ScanResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plan = initial_plan(mini)
     assert plan.hoist is not None
     mixin, real = plan.hoist.file, apply._new_flakes
@@ -201,16 +222,22 @@ def test_a_reduction_longer_than_the_method_drops_its_shard(tmp_path: Path) -> N
     otter = (root / PKG / "otter" / "modeling_otter.py").read_text(encoding="utf-8")
     (root / PKG / "carp").mkdir()
     (root / PKG / "carp" / "__init__.py").write_text("", encoding="utf-8")
-    (root / PKG / "carp" / "modeling_carp.py").write_text(otter.replace("Otter", "Carp").replace(
-        "        return model_inputs", '        model_inputs["output_router_logits"] = True\n        return model_inputs'),
-        encoding="utf-8")
+    (root / PKG / "carp" / "modeling_carp.py").write_text(
+        otter.replace("Otter", "Carp").replace(
+            "        return model_inputs",
+            '        model_inputs["output_router_logits"] = True\n        return model_inputs',
+        ),
+        encoding="utf-8",
+    )
     mini = scan_tree(root)
     plan = initial_plan(mini)
     reduce = next(e for e in plan.edits() if e.kind is EditKind.REDUCE and e.class_name == "CarpForCausalLM")
     drops = "\n".join(f'model_inputs.pop("k{i}", None)' for i in range(40))
     padded = reduce.text.replace("return model_inputs", f"{drops}\nreturn model_inputs")
-    shards = tuple(dataclasses.replace(s, edits=tuple(dataclasses.replace(e, text=padded) if e is reduce else e
-                                                      for e in s.edits)) for s in plan.shards)
+    shards = tuple(
+        dataclasses.replace(s, edits=tuple(dataclasses.replace(e, text=padded) if e is reduce else e for e in s.edits))
+        for s in plan.shards
+    )
     changes = settle(mini, dataclasses.replace(plan, shards=shards), jobs=1)
     assert {h.cause for h in changes.dropped} == {HeldCause.LONGER}
     assert all("it would be" in h.detail for h in changes.dropped)
@@ -248,15 +275,22 @@ def test_a_hook_too_few_models_would_keep_is_reverted(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------- verification
 
 
-def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codemod import migrate
     from codemod.verify.compare import ClassVerdict
     from codemod.verify.session import VerifyReport
 
     def verify_change(checkout, targets, **kwargs):
-        verdicts = tuple(ClassVerdict(t.override_id, Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
-                                      detail="greedy: tokens differ") for t in targets)
+        verdicts = tuple(
+            ClassVerdict(
+                t.override_id,
+                Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
+                detail="greedy: tokens differ",
+            )
+            for t in targets
+        )
         return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
@@ -270,8 +304,9 @@ def test_a_class_that_does_not_verify_is_reverted_and_its_shard_with_it(tmp_path
     assert {h.detail for h in run.final.plan.held} == {"reverted: verification failed"}
 
 
-def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A context class (as EncoderDecoderModel is: every decoder head is also verified as its decoder) is held
     back while the run changes other classes too, so that no decoder is judged inside a changed wrapper; once the
     rest is settled, a run of its own changes and verifies it, around the decoders as they stay. Without that
@@ -285,13 +320,21 @@ def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
 
     def verify_change(checkout, targets, **kwargs):
         verified.append({t.override_id for t in targets})
-        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets), tuple(targets), (),
-                            "cpu", "python", 1.0, "HEAD")
+        return VerifyReport(
+            tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets),
+            tuple(targets),
+            (),
+            "cpu",
+            "python",
+            1.0,
+            "HEAD",
+        )
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     monkeypatch.setattr(migrate, "CONTEXT_CLASSES", ("OtterForCausalLM",))
-    held_run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "held"), with_git=False),
-                                contexts_after=False)
+    held_run = run_migration_on(
+        resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "held"), with_git=False), contexts_after=False
+    )
     assert OTTER not in verified[0] and len(verified[0]) > 1 and len(verified) == 1
     held = {h.subject: h for h in held_run.final.plan.held}
     assert held[OTTER].cause is HeldCause.VERIFIED_ALONE and "--only otter" in held[OTTER].detail
@@ -307,12 +350,14 @@ def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
     assert all(run.final.plan.action_of(oid) is not Action.KEEP for oid in alone)
     assert {v.override_id for v in run.report.verdicts} == verified[0] | verified[-1]
     # what the first run changed stays changed, and the held shard's change joins it
-    assert {i for i, a in run.final.plan.actions if a is not Action.KEEP} == \
-        {i for i, a in held_run.final.plan.actions if a is not Action.KEEP} | alone
+    assert {i for i, a in run.final.plan.actions if a is not Action.KEEP} == {
+        i for i, a in held_run.final.plan.actions if a is not Action.KEEP
+    } | alone
 
 
-def test_a_context_class_that_fails_in_its_own_run_is_reverted_and_the_rest_stays(tmp_path: Path,
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_context_class_that_fails_in_its_own_run_is_reverted_and_the_rest_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The run of its own reverts the context class alone, with the reason verification gave; the first run's
     changes stay, and the file it shares with nothing else is back to its original text."""
     from codemod import migrate
@@ -320,9 +365,14 @@ def test_a_context_class_that_fails_in_its_own_run_is_reverted_and_the_rest_stay
     from codemod.verify.session import VerifyReport
 
     def verify_change(checkout, targets, **kwargs):
-        verdicts = tuple(ClassVerdict(t.override_id, Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
-                                      detail="greedy: prepared-inputs at step 0 key 'decoder_attention_mask'")
-                         for t in targets)
+        verdicts = tuple(
+            ClassVerdict(
+                t.override_id,
+                Verdict.DIFFERS if t.override_id == OTTER else Verdict.IDENTICAL,
+                detail="greedy: prepared-inputs at step 0 key 'decoder_attention_mask'",
+            )
+            for t in targets
+        )
         return VerifyReport(verdicts, tuple(targets), (), "cpu", "python", 1.0, "HEAD")
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
@@ -342,8 +392,9 @@ def test_a_context_class_that_fails_in_its_own_run_is_reverted_and_the_rest_stay
     assert any(a is not Action.KEEP for _, a in run.final.plan.actions)
 
 
-def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """FSMT's deletion crashed on the first step (its forward requires input_ids, passed as None); once that was
     repaired it reached the second step, where the ids differ. Each round re-verifies the classes whose repair
     grew, with the union of what the rounds found, until one is identical or nothing new is found."""
@@ -362,22 +413,27 @@ def test_a_repair_that_uncovers_the_next_difference_is_grown_and_verified_again(
         def verdict(oid: str) -> ClassVerdict:
             if oid != OTTER or step >= len(found):
                 return ClassVerdict(oid, Verdict.IDENTICAL)
-            return ClassVerdict(oid, Verdict.DIFFERS, (ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys",
-                                                                       repair=found[step]),))
+            return ClassVerdict(
+                oid, Verdict.DIFFERS, (ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys", repair=found[step]),)
+            )
 
-        return VerifyReport(tuple(verdict(t.override_id) for t in targets), tuple(targets), (), "cpu", "python", 1.0,
-                            "HEAD")
+        return VerifyReport(
+            tuple(verdict(t.override_id) for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD"
+        )
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     run = run_migration_on(resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"), with_git=False))
     assert len(verified) == 3 and verified[1] == verified[2] == {OTTER}
     assert OTTER not in {h.subject for h in run.reverted}
     body = next(e.text for e in run.final.plan.edits() if e.override_id == OTTER and e.kind is EditKind.REDUCE)
-    assert 'model_inputs.pop("token_type_ids", None)' in body and 'model_inputs.setdefault("position_ids", None)' in body
+    assert (
+        'model_inputs.pop("token_type_ids", None)' in body and 'model_inputs.setdefault("position_ids", None)' in body
+    )
 
 
-def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """5.23's Ernie 4.5 VL MoE: its alias subclass inherits the override, so it is verified too and differs with the
     class. The repair round re-verified the class alone (identical), while the alias kept its verdict on the code
     before the repair and reverted the class it inherits. A repair changes what every inheritor runs: they are
@@ -396,12 +452,32 @@ def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(tmp_path: Pat
     def verify_change(checkout, targets, **kwargs):
         verified.append({t.override_id: t.inherits_from for t in targets})
         if len(verified) > 1:
-            return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL, inherits_from=t.inherits_from)
-                                      for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD")
-        differs = (ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))),)
-        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.DIFFERS, differs, inherits_from=t.inherits_from)
-                                  if OTTER in (t.override_id, t.inherits_from) else ClassVerdict(t.override_id, Verdict.IDENTICAL)
-                                  for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD")
+            return VerifyReport(
+                tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL, inherits_from=t.inherits_from) for t in targets),
+                tuple(targets),
+                (),
+                "cpu",
+                "python",
+                1.0,
+                "HEAD",
+            )
+        differs = (
+            ScenarioOutcome("greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))),
+        )
+        return VerifyReport(
+            tuple(
+                ClassVerdict(t.override_id, Verdict.DIFFERS, differs, inherits_from=t.inherits_from)
+                if OTTER in (t.override_id, t.inherits_from)
+                else ClassVerdict(t.override_id, Verdict.IDENTICAL)
+                for t in targets
+            ),
+            tuple(targets),
+            (),
+            "cpu",
+            "python",
+            1.0,
+            "HEAD",
+        )
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     run = run_migration_on(resolve(root, with_git=False))
@@ -411,8 +487,9 @@ def test_a_repair_is_verified_again_on_the_classes_that_inherit_it(tmp_path: Pat
     assert {v.override_id: v.verdict for v in run.report.verdicts}[alias] is Verdict.IDENTICAL
 
 
-def test_every_verification_round_asks_what_the_written_change_needs(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_verification_round_asks_what_the_written_change_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The targets each round verifies carry what ``codemod verify`` on the written tree would ask of them
     (``session.with_written_needs``, measured by ``tests/test_targets_from_diff.py``), from the bytes every written
     file had before the change: a plan's needs alone miss statements a hook trim leaves in place."""
@@ -434,15 +511,25 @@ def test_every_verification_round_asks_what_the_written_change_needs(tmp_path: P
 
     def verify_change(checkout, targets, **kwargs):
         verified.append(list(targets))
-        return VerifyReport(tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets), tuple(targets),
-                            (), "cpu", "python", 1.0, "HEAD")
+        return VerifyReport(
+            tuple(ClassVerdict(t.override_id, Verdict.IDENTICAL) for t in targets),
+            tuple(targets),
+            (),
+            "cpu",
+            "python",
+            1.0,
+            "HEAD",
+        )
 
     monkeypatch.setattr(migrate, "with_written_needs", recording)
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     run_migration_on(resolve(root, with_git=False))
     assert calls and [out for _, out in calls] == verified  # what each round verifies is what it asked, needs too
     originals, _ = calls[0]
-    written = {path.relative_to(root).as_posix() for path in root.rglob("*.py")
-               if before.get(path.relative_to(root).as_posix()) != path.read_bytes()}
+    written = {
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if before.get(path.relative_to(root).as_posix()) != path.read_bytes()
+    }
     assert written and written <= set(originals)
     assert all(originals[path] == before[path] for path in written)  # the bytes before the change

@@ -22,10 +22,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.checkout import resolve
+from codemod.analyse.analysis import Unrecognised
 from codemod.analyse.classify import Action, Category, Extra, Finding, classify_override
-from codemod.contracts import ExtraHow
+from codemod.analyse.fallback import Fallback, FallbackKind
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import MixinProfile, profile_from_source
+from codemod.analyse.recognise import analyse_source
+from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import resolve
 from codemod.cli import app
+from codemod.contracts import ExtraHow
+from codemod.sources import FileKind
 from codemod.transform.hooks import (
     MIN_MODELS,
     Atom,
@@ -33,6 +40,8 @@ from codemod.transform.hooks import (
     HookKind,
     Idiom,
     ValueKind,
+    _context,
+    _whole_body,
     condition_code,
     failing_clusters,
     hook_for,
@@ -41,17 +50,8 @@ from codemod.transform.hooks import (
     model_prefix,
     normalised_code,
     part_of,
-    _context,
-    _whole_body,
 )
-from codemod.analyse.analysis import Unrecognised
 from codemod.transform.plan import Plan, Shard
-from codemod.analyse.fallback import Fallback, FallbackKind
-from codemod.analyse.index import Override
-from codemod.analyse.mixin import Era, MixinProfile, profile_from_source
-from codemod.analyse.recognise import analyse_source
-from codemod.analyse.scan import ScanResult, scan
-from codemod.sources import FileKind
 from tests.conftest import FIXTURES, copy_fixture
 
 HOOKS_CHECKOUT = FIXTURES / "hooks_checkout"
@@ -73,15 +73,35 @@ def profile() -> MixinProfile:
 REACHES_MIXIN = Fallback(FallbackKind.MIXIN, "GenerationMixin of the fixture", "GenerationMixin", MIXIN)
 
 
-def override(source: str, *, model: str = "toy", class_name: str = "ToyForCausalLM",
-             forward_params: tuple[str, ...] | None = None) -> Override:
+def override(
+    source: str,
+    *,
+    model: str = "toy",
+    class_name: str = "ToyForCausalLM",
+    forward_params: tuple[str, ...] | None = None,
+) -> Override:
     source = textwrap.dedent(source).lstrip("\n")
     path = f"{PKG}/{model}/modeling_{model}.py"
     return Override(
-        id=f"{path}::{class_name}", file=path, kind=FileKind.MODELING, model=model, class_name=class_name, line=1,
-        start_line=1, end_line=source.count("\n"), bases=("ToyPreTrainedModel", "GenerationMixin"),
-        analysis=analyse_source(source), forward_params=forward_params, attributes=(), module_functions=(),
-        copied_from=None, copy_group=None, generated_from=None, overwritten=None, deprecated=False, in_library=True,
+        id=f"{path}::{class_name}",
+        file=path,
+        kind=FileKind.MODELING,
+        model=model,
+        class_name=class_name,
+        line=1,
+        start_line=1,
+        end_line=source.count("\n"),
+        bases=("ToyPreTrainedModel", "GenerationMixin"),
+        analysis=analyse_source(source),
+        forward_params=forward_params,
+        attributes=(),
+        module_functions=(),
+        copied_from=None,
+        copy_group=None,
+        generated_from=None,
+        overwritten=None,
+        deprecated=False,
+        in_library=True,
         fallback=REACHES_MIXIN,
     )
 
@@ -93,23 +113,30 @@ def finding(source: str, profile: MixinProfile, forward_params: tuple[str, ...] 
 def method(*body: str, params: str = "input_ids, **kwargs", call: str = "input_ids, **kwargs") -> str:
     """An override that calls super() first, then ``body`` (lines of the method, 4-space indented)."""
     lines = "".join(f"    {line}\n" for line in body)
-    return (f"def prepare_inputs_for_generation(self, {params}):\n"
-            f"    model_inputs = super().prepare_inputs_for_generation({call})\n{lines}    return model_inputs\n")
+    return (
+        f"def prepare_inputs_for_generation(self, {params}):\n"
+        f"    model_inputs = super().prepare_inputs_for_generation({call})\n{lines}    return model_inputs\n"
+    )
 
 
 OWN = Atom.OWN.value
 
 
-def own_condition_method(*computing: str, test: str = "legacy or is_first_iteration",
-                         passes: tuple[str, ...] = ('model_inputs["image_grid"] = image_grid',),
-                         params: str = "input_ids, image_grid=None, is_first_iteration=False, **kwargs") -> str:
+def own_condition_method(
+    *computing: str,
+    test: str = "legacy or is_first_iteration",
+    passes: tuple[str, ...] = ('model_inputs["image_grid"] = image_grid',),
+    params: str = "input_ids, image_grid=None, is_first_iteration=False, **kwargs",
+) -> str:
     """The llava family's shape: statements computing a condition of its own, super(), and an ``if`` on it."""
     lines = "".join(f"    {line}\n" for line in computing)
     body = "".join(f"        {line}\n" for line in passes)
-    return (f"def prepare_inputs_for_generation(self, {params}):\n{lines}"
-            "    model_inputs = super().prepare_inputs_for_generation(input_ids, is_first_iteration=is_first_iteration, "
-            "**kwargs)\n"
-            f"    if {test}:\n{body}    return model_inputs\n")
+    return (
+        f"def prepare_inputs_for_generation(self, {params}):\n{lines}"
+        "    model_inputs = super().prepare_inputs_for_generation(input_ids, is_first_iteration=is_first_iteration, "
+        "**kwargs)\n"
+        f"    if {test}:\n{body}    return model_inputs\n"
+    )
 
 
 LEGACY = "legacy = input_ids is not None and (input_ids == self.config.image_token_index).sum(1).max() < 4"
@@ -118,7 +145,8 @@ OWN_CONDITION = own_condition_method("# fewer image tokens than features: the mo
 OWN_CONDITION_GUARDED = own_condition_method(
     "if input_ids is not None:",
     "    short = (input_ids == self.config.image_token_index).sum(1).max() < 4",
-    "    legacy = short and image_grid is not None")
+    "    legacy = short and image_grid is not None",
+)
 
 STEP = "input_ids, use_cache=True, is_first_iteration=False, **kwargs"
 STEP_CALL = "input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs"
@@ -129,58 +157,130 @@ STEP_CALL = "input_ids, use_cache=use_cache, is_first_iteration=is_first_iterati
 PARTS = [
     ("set-to-none", method('model_inputs["position_ids"] = None'), "position_ids", (), (NONE,), ""),
     ("popped", method('model_inputs.pop("position_ids", None)'), "position_ids", (), (NONE,), ""),
-    ("popped-from-kwargs-before-super",
-     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
-     '    kwargs.pop("position_ids", None)\n'
-     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n', "position_ids", (), (NONE,), ""),
-    ("after-prefill", method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None',
-                             params=STEP, call=STEP_CALL),
-     "attention_mask", (FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED), ""),
+    (
+        "popped-from-kwargs-before-super",
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        '    kwargs.pop("position_ids", None)\n'
+        "    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n",
+        "position_ids",
+        (),
+        (NONE,),
+        "",
+    ),
+    (
+        "after-prefill",
+        method(
+            "if use_cache and not is_first_iteration:",
+            '    model_inputs["attention_mask"] = None',
+            params=STEP,
+            call=STEP_CALL,
+        ),
+        "attention_mask",
+        (FIRST, USE_CACHE),
+        (PREPARED, NONE, PREPARED, PREPARED),
+        "",
+    ),
     # a parameter not handed to super(), passed on the first step or without a cache: the same function of the
     # step as the mask above (for a key the mixin does not prepare, "prepared" is the caller's value)
-    ("prefill-only-parameter", method('if is_first_iteration or not kwargs.get("use_cache", True):',
-                                      '    model_inputs["image_grid"] = image_grid',
-                                      params="input_ids, image_grid=None, is_first_iteration=False, **kwargs",
-                                      call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
-     "image_grid", (FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED), ""),
-    ("first-step-only", method("if not is_first_iteration:", '    model_inputs["attention_mask"] = None',
-                               params="input_ids, is_first_iteration=False, **kwargs",
-                               call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
-     "attention_mask", (FIRST,), (NONE, PREPARED), ""),
-    ("from-config-before-super",
-     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
-     '    kwargs["logits_to_keep"] = self.config.num_logits_to_keep\n'
-     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n',
-     "logits_to_keep", (), (CONFIG,), "num_logits_to_keep"),
-    ("from-config-after-super", method('model_inputs["logits_to_keep"] = self.config.num_logits_to_keep'),
-     "logits_to_keep", (), (CONFIG,), "num_logits_to_keep"),
-    ("unsliced-prefill", method("if is_first_iteration or not use_cache:",
-                                '    model_inputs["token_type_ids"] = kwargs.get("token_type_ids")',
-                                "else:", '    model_inputs["token_type_ids"] = None', params=STEP, call=STEP_CALL),
-     "token_type_ids", (FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER), ""),
+    (
+        "prefill-only-parameter",
+        method(
+            'if is_first_iteration or not kwargs.get("use_cache", True):',
+            '    model_inputs["image_grid"] = image_grid',
+            params="input_ids, image_grid=None, is_first_iteration=False, **kwargs",
+            call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+        "image_grid",
+        (FIRST, USE_CACHE),
+        (PREPARED, NONE, PREPARED, PREPARED),
+        "",
+    ),
+    (
+        "first-step-only",
+        method(
+            "if not is_first_iteration:",
+            '    model_inputs["attention_mask"] = None',
+            params="input_ids, is_first_iteration=False, **kwargs",
+            call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+        "attention_mask",
+        (FIRST,),
+        (NONE, PREPARED),
+        "",
+    ),
+    (
+        "from-config-before-super",
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        '    kwargs["logits_to_keep"] = self.config.num_logits_to_keep\n'
+        "    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n",
+        "logits_to_keep",
+        (),
+        (CONFIG,),
+        "num_logits_to_keep",
+    ),
+    (
+        "from-config-after-super",
+        method('model_inputs["logits_to_keep"] = self.config.num_logits_to_keep'),
+        "logits_to_keep",
+        (),
+        (CONFIG,),
+        "num_logits_to_keep",
+    ),
+    (
+        "unsliced-prefill",
+        method(
+            "if is_first_iteration or not use_cache:",
+            '    model_inputs["token_type_ids"] = kwargs.get("token_type_ids")',
+            "else:",
+            '    model_inputs["token_type_ids"] = None',
+            params=STEP,
+            call=STEP_CALL,
+        ),
+        "token_type_ids",
+        (FIRST, USE_CACHE),
+        (CALLER, NONE, CALLER, CALLER),
+        "",
+    ),
     # a statement no rule understands that sets another key only, after the dict is made (PaliGemma's 4D mask and
     # its 1-indexed positions): the first-step input can still be read off the recognised writes
-    ("beside-a-statement-setting-another-key",
-     method("if attention_mask.ndim == 2:",
+    (
+        "beside-a-statement-setting-another-key",
+        method(
+            "if attention_mask.ndim == 2:",
             '    batch_size = model_inputs["input_ids"].shape[0]',
             '    model_inputs["attention_mask"] = build_mask(attention_mask, batch_size, is_first_iteration)',
-            'if model_inputs.get("position_ids") is not None:', '    model_inputs["position_ids"] += 1',
-            "if is_first_iteration:", '    model_inputs["image_grid"] = image_grid',
+            'if model_inputs.get("position_ids") is not None:',
+            '    model_inputs["position_ids"] += 1',
+            "if is_first_iteration:",
+            '    model_inputs["image_grid"] = image_grid',
             params="input_ids, attention_mask=None, image_grid=None, is_first_iteration=False, **kwargs",
-            call="input_ids, attention_mask=attention_mask, is_first_iteration=is_first_iteration, **kwargs"),
-     "image_grid", (FIRST,), (NONE, PREPARED), ""),
+            call="input_ids, attention_mask=attention_mask, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+        "image_grid",
+        (FIRST,),
+        (NONE, PREPARED),
+        "",
+    ),
     # a condition the override computes itself in front of super() (4.45's llava family: a legacy prompt needs the
     # image on every step): the input is passed on the first step or while the model's own condition holds
     ("own-condition", OWN_CONDITION, "image_grid", (FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED), ""),
-    ("own-condition-in-a-guard", OWN_CONDITION_GUARDED, "image_grid", (FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED),
-     ""),
+    (
+        "own-condition-in-a-guard",
+        OWN_CONDITION_GUARDED,
+        "image_grid",
+        (FIRST, OWN),
+        (NONE, PREPARED, PREPARED, PREPARED),
+        "",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("source", "key", "atoms", "table", "argument"), [p[1:] for p in PARTS],
-                         ids=[p[0] for p in PARTS])
-def test_a_part_is_what_it_does_to_its_key(profile: MixinProfile, source: str, key: str, atoms: tuple[str, ...],
-                                           table: tuple[ValueKind, ...], argument: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "key", "atoms", "table", "argument"), [p[1:] for p in PARTS], ids=[p[0] for p in PARTS]
+)
+def test_a_part_is_what_it_does_to_its_key(
+    profile: MixinProfile, source: str, key: str, atoms: tuple[str, ...], table: tuple[ValueKind, ...], argument: str
+) -> None:
     part = part_of(finding(source, profile), key, profile)
     assert part.opaque == ""
     assert part.idiom == Idiom(atoms, table)
@@ -189,23 +289,48 @@ def test_a_part_is_what_it_does_to_its_key(profile: MixinProfile, source: str, k
 
 #: the same idiom written differently: the names, the layout and the order of a condition do not count
 SAME = [
-    ("none-or-popped", method('model_inputs["position_ids"] = None'), method('model_inputs.pop("position_ids", None)')),
-    ("laid-out", method('model_inputs["position_ids"] = None'),
-     'def prepare_inputs_for_generation(\n    self,\n    input_ids,\n    **model_kwargs,\n):\n'
-     '    model_inputs = super().prepare_inputs_for_generation(\n        input_ids,\n        **model_kwargs,\n    )\n'
-     '    # the forward builds them\n\n    model_inputs["position_ids"] = None\n\n    return model_inputs\n'),
-    ("condition-reordered",
-     method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None', params=STEP,
-            call=STEP_CALL),
-     method("if not is_first_iteration and use_cache:", '    model_inputs["attention_mask"] = None', params=STEP,
-            call=STEP_CALL)),
-    ("use-cache-from-kwargs",
-     method("if is_first_iteration or not use_cache:", '    model_inputs["image_grid"] = image_grid',
+    (
+        "none-or-popped",
+        method('model_inputs["position_ids"] = None'),
+        method('model_inputs.pop("position_ids", None)'),
+    ),
+    (
+        "laid-out",
+        method('model_inputs["position_ids"] = None'),
+        "def prepare_inputs_for_generation(\n    self,\n    input_ids,\n    **model_kwargs,\n):\n"
+        "    model_inputs = super().prepare_inputs_for_generation(\n        input_ids,\n        **model_kwargs,\n    )\n"
+        '    # the forward builds them\n\n    model_inputs["position_ids"] = None\n\n    return model_inputs\n',
+    ),
+    (
+        "condition-reordered",
+        method(
+            "if use_cache and not is_first_iteration:",
+            '    model_inputs["attention_mask"] = None',
+            params=STEP,
+            call=STEP_CALL,
+        ),
+        method(
+            "if not is_first_iteration and use_cache:",
+            '    model_inputs["attention_mask"] = None',
+            params=STEP,
+            call=STEP_CALL,
+        ),
+    ),
+    (
+        "use-cache-from-kwargs",
+        method(
+            "if is_first_iteration or not use_cache:",
+            '    model_inputs["image_grid"] = image_grid',
             params="input_ids, image_grid=None, use_cache=True, is_first_iteration=False, **kwargs",
-            call="input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs"),
-     method('if is_first_iteration or not kwargs.get("use_cache", True):', '    model_inputs["image_grid"] = image_grid',
+            call="input_ids, use_cache=use_cache, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+        method(
+            'if is_first_iteration or not kwargs.get("use_cache", True):',
+            '    model_inputs["image_grid"] = image_grid',
             params="input_ids, image_grid=None, is_first_iteration=False, **kwargs",
-            call="input_ids, is_first_iteration=is_first_iteration, **kwargs")),
+            call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+    ),
 ]
 
 
@@ -219,61 +344,114 @@ def test_parts_written_differently_are_one_idiom(profile: MixinProfile, one: str
 #: parts that are not tabulated (never a member; a near miss where the key is a cluster's), with why
 OPAQUE = [
     # the write after the return holds only after the first step; the recognised writes do not say so
-    ("early-return", method("if is_first_iteration:", "    return model_inputs", 'model_inputs["position_ids"] = None',
-                            params="input_ids, is_first_iteration=False, **kwargs",
-                            call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
-     "position_ids", "returns early"),
+    (
+        "early-return",
+        method(
+            "if is_first_iteration:",
+            "    return model_inputs",
+            'model_inputs["position_ids"] = None',
+            params="input_ids, is_first_iteration=False, **kwargs",
+            call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+        ),
+        "position_ids",
+        "returns early",
+    ),
     # ``update`` names no key: it could set position_ids again
-    ("unrecognised-statement", method('model_inputs["position_ids"] = None', "model_inputs.update(self.extra_inputs)"),
-     "position_ids", "a statement no rule understands"),
+    (
+        "unrecognised-statement",
+        method('model_inputs["position_ids"] = None', "model_inputs.update(self.extra_inputs)"),
+        "position_ids",
+        "a statement no rule understands",
+    ),
     # what a statement no rule understands may do to the key, whatever else it does
-    *[(f"unrecognised-{name}", method(statement, "if is_first_iteration:", '    model_inputs["pixel_values"] = pixel_values',
-                                      params="input_ids, pixel_values=None, is_first_iteration=False, **kwargs",
-                                      call="input_ids, is_first_iteration=is_first_iteration, **kwargs"),
-       "pixel_values", "a statement no rule understands") for name, statement in [
-        ("sets-it", 'model_inputs["pixel_values"], extra = self.encode(pixel_values)'),
-        ("sets-a-key-it-cannot-name", "model_inputs[self.image_key] = None"),
-        ("rebinds-its-source", "pixel_values = self.processor(pixel_values)"),
-        ("rebinds-its-condition", "is_first_iteration = self.first"),
-        ("rebinds-the-dict", "model_inputs = dict(model_inputs)"),
-        ("changes-it-in-place", "pixel_values.mul_(self.scale)"),
-        ("changes-the-dicts-value-in-place", 'model_inputs["pixel_values"].clamp_(0, 1)'),
-        ("aliases-it", 'images = model_inputs["pixel_values"]'),
-        ("hands-the-dict-on", "self.fill(model_inputs)"),
-        ("changes-kwargs", "kwargs.clear()"),
-    ]],
+    *[
+        (
+            f"unrecognised-{name}",
+            method(
+                statement,
+                "if is_first_iteration:",
+                '    model_inputs["pixel_values"] = pixel_values',
+                params="input_ids, pixel_values=None, is_first_iteration=False, **kwargs",
+                call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+            ),
+            "pixel_values",
+            "a statement no rule understands",
+        )
+        for name, statement in [
+            ("sets-it", 'model_inputs["pixel_values"], extra = self.encode(pixel_values)'),
+            ("sets-a-key-it-cannot-name", "model_inputs[self.image_key] = None"),
+            ("rebinds-its-source", "pixel_values = self.processor(pixel_values)"),
+            ("rebinds-its-condition", "is_first_iteration = self.first"),
+            ("rebinds-the-dict", "model_inputs = dict(model_inputs)"),
+            ("changes-it-in-place", "pixel_values.mul_(self.scale)"),
+            ("changes-the-dicts-value-in-place", 'model_inputs["pixel_values"].clamp_(0, 1)'),
+            ("aliases-it", 'images = model_inputs["pixel_values"]'),
+            ("hands-the-dict-on", "self.fill(model_inputs)"),
+            ("changes-kwargs", "kwargs.clear()"),
+        ]
+    ],
     # before the dict is made, whatever it assigns may be an input the mixin prepares the key from
-    ("unrecognised-before-super",
-     'def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):\n'
-     '    attention_mask = attention_mask[:, : self.config.max_length]\n'
-     '    model_inputs = super().prepare_inputs_for_generation(input_ids, attention_mask=attention_mask, **kwargs)\n'
-     '    model_inputs["position_ids"] = None\n'
-     '    return model_inputs\n', "position_ids", "a statement no rule understands"),
+    (
+        "unrecognised-before-super",
+        "def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):\n"
+        "    attention_mask = attention_mask[:, : self.config.max_length]\n"
+        "    model_inputs = super().prepare_inputs_for_generation(input_ids, attention_mask=attention_mask, **kwargs)\n"
+        '    model_inputs["position_ids"] = None\n'
+        "    return model_inputs\n",
+        "position_ids",
+        "a statement no rule understands",
+    ),
     # a condition of its own only where nothing else depends on what computes it, and nothing is changed by it
-    *[(f"own-condition-{name}", source, "image_grid", "a statement no rule understands") for name, source in [
-        ("read-elsewhere", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
-                                                                'model_inputs["legacy"] = legacy'))),
-        ("passes-something-else", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid * 2',))),
-        ("changes-an-input", own_condition_method("legacy = input_ids.masked_fill_(input_ids < 0, 0).sum() > 4")),
-        ("rebinds-an-input", own_condition_method("input_ids, legacy = input_ids[:, 1:], True")),
-        ("reads-what-the-mixin-names", own_condition_method(
-            "legacy = attention_mask is not None", params="input_ids, attention_mask=None, image_grid=None, "
-            "is_first_iteration=False, **kwargs")),
-        ("not-the-first-step", own_condition_method(LEGACY, test="legacy or kwargs.get('use_cache')")),
-        ("set-elsewhere-too", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',)).replace(
-            "    return model_inputs", '    model_inputs["image_grid"] = None\n    return model_inputs')),
-        ("with-an-else", own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
-                                                              ) ) .replace("    return model_inputs",
-                                                                           "    else:\n        model_inputs[\"image_grid\"] = None\n    return model_inputs")),
-    ]],
+    *[
+        (f"own-condition-{name}", source, "image_grid", "a statement no rule understands")
+        for name, source in [
+            (
+                "read-elsewhere",
+                own_condition_method(
+                    LEGACY, passes=('model_inputs["image_grid"] = image_grid', 'model_inputs["legacy"] = legacy')
+                ),
+            ),
+            (
+                "passes-something-else",
+                own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid * 2',)),
+            ),
+            ("changes-an-input", own_condition_method("legacy = input_ids.masked_fill_(input_ids < 0, 0).sum() > 4")),
+            ("rebinds-an-input", own_condition_method("input_ids, legacy = input_ids[:, 1:], True")),
+            (
+                "reads-what-the-mixin-names",
+                own_condition_method(
+                    "legacy = attention_mask is not None",
+                    params="input_ids, attention_mask=None, image_grid=None, is_first_iteration=False, **kwargs",
+                ),
+            ),
+            ("not-the-first-step", own_condition_method(LEGACY, test="legacy or kwargs.get('use_cache')")),
+            (
+                "set-elsewhere-too",
+                own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',)).replace(
+                    "    return model_inputs", '    model_inputs["image_grid"] = None\n    return model_inputs'
+                ),
+            ),
+            (
+                "with-an-else",
+                own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',)).replace(
+                    "    return model_inputs",
+                    '    else:\n        model_inputs["image_grid"] = None\n    return model_inputs',
+                ),
+            ),
+        ]
+    ],
     # pop without a default raises where nothing prepared the key; a hook's pop(name, None) would not
     ("pop-without-default", method('model_inputs.pop("position_ids")'), "position_ids", "without a default"),
     ("del", method('del model_inputs["token_type_ids"]'), "token_type_ids", "without a default"),
     # the mixin cuts token_type_ids to the new tokens: a value handed to super() is not the value the model gets
-    ("handled-key-before-super",
-     'def prepare_inputs_for_generation(self, input_ids, **kwargs):\n'
-     '    kwargs["token_type_ids"] = self.config.default_token_types\n'
-     '    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n', "token_type_ids", "before super()"),
+    (
+        "handled-key-before-super",
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        '    kwargs["token_type_ids"] = self.config.default_token_types\n'
+        "    return super().prepare_inputs_for_generation(input_ids, **kwargs)\n",
+        "token_type_ids",
+        "before super()",
+    ),
 ]
 
 
@@ -284,43 +462,61 @@ def test_a_part_that_cannot_be_read_is_opaque(profile: MixinProfile, source: str
     assert why in part.opaque
 
 
-@pytest.mark.parametrize(("class_name", "prefix"), [
-    ("LlavaNextForConditionalGeneration", "LlavaNext"),
-    ("Qwen2_5OmniTalkerForConditionalGeneration", "Qwen2_5OmniTalker"),
-    ("MambaForCausalLM", "Mamba"),
-    ("CTRLLMHeadModel", "CTRL"),
-    ("GPT2LMHeadModel", "GPT2"),
-])
+@pytest.mark.parametrize(
+    ("class_name", "prefix"),
+    [
+        ("LlavaNextForConditionalGeneration", "LlavaNext"),
+        ("Qwen2_5OmniTalkerForConditionalGeneration", "Qwen2_5OmniTalker"),
+        ("MambaForCausalLM", "Mamba"),
+        ("CTRLLMHeadModel", "CTRL"),
+        ("GPT2LMHeadModel", "GPT2"),
+    ],
+)
 def test_model_prefix(class_name: str, prefix: str) -> None:
     assert model_prefix(class_name) == prefix
 
 
 def test_normalised_code_abstracts_the_model_prefix_and_the_kwargs_name(profile: MixinProfile) -> None:
     code = "model_inputs = LlavaNextHelper(model_kwargs)\nvalue  =  ( LlavaNext )"
-    o = override("def prepare_inputs_for_generation(self, input_ids, **model_kwargs):\n    return {}\n",
-                 class_name="LlavaNextForConditionalGeneration")
-    other = override("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n    return {}\n",
-                     class_name="FuyuForCausalLM")
+    o = override(
+        "def prepare_inputs_for_generation(self, input_ids, **model_kwargs):\n    return {}\n",
+        class_name="LlavaNextForConditionalGeneration",
+    )
+    other = override(
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n    return {}\n", class_name="FuyuForCausalLM"
+    )
     assert normalised_code(code, _context(o, profile)) == "model_inputs = ModelHelper(kwargs)\nvalue = LlavaNext"
-    assert normalised_code("model_inputs = FuyuHelper(kwargs)", _context(other, profile)) == \
-        "model_inputs = ModelHelper(kwargs)"
+    assert (
+        normalised_code("model_inputs = FuyuHelper(kwargs)", _context(other, profile))
+        == "model_inputs = ModelHelper(kwargs)"
+    )
     assert normalised_code("if x:", _context(o, profile)) is None  # does not parse
 
 
-SPELLING = {FIRST: ("is_first_iteration", "not is_first_iteration"),
-            USE_CACHE: ('kwargs.get("use_cache", True)', 'not kwargs.get("use_cache", True)')}
+SPELLING = {
+    FIRST: ("is_first_iteration", "not is_first_iteration"),
+    USE_CACHE: ('kwargs.get("use_cache", True)', 'not kwargs.get("use_cache", True)'),
+}
 
 
-@pytest.mark.parametrize(("atoms", "rows", "code"), [
-    ((FIRST,), [0], "not is_first_iteration"),
-    ((FIRST, USE_CACHE), [1], 'not is_first_iteration and kwargs.get("use_cache", True)'),
-    ((FIRST, USE_CACHE), [0, 2, 3], 'is_first_iteration or not kwargs.get("use_cache", True)'),
-    # no conjunction or disjunction of literals: the rows spelt out
-    ((FIRST, USE_CACHE), [0, 3], '(not is_first_iteration and not kwargs.get("use_cache", True)) or '
-                                 '(is_first_iteration and kwargs.get("use_cache", True))'),
-])
-def test_condition_code_is_as_short_as_a_person_would_write_it(atoms: tuple[str, ...], rows: list[int],
-                                                               code: str) -> None:
+@pytest.mark.parametrize(
+    ("atoms", "rows", "code"),
+    [
+        ((FIRST,), [0], "not is_first_iteration"),
+        ((FIRST, USE_CACHE), [1], 'not is_first_iteration and kwargs.get("use_cache", True)'),
+        ((FIRST, USE_CACHE), [0, 2, 3], 'is_first_iteration or not kwargs.get("use_cache", True)'),
+        # no conjunction or disjunction of literals: the rows spelt out
+        (
+            (FIRST, USE_CACHE),
+            [0, 3],
+            '(not is_first_iteration and not kwargs.get("use_cache", True)) or '
+            '(is_first_iteration and kwargs.get("use_cache", True))',
+        ),
+    ],
+)
+def test_condition_code_is_as_short_as_a_person_would_write_it(
+    atoms: tuple[str, ...], rows: list[int], code: str
+) -> None:
     assert condition_code(atoms, rows, SPELLING) == code
 
 
@@ -328,19 +524,35 @@ def test_a_condition_no_rule_understands_has_no_code() -> None:
     assert condition_code(("code: self.foo",), [1], SPELLING) is None
 
 
-@pytest.mark.parametrize(("idiom", "kind", "name"), [
-    (Idiom((), (NONE,)), HookKind.DROPPED, "_generation_dropped_inputs"),
-    (Idiom((FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED)), HookKind.DROPPED_WHEN,
-     "_generation_inputs_dropped_after_prefill"),
-    (Idiom((FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER)), HookKind.UNSLICED_WHEN,
-     "_generation_unsliced_prefill_inputs"),
-    (Idiom((), (CONFIG,)), HookKind.FROM_CONFIG, "_generation_inputs_from_config"),
-    # GPT-2's family: a caller's positions are ignored, the mask's are used
-    (Idiom((Atom.GIVEN.value,), (PREPARED, NONE)), HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"),
-    # the llava family: the image after the first step only while the model's own condition holds
-    (Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED)), HookKind.DROPPED_WHEN,
-     "_generation_inputs_dropped_after_first_step_unless_needed"),
-])
+@pytest.mark.parametrize(
+    ("idiom", "kind", "name"),
+    [
+        (Idiom((), (NONE,)), HookKind.DROPPED, "_generation_dropped_inputs"),
+        (
+            Idiom((FIRST, USE_CACHE), (PREPARED, NONE, PREPARED, PREPARED)),
+            HookKind.DROPPED_WHEN,
+            "_generation_inputs_dropped_after_prefill",
+        ),
+        (
+            Idiom((FIRST, USE_CACHE), (CALLER, NONE, CALLER, CALLER)),
+            HookKind.UNSLICED_WHEN,
+            "_generation_unsliced_prefill_inputs",
+        ),
+        (Idiom((), (CONFIG,)), HookKind.FROM_CONFIG, "_generation_inputs_from_config"),
+        # GPT-2's family: a caller's positions are ignored, the mask's are used
+        (
+            Idiom((Atom.GIVEN.value,), (PREPARED, NONE)),
+            HookKind.NONE_WHEN_GIVEN,
+            "_generation_inputs_ignored_when_given",
+        ),
+        # the llava family: the image after the first step only while the model's own condition holds
+        (
+            Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED)),
+            HookKind.DROPPED_WHEN,
+            "_generation_inputs_dropped_after_first_step_unless_needed",
+        ),
+    ],
+)
 def test_each_idiom_has_its_hook(profile: MixinProfile, idiom: Idiom, kind: HookKind, name: str) -> None:
     found, hook, _ = hook_for(idiom, profile)
     assert found is kind and hook is not None and hook.attribute == name
@@ -376,26 +588,33 @@ def test_a_member_that_pops_the_key_as_the_hook_does_needs_no_forward_naming_it(
     hook pops it too, so that forward gets the same (nothing) either way. A member that sets the key to None stays
     blocked (the hook would leave out what it passed as None), and so does the pop under a hook that sets None."""
     idioms = {"decoder_head_mask": Idiom((), (NONE,))}
-    popped = finding(method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs"))
+    popped = finding(
+        method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs")
+    )
     assert member_change(popped, ["decoder_head_mask"], profile, idioms).change is Change.DELETE
-    set_none = finding(method('model_inputs["decoder_head_mask"] = None'), profile, forward_params=("input_ids", "**kwargs"))
+    set_none = finding(
+        method('model_inputs["decoder_head_mask"] = None'), profile, forward_params=("input_ids", "**kwargs")
+    )
     found = member_change(set_none, ["decoder_head_mask"], profile, idioms)
     assert found.change is Change.BLOCKED and "does not name decoder_head_mask" in found.why
     # the same pop under a hook that writes None where it leaves the key out (the caller's input ignored): not alike
-    ignored = member_change(popped, ["decoder_head_mask"], profile,
-                            {"decoder_head_mask": Idiom((Atom.GIVEN.value,), (PREPARED, NONE))})
+    ignored = member_change(
+        popped, ["decoder_head_mask"], profile, {"decoder_head_mask": Idiom((Atom.GIVEN.value,), (PREPARED, NONE))}
+    )
     assert ignored.change is Change.BLOCKED and "does not name decoder_head_mask" in ignored.why
 
 
 #: an encoder-decoder wrapper as 4.45.2's first pass leaves it: super(), its decoder's mask and ids (its deletion
 #: differed: the mixin would pass the caller's mask), and the pop of decoder_head_mask the dropped-inputs hook does
 REDUCED_WRAPPER = method(
-    'decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)',
+    "decoder_inputs = self.decoder.prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)",
     'decoder_attention_mask = decoder_inputs["attention_mask"] if "attention_mask" in decoder_inputs else None',
     'model_inputs["decoder_attention_mask"] = decoder_attention_mask',
     'model_inputs["decoder_input_ids"] = decoder_inputs["input_ids"]',
     'model_inputs.pop("decoder_head_mask", None)',
-    params="input_ids, past_key_values=None, **kwargs", call="input_ids, past_key_values=past_key_values, **kwargs")
+    params="input_ids, past_key_values=None, **kwargs",
+    call="input_ids, past_key_values=past_key_values, **kwargs",
+)
 WRAPPER_FORWARD = ("input_ids", "decoder_input_ids", "decoder_attention_mask", "past_key_values", "**kwargs")
 
 
@@ -408,7 +627,9 @@ def test_an_already_reduced_member_keeps_what_it_prepares_its_own_way(profile: M
     found = member_change(f, ["decoder_head_mask"], profile, idioms)
     assert (found.change, found.removed) == (Change.TRIM, (5,))
     # with nothing of its own left but the pop, the member goes
-    popped = finding(method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs"))
+    popped = finding(
+        method('model_inputs.pop("decoder_head_mask", None)'), profile, forward_params=("input_ids", "**kwargs")
+    )
     assert member_change(popped, ["decoder_head_mask"], profile, idioms).change is Change.DELETE
 
 
@@ -416,8 +637,11 @@ def test_an_already_reduced_member_keeps_what_it_prepares_its_own_way(profile: M
     ("params", "call", "change"),
     [
         # a default of its own applies wherever a caller leaves the input out: the trim keeps the signature
-        ("input_ids, output_router_logits=False, **kwargs", "input_ids, output_router_logits=output_router_logits, **kwargs",
-         Change.TRIM),
+        (
+            "input_ids, output_router_logits=False, **kwargs",
+            "input_ids, output_router_logits=output_router_logits, **kwargs",
+            Change.TRIM,
+        ),
         # generate() always passes use_cache: its default is seen only by a composite asking a decoder without it,
         # which verification runs
         ("input_ids, use_cache=True, **kwargs", "input_ids, use_cache=use_cache, **kwargs", Change.DELETE),
@@ -425,8 +649,9 @@ def test_an_already_reduced_member_keeps_what_it_prepares_its_own_way(profile: M
         (STEP, STEP_CALL, Change.DELETE),
     ],
 )
-def test_a_default_of_its_own_keeps_the_member_from_being_deleted(profile: MixinProfile, params: str, call: str,
-                                                                  change: Change) -> None:
+def test_a_default_of_its_own_keeps_the_member_from_being_deleted(
+    profile: MixinProfile, params: str, call: str, change: Change
+) -> None:
     source = method('model_inputs["position_ids"] = None', params=params, call=call)
     found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
     assert found.change is change
@@ -485,9 +710,12 @@ def test_a_statement_between_super_and_the_trimmed_ones_blocks_the_trim(profile:
 def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile: MixinProfile, between: str) -> None:
     """It sets or drops only other keys, from parameters or literals: it does the same whether the hooked key was
     dropped inside super() or after it, so the hooked statement goes and it stays where it was."""
-    source = method(between, 'model_inputs["position_ids"] = None',
-                    params="input_ids, past_key_values=None, **kwargs",
-                    call="input_ids, past_key_values=past_key_values, **kwargs")
+    source = method(
+        between,
+        'model_inputs["position_ids"] = None',
+        params="input_ids, past_key_values=None, **kwargs",
+        call="input_ids, past_key_values=past_key_values, **kwargs",
+    )
     found = member_change(finding(source, profile), ["position_ids"], profile, {"position_ids": Idiom((), (NONE,))})
     assert (found.change, found.removed) == (Change.TRIM, (2,))
 
@@ -495,31 +723,46 @@ def test_a_statement_between_that_the_hook_cannot_affect_leaves_the_trim(profile
 def test_a_statement_between_that_assigns_what_the_trimmed_ones_read_blocks_the_trim(profile: MixinProfile) -> None:
     """The removed statement read ``router_default`` after the statement between assigned it: the hook, which runs
     before, would not see that value."""
-    source = method("router_default = self.config.output_router_logits",
-                    'model_inputs["output_router_logits"] = kwargs.get("output_router_logits", router_default)')
-    found = member_change(finding(source, profile), ["output_router_logits"], profile,
-                          {"output_router_logits": Idiom((), (ValueKind.CALLER_OR_DEFAULT,))})
+    source = method(
+        "router_default = self.config.output_router_logits",
+        'model_inputs["output_router_logits"] = kwargs.get("output_router_logits", router_default)',
+    )
+    found = member_change(
+        finding(source, profile),
+        ["output_router_logits"],
+        profile,
+        {"output_router_logits": Idiom((), (ValueKind.CALLER_OR_DEFAULT,))},
+    )
     assert found.change is Change.BLOCKED and "between super()" in found.why
 
 
-@pytest.mark.parametrize("between", [
-    "self.config.num_logits_to_keep = 5",  # the config attribute the removed statement reads, changed in place
-    "self.bump()",  # a method that may change it
-    "setattr(self.config, 'num_logits_to_keep', 5)",
-])
-def test_a_statement_between_that_touches_what_the_trimmed_ones_read_blocks_the_trim(profile: MixinProfile,
-                                                                                      between: str) -> None:
+@pytest.mark.parametrize(
+    "between",
+    [
+        "self.config.num_logits_to_keep = 5",  # the config attribute the removed statement reads, changed in place
+        "self.bump()",  # a method that may change it
+        "setattr(self.config, 'num_logits_to_keep', 5)",
+    ],
+)
+def test_a_statement_between_that_touches_what_the_trimmed_ones_read_blocks_the_trim(
+    profile: MixinProfile, between: str
+) -> None:
     """The hook reads the config inside super(), before this statement runs: the removed statement read it after."""
     source = method(between, 'model_inputs["logits_to_keep"] = self.config.num_logits_to_keep')
-    found = member_change(finding(source, profile), ["logits_to_keep"], profile,
-                          {"logits_to_keep": Idiom((), (CONFIG,))})
+    found = member_change(
+        finding(source, profile), ["logits_to_keep"], profile, {"logits_to_keep": Idiom((), (CONFIG,))}
+    )
     assert found.change is Change.BLOCKED and "between super()" in found.why
 
 
 #: Qwen2-VL's own cut of its ids by ``cache_position`` (a rule understands it), kept after super() for its positions
-IDS_CUT = ("if past_key_values is not None:", "    if inputs_embeds is not None:",
-           "        input_ids = input_ids[:, -cache_position.shape[0] :]",
-           "    elif input_ids.shape[1] != cache_position.shape[0]:", "        input_ids = input_ids[:, cache_position]")
+IDS_CUT = (
+    "if past_key_values is not None:",
+    "    if inputs_embeds is not None:",
+    "        input_ids = input_ids[:, -cache_position.shape[0] :]",
+    "    elif input_ids.shape[1] != cache_position.shape[0]:",
+    "        input_ids = input_ids[:, cache_position]",
+)
 
 
 @pytest.mark.parametrize(
@@ -533,19 +776,28 @@ IDS_CUT = ("if past_key_values is not None:", "    if inputs_embeds is not None:
         pytest.param(("if past_key_values is not None:", "    cache_position += 1"), Change.BLOCKED, id="in-place"),
     ],
 )
-def test_a_statement_between_that_reads_what_the_trimmed_ones_read(profile: MixinProfile, between: tuple[str, ...],
-                                                                    change: Change) -> None:
+def test_a_statement_between_that_reads_what_the_trimmed_ones_read(
+    profile: MixinProfile, between: tuple[str, ...], change: Change
+) -> None:
     """Qwen2-VL (4.45) cuts its ids by ``cache_position`` after super() for its rope positions, then sets
     ``pixel_values`` to None under ``cache_position[0] != 0``. The cut only reads ``cache_position``
     (``TopLevel.touched`` is empty): the hook, reading it inside super() before, sees the same step. Before, any
     statement a rule understands that read a name the removed ones read blocked the trim."""
-    source = method(*between, "rope = self.rope(input_ids)", 'model_inputs["rope"] = rope', "if cache_position[0] != 0:",
-                    '    model_inputs["image_grid"] = None',
-                    params="input_ids, past_key_values=None, inputs_embeds=None, cache_position=None, **kwargs",
-                    call="input_ids, past_key_values=past_key_values, inputs_embeds=inputs_embeds, "
-                         "cache_position=cache_position, **kwargs")
-    f = finding(source, profile, forward_params=("input_ids", "past_key_values", "inputs_embeds", "cache_position",
-                                                 "image_grid", "rope"))
+    source = method(
+        *between,
+        "rope = self.rope(input_ids)",
+        'model_inputs["rope"] = rope',
+        "if cache_position[0] != 0:",
+        '    model_inputs["image_grid"] = None',
+        params="input_ids, past_key_values=None, inputs_embeds=None, cache_position=None, **kwargs",
+        call="input_ids, past_key_values=past_key_values, inputs_embeds=inputs_embeds, "
+        "cache_position=cache_position, **kwargs",
+    )
+    f = finding(
+        source,
+        profile,
+        forward_params=("input_ids", "past_key_values", "inputs_embeds", "cache_position", "image_grid", "rope"),
+    )
     assert Extra("image_grid", ExtraHow.LATER_STEP_NONE) in f.extras
     found = member_change(f, ["image_grid"], profile, {"image_grid": Idiom((FIRST,), (NONE, CALLER))})
     assert found.change is change, found.why
@@ -556,10 +808,13 @@ def test_a_statement_between_that_reads_what_the_trimmed_ones_read(profile: Mixi
 def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: MixinProfile) -> None:
     """Fuyu's reduction: super(), a first-step input, then its ids cut to the last token (nothing the mixin does).
     The hooked statement goes; the cut stays where it was, after where the hook now runs."""
-    source = method('model_inputs["image_patches"] = image_patches if is_first_iteration else None',
-                    "if past_key_values:", '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]',
-                    params="input_ids, past_key_values=None, image_patches=None, is_first_iteration=False, **kwargs",
-                    call="input_ids, past_key_values=past_key_values, is_first_iteration=is_first_iteration, **kwargs")
+    source = method(
+        'model_inputs["image_patches"] = image_patches if is_first_iteration else None',
+        "if past_key_values:",
+        '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]',
+        params="input_ids, past_key_values=None, image_patches=None, is_first_iteration=False, **kwargs",
+        call="input_ids, past_key_values=past_key_values, is_first_iteration=is_first_iteration, **kwargs",
+    )
     f = finding(source, profile, forward_params=("input_ids", "past_key_values", "image_patches"))
     assert any(r.kind.keeps for r in f.reasons)  # the cut is the override's own
     found = member_change(f, ["image_patches"], profile, {"image_patches": Idiom((FIRST,), (NONE, CALLER))})
@@ -579,15 +834,23 @@ def test_a_member_with_statements_of_its_own_is_trimmed_not_blocked(profile: Mix
     ],
 )
 def test_a_withheld_parameter_leaves_the_signature_only_when_nothing_else_needs_it(
-        profile: MixinProfile, params: str, forward_params: tuple[str, ...], read_again: bool) -> None:
+    profile: MixinProfile, params: str, forward_params: tuple[str, ...], read_again: bool
+) -> None:
     # the ids cut to the last token, the member's own: it is trimmed, not deleted
-    body = ['model_inputs["image_patches"] = image_patches if is_first_iteration else None',
-            "if not is_first_iteration:", '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]']
+    body = [
+        'model_inputs["image_patches"] = image_patches if is_first_iteration else None',
+        "if not is_first_iteration:",
+        '    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]',
+    ]
     if read_again:
         body.append('model_inputs["patch_count"] = image_patches.shape[0]')
     source = method(*body, params=params, call="input_ids, is_first_iteration=is_first_iteration, **kwargs")
-    found = member_change(finding(source, profile, forward_params=forward_params), ["image_patches"], profile,
-                          {"image_patches": Idiom((FIRST,), (NONE, CALLER))})
+    found = member_change(
+        finding(source, profile, forward_params=forward_params),
+        ["image_patches"],
+        profile,
+        {"image_patches": Idiom((FIRST,), (NONE, CALLER))},
+    )
     assert found.change is Change.BLOCKED and "does not hand image_patches to super()" in found.why
 
 
@@ -602,10 +865,18 @@ def fixture_scan(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
 
 def mined(base: ScanResult, *snippets: tuple[str, str]) -> list:
     """The clusters of ``(model, override)`` snippets, in the fixture's checkout (its mixin, its profile)."""
-    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
-                                                forward_params=("input_ids", "position_ids", "attention_mask")),
-                                       base.profile)
-                     for model, code in snippets)
+    findings = tuple(
+        classify_override(
+            override(
+                code,
+                model=model,
+                class_name=f"{model.title()}ForCausalLM",
+                forward_params=("input_ids", "position_ids", "attention_mask"),
+            ),
+            base.profile,
+        )
+        for model, code in snippets
+    )
     return list(mine(dataclasses.replace(base, findings=findings)).clusters)
 
 
@@ -615,8 +886,9 @@ POPPED_POSITIONS = method('model_inputs.pop("position_ids", None)')
 
 def test_three_models_sharing_an_idiom_make_a_hook(fixture_scan: ScanResult) -> None:
     clusters = mined(fixture_scan, ("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS), ("cat", NONE_POSITIONS))
-    assert [(c.name, c.models, c.applied) for c in clusters] == [("_generation_dropped_inputs", ("ant", "bee", "cat"),
-                                                                  True)]
+    assert [(c.name, c.models, c.applied) for c in clusters] == [
+        ("_generation_dropped_inputs", ("ant", "bee", "cat"), True)
+    ]
     assert {m.change for m in clusters[0].members} == {Change.DELETE}
     assert {m.assignment for m in clusters[0].members} == {'_generation_dropped_inputs = ("position_ids",)'}
 
@@ -629,8 +901,11 @@ def test_inputs_ignored_when_the_caller_gives_them_make_a_hook(fixture_scan: Sca
     """What the caller gave is read in the prologue, before the mixin fills the key in from the mask."""
     clusters = mined(fixture_scan, ("ant", IGNORED_POSITIONS), ("bee", IGNORED_POSITIONS), ("cat", IGNORED_POSITIONS))
     (cluster,) = clusters
-    assert (cluster.name, cluster.kind, cluster.applied) == ("_generation_inputs_ignored_when_given",
-                                                             HookKind.NONE_WHEN_GIVEN, True)
+    assert (cluster.name, cluster.kind, cluster.applied) == (
+        "_generation_inputs_ignored_when_given",
+        HookKind.NONE_WHEN_GIVEN,
+        True,
+    )
     assert cluster.hook is not None
     assert "kwargs.get(name) is not None" in cluster.hook.prologue and "= None" in cluster.hook.epilogue
     assert {m.change for m in cluster.members} == {Change.DELETE}
@@ -650,18 +925,25 @@ def test_the_defaults_hook_names_every_default_of_its_members_signature(fixture_
     but the signature keeps the override, so it goes (verification runs it inside a composite, which passes no
     use_cache)."""
     params = "input_ids, output_router_logits=False, use_cache=True, **kwargs"
-    code = ("def prepare_inputs_for_generation(self, " + params + "):\n"
-            "    model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
-            '    model_inputs["output_router_logits"] = output_router_logits\n'
-            '    model_inputs["use_cache"] = use_cache\n'
-            "    return model_inputs\n")
+    code = (
+        "def prepare_inputs_for_generation(self, " + params + "):\n"
+        "    model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+        '    model_inputs["output_router_logits"] = output_router_logits\n'
+        '    model_inputs["use_cache"] = use_cache\n'
+        "    return model_inputs\n"
+    )
     forward = ("input_ids", "position_ids", "attention_mask", "output_router_logits", "use_cache")
-    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
-                                                forward_params=forward), fixture_scan.profile)
-                     for model in ("ant", "bee", "cat"))
+    findings = tuple(
+        classify_override(
+            override(code, model=model, class_name=f"{model.title()}ForCausalLM", forward_params=forward),
+            fixture_scan.profile,
+        )
+        for model in ("ant", "bee", "cat")
+    )
     (cluster,) = mine(dataclasses.replace(fixture_scan, findings=findings)).clusters
     assert {m.assignment for m in cluster.members} == {
-        '_generation_input_defaults = {"output_router_logits": False, "use_cache": True}'}
+        '_generation_input_defaults = {"output_router_logits": False, "use_cache": True}'
+    }
     assert {m.change for m in cluster.members} == {Change.DELETE}
 
 
@@ -675,31 +957,54 @@ def test_a_hook_the_mixin_has_already_takes_a_single_member(fixture_scan: ScanRe
     """An earlier ``apply --hooks`` put the hook's code into the mixin (the first pass, for the pass over the tree it
     left): a member costs the mixin nothing, so one model is enough, and failing members never revert the hook."""
     loop = "for name in self._generation_dropped_inputs:\n    model_inputs.pop(name, None)"
-    profile = dataclasses.replace(fixture_scan.profile, unrecognised=(
-        *fixture_scan.profile.unrecognised, Unrecognised(900, 901, loop.replace("\n", " "), source=loop)))
+    profile = dataclasses.replace(
+        fixture_scan.profile,
+        unrecognised=(
+            *fixture_scan.profile.unrecognised,
+            Unrecognised(900, 901, loop.replace("\n", " "), source=loop),
+        ),
+    )
     base = dataclasses.replace(fixture_scan, profile=profile)
-    findings = (classify_override(override(NONE_POSITIONS, model="ant", class_name="AntForCausalLM",
-                                           forward_params=("input_ids", "position_ids")), profile),)
+    findings = (
+        classify_override(
+            override(
+                NONE_POSITIONS, model="ant", class_name="AntForCausalLM", forward_params=("input_ids", "position_ids")
+            ),
+            profile,
+        ),
+    )
     report = mine(dataclasses.replace(base, findings=findings))
     (cluster,) = report.clusters
     assert (cluster.name, cluster.models, cluster.applied) == ("_generation_dropped_inputs", ("ant",), True)
     assert report.in_mixin == frozenset({"_generation_dropped_inputs"})
     # a second member that stays while the first fails: one model left, and the hook still not reverted
     (member,) = cluster.members
-    plan = Plan(shards=(Shard("s", "override", (member.override,), ()),), hoist=None, held=(),
-                actions=((member.override, Action.DELETE), ("other", Action.DELETE)))
+    plan = Plan(
+        shards=(Shard("s", "override", (member.override,), ()),),
+        hoist=None,
+        held=(),
+        actions=((member.override, Action.DELETE), ("other", Action.DELETE)),
+    )
     assert failing_clusters(plan, dataclasses.replace(report, in_mixin=frozenset()), ["other"]) != {}
     assert failing_clusters(plan, report, ["other"]) == {}
 
 
 def test_a_near_miss_is_listed_and_does_not_join(fixture_scan: ScanResult) -> None:
-    after_prefill = method("if use_cache and not is_first_iteration:", '    model_inputs["attention_mask"] = None',
-                           params=STEP, call=STEP_CALL)
-    every_later_step = method("if not is_first_iteration:", '    model_inputs["attention_mask"] = None',
-                              params="input_ids, is_first_iteration=False, **kwargs",
-                              call="input_ids, is_first_iteration=is_first_iteration, **kwargs")
-    clusters = mined(fixture_scan, ("ant", after_prefill), ("bee", after_prefill), ("cat", after_prefill),
-                     ("dog", every_later_step))
+    after_prefill = method(
+        "if use_cache and not is_first_iteration:",
+        '    model_inputs["attention_mask"] = None',
+        params=STEP,
+        call=STEP_CALL,
+    )
+    every_later_step = method(
+        "if not is_first_iteration:",
+        '    model_inputs["attention_mask"] = None',
+        params="input_ids, is_first_iteration=False, **kwargs",
+        call="input_ids, is_first_iteration=is_first_iteration, **kwargs",
+    )
+    clusters = mined(
+        fixture_scan, ("ant", after_prefill), ("bee", after_prefill), ("cat", after_prefill), ("dog", every_later_step)
+    )
     (cluster,) = clusters
     assert cluster.name == "_generation_inputs_dropped_after_prefill" and cluster.models == ("ant", "bee", "cat")
     (near,) = cluster.near_misses
@@ -709,10 +1014,21 @@ def test_a_near_miss_is_listed_and_does_not_join(fixture_scan: ScanResult) -> No
 
 def test_a_hook_too_few_members_can_take_is_a_proposal(fixture_scan: ScanResult) -> None:
     """Noop: three models share the idiom, but one is blocked (its forward hands **kwargs on): no hook."""
-    loose = override(NONE_POSITIONS, model="cat", class_name="CatForCausalLM", forward_params=("input_ids", "**kwargs"))
-    findings = [classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
-                                           forward_params=("input_ids", "position_ids")), fixture_scan.profile)
-                for model, code in (("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS))]
+    loose = override(
+        NONE_POSITIONS, model="cat", class_name="CatForCausalLM", forward_params=("input_ids", "**kwargs")
+    )
+    findings = [
+        classify_override(
+            override(
+                code,
+                model=model,
+                class_name=f"{model.title()}ForCausalLM",
+                forward_params=("input_ids", "position_ids"),
+            ),
+            fixture_scan.profile,
+        )
+        for model, code in (("ant", NONE_POSITIONS), ("bee", POPPED_POSITIONS))
+    ]
     findings.append(classify_override(loose, fixture_scan.profile))
     (cluster,) = mine(dataclasses.replace(fixture_scan, findings=tuple(findings))).clusters
     assert not cluster.applied and "only 2 of its models" in cluster.not_applied
@@ -740,8 +1056,12 @@ def test_three_models_with_the_same_whole_body_make_a_hook(fixture_scan: ScanRes
     signature (generate() refuses ``inputs_embeds`` a signature does not name)."""
     (cluster,) = mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN))
     name = "_generation_inputs_as_ant_for_causal_lm"
-    assert (cluster.name, cluster.kind, cluster.applied, cluster.models) == (name, HookKind.STATEMENTS, True,
-                                                                            ("ant", "bee", "cat"))
+    assert (cluster.name, cluster.kind, cluster.applied, cluster.models) == (
+        name,
+        HookKind.STATEMENTS,
+        True,
+        ("ant", "bee", "cat"),
+    )
     assert {(m.change, m.assignment) for m in cluster.members} == {(Change.REDUCE, f"{name} = True")}
     assert cluster.hook is not None
     prologue = ast.parse(cluster.hook.prologue).body
@@ -751,21 +1071,39 @@ def test_three_models_with_the_same_whole_body_make_a_hook(fixture_scan: ScanRes
 
 
 WHOLE_BODY_NOOPS = [
-    ("reads-its-kwargs", DUMMY_TOKEN.replace("effective_batch_size = input_ids.shape[0]",
-                                             "effective_batch_size = input_ids.shape[0] + len(model_kwargs)"),
-     "reads model_kwargs, which the mixin's method does not have"),
-    ("a-module-helper", DUMMY_TOKEN.replace("torch.cat([input_ids, dummy_token], dim=1)",
-                                            "append_token(input_ids, dummy_token)"),
-     "reads append_token"),
-    ("a-default-of-its-own", DUMMY_TOKEN.replace("attention_mask=None", "attention_mask=1"),
-     "no parameter attention_mask=1"),
+    (
+        "reads-its-kwargs",
+        DUMMY_TOKEN.replace(
+            "effective_batch_size = input_ids.shape[0]",
+            "effective_batch_size = input_ids.shape[0] + len(model_kwargs)",
+        ),
+        "reads model_kwargs, which the mixin's method does not have",
+    ),
+    (
+        "a-module-helper",
+        DUMMY_TOKEN.replace("torch.cat([input_ids, dummy_token], dim=1)", "append_token(input_ids, dummy_token)"),
+        "reads append_token",
+    ),
+    (
+        "a-default-of-its-own",
+        DUMMY_TOKEN.replace("attention_mask=None", "attention_mask=1"),
+        "no parameter attention_mask=1",
+    ),
     ("no-kwargs", DUMMY_TOKEN.replace(", **model_kwargs", ""), "the first parameter or the **kwargs differ"),
-    ("a-recognised-statement", DUMMY_TOKEN.replace("    return {", "    model_inputs = {}\n    return {"),
-     "more than statements no rule understands"),
-    ("a-conditional-key", DUMMY_TOKEN.replace('    return {"input_ids": input_ids, "attention_mask": attention_mask}',
-                                              '    if attention_mask is None:\n        return {"input_ids": input_ids}\n'
-                                              '    return {"input_ids": input_ids, "attention_mask": attention_mask}'),
-     "more than statements no rule understands"),
+    (
+        "a-recognised-statement",
+        DUMMY_TOKEN.replace("    return {", "    model_inputs = {}\n    return {"),
+        "more than statements no rule understands",
+    ),
+    (
+        "a-conditional-key",
+        DUMMY_TOKEN.replace(
+            '    return {"input_ids": input_ids, "attention_mask": attention_mask}',
+            '    if attention_mask is None:\n        return {"input_ids": input_ids}\n'
+            '    return {"input_ids": input_ids, "attention_mask": attention_mask}',
+        ),
+        "more than statements no rule understands",
+    ),
 ]
 
 
@@ -773,8 +1111,11 @@ WHOLE_BODY_NOOPS = [
 def test_a_whole_body_the_mixin_cannot_run_as_it_is_stays(fixture_scan: ScanResult, odd: str, why: str) -> None:
     """Noop for the odd one out (the code would mean something else in the mixin, or it is no whole body): the
     three others still take the hook, and the odd one is listed with why."""
-    (cluster,) = [c for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
-                                   ("dog", odd)) if c.applied]
+    (cluster,) = [
+        c
+        for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN), ("dog", odd))
+        if c.applied
+    ]
     assert cluster.applicable_models == ("ant", "bee", "cat")
     body = _whole_body(classify_override(override(odd), fixture_scan.profile), fixture_scan.profile)
     assert body.code == "" and why in body.why, body.why
@@ -783,34 +1124,49 @@ def test_a_whole_body_the_mixin_cannot_run_as_it_is_stays(fixture_scan: ScanResu
         assert dog.change is Change.BLOCKED and why in dog.why, dog.why
 
 
-@pytest.mark.parametrize("fallback", [None, Fallback(FallbackKind.PARENT, "BertForMaskedLM's override", "BertForMaskedLM")],
-                         ids=["unresolved", "a-parent-override"])
-def test_a_whole_body_moves_only_where_super_is_known_to_reach_the_mixin(fixture_scan: ScanResult,
-                                                                       fallback: Fallback | None) -> None:
+@pytest.mark.parametrize(
+    "fallback",
+    [None, Fallback(FallbackKind.PARENT, "BertForMaskedLM's override", "BertForMaskedLM")],
+    ids=["unresolved", "a-parent-override"],
+)
+def test_a_whole_body_moves_only_where_super_is_known_to_reach_the_mixin(
+    fixture_scan: ScanResult, fallback: Fallback | None
+) -> None:
     """Noop: the hook runs in the mixin, so a member's super() must be resolved to it, not assumed."""
     o = dataclasses.replace(override(DUMMY_TOKEN), fallback=fallback)
     body = _whole_body(classify_override(o, fixture_scan.profile), fixture_scan.profile)
     assert body.code == "" and "not the mixin" in body.why
 
 
-@pytest.mark.parametrize(("prologue", "error"), [
-    # the block returns: what it assigns never reaches the method's own statements
-    ("if self._flag:\n    attention_mask = None\n    return {}\n", None),
-    # it falls through: the method would see the hook's attention_mask where the caller's was
-    ("if self._flag:\n    attention_mask = None\n", "already uses the name 'attention_mask'"),
-    ("attention_mask = None\n", "already uses the name 'attention_mask'"),
-    # an else branch falls through too
-    ("if self._flag:\n    return {}\nelse:\n    attention_mask = None\n", "already uses the name 'attention_mask'"),
-], ids=["returns", "falls-through", "unguarded", "else-branch"])
-def test_a_hook_may_reassign_the_methods_parameters_only_in_a_block_that_returns(prologue: str,
-                                                                                 error: str | None) -> None:
+@pytest.mark.parametrize(
+    ("prologue", "error"),
+    [
+        # the block returns: what it assigns never reaches the method's own statements
+        ("if self._flag:\n    attention_mask = None\n    return {}\n", None),
+        # it falls through: the method would see the hook's attention_mask where the caller's was
+        ("if self._flag:\n    attention_mask = None\n", "already uses the name 'attention_mask'"),
+        ("attention_mask = None\n", "already uses the name 'attention_mask'"),
+        # an else branch falls through too
+        (
+            "if self._flag:\n    return {}\nelse:\n    attention_mask = None\n",
+            "already uses the name 'attention_mask'",
+        ),
+    ],
+    ids=["returns", "falls-through", "unguarded", "else-branch"],
+)
+def test_a_hook_may_reassign_the_methods_parameters_only_in_a_block_that_returns(
+    prologue: str, error: str | None
+) -> None:
     from codemod.sources import MIXIN_CLASS
     from codemod.transform.plan import Edit, EditKind, HookCode
     from codemod.transform.rewrite import rewrite_source
 
     hook = HookCode("_flag", "_flag = False\n", prologue=prologue)
-    rewritten = rewrite_source(MIXIN, (HOOKS_CHECKOUT / MIXIN).read_bytes(),
-                               [Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, "_flag", hook=hook)])
+    rewritten = rewrite_source(
+        MIXIN,
+        (HOOKS_CHECKOUT / MIXIN).read_bytes(),
+        [Edit(MIXIN, MIXIN_CLASS, EditKind.HOOK, None, "_flag", hook=hook)],
+    )
     if error is None:
         assert rewritten.error is None and rewritten.changed
     else:
@@ -822,9 +1178,13 @@ def test_already_reduced_wrappers_sharing_the_hook_stay_with_their_own_statement
     a trim, and each finding stays the override's (kept, its other statements where they are), never a deletion."""
     from codemod.transform.hooks import hooked_findings
 
-    findings = tuple(classify_override(override(REDUCED_WRAPPER, model=model, class_name=f"{model.title()}Model",
-                                                forward_params=WRAPPER_FORWARD), fixture_scan.profile)
-                     for model in ("ant", "bee", "cat"))
+    findings = tuple(
+        classify_override(
+            override(REDUCED_WRAPPER, model=model, class_name=f"{model.title()}Model", forward_params=WRAPPER_FORWARD),
+            fixture_scan.profile,
+        )
+        for model in ("ant", "bee", "cat")
+    )
     result = dataclasses.replace(fixture_scan, findings=findings)
     report = mine(result)
     (cluster,) = report.applied()
@@ -836,16 +1196,23 @@ def test_already_reduced_wrappers_sharing_the_hook_stay_with_their_own_statement
 #: the same body checking its config with ``assert`` (4.45's RoFormer and RemBERT), where the others raise ValueError
 ASSERTED_DUMMY_TOKEN = DUMMY_TOKEN.replace(
     '    if self.config.pad_token_id is None:\n        raise ValueError("The PAD token should be defined for generation")\n',
-    '    assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n')
+    '    assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n',
+)
 
 
-@pytest.mark.parametrize(("statement", "condition"), [
-    ("assert self.config.pad_token_id is not None, 'no pad'", "self.config.pad_token_id is not None"),
-    ("if self.config.pad_token_id is None:\n    raise ValueError('no pad')", "self.config.pad_token_id is not None"),
-    ("if not self.config.tie_word_embeddings:\n    raise ValueError", "self.config.tie_word_embeddings"),
-    ("if x == 1:\n    raise ValueError\n    raise TypeError", "x != 1"),
-    ("if x > 1:\n    raise ValueError", "not x > 1"),
-])
+@pytest.mark.parametrize(
+    ("statement", "condition"),
+    [
+        ("assert self.config.pad_token_id is not None, 'no pad'", "self.config.pad_token_id is not None"),
+        (
+            "if self.config.pad_token_id is None:\n    raise ValueError('no pad')",
+            "self.config.pad_token_id is not None",
+        ),
+        ("if not self.config.tie_word_embeddings:\n    raise ValueError", "self.config.tie_word_embeddings"),
+        ("if x == 1:\n    raise ValueError\n    raise TypeError", "x != 1"),
+        ("if x > 1:\n    raise ValueError", "not x > 1"),
+    ],
+)
 def test_a_check_lets_the_method_go_on_under_its_condition(statement: str, condition: str) -> None:
     """``assert c`` and ``if not c: raise`` are the same check: they group alike, whatever the exception."""
     from codemod.transform.hooks import _passes_when
@@ -853,12 +1220,15 @@ def test_a_check_lets_the_method_go_on_under_its_condition(statement: str, condi
     assert _passes_when(statement) == condition
 
 
-@pytest.mark.parametrize("statement", [
-    pytest.param("if x is None:\n    raise ValueError\nelse:\n    y = 1", id="an-else-branch"),
-    pytest.param("if x is None:\n    y = 1\n    raise ValueError", id="assigns-before-raising"),
-    pytest.param("x = 1", id="no-check"),
-    pytest.param("if x is None: raise ValueError\ny = 1", id="two-statements"),
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        pytest.param("if x is None:\n    raise ValueError\nelse:\n    y = 1", id="an-else-branch"),
+        pytest.param("if x is None:\n    y = 1\n    raise ValueError", id="assigns-before-raising"),
+        pytest.param("x = 1", id="no-check"),
+        pytest.param("if x is None: raise ValueError\ny = 1", id="two-statements"),
+    ],
+)
 def test_a_statement_that_does_more_than_check_is_no_check(statement: str) -> None:
     """Noop: only a statement that raises and does nothing else may stay in front of super() as the member's own."""
     from codemod.transform.hooks import _passes_when
@@ -871,15 +1241,30 @@ def test_a_whole_body_that_checks_its_config_its_own_way_keeps_the_check(fixture
     and keeps its assert in front of super(): a config without a pad token still fails with AssertionError."""
     from codemod.transform.hooks import hooked_findings
 
-    findings = tuple(classify_override(override(code, model=model, class_name=f"{model.title()}ForCausalLM",
-                                                forward_params=("input_ids", "attention_mask")), fixture_scan.profile)
-                     for model, code in (("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
-                                         ("dog", ASSERTED_DUMMY_TOKEN)))
+    findings = tuple(
+        classify_override(
+            override(
+                code,
+                model=model,
+                class_name=f"{model.title()}ForCausalLM",
+                forward_params=("input_ids", "attention_mask"),
+            ),
+            fixture_scan.profile,
+        )
+        for model, code in (
+            ("ant", DUMMY_TOKEN),
+            ("bee", DUMMY_TOKEN),
+            ("cat", DUMMY_TOKEN),
+            ("dog", ASSERTED_DUMMY_TOKEN),
+        )
+    )
     result = dataclasses.replace(fixture_scan, findings=findings)
     report = mine(result)
     (cluster,) = report.applied()
     assert cluster.applicable_models == ("ant", "bee", "cat", "dog")
-    assert cluster.hook is not None and "raise ValueError" in cluster.hook.prologue  # the three's code, not the fourth's
+    assert (
+        cluster.hook is not None and "raise ValueError" in cluster.hook.prologue
+    )  # the three's code, not the fourth's
     guards = {m.model: m.guards for m in cluster.members}
     assert guards == {"ant": (), "bee": (), "cat": (), "dog": (1,)}  # the body's second statement
     extras = {f.override.model: f.extras for f in hooked_findings(result, report)}
@@ -900,20 +1285,40 @@ def test_bodies_that_only_check_are_no_repeated_code(fixture_scan: ScanResult) -
     assert mined(fixture_scan, ("ant", CHECK_ONLY), ("bee", CHECK_ONLY), ("cat", CHECK_ONLY)) == []
 
 
-@pytest.mark.parametrize(("odd", "why"), [
-    pytest.param(DUMMY_TOKEN.replace("if self.config.pad_token_id is None:", "if self.config.vocab_size is None:"),
-                 "another condition: the hook's own check would raise where its code did not", id="another-condition"),
-    pytest.param(DUMMY_TOKEN.replace('    if self.config.pad_token_id is None:\n        raise ValueError('
-                                     '"The PAD token should be defined for generation")\n', ""),
-                 "no check: the hook's would raise where its code failed otherwise", id="no-check"),
-    pytest.param(ASSERTED_DUMMY_TOKEN.replace("assert self.config.pad_token_id is not None",
-                                              "assert effective_batch_size > 0 and self.config.pad_token_id is not None"),
-                 "its check reads what a statement before it computed: it cannot run first", id="reads-a-local"),
-])
+@pytest.mark.parametrize(
+    ("odd", "why"),
+    [
+        pytest.param(
+            DUMMY_TOKEN.replace("if self.config.pad_token_id is None:", "if self.config.vocab_size is None:"),
+            "another condition: the hook's own check would raise where its code did not",
+            id="another-condition",
+        ),
+        pytest.param(
+            DUMMY_TOKEN.replace(
+                "    if self.config.pad_token_id is None:\n        raise ValueError("
+                '"The PAD token should be defined for generation")\n',
+                "",
+            ),
+            "no check: the hook's would raise where its code failed otherwise",
+            id="no-check",
+        ),
+        pytest.param(
+            ASSERTED_DUMMY_TOKEN.replace(
+                "assert self.config.pad_token_id is not None",
+                "assert effective_batch_size > 0 and self.config.pad_token_id is not None",
+            ),
+            "its check reads what a statement before it computed: it cannot run first",
+            id="reads-a-local",
+        ),
+    ],
+)
 def test_a_whole_body_that_checks_something_else_does_not_join(fixture_scan: ScanResult, odd: str, why: str) -> None:
     """Noop for the odd one: the three others take the hook, the fourth is listed, blocked, not reduced."""
-    (cluster,) = [c for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN),
-                                   ("dog", odd)) if c.applied]
+    (cluster,) = [
+        c
+        for c in mined(fixture_scan, ("ant", DUMMY_TOKEN), ("bee", DUMMY_TOKEN), ("cat", DUMMY_TOKEN), ("dog", odd))
+        if c.applied
+    ]
     assert cluster.applicable_models == ("ant", "bee", "cat"), why
     # the same code once its checks are left out: a member, listed blocked, not left out of the report
     (dog,) = [m for m in cluster.members if m.model == "dog"]
@@ -933,9 +1338,18 @@ def test_a_whole_body_hook_is_applied_to_the_mixin_and_its_members(fixture_scan:
     from codemod.transform.plan import Edit, EditKind
     from codemod.transform.rewrite import rewrite_source
 
-    findings = tuple(classify_override(override(DUMMY_TOKEN, model=model, class_name=f"{model.title()}ForCausalLM",
-                                                forward_params=("input_ids", "attention_mask")), fixture_scan.profile)
-                     for model in ("ant", "bee", "cat"))
+    findings = tuple(
+        classify_override(
+            override(
+                DUMMY_TOKEN,
+                model=model,
+                class_name=f"{model.title()}ForCausalLM",
+                forward_params=("input_ids", "attention_mask"),
+            ),
+            fixture_scan.profile,
+        )
+        for model in ("ant", "bee", "cat")
+    )
     result = dataclasses.replace(fixture_scan, findings=findings)
     report = mine(result)
     assert report.moved_whole() == {f.override.id for f in findings}
@@ -988,13 +1402,17 @@ def test_hooks_json_lists_each_cluster_with_its_members(checkout: Path) -> None:
         assert {m["model"] for m in c["members"] if m["status"] != "applied"} == blocked
         assert all(m["diff"] for m in c["members"] if m["status"] == "applied")
         assert c["lines_saved"] == c["member_lines_saved"] - c["mixin_lines_added"]
-    assert [(n["model"], n["key"]) for n in clusters["_generation_inputs_dropped_after_prefill"]["near_misses"]] == \
-        [("loon", "attention_mask")]
+    assert [(n["model"], n["key"]) for n in clusters["_generation_inputs_dropped_after_prefill"]["near_misses"]] == [
+        ("loon", "attention_mask")
+    ]
     assert document["summary"]["applied"] == 3
     # Wren takes two hooks: its one diff is listed under both, and counted once
     wren = [m for c in document["clusters"] for m in c["members"] if m["model"] == "wren"]
     assert len(wren) == 2 and wren[0]["diff"] == wren[1]["diff"] and wren[0]["lines_saved"] > 0
-    assert document["summary"]["lines_saved"] == sum(c["lines_saved"] for c in document["clusters"]) - wren[0]["lines_saved"]
+    assert (
+        document["summary"]["lines_saved"]
+        == sum(c["lines_saved"] for c in document["clusters"]) - wren[0]["lines_saved"]
+    )
 
 
 def test_hooks_table_in_a_log_has_no_line_longer_than_its_content(checkout: Path) -> None:
@@ -1005,9 +1423,12 @@ def test_hooks_table_in_a_log_has_no_line_longer_than_its_content(checkout: Path
     assert max(len(line) for line in lines) < 400
     assert [line for line in lines if line.startswith("── ")] == [
         f"── {name} ({kind}) " + "─" * (100 - len(f"{name} ({kind})") - 4)
-        for name, kind in (("_generation_dropped_inputs", "dropped"),
-                           ("_generation_inputs_dropped_after_prefill", "dropped-when"),
-                           ("_generation_inputs_from_config", "from-config"))]
+        for name, kind in (
+            ("_generation_dropped_inputs", "dropped"),
+            ("_generation_inputs_dropped_after_prefill", "dropped-when"),
+            ("_generation_inputs_from_config", "from-config"),
+        )
+    ]
     table = [line for line in lines if line.startswith(("│", " mole", " newt"))]
     assert table and all(line == line.rstrip() for line in table)
     assert "near miss loon (attention_mask): left out after the first step" in result.stdout
@@ -1031,7 +1452,10 @@ def test_diff_with_hooks_reports_changes_and_writes_nothing(checkout: Path) -> N
     before = python_files(checkout)
     result = invoke("diff", checkout, "--hooks")
     assert result.exit_code == 1, result.output
-    assert f"+++ b/{MIXIN}" in result.stdout and "+    _generation_inputs_from_config: dict[str, str] = {}" in result.stdout
+    assert (
+        f"+++ b/{MIXIN}" in result.stdout
+        and "+    _generation_inputs_from_config: dict[str, str] = {}" in result.stdout
+    )
     assert python_files(checkout) == before
 
 
@@ -1065,9 +1489,17 @@ def test_apply_with_hooks_adds_the_hooks_and_rewrites_the_members(checkout: Path
     from_config = '_generation_inputs_from_config = {"logits_to_keep": "num_logits_to_keep"}'
     positions = '_generation_dropped_inputs = ("position_ids",)'
     expect = {
-        "heron": [after_prefill("attention_mask")], "ibis": [after_prefill("image_grid")],
-        "koi": [after_prefill("image_grid")], "crane": [after_prefill("image_grid")], "jay": [from_config], "kite": [from_config], "lark": [from_config],
-        "newt": [positions], "owl": [positions], "pike": [positions], "toad": [positions],
+        "heron": [after_prefill("attention_mask")],
+        "ibis": [after_prefill("image_grid")],
+        "koi": [after_prefill("image_grid")],
+        "crane": [after_prefill("image_grid")],
+        "jay": [from_config],
+        "kite": [from_config],
+        "lark": [from_config],
+        "newt": [positions],
+        "owl": [positions],
+        "pike": [positions],
+        "toad": [positions],
         "wren": [positions, from_config],  # deleted: with both hooks, nothing model-specific is left
     }
     for model, assignments in expect.items():
@@ -1079,18 +1511,26 @@ def test_apply_with_hooks_adds_the_hooks_and_rewrites_the_members(checkout: Path
                 signature = "def prepare_inputs_for_generation(self, input_ids, is_first_iteration=False, **kwargs):"
                 assert [line.strip() for line in added if line.strip()] == [*assignments, signature], (path, added)
                 assert [line.strip() for line in removed] == [
-                    "def prepare_inputs_for_generation(", "self,", "input_ids,", "image_grid=None,",
-                    "is_first_iteration=False,", "**kwargs,", "):",
+                    "def prepare_inputs_for_generation(",
+                    "self,",
+                    "input_ids,",
+                    "image_grid=None,",
+                    "is_first_iteration=False,",
+                    "**kwargs,",
+                    "):",
                     'if is_first_iteration or not kwargs.get("use_cache", True):',
-                    'model_inputs["image_grid"] = image_grid']
+                    'model_inputs["image_grid"] = image_grid',
+                ]
                 assert 'model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]' in after[path].decode()
                 continue
             assert [line.strip() for line in added if line.strip()] == assignments, (path, added)
             old_method = _method_lines(before[path])
             assert set(removed) <= old_method, (path, set(removed) - old_method)
             if model == "ibis":
-                assert [line.strip() for line in removed] == ['if not is_first_iteration and use_cache:',
-                                                              'model_inputs["image_grid"] = None']
+                assert [line.strip() for line in removed] == [
+                    "if not is_first_iteration and use_cache:",
+                    'model_inputs["image_grid"] = None',
+                ]
                 assert "def prepare_inputs_for_generation" in after[path].decode()
             else:
                 assert "def prepare_inputs_for_generation" not in after[path].decode()
@@ -1103,7 +1543,7 @@ def _method_lines(text: bytes) -> set[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef) and node.name == "prepare_inputs_for_generation":
             assert node.end_lineno is not None
-            return set(lines[node.lineno - 2:node.end_lineno])
+            return set(lines[node.lineno - 2 : node.end_lineno])
     return set()
 
 
@@ -1135,8 +1575,8 @@ def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
     """The issue's acceptance: on 5.23.0 ``codemod hooks`` reports at least three clusters of at least three
     models, with the hooks the issue expects, each changing at least three models, and the plan that
     ``apply --hooks`` writes rewrites every file cleanly."""
-    from codemod.transform.apply import compute_changes
     from codemod.fetch import fetch_release
+    from codemod.transform.apply import compute_changes
 
     result = scan(resolve(fetch_release("5.23.0")))  # the shared cached checkout: read only
     report = mine(result)
@@ -1146,11 +1586,18 @@ def test_release_5_23_has_three_clusters_of_three_models_or_more() -> None:
     for cluster in applied.values():
         assert len(cluster.applicable_models) >= MIN_MODELS, cluster.name
     assert set(applied["_generation_inputs_from_config"].applicable_models) == {
-        "bamba", "falcon_h1", "nemotron_h", "zamba", "zamba2"}
+        "bamba",
+        "falcon_h1",
+        "nemotron_h",
+        "zamba",
+        "zamba2",
+    }
     assert {"exaone4_5", "glm_image", "hyperclovax_vision_v2", "qwen2_5_omni"} <= set(
-        applied["_generation_dropped_inputs"].applicable_models)
+        applied["_generation_dropped_inputs"].applicable_models
+    )
     assert {"gemma3", "gemma4", "gemma4_unified", "molmo2"} <= set(
-        applied["_generation_unsliced_prefill_inputs"].applicable_models)
+        applied["_generation_unsliced_prefill_inputs"].applicable_models
+    )
     assert "ernie4_5_vl_moe" in applied["_generation_inputs_dropped_after_prefill"].applicable_models
     changes = compute_changes(result, hooks=True)
     assert changes.dropped == ()
@@ -1170,15 +1617,23 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     for them, and each keeps a super() call for its signature. RemBERT's and RoFormer's assert where the others
     raise (another exception for a config without a pad token): members that keep their assert in front of
     super()."""
-    from codemod.transform.apply import compute_changes
     from codemod.fetch import fetch_release
+    from codemod.transform.apply import compute_changes
 
     result = scan(resolve(fetch_release("4.45.2")))  # the shared cached checkout: read only
     report = mine(result)
     (cluster,) = [c for c in report.applied() if c.kind is HookKind.STATEMENTS]
     assert cluster.name == "_generation_inputs_as_bert_for_masked_lm"
-    assert set(cluster.applicable_models) == {"bert", "big_bird", "ernie", "megatron_bert", "nezha", "qdqbert",
-                                              "rembert", "roformer"}
+    assert set(cluster.applicable_models) == {
+        "bert",
+        "big_bird",
+        "ernie",
+        "megatron_bert",
+        "nezha",
+        "qdqbert",
+        "rembert",
+        "roformer",
+    }
     assert {m.change for m in cluster.members} == {Change.REDUCE}
     assert {m.model for m in cluster.members if m.guards} == {"rembert", "roformer"}
     changes = compute_changes(result, hooks=True)
@@ -1190,9 +1645,11 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     mixin = next(r for r in changes.rewrites if r.path == MIXIN).new_text()
     assert "if self._generation_inputs_as_bert_for_masked_lm:" in mixin and "dummy_token = torch.full(" in mixin
     roformer = next(r for r in changes.rewrites if r.path.endswith("models/roformer/modeling_roformer.py")).new_text()
-    masked_lm = roformer[roformer.index("class RoFormerForMaskedLM"):roformer.index("class RoFormerForCausalLM")]
-    assert 'assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n' \
-           "        return super().prepare_inputs_for_generation(input_ids, **model_kwargs)\n" in masked_lm
+    masked_lm = roformer[roformer.index("class RoFormerForMaskedLM") : roformer.index("class RoFormerForCausalLM")]
+    assert (
+        'assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n'
+        "        return super().prepare_inputs_for_generation(input_ids, **model_kwargs)\n" in masked_lm
+    )
     assert "dummy_token" not in masked_lm
 
 
@@ -1212,14 +1669,26 @@ def test_an_own_condition_is_asked_of_a_method_the_model_overrides(profile: Mixi
     assert max(len(line) for line in (hook.declaration + hook.epilogue).splitlines()) <= 110
 
 
-@pytest.mark.parametrize(("source", "moved", "method"), [
-    (OWN_CONDITION, (0,), "def _generation_needs_first_step_inputs(self, input_ids, **kwargs):\n    return legacy\n"),
-    # what the statements read besides the ids comes through **kwargs: a parameter of the method, as it defaulted
-    (OWN_CONDITION_GUARDED, (0,), "def _generation_needs_first_step_inputs(self, input_ids, image_grid=None, "
-                                  "**kwargs):\n    return legacy\n"),
-])
-def test_a_member_with_an_own_condition_is_deleted_and_its_statements_move(profile: MixinProfile, source: str,
-                                                                          moved: tuple[int, ...], method: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "moved", "method"),
+    [
+        (
+            OWN_CONDITION,
+            (0,),
+            "def _generation_needs_first_step_inputs(self, input_ids, **kwargs):\n    return legacy\n",
+        ),
+        # what the statements read besides the ids comes through **kwargs: a parameter of the method, as it defaulted
+        (
+            OWN_CONDITION_GUARDED,
+            (0,),
+            "def _generation_needs_first_step_inputs(self, input_ids, image_grid=None, "
+            "**kwargs):\n    return legacy\n",
+        ),
+    ],
+)
+def test_a_member_with_an_own_condition_is_deleted_and_its_statements_move(
+    profile: MixinProfile, source: str, moved: tuple[int, ...], method: str
+) -> None:
     f = finding(source, profile)
     idioms = {"image_grid": Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED))}
     change = member_change(f, {"image_grid"}, profile, idioms)
@@ -1228,16 +1697,20 @@ def test_a_member_with_an_own_condition_is_deleted_and_its_statements_move(profi
 
 
 def test_an_own_condition_moves_only_with_every_input_it_passes(profile: MixinProfile) -> None:
-    source = own_condition_method(LEGACY, passes=('model_inputs["image_grid"] = image_grid',
-                                                  'model_inputs["grid_sizes"] = grid_sizes'),
-                                  params="input_ids, image_grid=None, grid_sizes=None, is_first_iteration=False, **kwargs")
+    source = own_condition_method(
+        LEGACY,
+        passes=('model_inputs["image_grid"] = image_grid', 'model_inputs["grid_sizes"] = grid_sizes'),
+        params="input_ids, image_grid=None, grid_sizes=None, is_first_iteration=False, **kwargs",
+    )
     f = finding(source, profile)
     idiom = Idiom((FIRST, OWN), (NONE, PREPARED, PREPARED, PREPARED))
     assert part_of(f, "grid_sizes", profile).idiom == idiom
     half = member_change(f, {"image_grid"}, profile, {"image_grid": idiom})
     assert half.change is Change.BLOCKED and "move together" in half.why
-    assert member_change(f, {"image_grid", "grid_sizes"}, profile, {"image_grid": idiom, "grid_sizes": idiom}
-                         ).change is Change.DELETE
+    assert (
+        member_change(f, {"image_grid", "grid_sizes"}, profile, {"image_grid": idiom, "grid_sizes": idiom}).change
+        is Change.DELETE
+    )
 
 
 #: three llava-like models of the 4.45 era as a first pass leaves them (super() instead of the language model): the
@@ -1282,7 +1755,9 @@ def test_apply_with_hooks_moves_an_own_condition_into_a_method_of_each_member(tm
     from tests.test_plan import checkout_copy
 
     models = {"ant": "Ant", "bee": "Bee", "cat": "Cat"}
-    root = checkout_copy(tmp_path / "co", {f"{m}/modeling_{m}.py": LLAVA_LIKE.format(name=n) for m, n in models.items()})
+    root = checkout_copy(
+        tmp_path / "co", {f"{m}/modeling_{m}.py": LLAVA_LIKE.format(name=n) for m, n in models.items()}
+    )
     result = invoke("apply", root, "--hooks", "--only", ",".join(models))
     assert result.exit_code == 0, result.output
     attribute = "_generation_inputs_dropped_after_first_step_unless_needed"
@@ -1296,7 +1771,7 @@ def test_apply_with_hooks_moves_an_own_condition_into_a_method_of_each_member(tm
         ast.parse(text)
         assert "def prepare_inputs_for_generation" not in text
         assert f'    {attribute} = ("pixel_values",)\n' in text
-        method = text[text.index("    def _generation_needs_first_step_inputs(self, input_ids, **kwargs):"):]
+        method = text[text.index("    def _generation_needs_first_step_inputs(self, input_ids, **kwargs):") :]
         assert method.splitlines()[1:3] == [
             "        # fewer image tokens than the image has features: the model expands the token itself",
             "        return (",

@@ -43,8 +43,9 @@ def tree(tmp_path: Path) -> Path:
     return checkout_copy(tmp_path / "co", files)
 
 
-def _fake_verification(monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | None = None,
-                       trim_fails: bool = False) -> list[set[str]]:
+def _fake_verification(
+    monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | None = None, trim_fails: bool = False
+) -> list[set[str]]:
     """Every deletion differs by a token_type_ids the mixin passes and the old dicts did not (repaired by a
     pop); in the hooks pass, ``hook_fails`` differs (and, with ``trim_fails``, again when it is trimmed)."""
     rounds: list[set[str]] = []
@@ -54,14 +55,22 @@ def _fake_verification(monkeypatch: pytest.MonkeyPatch, *, hook_fails: str | Non
 
         def verdict(oid: str) -> ClassVerdict:
             if len(rounds) == 1 and oid in _ids():
-                return ClassVerdict(oid, Verdict.DIFFERS, (ScenarioOutcome(
-                    "greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))),))
+                return ClassVerdict(
+                    oid,
+                    Verdict.DIFFERS,
+                    (
+                        ScenarioOutcome(
+                            "greedy", ScenarioStatus.DIFFERS, "keys", repair=Repair(remove=("token_type_ids",))
+                        ),
+                    ),
+                )
             if (len(rounds) == 3 or (len(rounds) == 4 and trim_fails)) and oid == hook_fails:
                 return ClassVerdict(oid, Verdict.DIFFERS, detail="greedy: tokens differ")
             return ClassVerdict(oid, Verdict.IDENTICAL)
 
-        return VerifyReport(tuple(verdict(t.override_id) for t in targets), tuple(targets), (), "cpu", "python", 1.0,
-                            "HEAD")
+        return VerifyReport(
+            tuple(verdict(t.override_id) for t in targets), tuple(targets), (), "cpu", "python", 1.0, "HEAD"
+        )
 
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     return rounds
@@ -94,7 +103,9 @@ def test_the_repairs_repeated_across_models_become_a_hook(tree: Path, monkeypatc
     assert run.final.summary(run.result)["deleted"] >= 3
 
 
-def test_a_member_whose_deletion_does_not_verify_is_trimmed_instead(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_member_whose_deletion_does_not_verify_is_trimmed_instead(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Its signature may be what generate() reads (inputs_embeds it refused, a default a composite relied on): the
     trim keeps it, loses only the hooked statements, and its mark says what is left."""
     rounds = _fake_verification(monkeypatch, hook_fails=_ids()[0])
@@ -110,7 +121,8 @@ def test_a_member_whose_deletion_does_not_verify_is_trimmed_instead(tree: Path, 
 
 
 def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the_hook_goes_with_too_few(
-        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _fake_verification(monkeypatch, hook_fails=_ids()[0], trim_fails=True)
     run = run_migration_on(resolve(tree, with_git=False), hooks=True)
     actions = dict(run.final.plan.actions)
@@ -123,44 +135,64 @@ def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the
     for model in MODELS:
         source = _class_source(tree, model)
         assert 'model_inputs.pop("token_type_ids", None)' in source and "_generation_dropped_inputs" not in source
-    assert "_generation_dropped_inputs" not in (tree / "src/transformers/generation/utils.py").read_text(encoding="utf-8")
+    assert "_generation_dropped_inputs" not in (tree / "src/transformers/generation/utils.py").read_text(
+        encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize(
     ("mark", "hooked", "reworded"),
     [
         # Fuyu: its first-step inputs are the hook's now, its own cut of the ids stays
-        ("image_patches only on the first step; input_ids cut to the last token", {"image_patches"},
-         "input_ids cut to the last token"),
+        (
+            "image_patches only on the first step; input_ids cut to the last token",
+            {"image_patches"},
+            "input_ids cut to the last token",
+        ),
         # a key named inside a phrase about another key is not that phrase's key
-        ("position_ids from attention_mask; drops head_mask", {"attention_mask"},
-         "position_ids from attention_mask; drops head_mask"),
+        (
+            "position_ids from attention_mask; drops head_mask",
+            {"attention_mask"},
+            "position_ids from attention_mask; drops head_mask",
+        ),
         ("image_patches only on the first step", {"image_patches"}, ""),
-        ("drops head_mask; no pixel_values after the first step; input_ids cut to the last token",
-         {"head_mask", "pixel_values"}, "input_ids cut to the last token"),
+        (
+            "drops head_mask; no pixel_values after the first step; input_ids cut to the last token",
+            {"head_mask", "pixel_values"},
+            "input_ids cut to the last token",
+        ),
         # a mark read back from a tree, cut to fit its line: the cut is no phrase of its own
         ("no image_patches after the first step; …", {"image_patches"}, ""),
     ],
 )
-def test_a_trim_keeps_the_phrases_of_the_first_pass_mark_no_hook_does(mark: str, hooked: set[str],
-                                                                        reworded: str) -> None:
+def test_a_trim_keeps_the_phrases_of_the_first_pass_mark_no_hook_does(
+    mark: str, hooked: set[str], reworded: str
+) -> None:
     assert migrate.reworded_mark(mark, hooked) == reworded
 
 
 def test_a_later_pass_rewords_the_mark_the_first_composed_not_the_cut_one() -> None:
     """Fuyu on 4.45.2: its first-pass mark is too long for its line (the tree has it cut after its hooked phrases);
     the trim re-words the whole one, keeping its own cut of the ids."""
-    whole = ("no image_patches after the first step; no image_patches_indices after the first step; "
-             "input_ids cut to the last token; position_ids cut to the last token")
+    whole = (
+        "no image_patches after the first step; no image_patches_indices after the first step; "
+        "input_ids cut to the last token; position_ids cut to the last token"
+    )
     # as the planner writes a reduction: its new body, then a MARK edit with the reason it composed
     body = "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
     reduce = Edit("m.py", "FuyuForCausalLM", EditKind.REDUCE, "m.py::FuyuForCausalLM", "reduced", text=body)
     fuyu_mark = Edit("m.py", "FuyuForCausalLM", EditKind.MARK, "m.py::FuyuForCausalLM", "stays: marked", text=whole)
     mark = Edit("m.py", "Kept", EditKind.MARK, "m.py::Kept", "kept", text="its own cache")
-    plan = Plan(shards=(Shard("s", "override", ("m.py::FuyuForCausalLM", "m.py::Kept"), (reduce, fuyu_mark, mark)),),
-                hoist=None, held=(), actions=())
+    plan = Plan(
+        shards=(Shard("s", "override", ("m.py::FuyuForCausalLM", "m.py::Kept"), (reduce, fuyu_mark, mark)),),
+        hoist=None,
+        held=(),
+        actions=(),
+    )
     marks = migrate.composed_marks(plan)
     assert marks == {"m.py::FuyuForCausalLM": whole, "m.py::Kept": "its own cache"}
     assert fitted_mark(f"# Overwritten -- {whole}", 8).endswith("after the first step; …")
-    assert migrate.reworded_mark(marks["m.py::FuyuForCausalLM"], {"image_patches", "image_patches_indices"}) == \
-        "input_ids cut to the last token; position_ids cut to the last token"
+    assert (
+        migrate.reworded_mark(marks["m.py::FuyuForCausalLM"], {"image_patches", "image_patches_indices"})
+        == "input_ids cut to the last token; position_ids cut to the last token"
+    )

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemod.checkout import resolve
 from codemod.analyse.scan import scan
+from codemod.checkout import resolve
 from codemod.verify.session import inheriting_targets
 
-BASE = '''from transformers import PreTrainedModel
+BASE = """from transformers import PreTrainedModel
 
 
 class BaseLM(PreTrainedModel):
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         return {"input_ids": input_ids, **kwargs}
-'''
+"""
 
 #: a file that never mentions the method: its classes inherit it all the same
-CHILDREN = '''from .modeling_base import BaseLM
+CHILDREN = """from .modeling_base import BaseLM
 
 
 class ChildLM(BaseLM):
@@ -32,9 +32,9 @@ class GrandChildLM(
 
 class Unrelated:
     pass
-'''
+"""
 
-OWN = '''from .modeling_base import BaseLM
+OWN = """from .modeling_base import BaseLM
 
 
 class ShadowLM(BaseLM):
@@ -47,7 +47,7 @@ class ExtendsLM(BaseLM):
         model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
         model_inputs["pixel_values"] = kwargs.get("pixel_values")
         return model_inputs
-'''
+"""
 
 
 def test_subclasses_of_a_changed_override_are_targets_with_its_id(tmp_path: Path, codemod_cache: Path) -> None:
@@ -79,8 +79,12 @@ def test_a_failing_inheritor_fails_the_override_it_inherits() -> None:
 
     verdicts = (
         ClassVerdict("modeling_base.py::BaseLM", "identical"),
-        ClassVerdict("modeling_children.py::ChildLM", "crashed", detail="greedy: TypeError",
-                     inherits_from="modeling_base.py::BaseLM"),
+        ClassVerdict(
+            "modeling_children.py::ChildLM",
+            "crashed",
+            detail="greedy: TypeError",
+            inherits_from="modeling_base.py::BaseLM",
+        ),
     )
     report = VerifyReport(verdicts, (), (), "cpu", "python", 1.0, "HEAD")
     assert failing(report, keep_unverified=False) == {
@@ -90,17 +94,18 @@ def test_a_failing_inheritor_fails_the_override_it_inherits() -> None:
 
 #: a modular source whose class inherits the changed override there only: the converter generates a class with
 #: bases of its own (4.57's ``modular_gemma3n.py``: ``Gemma3nForConditionalGeneration(PaliGemmaForConditionalGeneration)``)
-MODULAR = '''from ..base.modeling_base import BaseLM
+MODULAR = """from ..base.modeling_base import BaseLM
 
 
 class ModularChildLM(BaseLM):
     def prepare_inputs_for_generation(self, input_ids, **kwargs):
         return super().prepare_inputs_for_generation(input_ids, **kwargs)
-'''
+"""
 
 
-def test_a_modular_source_that_inherits_a_changed_override_is_not_run_and_says_why(tmp_path: Path,
-                                                                                  codemod_cache: Path) -> None:
+def test_a_modular_source_that_inherits_a_changed_override_is_not_run_and_says_why(
+    tmp_path: Path, codemod_cache: Path
+) -> None:
     """4.57.1's written tree: ``codemod verify`` ran Gemma3n's and PerceptionLM's modular sources as classes that
     inherit PaliGemma's and LLaVA's changed overrides, and called them unverified (importing a modular source
     fails). What runs is the generated class, whose bases are its own: the source is listed as not run, with why."""
@@ -111,6 +116,9 @@ def test_a_modular_source_that_inherits_a_changed_override_is_not_run_and_says_w
     (tmp_path / "child" / "modeling_child.py").write_text(CHILDREN.replace(".modeling_base", "..base.modeling_base"))
     result = scan(resolve(tmp_path))
     targets, not_run = inheriting_targets(result, ["base/modeling_base.py::BaseLM"])
-    assert {t.override_id for t in targets} == {"child/modeling_child.py::ChildLM", "child/modeling_child.py::GrandChildLM"}
+    assert {t.override_id for t in targets} == {
+        "child/modeling_child.py::ChildLM",
+        "child/modeling_child.py::GrandChildLM",
+    }
     assert [override_id for override_id, _ in not_run] == ["child/modular_child.py::ModularChildLM"]
     assert "the class generated from it does not" in not_run[0][1]

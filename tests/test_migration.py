@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemod.transform.apply import compute_changes
+from codemod.analyse.scan import scan
 from codemod.checkout import resolve
 from codemod.migrate import to_migration
 from codemod.migration import MIXIN_MODEL
 from codemod.publish.pr.plan import group_models, screen
-from codemod.analyse.scan import scan
+from codemod.transform.apply import compute_changes
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.session import VerifyReport
 
@@ -40,8 +40,10 @@ def test_a_copy_group_lands_as_one_unit_named_after_its_source(mini_checkout: Pa
     assert by_name["otter"].lead == ""
     kept, withheld = screen(migration.models)
     assert not withheld
-    groups = {g.name: sorted(m.model for m in g.models) for g in group_models(
-        [m for m in kept if m.model != MIXIN_MODEL], "model")}
+    groups = {
+        g.name: sorted(m.model for m in g.models)
+        for g in group_models([m for m in kept if m.model != MIXIN_MODEL], "model")
+    }
     (otter_group,) = [members for members in groups.values() if "otter" in members]
     assert {"badger", "ferret", "otter"} <= set(otter_group)
     assert groups["otter"] == otter_group

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.cache import cache_dir
 from codemod.analyse.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
 from codemod.analyse.recognise import analyse_statements
+from codemod.cache import cache_dir
 
 
 def mixin_source(signature: str, *pieces: str, helpers: str = "") -> str:
@@ -203,10 +203,19 @@ class EraCase:
     never_forwarded: tuple[str, ...] = ("labels",)
 
 
-CACHE_POSITION_BEHAVIOURS = frozenset({
-    "slice-by-cache-position", "inputs-embeds-first-step", "encoder-decoder-ids-key", "position-ids-from-mask",
-    "slice-with-ids", "static-cache-mask", "forward-kwargs", "drop-key", "output-dict",
-})
+CACHE_POSITION_BEHAVIOURS = frozenset(
+    {
+        "slice-by-cache-position",
+        "inputs-embeds-first-step",
+        "encoder-decoder-ids-key",
+        "position-ids-from-mask",
+        "slice-with-ids",
+        "static-cache-mask",
+        "forward-kwargs",
+        "drop-key",
+        "output-dict",
+    }
+)
 POSITION_IDS_BY_THE_MIXIN = {"when": "forward accepts position_ids", "slice": "new tokens", "padding": "1"}
 DECODER_NAMES = "position_ids,token_type_ids,decoder_position_ids"
 BASE_MODEL_ELSE_GENERIC = "the base model's helper, else create_masks_for_generate (a model may override it)"
@@ -229,8 +238,10 @@ ERAS = {
             IDS_OR_EMBEDS.format(first_step="cache_position[0] == 0"),
             POSITION_IDS.format(key='"position_ids"', padding=1),
             SLICE_LIKE_WHAT_IS_FED.format(
-                names='["position_ids", "token_type_ids"]', cached="past_key_values is not None",
-                embeds='model_inputs["inputs_embeds"]', dims=":",
+                names='["position_ids", "token_type_ids"]',
+                cached="past_key_values is not None",
+                embeds='model_inputs["inputs_embeds"]',
+                dims=":",
             ),
             """
             if isinstance(past_key_values, StaticCache) and attention_mask.ndim == 2:
@@ -276,7 +287,9 @@ ERAS = {
             POSITION_IDS.format(key="position_ids_key", padding=1),
             SLICE_LIKE_WHAT_IS_FED.format(
                 names='["position_ids", "token_type_ids", "decoder_position_ids"]',
-                cached="past_key_values is not None", embeds='model_inputs.get("inputs_embeds")', dims=":",
+                cached="past_key_values is not None",
+                embeds='model_inputs.get("inputs_embeds")',
+                dims=":",
             ),
             COMPILEABLE_CACHE_MASK,
             MASKS_OUT,
@@ -338,7 +351,9 @@ ERAS = {
             POSITION_IDS.format(key="position_ids_key", padding=1),
             SLICE_LIKE_WHAT_IS_FED.format(
                 names='["position_ids", "token_type_ids", "decoder_position_ids"]',
-                cached="past_key_values is not None", embeds='model_inputs.get("inputs_embeds")', dims=":",
+                cached="past_key_values is not None",
+                embeds='model_inputs.get("inputs_embeds")',
+                dims=":",
             ),
             COMPILEABLE_CACHE_MASK,
             MASKS_OUT,
@@ -374,7 +389,8 @@ ERAS = {
             POSITION_IDS.format(key="position_ids_key", padding=0),
             SLICE_LIKE_WHAT_IS_FED.format(
                 names='["position_ids", "token_type_ids", "decoder_position_ids"]',
-                cached="past_key_values is not None or use_cache", embeds='model_inputs.get("inputs_embeds")',
+                cached="past_key_values is not None or use_cache",
+                embeds='model_inputs.get("inputs_embeds")',
                 dims="...",
             ),
             COMPILEABLE_CACHE_MASK,
@@ -421,10 +437,18 @@ ERAS = {
             helpers=POSITION_IDS_IN_GENERATE,
         ),
         Era.NEXT_SEQUENCE_LENGTH,
-        frozenset({
-            "slice-by-next-sequence-length", "inputs-embeds-first-step", "slice-with-ids", "static-cache-mask",
-            "forward-kwargs", "remote-code-cache-position", "move-to-device", "position-ids-from-mask",
-        }),
+        frozenset(
+            {
+                "slice-by-next-sequence-length",
+                "inputs-embeds-first-step",
+                "slice-with-ids",
+                "static-cache-mask",
+                "forward-kwargs",
+                "remote-code-cache-position",
+                "move-to-device",
+                "position-ids-from-mask",
+            }
+        ),
         {
             "inputs-embeds-first-step": {"first_step": "is_first_iteration"},
             "slice-with-ids": {"names": "position_ids,decoder_position_ids,token_type_ids,mm_token_type_ids"},
@@ -470,16 +494,26 @@ ERAS = {
             helpers=POSITION_IDS_IN_GENERATE,
         ),
         Era.NEXT_SEQUENCE_LENGTH,
-        frozenset({
-            "slice-by-next-sequence-length", "inputs-embeds-first-step", "slice-with-ids", "static-cache-mask",
-            "forward-kwargs", "remote-code-cache-position", "move-to-device", "position-ids-from-mask",
-        }),
+        frozenset(
+            {
+                "slice-by-next-sequence-length",
+                "inputs-embeds-first-step",
+                "slice-with-ids",
+                "static-cache-mask",
+                "forward-kwargs",
+                "remote-code-cache-position",
+                "move-to-device",
+                "position-ids-from-mask",
+            }
+        ),
         {
             "slice-with-ids": {
                 "names": "position_ids,decoder_position_ids,token_type_ids,mm_token_type_ids,moe_mm_token_type_ids"
             },
-            "forward-kwargs": {"never": "labels,next_sequence_length",
-                               "first_step_only": "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"},
+            "forward-kwargs": {
+                "never": "labels,next_sequence_length",
+                "first_step_only": "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL",
+            },
         },
         never_forwarded=("labels", "next_sequence_length"),
     ),
@@ -513,11 +547,14 @@ def test_slicing_by_cache_position_is_under_a_cache_guard() -> None:
 
 
 def test_the_helper_call_is_claimed_only_with_the_ids_and_embeddings_in_place() -> None:
-    source = mixin_source(SIGNATURE, """
+    source = mixin_source(
+        SIGNATURE,
+        """
         model_inputs = {}
         inputs_embeds, input_ids = self._cache_dependant_input_preparation(inputs_embeds, input_ids, cache_position)
         return model_inputs
-    """)
+    """,
+    )
     profile = profile_from_source(source, "swapped arguments")
     assert len(profile.unrecognised) == 1 and "_cache_dependant_input_preparation" in profile.unrecognised[0].code
     assert profile.era is Era.UNKNOWN
@@ -528,8 +565,15 @@ def test_hoisted_mixin_stays_fully_recognised() -> None:
     assert_fully_recognised(profile)
     assert profile.era is Era.CACHE_POSITION
     assert profile.hoisted
-    assert {"slice-by-cache-position", "inputs-embeds-first-step", "position-ids-from-mask", "slice-with-ids",
-            "static-cache-mask", "synthesise-cache-position", "forward-kwargs"} <= profile.behaviours
+    assert {
+        "slice-by-cache-position",
+        "inputs-embeds-first-step",
+        "position-ids-from-mask",
+        "slice-with-ids",
+        "static-cache-mask",
+        "synthesise-cache-position",
+        "forward-kwargs",
+    } <= profile.behaviours
 
 
 # --- real releases -----------------------------------------------------------------------------------
@@ -552,9 +596,21 @@ def release_mixin(version: str) -> Path:
         return target
     download = cache_dir("wheels", version, "download")
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-         f"transformers=={version}", "-d", str(download)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"transformers=={version}",
+            "-d",
+            str(download),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wheels = sorted(download.glob(f"transformers-{version}-*.whl"))
     if done.returncode != 0 or not wheels:
@@ -578,8 +634,13 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
     profile = profile_from_source(path.read_text(encoding="utf-8"), f"transformers {version}")
     assert_fully_recognised(profile)
     assert profile.era is RELEASES[version]
-    assert {"inputs-embeds-first-step", "slice-with-ids", "static-cache-mask", "forward-kwargs",
-            "position-ids-from-mask"} <= profile.behaviours
+    assert {
+        "inputs-embeds-first-step",
+        "slice-with-ids",
+        "static-cache-mask",
+        "forward-kwargs",
+        "position-ids-from-mask",
+    } <= profile.behaviours
 
 
 @pytest.mark.parametrize(
@@ -595,7 +656,8 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
                         model_input = model_input.clone(memory_format=torch.contiguous_format)
                     model_inputs[model_input_name] = model_input
             """,
-            "a name the loop cannot read", id="slice-with-ids-variable-name",
+            "a name the loop cannot read",
+            id="slice-with-ids-variable-name",
         ),
         pytest.param(
             """
@@ -607,7 +669,8 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
                         model_input = model_input.clone(memory_format=torch.contiguous_format)
                     model_inputs[model_input_name] = model_input
             """,
-            "sliced under a test that is not a cache guard", id="slice-with-ids-not-a-cache-guard",
+            "sliced under a test that is not a cache guard",
+            id="slice-with-ids-not-a-cache-guard",
         ),
         pytest.param(
             """
@@ -622,7 +685,8 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
                         model_input = model_input.clone(memory_format=torch.contiguous_format)
                     model_inputs[model_input_name] = model_input
             """,
-            "the length of the embeddings given, not of those fed", id="slice-with-ids-other-length",
+            "the length of the embeddings given, not of those fed",
+            id="slice-with-ids-other-length",
         ),
         pytest.param(
             """
@@ -631,7 +695,8 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
                 position_ids.masked_fill_(attention_mask == 0, 1)
                 kwargs[key] = position_ids
             """,
-            "a key variable that is not known to name position_ids", id="position-ids-unknown-key",
+            "a key variable that is not known to name position_ids",
+            id="position-ids-unknown-key",
         ),
         pytest.param(
             """
@@ -639,7 +704,8 @@ def test_real_release_mixin_is_fully_recognised(version: str) -> None:
             if use_cache is None:
                 use_cache = getattr(self.config, "output_attentions", False)
             """,
-            "falls back to another setting", id="read-kwarg-other-setting",
+            "falls back to another setting",
+            id="read-kwarg-other-setting",
         ),
     ],
 )

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from codemod.checkout import Checkout, CheckoutKind, resolve
 from codemod.analyse.modular import (
     MethodOrigin,
     ModularPair,
@@ -16,6 +15,7 @@ from codemod.analyse.modular import (
     modular_overrides,
     modular_pairs,
 )
+from codemod.checkout import Checkout, CheckoutKind, resolve
 
 METHOD = "prepare_inputs_for_generation"
 
@@ -126,7 +126,9 @@ class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
         ),
         pytest.param("# Copyright 2024\nimport torch\n", None, id="hand-written"),
         pytest.param("\n" * 20 + gen_header("late"), None, id="beyond-first-lines"),
-        pytest.param('"""\nThis file was automatically generated from x/modular_x.py.\n"""\n', None, id="not-a-comment"),
+        pytest.param(
+            '"""\nThis file was automatically generated from x/modular_x.py.\n"""\n', None, id="not-a-comment"
+        ),
         pytest.param("", None, id="empty"),
     ],
 )
@@ -178,7 +180,10 @@ def test_inherited_from_a_parent_model(tree: Tree, import_line: str) -> None:
     generated = tree.model("foo", modular, GENERATED_FOO)
     origin = tree.origin(generated, "FooForCausalLM")
     assert origin.kind == "inherited"
-    assert (origin.source_file, origin.source_class) == ("src/transformers/models/llama/modeling_llama.py", "LlamaForCausalLM")
+    assert (origin.source_file, origin.source_class) == (
+        "src/transformers/models/llama/modeling_llama.py",
+        "LlamaForCausalLM",
+    )
     assert origin.source_line == 13
     assert origin.chain == ("FooForCausalLM", "LlamaForCausalLM")
     assert origin.modular_file == "src/transformers/models/foo/modular_foo.py"
@@ -318,7 +323,9 @@ def test_removed_by_a_parent_modular_class(tree: Tree) -> None:
 
 
 def test_placeholder_header_uses_the_sibling_modular_file(tree: Tree) -> None:
-    modular = "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    modular = (
+        "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    )
     tree.model("foo", modular, "")
     generated = tree.write("foo/modeling_foo.py", header("<path_to_modular_file.py>") + GENERATED_FOO)
     origin = tree.origin(generated, "FooForCausalLM")
@@ -326,7 +333,9 @@ def test_placeholder_header_uses_the_sibling_modular_file(tree: Tree) -> None:
 
 
 def _unknown_cases() -> list:
-    plain = "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    plain = (
+        "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    )
     return [
         pytest.param(None, "FooForCausalLM", "no modular file", id="modular-missing"),
         pytest.param(plain, "FooModel", "does not define FooModel", id="class-missing"),
@@ -386,7 +395,9 @@ def test_super_call_note(tree: Tree, statement: str, expected: str) -> None:
 
 def test_package_checkout_resolves_the_header_below_the_package(tree: Tree) -> None:
     """Installed packages have no ``src/``: the header's ``src/transformers/…`` path is mapped."""
-    modular = "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    modular = (
+        "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    )
     generated = tree.model("foo", modular, GENERATED_FOO)
     package = resolve(tree.package, with_git=False)
     assert package.kind is CheckoutKind.PACKAGE
@@ -403,7 +414,13 @@ def test_reads_go_through_the_callers_reader(tree: Tree) -> None:
     generated = tree.model("phi3", PHI3_MODULAR, "class Phi3ForCausalLM:\n    pass\n")
     tree.origin(generated, "Phi3ForCausalLM")
     names = {path.name for path in tree.reads}
-    assert {"modeling_phi3.py", "modular_phi3.py", "modeling_mistral.py", "modular_mistral.py", "modeling_llama.py"} <= names
+    assert {
+        "modeling_phi3.py",
+        "modular_phi3.py",
+        "modeling_mistral.py",
+        "modular_mistral.py",
+        "modeling_llama.py",
+    } <= names
 
 
 # ------------------------------------------------------------------------------------------------
@@ -411,7 +428,9 @@ def test_reads_go_through_the_callers_reader(tree: Tree) -> None:
 
 
 def test_modular_pairs(tree: Tree) -> None:
-    foo_modular = "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    foo_modular = (
+        "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FooForCausalLM(LlamaForCausalLM):\n    pass\n"
+    )
     tree.model("foo", foo_modular, GENERATED_FOO)
     # two modular files in one directory (data2vec style), each with its own generated file
     tree.write("duo/modular_duo_text.py", "class DuoTextModel:\n    pass\n")
@@ -419,7 +438,10 @@ def test_modular_pairs(tree: Tree) -> None:
     tree.write("duo/modular_duo_audio.py", "class DuoAudioModel:\n    pass\n")
     tree.write("duo/modeling_duo_audio.py", header("src/transformers/models/duo/modular_duo_audio.py"))
     # config only: generates configuration_cfg.py, no modeling file
-    tree.write("cfg/modular_cfg.py", "from ..llama.configuration_llama import LlamaConfig\n\n\nclass CfgConfig(LlamaConfig):\n    pass\n")
+    tree.write(
+        "cfg/modular_cfg.py",
+        "from ..llama.configuration_llama import LlamaConfig\n\n\nclass CfgConfig(LlamaConfig):\n    pass\n",
+    )
     # processor only, next to a hand-written modeling file
     tree.write("proc/modular_proc.py", "class ProcImageProcessor:\n    pass\n")
     tree.write("proc/modeling_proc.py", "class ProcModel:\n    pass\n")
@@ -440,7 +462,9 @@ def test_modular_pairs_accepts_the_placeholder_header(tree: Tree) -> None:
     tree.write("foo/modular_foo.py", "class FooModel:\n    pass\n")
     tree.write("foo/modeling_foo.py", header("<path_to_modular_file.py>"))
     pairs = modular_pairs(tree.checkout, [tree.package / "models/foo/modular_foo.py"], tree.read)
-    assert [(p.generated_file, p.generated_exists) for p in pairs] == [("src/transformers/models/foo/modeling_foo.py", True)]
+    assert [(p.generated_file, p.generated_exists) for p in pairs] == [
+        ("src/transformers/models/foo/modeling_foo.py", True)
+    ]
 
 
 def test_modular_overrides() -> None:

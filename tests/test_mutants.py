@@ -117,7 +117,9 @@ HOOK_IDIOMS = {
     "_generation_inputs_ignored_when_given": Idiom((Atom.GIVEN.value,), (ValueKind.PREPARED, ValueKind.NONE)),
     "_generation_input_defaults": Idiom((), (ValueKind.CALLER_OR_DEFAULT,)),
     "_generation_inputs_dropped_after_first_step_unless_needed": Idiom(
-        (Atom.FIRST.value, Atom.OWN.value), (ValueKind.NONE, ValueKind.PREPARED, ValueKind.PREPARED, ValueKind.PREPARED)),
+        (Atom.FIRST.value, Atom.OWN.value),
+        (ValueKind.NONE, ValueKind.PREPARED, ValueKind.PREPARED, ValueKind.PREPARED),
+    ),
 }
 
 
@@ -135,7 +137,7 @@ def hooked_mixin(hook: str) -> str:
     assert result.error is None, result.error
     # the method alone, as METHOD_SOURCE is (the rewrite declares the attribute above it)
     text = result.new_text()
-    return text[text.index("    def prepare_inputs_for_generation("):]
+    return text[text.index("    def prepare_inputs_for_generation(") :]
 
 
 def test_every_hook_mutant_has_its_hook_here() -> None:
@@ -167,9 +169,12 @@ def test_a_hook_mutant_is_tried_on_the_classes_that_set_its_attribute(tmp_path) 
     setters = mutants.hook_setters(tmp_path, "_generation_dropped_inputs")
     assert setters == {"ToyForCausalLM", "ToyWithHeadForCausalLM"}
     Target = crosscheck.Target
-    targets = [Target("a", "m", "ToyForCausalLM", "toy"), Target("b", "m", "ToyModel", "toy"),
-               Target("c", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m", "ToyForCausalLM"),
-               Target("d", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m2", "BertLMHeadModel")]
+    targets = [
+        Target("a", "m", "ToyForCausalLM", "toy"),
+        Target("b", "m", "ToyModel", "toy"),
+        Target("c", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m", "ToyForCausalLM"),
+        Target("d", "ed", "EncoderDecoderModel", "encoder_decoder", "encoder-decoder", "m2", "BertLMHeadModel"),
+    ]
     assert [t.id for t in mutants.hooked(targets, setters)] == ["a", "c"]
 
 
@@ -212,8 +217,12 @@ GUARD_MUTANTS = [
         "        if cache_position[0] == 0:\n"
         "            return {}\n"
         "        return {'input_ids': input_ids}\n",
-        mutants.first_step_every_step, "if True:  # mutant", "if cache_position[0] == 0:", "guards an input",
-        id="first-step-input"),
+        mutants.first_step_every_step,
+        "if True:  # mutant",
+        "if cache_position[0] == 0:",
+        "guards an input",
+        id="first-step-input",
+    ),
     pytest.param(
         "class LynxForConditionalGeneration(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):\n"
@@ -228,9 +237,12 @@ GUARD_MUTANTS = [
         "        if legacy_processing or cache_position[0] == 0:\n"
         "            return {}\n"
         "        return {'input_ids': input_ids}\n",
-        mutants.legacy_image_first_step_only, "if cache_position[0] == 0:  # mutant",
-        "if legacy_processing or cache_position[0] == 0:", "legacy_processing or",
-        id="legacy-image"),
+        mutants.legacy_image_first_step_only,
+        "if cache_position[0] == 0:  # mutant",
+        "if legacy_processing or cache_position[0] == 0:",
+        "legacy_processing or",
+        id="legacy-image",
+    ),
     pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):\n"
@@ -241,9 +253,12 @@ GUARD_MUTANTS = [
         "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):\n"
         "        past_key_values = None\n"
         "        return {'input_ids': input_ids, 'past_key_values': past_key_values}\n",
-        mutants.cache_reset_dropped, "pass  # mutant: was `past_key_values = None`",
-        "\n        past_key_values = None\n", "drops the cache",
-        id="cache-reset"),
+        mutants.cache_reset_dropped,
+        "pass  # mutant: was `past_key_values = None`",
+        "\n        past_key_values = None\n",
+        "drops the cache",
+        id="cache-reset",
+    ),
     pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
@@ -257,8 +272,12 @@ GUARD_MUTANTS = [
         "        if position_ids is not None:\n"
         '            model_inputs["position_ids"] = None\n'
         "        return model_inputs\n",
-        mutants.caller_input_honoured, "if False:  # mutant", "if position_ids is not None:", "sets a key to None",
-        id="none-when-given"),
+        mutants.caller_input_honoured,
+        "if False:  # mutant",
+        "if position_ids is not None:",
+        "sets a key to None",
+        id="none-when-given",
+    ),
     pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
@@ -272,8 +291,10 @@ GUARD_MUTANTS = [
         "        return model_inputs\n",
         mutants.caller_value_not_passed_on,
         """pass  # mutant: was `model_inputs["attention_mask"] = kwargs.get("attention_mask")`""",
-        """\n        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n""", "passes a key on from",
-        id="passed-on-from-kwargs"),
+        """\n        model_inputs["attention_mask"] = kwargs.get("attention_mask")\n""",
+        "passes a key on from",
+        id="passed-on-from-kwargs",
+    ),
     pytest.param(
         "class LynxForCausalLM(LynxPreTrainedModel):\n"
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
@@ -284,15 +305,19 @@ GUARD_MUTANTS = [
         "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
         '        kwargs.pop("cache_position", None)\n'
         "        return {'input_ids': input_ids}\n",
-        mutants.withheld_position_passed_on, """pass  # mutant: was `kwargs.pop("cache_position", None)`""",
-        """\n        kwargs.pop("cache_position", None)\n        return {""", "withholds cache_position",
-        id="withheld-cache-position"),
+        mutants.withheld_position_passed_on,
+        """pass  # mutant: was `kwargs.pop("cache_position", None)`""",
+        """\n        kwargs.pop("cache_position", None)\n        return {""",
+        "withholds cache_position",
+        id="withheld-cache-position",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("reduced", "bespoke", "mutate", "mutated", "kept", "exhausted"), GUARD_MUTANTS)
-def test_a_reduced_override_mutant_edits_reduced_overrides_only(tmp_path, reduced, bespoke, mutate, mutated, kept,
-                                                                exhausted) -> None:
+def test_a_reduced_override_mutant_edits_reduced_overrides_only(
+    tmp_path, reduced, bespoke, mutate, mutated, kept, exhausted
+) -> None:
     model = lynx(tmp_path, reduced + "\n\n" + bespoke)
     assert mutate(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
     text = model.read_text()
@@ -323,22 +348,28 @@ def test_upstream_deletions_and_the_composites_generation_mixin_base() -> None:
 
 def test_the_oracle_finds_classes_whose_inherited_method_changed(tmp_path) -> None:
     """crosscheck's discovery: own method, a same-file base's, an imported base's, and the mixin's."""
+
     def tree(root: Path, llama_method: str, mixin_body: str) -> Path:
         (root / "src/transformers/generation").mkdir(parents=True)
         (root / "src/transformers/generation/utils.py").write_text(
-            f"class GenerationMixin:\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        {mixin_body}\n")
+            f"class GenerationMixin:\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        {mixin_body}\n"
+        )
         (root / "src/transformers/models/llama").mkdir(parents=True)
         (root / "src/transformers/models/llama/modeling_llama.py").write_text(
             "class LlamaPreTrainedModel(PreTrainedModel):\n    pass\n\n\n"
             f"class LlamaForCausalLM(LlamaPreTrainedModel, GenerationMixin):\n{llama_method}\n\n"
             "class LlamaChild(LlamaForCausalLM):\n    pass\n\n\n"
-            "class LlamaModel(LlamaPreTrainedModel):\n    pass\n")
+            "class LlamaModel(LlamaPreTrainedModel):\n    pass\n"
+        )
         (root / "src/transformers/models/fixture").mkdir(parents=True)
         (root / "src/transformers/models/fixture/modeling_fixture.py").write_text(
-            "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FixtureLM(LlamaForCausalLM):\n    pass\n")
+            "from ..llama.modeling_llama import LlamaForCausalLM\n\n\nclass FixtureLM(LlamaForCausalLM):\n    pass\n"
+        )
         return root
 
-    own = "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return {'input_ids': input_ids}\n"
+    own = (
+        "    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return {'input_ids': input_ids}\n"
+    )
     base = tree(tmp_path / "base", own, "raise NotImplementedError('stub')")
     new = tree(tmp_path / "new", "    pass\n", "return {'input_ids': input_ids}")
     found = {t.cls for t in crosscheck.changed_targets(crosscheck.Tree(base), crosscheck.Tree(new))}
@@ -366,8 +397,10 @@ def test_the_oracle_compares_cases_as_documented() -> None:
     # a lossless strategy the old code crashed on: the new tokens are greedy's, whole sequences compared
     lookup = {"name": "prompt-lookup", "embeds": False, "reference": "greedy-b1"}
     assert crosscheck.compare_case(lookup, err("IndexError: x"), ok([[7, 7, 5, 6]]), reference, 2) == "extended"
-    assert crosscheck.compare_case(lookup, err("IndexError: x"), ok([[7, 7, 5, 9]]), reference, 2) == \
-        "extended-inconsistent"
+    assert (
+        crosscheck.compare_case(lookup, err("IndexError: x"), ok([[7, 7, 5, 9]]), reference, 2)
+        == "extended-inconsistent"
+    )
     # where both sides run, the old tokens are the reference, whatever greedy makes
     assert crosscheck.compare_case(lookup, ok([[7, 7, 5, 9]]), ok([[7, 7, 5, 9]]), reference, 2) == "same"
 
@@ -383,15 +416,30 @@ class _OracleModel:
 
 #: the decoding strategies that call prepare_inputs_for_generation their own way, with the batch each runs on
 #: (4.45's low-memory contrastive search and prompt lookup take one prompt at a time)
-STRATEGY_CASES = {"contrastive": "b2", "contrastive-low-memory": "b1", "prompt-lookup": "b1", "group-beam": "b2",
-                  "sampling-2-sequences": "b2", "extra-outputs": "b2"}
+STRATEGY_CASES = {
+    "contrastive": "b2",
+    "contrastive-low-memory": "b1",
+    "prompt-lookup": "b1",
+    "group-beam": "b2",
+    "sampling-2-sequences": "b2",
+    "extra-outputs": "b2",
+}
 
 
 @pytest.mark.parametrize("encoder_decoder", [False, True])
 def test_the_oracle_runs_every_decoding_strategy(encoder_decoder: bool) -> None:
-    cases = {case["name"]: case for case in crosscheck.plan_cases(
-        _OracleModel(), encoder_decoder=encoder_decoder, text=True, embeddable=False, has_tt=False,
-        reads_is_decoder=False, decoder_start=None)}
+    cases = {
+        case["name"]: case
+        for case in crosscheck.plan_cases(
+            _OracleModel(),
+            encoder_decoder=encoder_decoder,
+            text=True,
+            embeddable=False,
+            has_tt=False,
+            reads_is_decoder=False,
+            decoder_start=None,
+        )
+    }
     assert {name: cases[name]["inputs"] for name in STRATEGY_CASES if name in cases} == STRATEGY_CASES
     # DoLa contrasts a decoder-only model's layers; generate() refuses it for encoder-decoders
     assert ("dola" in cases) is not encoder_decoder
@@ -411,11 +459,36 @@ def mutant_verdicts(tmp_path_factory) -> dict[str, dict]:
     shutil.copy(VERIFY_FIXTURE, root / "src/transformers/models/fixture_lm" / VERIFY_FIXTURE.name)
     (root / FILE).write_text(module_text(mutated=False))
     git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the mutant fixture, with the generic mixin")
+    git(
+        root,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "the mutant fixture, with the generic mixin",
+    )
     (root / FILE).write_text(module_text(mutated=True))
     report = root.parent / "verify.json"
-    done = CliRunner().invoke(app, ["verify", str(root), "--base", "HEAD", "--format", "json", "-o", str(report),
-                                    "--no-own-tests", "--jobs", "2", "--only", "mutant_lm"])
+    done = CliRunner().invoke(
+        app,
+        [
+            "verify",
+            str(root),
+            "--base",
+            "HEAD",
+            "--format",
+            "json",
+            "-o",
+            str(report),
+            "--no-own-tests",
+            "--jobs",
+            "2",
+            "--only",
+            "mutant_lm",
+        ],
+    )
     assert report.is_file(), done.output
     doc = json.loads(report.read_text())
     shutil.rmtree(root, ignore_errors=True)

@@ -18,11 +18,11 @@ from codemod.verify.owntests import (
     TestRun,
     compare_runs,
     failing_models,
+    modeling_test_files,
     models_with_tests,
     node_id,
     parse_junit,
     run_model_tests,
-    modeling_test_files,
     verify_own_tests,
 )
 
@@ -99,10 +99,14 @@ def test_parse_junit_empty_report() -> None:
 def test_node_id_uses_the_tree_where_the_module_ends() -> None:
     # a lowercase class, or a capitalised module: only the tree can tell
     files = {"tests/models/x/Test_Upper.py", "tests/models/x/test_lower.py"}
-    assert node_id("tests.models.x.Test_Upper.Cls", "test_a", files.__contains__) == \
-        "tests/models/x/Test_Upper.py::Cls::test_a"
-    assert node_id("tests.models.x.test_lower.lowercls", "test_a", files.__contains__) == \
-        "tests/models/x/test_lower.py::lowercls::test_a"
+    assert (
+        node_id("tests.models.x.Test_Upper.Cls", "test_a", files.__contains__)
+        == "tests/models/x/Test_Upper.py::Cls::test_a"
+    )
+    assert (
+        node_id("tests.models.x.test_lower.lowercls", "test_a", files.__contains__)
+        == "tests/models/x/test_lower.py::lowercls::test_a"
+    )
     # without the tree: the module ends before the first capitalised part
     assert node_id("tests.models.x.test_lower.lowercls", "test_a") == "tests/models/x/test_lower/lowercls.py::test_a"
     assert node_id("tests.models.x.test_lower.Cls", "test_a") == "tests/models/x/test_lower.py::Cls::test_a"
@@ -118,10 +122,12 @@ def run(outcomes: dict[str, str], error: str | None = None, model: str = "llama"
 
 
 def test_compare_runs_regressions_and_counts() -> None:
-    before = run({"a": "passed", "b": "passed", "c": "failed", "d": "skipped", "e": "passed", "f": "passed",
-                  "g": "error"})
-    after = run({"a": "passed", "b": "failed", "c": "passed", "d": "skipped", "e": "error", "g": "passed",
-                 "h": "passed"})
+    before = run(
+        {"a": "passed", "b": "passed", "c": "failed", "d": "skipped", "e": "passed", "f": "passed", "g": "error"}
+    )
+    after = run(
+        {"a": "passed", "b": "failed", "c": "passed", "d": "skipped", "e": "error", "g": "passed", "h": "passed"}
+    )
     verdict = compare_runs(before, after)
     # b failed, e errored, f went missing; c and g were not passing before (fixed), h is new
     assert verdict.regressions == ("b", "e", "f")
@@ -130,7 +136,9 @@ def test_compare_runs_regressions_and_counts() -> None:
     assert verdict.counts == {
         "before": {"passed": 4, "failed": 1, "error": 1, "skipped": 1},
         "after": {"passed": 4, "failed": 1, "error": 1, "skipped": 1},
-        "regressions": 3, "fixed": 3, "flaky": 0,
+        "regressions": 3,
+        "fixed": 3,
+        "flaky": 0,
     }
     assert "3 regressed: b, e, f" in verdict.describe()
     assert verdict.to_json()["regressions"] == ["b", "e", "f"]
@@ -147,13 +155,17 @@ def test_compare_runs_passed_to_skipped_is_a_regression() -> None:
     assert compare_runs(run({"a": "passed"}), run({"a": "skipped"})).regressions == ("a",)
 
 
-@pytest.mark.parametrize(("after", "regressed"), [
-    # upstream's test_inputs_embeds_matches_input_ids_with_generate skips a model whose signature names no
-    # inputs_embeds: a change that names them makes it run, and CTRL's and BertGeneration's failed it
-    ("failed", True), ("error", True),
-    ("passed", False),  # it runs and passes: fixed, not a regression
-    ("skipped", False),
-])
+@pytest.mark.parametrize(
+    ("after", "regressed"),
+    [
+        # upstream's test_inputs_embeds_matches_input_ids_with_generate skips a model whose signature names no
+        # inputs_embeds: a change that names them makes it run, and CTRL's and BertGeneration's failed it
+        ("failed", True),
+        ("error", True),
+        ("passed", False),  # it runs and passes: fixed, not a regression
+        ("skipped", False),
+    ],
+)
 def test_compare_runs_skipped_to_failing_is_a_regression(after: str, regressed: bool) -> None:
     verdict = compare_runs(run({"a": "skipped"}), run({"a": after}))
     assert verdict.regressions == (("a",) if regressed else ())
@@ -209,8 +221,10 @@ def test_models_with_tests(tmp_path: Path) -> None:
     assert models_with_tests(tests, ["blip", "llama", "bert", "gpt2", "missing", "", "llama"]) == ["blip", "llama"]
     assert models_with_tests(tmp_path / "nowhere", ["llama"]) == []
     assert modeling_test_files(tests, "llama") == ["tests/models/llama/test_modeling_llama.py"]
-    assert modeling_test_files(tests, "blip") == ["tests/models/blip/test_modeling_blip.py",
-                                         "tests/models/blip/test_modeling_blip_text.py"]
+    assert modeling_test_files(tests, "blip") == [
+        "tests/models/blip/test_modeling_blip.py",
+        "tests/models/blip/test_modeling_blip_text.py",
+    ]
     assert modeling_test_files(tests, "missing") == []
 
 
@@ -314,7 +328,8 @@ def test_run_model_tests(trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPat
     result = run_model_tests(Path(sys.executable), old, "fake", jobs=2, timeout=RUN_TIMEOUT, keyword="fails or greedy")
     assert result.error is None, result.error
     assert dict(result.outcomes) == {
-        f"{FAKE}::test_generate_fails": "failed", f"{FAKE}::FakeModelTest::test_greedy_generate": "failed",
+        f"{FAKE}::test_generate_fails": "failed",
+        f"{FAKE}::FakeModelTest::test_greedy_generate": "failed",
         f"{FAKE}::test_assisted_decoding_matches_greedy_search": "passed",
     }
 
@@ -350,8 +365,15 @@ def test_verify_own_tests(trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPa
     old, new = trees
     messages: list[str] = []
     # unchanged: no regressions
-    [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake", "absent", "fake"], jobs=2, timeout=RUN_TIMEOUT,
-                                 progress=messages.append)
+    [verdict] = verify_own_tests(
+        Path(sys.executable),
+        old,
+        new,
+        ["fake", "absent", "fake"],
+        jobs=2,
+        timeout=RUN_TIMEOUT,
+        progress=messages.append,
+    )
     assert verdict.ok and verdict.model == "fake"
     assert dict(verdict.before.outcomes) == dict(verdict.after.outcomes) == SELECTED
     assert any("fake" in m for m in messages)
@@ -370,14 +392,17 @@ def test_verify_own_tests_flaky(trees: tuple[Path, Path], tmp_path: Path) -> Non
     old, new = trees
     # fails the first time it runs on the new tree, passes when run again
     marker = tmp_path / "ran-once"
-    (new / FAKE).write_text((new / FAKE).read_text() + textwrap.dedent(f"""
+    (new / FAKE).write_text(
+        (new / FAKE).read_text()
+        + textwrap.dedent(f"""
         def test_generate_flaky():
             import pathlib
             marker = pathlib.Path({str(marker)!r})
             first = not marker.exists()
             marker.touch()
             assert not first
-        """))
+        """)
+    )
     (old / FAKE).write_text((old / FAKE).read_text() + "\ndef test_generate_flaky():\n    pass\n")
     [verdict] = verify_own_tests(Path(sys.executable), old, new, ["fake"], timeout=RUN_TIMEOUT)
     assert verdict.after.outcomes[f"{FAKE}::test_generate_flaky"] == "failed"
@@ -386,8 +411,10 @@ def test_verify_own_tests_flaky(trees: tuple[Path, Path], tmp_path: Path) -> Non
 
 
 def test_failing_models() -> None:
-    regressed = compare_runs(run({f"{MODULE}::T::test_a": "passed", f"{MODULE}::T::test_b": "passed"}),
-                             run({f"{MODULE}::T::test_a": "failed", f"{MODULE}::T::test_b": "error"}))
+    regressed = compare_runs(
+        run({f"{MODULE}::T::test_a": "passed", f"{MODULE}::T::test_b": "passed"}),
+        run({f"{MODULE}::T::test_a": "failed", f"{MODULE}::T::test_b": "error"}),
+    )
     broken = compare_runs(run({}, model="bert"), run({}, error="collection error in x:\nImportError", model="bert"))
     fine = compare_runs(run({"a": "passed"}, model="gpt2"), run({"a": "passed"}, model="gpt2"))
     inconclusive = compare_runs(run({}, error="timed out", model="opt"), run({}, error="timed out", model="opt"))
@@ -403,17 +430,27 @@ def test_the_bench_names_the_models_a_migrated_tree_changed(tmp_path: Path) -> N
     import importlib.util
     import subprocess
 
-    spec = importlib.util.spec_from_file_location("bench_owntests", Path(__file__).resolve().parents[1] / "bench" / "owntests.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_owntests", Path(__file__).resolve().parents[1] / "bench" / "owntests.py"
+    )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    files = ["src/transformers/generation/utils.py", "src/transformers/models/ctrl/modeling_ctrl.py",
-             "src/transformers/models/deprecated/nezha/modeling_nezha.py", "README.md"]
+    files = [
+        "src/transformers/generation/utils.py",
+        "src/transformers/models/ctrl/modeling_ctrl.py",
+        "src/transformers/models/deprecated/nezha/modeling_nezha.py",
+        "README.md",
+    ]
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x = 1\n")
     (tmp_path / "src/transformers/__init__.py").write_text("")
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+    ):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
     for name in files:
         (tmp_path / name).write_text("x = 2\n")
@@ -422,16 +459,19 @@ def test_the_bench_names_the_models_a_migrated_tree_changed(tmp_path: Path) -> N
     assert models == ["ctrl", "nezha"]
 
 
-SETUP_PY = '''
+SETUP_PY = """
 _deps = ["datasets!=2.5.0", "numpy>=1.17", "pytest>=7.2.0,<9.0.0", "requests>=2.30", "tokenizers>=0.22.0"]
 install_requires = [deps["numpy"], deps["tokenizers"]]
-'''
+"""
 
 
-@pytest.mark.parametrize(("deps", "requests"), [
-    (SETUP_PY, "requests>=2.30"),  # 4.x pins requests (a core dependency there): the pin is used
-    (SETUP_PY.replace('"requests>=2.30", ', ""), "requests"),  # 5.x pins none, yet tests import it: unpinned
-])
+@pytest.mark.parametrize(
+    ("deps", "requests"),
+    [
+        (SETUP_PY, "requests>=2.30"),  # 4.x pins requests (a core dependency there): the pin is used
+        (SETUP_PY.replace('"requests>=2.30", ', ""), "requests"),  # 5.x pins none, yet tests import it: unpinned
+    ],
+)
 def test_the_own_tests_environment_has_what_test_modules_import(tmp_path: Path, deps: str, requests: str) -> None:
     """A test module that cannot be collected is no evidence on either tree (Kosmos-2.5's and RAG's tests import
     ``requests``, which 5.x's setup.py no longer lists): the own-tests environment installs it whatever the pins."""

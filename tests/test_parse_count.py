@@ -18,10 +18,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from codemod.transform import apply
+from codemod.analyse.scan import scan
 from codemod.checkout import resolve
 from codemod.contracts import Held, HeldCause
-from codemod.analyse.scan import scan
+from codemod.transform import apply
 
 from .conftest import MINI_CHECKOUT, copy_fixture
 
@@ -66,12 +66,18 @@ def test_only_the_files_a_plan_edits_are_parsed_again(parses) -> None:
         assert counts.get(("ast", file), 0) <= 1, (file, counts)  # the pyflakes baseline
 
 
-def test_a_settling_round_rewrites_only_the_files_whose_edits_changed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_settling_round_rewrites_only_the_files_whose_edits_changed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     root = copy_fixture(MINI_CHECKOUT, tmp_path / "mini")
     result = scan(resolve(root), use_cache=False, jobs=1)
     first_plan = apply.initial_plan(result)
-    victim = next(s for s in first_plan.shards if len({e.file for e in s.edits}) == 1 and s.edits[0].file != (
-        first_plan.hoist.file if first_plan.hoist else None))
+    victim = next(
+        s
+        for s in first_plan.shards
+        if len({e.file for e in s.edits}) == 1
+        and s.edits[0].file != (first_plan.hoist.file if first_plan.hoist else None)
+    )
     victim_file = victim.edits[0].file
     rewritten: list[str] = []
     real_job, real_flakes = apply._rewrite_job, apply._new_flakes
@@ -85,16 +91,20 @@ def test_a_settling_round_rewrites_only_the_files_whose_edits_changed(monkeypatc
         calls["flakes"] += 1
         found = real_flakes(rewrites, jobs)
         if calls["flakes"] == 1:  # the first round: as if the victim's rewrite added an undefined name
-            found[victim_file] = Held(victim_file, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add undefined name 'x'")
+            found[victim_file] = Held(
+                victim_file, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add undefined name 'x'"
+            )
         return found
 
     monkeypatch.setattr(apply, "_rewrite_job", counting_job)
     monkeypatch.setattr(apply, "_new_flakes", failing_once)
     changes = apply.settle(result, first_plan, jobs=1)
-    assert changes.dropped == (Held(victim.id, HeldCause.WOULD_ADD_FLAKES, f"{victim_file}: the rewrite would add undefined name 'x'"),)
+    assert changes.dropped == (
+        Held(victim.id, HeldCause.WOULD_ADD_FLAKES, f"{victim_file}: the rewrite would add undefined name 'x'"),
+    )
     first_round = set(first_plan.by_file())
     assert len(rewritten) >= len(first_round) and calls["flakes"] == 2
     # the second round: only files whose edits changed (the victim's, if another shard still edits it)
-    again = rewritten[len(first_round):]
+    again = rewritten[len(first_round) :]
     assert set(again) <= {victim_file}, again
     assert victim_file not in {r.path for r in changes.rewrites if r.changed} or victim_file in again

@@ -40,7 +40,9 @@ def matches(template: str, source: str, start: int = 0) -> bool:
         pytest.param('x = "a"', "x = 'a'", id="single-quotes"),
         pytest.param('x = "a"', 'x = """a"""', id="triple-quotes"),
         pytest.param('x = "a"', 'x = r"a"', id="raw-string-same-value"),
-        pytest.param("if a:\n    b = 1", "if a:  # why\n    # note\n\n    b = 1  # done\n", id="comments-and-blank-lines"),
+        pytest.param(
+            "if a:\n    b = 1", "if a:  # why\n    # note\n\n    b = 1  # done\n", id="comments-and-blank-lines"
+        ),
         pytest.param("if a:\n    b = 1", "if (a):\n    b = (1)", id="parenthesised-test"),
         pytest.param("a = 1\nb = 2", "a = 1\n\n# between\nb = 2", id="blank-line-and-comment-between"),
     ],
@@ -152,9 +154,7 @@ def test_metavariable_does_not_match_a_statement_sequence() -> None:
         pytest.param("$p is not None", "(foo) is not None", {"p": "foo"}, id="parenthesised-operand"),
         pytest.param("$p.get_seq_length()", "cache.get_seq_length()", {"p": "cache"}, id="method-call"),
         pytest.param("$p[0][0].shape[2]", "past[0][0].shape[2]", {"p": "past"}, id="subscripts"),
-        pytest.param(
-            "x == 'flash_attention_2'", 'x == "flash_attention_2"', {}, id="string-quoting-in-expression"
-        ),
+        pytest.param("x == 'flash_attention_2'", 'x == "flash_attention_2"', {}, id="string-quoting-in-expression"),
         pytest.param(
             "a is not None and b is None", "(a is not None) and (b is None)", {}, id="parenthesised-operands"
         ),

@@ -9,24 +9,24 @@ origins, when the test is not about those arguments).
 from __future__ import annotations
 
 import ast
-import json
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from codemod.analyse.analysis import Param
-from codemod.transform.apply import initial_plan
-from codemod.checkout import resolve
 from codemod.analyse.classify import Action, Category, Extra
-from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.analyse.copies import apply_replacements
 from codemod.analyse.mixin import Era
+from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import resolve
+from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
+from codemod.transform.apply import initial_plan
 from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
-from codemod.analyse.scan import ScanResult, scan
 from rules.generic_mixin import HOIST_SOURCE
 
 from .conftest import MINI_CHECKOUT, copy_fixture
@@ -152,16 +152,21 @@ def test_fixture_edits_per_override(fixture_plan: Plan) -> None:
     ("category", "action", "kinds"),
     [
         pytest.param(Category.GENERIC, Action.DELETE, [EditKind.DELETE], id="generic-deleted"),
-        pytest.param(Category.KWARGS_FORWARDING, Action.REDUCE, [EditKind.SWAP_DELEGATE, EditKind.MARK],
-                     id="kwargs-forwarding-delegate-reduced-and-marked"),
+        pytest.param(
+            Category.KWARGS_FORWARDING,
+            Action.REDUCE,
+            [EditKind.SWAP_DELEGATE, EditKind.MARK],
+            id="kwargs-forwarding-delegate-reduced-and-marked",
+        ),
         pytest.param(Category.BESPOKE, Action.KEEP, [EditKind.MARK], id="bespoke-marked"),
         # Puffin's speech head never passes the position_ids its forward takes: not generic, but that difference is
         # all it has of its own, so the deletion stays planned and verification decides; nothing to mark
         pytest.param(Category.BESPOKE, Action.DELETE, [EditKind.DELETE], id="bespoke-deleted"),
     ],
 )
-def test_decision_per_category(fixture_result: ScanResult, fixture_plan: Plan, category: Category, action: Action,
-                               kinds: list[EditKind]) -> None:
+def test_decision_per_category(
+    fixture_result: ScanResult, fixture_plan: Plan, category: Category, action: Action, kinds: list[EditKind]
+) -> None:
     """A category is what the override does, an action what the tool does: each pair the fixture has is planned
     the same way."""
     findings = [f for f in fixture_result.findings if f.category is category and f.action is action]
@@ -174,8 +179,12 @@ def test_decision_per_category(fixture_result: ScanResult, fixture_plan: Plan, c
 
 def test_every_category_action_pair_of_the_fixture_is_tested(fixture_result: ScanResult) -> None:
     pairs = {(f.category, f.action) for f in fixture_result.findings}
-    assert pairs == {(Category.GENERIC, Action.DELETE), (Category.KWARGS_FORWARDING, Action.REDUCE),
-                     (Category.BESPOKE, Action.KEEP), (Category.BESPOKE, Action.DELETE)}
+    assert pairs == {
+        (Category.GENERIC, Action.DELETE),
+        (Category.KWARGS_FORWARDING, Action.REDUCE),
+        (Category.BESPOKE, Action.KEEP),
+        (Category.BESPOKE, Action.DELETE),
+    }
 
 
 def test_actions_cover_every_selected_finding(fixture_result: ScanResult, fixture_plan: Plan) -> None:
@@ -185,7 +194,10 @@ def test_actions_cover_every_selected_finding(fixture_result: ScanResult, fixtur
 
 def test_sub_model_delegate_is_swapped_for_super_and_the_mark_says_why(fixture_plan: Plan) -> None:
     assert edit_of(fixture_plan, LYNX, EditKind.SWAP_DELEGATE).text == ""
-    assert edit_of(fixture_plan, LYNX, EditKind.MARK).text == "asks super() instead of self.language_model; keeps its own input handling"
+    assert (
+        edit_of(fixture_plan, LYNX, EditKind.MARK).text
+        == "asks super() instead of self.language_model; keeps its own input handling"
+    )
 
 
 def test_an_override_that_stays_is_marked_only_when_asked(fixture_result: ScanResult) -> None:
@@ -247,7 +259,12 @@ def test_plan_is_deterministic(fixture_result: ScanResult, fixture_plan: Plan, t
 def test_hoist_installs_the_generic_method_into_the_stub_mixin(fixture_plan: Plan) -> None:
     hoist = fixture_plan.hoist
     assert hoist is not None
-    assert (hoist.file, hoist.class_name, hoist.kind, hoist.override_id) == (MIXIN_FILE, MIXIN_CLASS, EditKind.HOIST, None)
+    assert (hoist.file, hoist.class_name, hoist.kind, hoist.override_id) == (
+        MIXIN_FILE,
+        MIXIN_CLASS,
+        EditKind.HOIST,
+        None,
+    )
     assert hoist.text == HOIST_SOURCE
 
 
@@ -293,7 +310,9 @@ def test_without_keeps_the_hoist_while_changes_remain(fixture_plan: Plan) -> Non
 
 def test_without_holds_every_member_of_a_dropped_copy_group(fixture_plan: Plan) -> None:
     group = shard_of(fixture_plan, OTTER)
-    smaller = fixture_plan.without(gone(group.id, why="its own", cause=HeldCause.COPY_WOULD_BREAK), "a copy would break")
+    smaller = fixture_plan.without(
+        gone(group.id, why="its own", cause=HeldCause.COPY_WOULD_BREAK), "a copy would break"
+    )
     for member in group.members:
         assert smaller.action_of(member) is Action.KEEP
         assert held(smaller)[member] == "a copy would break"  # the detail given, the shard's cause
@@ -323,13 +342,15 @@ def test_generated_override_follows_its_modular_source(fixture_plan: Plan) -> No
 
 
 #: Puffin's speech head, written so that it reduces to a super() call with nothing after it (a default of its own)
-_PUFFIN_SPEECH_METHOD = ('''
+_PUFFIN_SPEECH_METHOD = (
+    """
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         # Puffin's speech head decodes one frame per step
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
-''', '''
+""",
+    """
     def prepare_inputs_for_generation(
         self, input_ids, past_key_values=None, attention_mask=None, cache_position=None, num_logits_to_keep=1, **kwargs
     ):
@@ -338,10 +359,13 @@ _PUFFIN_SPEECH_METHOD = ('''
             input_ids = input_ids[:, cache_position]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask,
                 "cache_position": cache_position, "num_logits_to_keep": num_logits_to_keep}
-''')
+""",
+)
 
 
-def test_only_edits_outside_a_modular_family_return_the_super_call_directly(fixture_plan: Plan, tmp_path: Path) -> None:
+def test_only_edits_outside_a_modular_family_return_the_super_call_directly(
+    fixture_plan: Plan, tmp_path: Path
+) -> None:
     """The converter inlines a modular source's top-level ``return super()...`` (and regenerates the files made from
     it): a family's reductions keep ``model_inputs = super()...`` and ``return model_inputs``; others return the
     call (the rewrite does it where nothing stands between the two)."""
@@ -697,8 +721,11 @@ def _finding(result: ScanResult, cls: str):
         ),
         pytest.param(
             "NewtForVision",
-            [Extra("pixel_values", "first-step", "pixel_values"), Extra("image_sizes", "first-step", "image_sizes"),
-             Extra("token_type_ids", "drop")],
+            [
+                Extra("pixel_values", "first-step", "pixel_values"),
+                Extra("image_sizes", "first-step", "image_sizes"),
+                Extra("token_type_ids", "drop"),
+            ],
             # the first-step inputs are not given to super() (which would forward them on every step)
             SUPER_CALL
             + "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, use_cache=use_cache, **kwargs\n)\n"
@@ -727,15 +754,18 @@ def test_reduced_body_of_classified_overrides(newt: ScanResult, cls: str, extras
     assert list(finding.extras) == extras
     reduced = reduced_body(finding.override, finding.extras)
     assert reduced == body
-    compile("def prepare_inputs_for_generation(self, *a, **k):\n" + textwrap.indent(reduced, "    "), "<reduced>", "exec")
+    compile(
+        "def prepare_inputs_for_generation(self, *a, **k):\n" + textwrap.indent(reduced, "    "), "<reduced>", "exec"
+    )
 
 
 def test_reduced_body_without_slimming_passes_every_parameter(newt: ScanResult) -> None:
     """``slim=False`` is the body for a signature kept as it is: every parameter goes to super()."""
     finding = _finding(newt, "NewtForVision")
     assert reduced_body(finding.override, finding.extras, slim=False) == (
-        SUPER_CALL + STANDARD_ARGUMENTS +
-        'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
+        SUPER_CALL
+        + STANDARD_ARGUMENTS
+        + 'if cache_position[0] == 0:\n    model_inputs["pixel_values"] = pixel_values\n'
         '    model_inputs["image_sizes"] = image_sizes\n'
         'model_inputs.pop("token_type_ids", None)\nreturn model_inputs\n'
     )
@@ -745,8 +775,10 @@ def test_reduced_body_without_slimming_passes_every_parameter(newt: ScanResult) 
     ("cls", "kept"),
     [
         ("NewtForCausalLM", ("input_ids", "inputs_embeds", "use_cache", "kwargs")),
-        ("NewtForVision", ("input_ids", "inputs_embeds", "cache_position", "use_cache", "pixel_values", "image_sizes",
-                           "kwargs")),
+        (
+            "NewtForVision",
+            ("input_ids", "inputs_embeds", "cache_position", "use_cache", "pixel_values", "image_sizes", "kwargs"),
+        ),
     ],
 )
 def test_reduce_edit_names_the_parameters_the_slim_signature_keeps(newt: ScanResult, cls: str, kept: tuple) -> None:
@@ -763,14 +795,19 @@ def test_the_plan_leaves_the_layout_to_the_rewrite(fixture_result: ScanResult) -
     assert reduction is not None
     call, loop, pop = reduction.body.splitlines()[:3]
     assert call.startswith("model_inputs = super().prepare_inputs_for_generation(") and call.endswith(")")
-    assert loop == f"for key in ({', '.join(json.dumps(k) for k in keys)}):" and pop == "    model_inputs.pop(key, None)"
+    assert (
+        loop == f"for key in ({', '.join(json.dumps(k) for k in keys)}):" and pop == "    model_inputs.pop(key, None)"
+    )
 
 
 def test_reduce_edit_carries_the_reduced_body_and_the_mark_says_why(newt: ScanResult) -> None:
     plan = initial_plan(newt)
     for cls, mark in [
         ("NewtForCausalLM", "output_router_logits = True"),
-        ("NewtForVision", "pixel_values only on the first step; image_sizes only on the first step; drops token_type_ids"),
+        (
+            "NewtForVision",
+            "pixel_values only on the first step; image_sizes only on the first step; drops token_type_ids",
+        ),
         ("NewtForAudio", "input_features only on the first step"),
     ]:
         finding = _finding(newt, cls)
@@ -785,7 +822,9 @@ def test_statements_the_recognisers_do_not_know_keep_the_override(newt: ScanResu
     """A key computed by an unrecognised statement cannot be re-created after super(): bespoke, kept."""
     finding = _finding(newt, "NewtForText")
     assert finding.category is Category.BESPOKE and finding.action is Action.KEEP
-    assert not any(e.kind is EditKind.REDUCE for e in initial_plan(newt).edits() if e.override_id == finding.override.id)
+    assert not any(
+        e.kind is EditKind.REDUCE for e in initial_plan(newt).edits() if e.override_id == finding.override.id
+    )
 
 
 @pytest.mark.parametrize(
@@ -795,7 +834,8 @@ def test_statements_the_recognisers_do_not_know_keep_the_override(newt: ScanResu
         pytest.param([Extra("position_ids", "set-none")], 'model_inputs["position_ids"] = None\n', id="set-none"),
         pytest.param(
             [Extra("position_ids", "set-none"), Extra("token_type_ids", "drop")],
-            'model_inputs["position_ids"] = None\nmodel_inputs.pop("token_type_ids", None)\n', id="in-order",
+            'model_inputs["position_ids"] = None\nmodel_inputs.pop("token_type_ids", None)\n',
+            id="in-order",
         ),
         pytest.param([Extra('say "hi"', "drop")], 'model_inputs.pop("say \\"hi\\"", None)\n', id="key-quoted-as-json"),
     ],
@@ -806,7 +846,9 @@ def test_reduced_body_with_hand_made_extras(fixture_result: ScanResult, extras: 
     assert body is not None
     assert body.endswith(")\n" + tail + "return model_inputs\n")
     # the None-defaults the forward takes reach super() through **kwargs; the rest by name
-    assert body.startswith("model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)\n")
+    assert body.startswith(
+        "model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)\n"
+    )
     # kept as it is, every named parameter goes to super() (none of these extras consumes one)
     assert "    pixel_values=pixel_values,\n" in reduced_body(override, extras, slim=False)
 
@@ -823,9 +865,14 @@ def test_reduced_body_is_none_when_an_extra_has_no_expression(fixture_result: Sc
 
 def test_reduced_body_passes_star_args_and_renamed_ids(fixture_result: ScanResult) -> None:
     override = _finding(fixture_result, "LynxForConditionalGeneration").override
-    params = (Param("self", "positional"), Param("decoder_input_ids", "positional"), Param("args", "*args"),
-              Param("attention_mask", "positional", "None"), Param("use_cache", "keyword-only", "None"),
-              Param("model_kwargs", "**kwargs"))
+    params = (
+        Param("self", "positional"),
+        Param("decoder_input_ids", "positional"),
+        Param("args", "*args"),
+        Param("attention_mask", "positional", "None"),
+        Param("use_cache", "keyword-only", "None"),
+        Param("model_kwargs", "**kwargs"),
+    )
     changed = dataclasses.replace(override, analysis=dataclasses.replace(override.analysis, params=params))
     # laid out as ruff would: the arguments fit on one line of their own
     assert reduced_body(changed, []) == (
@@ -838,15 +885,20 @@ def test_reduced_body_passes_star_args_and_renamed_ids(fixture_result: ScanResul
 def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) -> None:
     """Verification found the mixin adds keys the override did not pass: reduce to super() minus those."""
     plan = make_plan(
-        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
     )
     assert plan.action_of(OTTER) is Action.REDUCE
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     assert body.startswith("model_inputs = super().prepare_inputs_for_generation(")
     # position_ids: None where the old code passed None and the mixin leaves it out; a caller's value still goes through
-    assert body.endswith('model_inputs.pop("token_type_ids", None)\nmodel_inputs.setdefault("position_ids", None)\n'
-                         'return model_inputs\n')
+    assert body.endswith(
+        'model_inputs.pop("token_type_ids", None)\nmodel_inputs.setdefault("position_ids", None)\n'
+        "return model_inputs\n"
+    )
     assert edit_of(plan, OTTER, EditKind.MARK).text == "drops token_type_ids; position_ids = None by default"
     # its copies still go: a copy of a reduced method is a different method now, deleted with its marker
     assert plan.action_of(BADGER) is plan.action_of(FERRET) is Action.DELETE
@@ -856,7 +908,10 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
 def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result: ScanResult) -> None:
     """The old code passed the caller's mask on where the mixin builds a static cache's 4D mask."""
     plan = make_plan(
-        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(passthrough=("attention_mask",))},
     )
     assert plan.action_of(OTTER) is Action.REDUCE
@@ -866,22 +921,39 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
     assert edit_of(plan, OTTER, EditKind.MARK).text == "attention_mask as the caller gives it"
     # a key that is no parameter of the override is read where the caller's value arrives, its **kwargs
     other = make_plan(
-        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(passthrough=("pixel_values",))},
     )
     assert edit_of(other, OTTER, EditKind.REDUCE).text.endswith(
-        'model_inputs["pixel_values"] = kwargs.get("pixel_values")\nreturn model_inputs\n')
+        'model_inputs["pixel_values"] = kwargs.get("pixel_values")\nreturn model_inputs\n'
+    )
 
 
 def test_a_pass_through_repair_needs_a_name_to_read_the_callers_value_from(fixture_result: ScanResult) -> None:
     """No parameter of that name and no **kwargs: nothing can be restored, the deletion stands and verification
     decides."""
     otter = _finding(fixture_result, "OtterForCausalLM")
-    closed = dataclasses.replace(otter, override=dataclasses.replace(otter.override, analysis=dataclasses.replace(
-        otter.override.analysis, params=tuple(p for p in otter.override.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS))))
+    closed = dataclasses.replace(
+        otter,
+        override=dataclasses.replace(
+            otter.override,
+            analysis=dataclasses.replace(
+                otter.override.analysis,
+                params=tuple(p for p in otter.override.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS),
+            ),
+        ),
+    )
     findings = [closed if f.override.id == OTTER else f for f in fixture_result.findings]
-    plan = make_plan(fixture_result.index, findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
-                     repairs={OTTER: Repair(passthrough=("pixel_values",))})
+    plan = make_plan(
+        fixture_result.index,
+        findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(passthrough=("pixel_values",))},
+    )
     assert plan.action_of(OTTER) is Action.DELETE
 
 
@@ -891,11 +963,20 @@ def test_a_pass_through_repair_of_the_ids_reads_the_ids_parameter(fixture_result
     verification found every later step different)."""
     otter = _finding(fixture_result, "OtterForCausalLM")
     params = (Param("self", "positional"), Param("decoder_input_ids", "positional"), Param("kwargs", "**kwargs"))
-    renamed = dataclasses.replace(otter, override=dataclasses.replace(otter.override, analysis=dataclasses.replace(
-        otter.override.analysis, params=params)))
+    renamed = dataclasses.replace(
+        otter,
+        override=dataclasses.replace(
+            otter.override, analysis=dataclasses.replace(otter.override.analysis, params=params)
+        ),
+    )
     findings = [renamed if f.override.id == OTTER else f for f in fixture_result.findings]
-    plan = make_plan(fixture_result.index, findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
-                     repairs={OTTER: Repair(passthrough=("decoder_input_ids",))})
+    plan = make_plan(
+        fixture_result.index,
+        findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(passthrough=("decoder_input_ids",))},
+    )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     assert body.endswith('model_inputs["decoder_input_ids"] = decoder_input_ids\nreturn model_inputs\n')
 
@@ -904,14 +985,24 @@ def test_a_key_named_as_none_where_the_caller_gave_none_is_passed_on_as_given(fi
     """GPT-2 asked by a wrapper without a mask passed None where the mixin makes a mask of ones: the reduction passes
     the caller's value on (None there, the caller's mask in generate()), read from **kwargs when no parameter names
     it; a scenario that removes the key wins."""
-    plan = make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
-                     repairs={OTTER: Repair(ungiven=("attention_mask", "token_type_ids"))})
+    plan = make_plan(
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(ungiven=("attention_mask", "token_type_ids"))},
+    )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     ast.parse(body)
     assert 'model_inputs["attention_mask"] = attention_mask\n' in body
     assert 'model_inputs["token_type_ids"] = kwargs.get("token_type_ids")\n' in body
-    removed = make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
-                        repairs={OTTER: Repair(ungiven=("token_type_ids",)) | Repair(remove=("token_type_ids",))})
+    removed = make_plan(
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
+        repairs={OTTER: Repair(ungiven=("token_type_ids",)) | Repair(remove=("token_type_ids",))},
+    )
     body = edit_of(removed, OTTER, EditKind.REDUCE).text
     assert 'model_inputs.pop("token_type_ids", None)' in body and "kwargs.get" not in body
 
@@ -921,11 +1012,16 @@ def test_a_key_passed_through_and_also_missing_is_passed_through_only_when_given
     first round finds the pass-through, the next that the unconditional one left the key None where the caller
     gave nothing (``keep``). The union passes the caller's value through only when there is one."""
     plan = make_plan(
-        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(passthrough=("position_ids",)) | Repair(keep=("position_ids",))},
     )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
-    assert body.endswith('if position_ids is not None:\n    model_inputs["position_ids"] = position_ids\nreturn model_inputs\n')
+    assert body.endswith(
+        'if position_ids is not None:\n    model_inputs["position_ids"] = position_ids\nreturn model_inputs\n'
+    )
     ast.parse(body)
     assert edit_of(plan, OTTER, EditKind.MARK).text == "position_ids as the caller gives it, if it does"
 
@@ -937,8 +1033,10 @@ def test_a_last_token_repair_cuts_the_ids_again_under_the_old_test(fixture_resul
     heron = _finding(fixture_result, "HeronForCausalLM").override
     body = reduced_body(heron, [Extra("input_ids", ExtraHow.LAST_TOKEN)])
     assert body is not None
-    assert body.endswith('if past_key_values is not None:\n    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]\n'
-                         "return model_inputs\n")
+    assert body.endswith(
+        'if past_key_values is not None:\n    model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]\n'
+        "return model_inputs\n"
+    )
     ast.parse(body)
     # an override that never cut its ids to the last token has no test to cut them under: no reduction
     otter = _finding(fixture_result, "OtterForCausalLM").override
@@ -953,18 +1051,37 @@ def test_a_key_ignored_when_given_is_none_again_under_the_callers_value(fixture_
     otter = _finding(fixture_result, "OtterForCausalLM").override
     body = reduced_body(otter, [Extra("token_type_ids", ExtraHow.NONE_WHEN_GIVEN)])
     assert body is not None
-    assert body.endswith('if kwargs.get("token_type_ids") is not None:\n    model_inputs["token_type_ids"] = None\nreturn model_inputs\n')
-    analysis = analyse_source("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(body, "    "))
+    assert body.endswith(
+        'if kwargs.get("token_type_ids") is not None:\n    model_inputs["token_type_ids"] = None\nreturn model_inputs\n'
+    )
+    analysis = analyse_source(
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(body, "    ")
+    )
     assert not analysis.unrecognised, analysis.unrecognised
     named = reduced_body(otter, [Extra("position_ids", ExtraHow.NONE_WHEN_GIVEN)])
     assert named is not None and 'if position_ids is not None:\n    model_inputs["position_ids"] = None\n' in named
     # no **kwargs and no parameter of that name: nothing to test the caller's value by, no reduction
-    closed = dataclasses.replace(otter, analysis=dataclasses.replace(
-        otter.analysis, params=tuple(p for p in otter.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS)))
+    closed = dataclasses.replace(
+        otter,
+        analysis=dataclasses.replace(
+            otter.analysis, params=tuple(p for p in otter.analysis.params if p.kind is not ParamKind.VAR_KEYWORDS)
+        ),
+    )
     assert reduced_body(closed, [Extra("token_type_ids", ExtraHow.NONE_WHEN_GIVEN)]) is None
-    assert edit_of(make_plan(fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
-                             repairs={OTTER: Repair(none_when_given=("position_ids",))}), OTTER, EditKind.MARK).text \
+    assert (
+        edit_of(
+            make_plan(
+                fixture_result.index,
+                fixture_result.findings,
+                mixin_era=Era.STUB,
+                mixin_file=MIXIN_FILE,
+                repairs={OTTER: Repair(none_when_given=("position_ids",))},
+            ),
+            OTTER,
+            EditKind.MARK,
+        ).text
         == "no position_ids from the caller"
+    )
 
 
 def test_three_drops_in_a_row_are_one_loop_laid_out_as_ruff_would(fixture_result: ScanResult) -> None:
@@ -973,25 +1090,35 @@ def test_three_drops_in_a_row_are_one_loop_laid_out_as_ruff_would(fixture_result
     assert two is not None and two.count("model_inputs.pop(") == 2 and "for key" not in two
     three = reduced_body(otter, [Extra(k, ExtraHow.DROP) for k in ("token_type_ids", "position_ids", "use_cache")])
     assert three is not None
-    assert ')\nfor key in ("token_type_ids", "position_ids", "use_cache"):\n    model_inputs.pop(key, None)\nreturn' in three
+    assert (
+        ')\nfor key in ("token_type_ids", "position_ids", "use_cache"):\n    model_inputs.pop(key, None)\nreturn'
+        in three
+    )
     keys = ("encoder_attention_mask", "encoder_hidden_states", "inputs_embeds", "position_ids", "token_type_ids")
     long = reduced_body(otter, [Extra(k, ExtraHow.DROP) for k in keys])
     assert long is not None
     # ruff lays a tuple too long for its line out one item per line (a call's arguments, on one line of their own)
-    assert "\nfor key in (\n" + "".join(f'    "{k}",\n' for k in keys) + "):\n    model_inputs.pop(key, None)\n" in long
+    assert (
+        "\nfor key in (\n" + "".join(f'    "{k}",\n' for k in keys) + "):\n    model_inputs.pop(key, None)\n" in long
+    )
     for body in (three, long):
         ast.parse(body)
         assert all(len(line) + 8 <= 119 for line in body.splitlines())
     # what the scan makes of the loop: the same keys dropped
     from codemod.analyse.recognise import analyse_source
 
-    analysis = analyse_source("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(long, "    "))
+    analysis = analyse_source(
+        "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(long, "    ")
+    )
     assert not analysis.unrecognised and "drop-key" in analysis.behaviours
 
 
 def test_a_deleted_copy_gets_no_mark(fixture_result: ScanResult) -> None:
     plan = make_plan(
-        fixture_result.index, fixture_result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE,
+        fixture_result.index,
+        fixture_result.findings,
+        mixin_era=Era.STUB,
+        mixin_file=MIXIN_FILE,
         repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
     )
     for oid in (BADGER, FERRET):
@@ -1044,23 +1171,28 @@ PARROT_GENERIC = '''
             return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
 '''
 
-FINCH_METHOD = '''
+FINCH_METHOD = """
         def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
             if past_key_values is not None:
                 input_ids = input_ids[:, -1:]
             return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
-'''
+"""
 
-FINCH_MODULAR = '''
+FINCH_MODULAR = (
+    '''
     """Finch (synthetic), the modular way: generic override on top of a parent that has its own."""
 
     from ..parrot.modeling_parrot import ParrotForCausalLM
 
 
     class FinchForCausalLM(ParrotForCausalLM):
-''' + FINCH_METHOD
+'''
+    + FINCH_METHOD
+)
 
-FINCH_GENERATED = GEN_HEADER + textwrap.dedent('''
+FINCH_GENERATED = (
+    GEN_HEADER
+    + textwrap.dedent("""
     from ...generation import GenerationMixin
     from ...modeling_utils import PreTrainedModel
 
@@ -1068,7 +1200,9 @@ FINCH_GENERATED = GEN_HEADER + textwrap.dedent('''
     class FinchForCausalLM(PreTrainedModel, GenerationMixin):
         def forward(self, input_ids=None, past_key_values=None, attention_mask=None, **kwargs):
             return input_ids
-''') + textwrap.indent(textwrap.dedent(FINCH_METHOD), "    ")
+""")
+    + textwrap.indent(textwrap.dedent(FINCH_METHOD), "    ")
+)
 
 FINCH = f"{PKG}/finch/modeling_finch.py::FinchForCausalLM"
 FINCH_MODULAR_ID = f"{PKG}/finch/modular_finch.py::FinchForCausalLM"
@@ -1077,10 +1211,13 @@ REMOVAL_STUB = 'raise AttributeError("FinchForCausalLM uses GenerationMixin.prep
 
 
 def modular_family(root: Path, parrot: str) -> Path:
-    return checkout_copy(root, {
-        "parrot/modeling_parrot.py": parrot,
-        "finch/modular_finch.py": FINCH_MODULAR,
-    })
+    return checkout_copy(
+        root,
+        {
+            "parrot/modeling_parrot.py": parrot,
+            "finch/modular_finch.py": FINCH_MODULAR,
+        },
+    )
 
 
 def write_generated(root: Path) -> None:
@@ -1130,7 +1267,10 @@ def test_the_removal_stub_is_stable(tmp_path: Path) -> None:
         assert result.error is None, result.error
         target.write_bytes(result.new)
     modular_text = (root / PKG / "finch" / "modular_finch.py").read_text(encoding="utf-8")
-    assert "        raise AttributeError(\"FinchForCausalLM uses GenerationMixin.prepare_inputs_for_generation\")\n" in modular_text
+    assert (
+        '        raise AttributeError("FinchForCausalLM uses GenerationMixin.prepare_inputs_for_generation")\n'
+        in modular_text
+    )
     again = scan_of(root)
     stub = next(f for f in again.findings if f.override.id == FINCH_MODULAR_ID)
     assert stub.action is Action.KEEP and any("removes the inherited override" in r.text for r in stub.reasons)
@@ -1200,7 +1340,7 @@ def test_a_dropped_key_a_mixin_may_set_itself_is_still_handed_on_and_dropped(new
 
 # ------------------------------------------------------------------------------------------- keys a hook leaves out
 
-_CROW = '''
+_CROW = """
 from ...generation import GenerationMixin
 from ...modeling_utils import PreTrainedModel
 
@@ -1215,7 +1355,7 @@ class CrowForCausalLM(CrowPreTrainedModel, GenerationMixin):
 
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
-'''
+"""
 CROW = f"{PKG}/crow/modeling_crow.py::CrowForCausalLM"
 
 
@@ -1230,8 +1370,9 @@ CROW = f"{PKG}/crow/modeling_crow.py::CrowForCausalLM"
         ('    _generation_dropped_inputs = ("head_mask", "cache_position")\n\n', {}, EditKind.DELETE),
     ],
 )
-def test_a_key_a_hook_leaves_out_is_not_dropped_again(tmp_path: Path, attribute: str,
-                                                      left_out: dict[str, frozenset[str]], kind: EditKind) -> None:
+def test_a_key_a_hook_leaves_out_is_not_dropped_again(
+    tmp_path: Path, attribute: str, left_out: dict[str, frozenset[str]], kind: EditKind
+) -> None:
     root = checkout_copy(tmp_path / "mini", {"crow/modeling_crow.py": _CROW.format(attribute=attribute)})
     plan = initial_plan(scan_of(root), left_out=left_out)
     assert edits_by_override(plan)[CROW][0] is kind
@@ -1245,7 +1386,7 @@ def test_a_copy_check_copies_compares_with_another_class_loses_its_marker_with_t
     must go, whatever becomes of the copy itself: the drop is an edit of the changing override's shard, so a revert of
     the copy's own change (MarkupLM's: no LM head, unverifiable) keeps it, and check_copies passes."""
     otter = (MINI_CHECKOUT / PKG / "otter" / "modeling_otter.py").read_text(encoding="utf-8")
-    method = otter[otter.index("    def prepare_inputs_for_generation("):]
+    method = otter[otter.index("    def prepare_inputs_for_generation(") :]
     alpha = otter.replace("Otter", "Alpha")
     beta = (
         otter[: otter.index("class OtterForCausalLM")].replace("Otter", "Beta").rstrip("\n") + "\n"
@@ -1256,14 +1397,19 @@ def test_a_copy_check_copies_compares_with_another_class_loses_its_marker_with_t
     result = scan_of(root)
     alpha_id, beta_id = f"{PKG}/alpha/modeling_alpha.py::AlphaForCausalLM", f"{PKG}/beta/modeling_beta.py::BetaModel"
     link = result.index.by_id()[beta_id].copied_from
-    assert link is not None and (link.check.status, link.check.loose, link.source_id, link.follows) == \
-        ("consistent", True, None, alpha_id)
+    assert link is not None and (link.check.status, link.check.loose, link.source_id, link.follows) == (
+        "consistent",
+        True,
+        None,
+        alpha_id,
+    )
     plan = make_plan(result.index, result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE)
     assert plan.action_of(alpha_id) is Action.DELETE
     alpha_shard = next(s for s in plan.shards if alpha_id in s.members)
     assert beta_id not in alpha_shard.members  # no copy group: it is nobody's copy by name
-    assert [(e.kind, e.class_name, e.override_id) for e in alpha_shard.edits if e.file.endswith("modeling_beta.py")] == \
-        [(EditKind.DROP_MARKER, "BetaModel", beta_id)]
+    assert [
+        (e.kind, e.class_name, e.override_id) for e in alpha_shard.edits if e.file.endswith("modeling_beta.py")
+    ] == [(EditKind.DROP_MARKER, "BetaModel", beta_id)]
     # the copy's own change reverted (its shard dropped), the followed class's kept: the method stays, unmarked
     beta_shard = next(s for s in plan.shards if beta_id in s.members)
     kept = plan.without([Held(beta_shard.id, HeldCause.NOT_VERIFIED, "unverifiable")])
@@ -1272,7 +1418,8 @@ def test_a_copy_check_copies_compares_with_another_class_loses_its_marker_with_t
     assert written.error is None, written.error
     assert "def prepare_inputs_for_generation" in written.new_text() and "# Copied from" not in written.new_text()
     # both changes kept: the copy is deleted, the drop of its marker goes with it
-    both = rewrite_source(f"{PKG}/beta/modeling_beta.py", beta.encode(),
-                          [e for e in plan.edits() if e.file.endswith("modeling_beta.py")])
+    both = rewrite_source(
+        f"{PKG}/beta/modeling_beta.py", beta.encode(), [e for e in plan.edits() if e.file.endswith("modeling_beta.py")]
+    )
     assert both.error is None, both.error
     assert "prepare_inputs_for_generation" not in both.new_text()

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from codemod.publish import pr
 from codemod.contracts import Held, HeldCause
 from codemod.errors import redact
 from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
+from codemod.publish import pr
 from codemod.publish.pr import run_pr
 from codemod.publish.pr.plan import (
     BRANCH_PREFIX,
@@ -43,7 +43,12 @@ from tests.fake_github import FakeGitHub
 TOKEN = "ghp_S3CRETt0ken1234567890abcdefXYZ"
 REPO = "acme/transformers"
 MODELS = "src/transformers/models"
-HUMAN = {"GIT_AUTHOR_NAME": "Alice", "GIT_AUTHOR_EMAIL": "alice@example.com", "GIT_COMMITTER_NAME": "Alice", "GIT_COMMITTER_EMAIL": "alice@example.com"}
+HUMAN = {
+    "GIT_AUTHOR_NAME": "Alice",
+    "GIT_AUTHOR_EMAIL": "alice@example.com",
+    "GIT_COMMITTER_NAME": "Alice",
+    "GIT_COMMITTER_EMAIL": "alice@example.com",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,9 +82,13 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
-    "llama": Spec((f"{MODELS}/llama/modeling_llama.py",), ((f"{MODELS}/llama/modeling_llama.py", "LlamaForCausalLM"),)),
+    "llama": Spec(
+        (f"{MODELS}/llama/modeling_llama.py",), ((f"{MODELS}/llama/modeling_llama.py", "LlamaForCausalLM"),)
+    ),
     "gpt2": Spec((f"{MODELS}/gpt2/modeling_gpt2.py",), ((f"{MODELS}/gpt2/modeling_gpt2.py", "GPT2LMHeadModel"),)),
-    "mistral": Spec((f"{MODELS}/mistral/modeling_mistral.py",), ((f"{MODELS}/mistral/modeling_mistral.py", "MistralForCausalLM"),)),
+    "mistral": Spec(
+        (f"{MODELS}/mistral/modeling_mistral.py",), ((f"{MODELS}/mistral/modeling_mistral.py", "MistralForCausalLM"),)
+    ),
     # a modular parent whose change regenerates its child's modeling file: the files overlap
     "gemma": Spec(
         (f"{MODELS}/gemma/modeling_gemma.py", f"{MODELS}/gemma2/modeling_gemma2.py"),
@@ -144,13 +153,23 @@ class FakeMigrate:
                 model=name,
                 files=SPECS[name].files,
                 classes=tuple(
-                    ClassOutcome(file, cls, "generic", "delete", removed.get(file, 0), self.verdicts.get(name, "identical"), self.scenarios)
+                    ClassOutcome(
+                        file,
+                        cls,
+                        "generic",
+                        "delete",
+                        removed.get(file, 0),
+                        self.verdicts.get(name, "identical"),
+                        self.scenarios,
+                    )
                     for file, cls in SPECS[name].classes
                 ),
             )
             for name in names
         )
-        return Migration(models=models, reverted=(Held("bert", HeldCause.NOT_VERIFIED, "verification crashed"),) if not only else ())
+        return Migration(
+            models=models, reverted=(Held("bert", HeldCause.NOT_VERIFIED, "verification crashed"),) if not only else ()
+        )
 
 
 class Boom(RuntimeError):
@@ -168,7 +187,9 @@ def exploding_migrate(root: Path, only: list[str], skip: list[str]) -> Migration
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+    )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -186,8 +207,14 @@ class World:
         kwargs.setdefault("token", TOKEN)
         kwargs.setdefault("api_url", self.github.url)
         return run_pr(
-            self.checkout, repo=REPO, remote="origin", base="main", migrate=migrate or FakeMigrate(),
-            echo=self.output.append, scratch=self.scratch, **kwargs,
+            self.checkout,
+            repo=REPO,
+            remote="origin",
+            base="main",
+            migrate=migrate or FakeMigrate(),
+            echo=self.output.append,
+            scratch=self.scratch,
+            **kwargs,
         )
 
     def remote_refs(self) -> dict[str, str]:
@@ -199,7 +226,15 @@ class World:
 
     def branch_log(self, branch: str) -> list[tuple[str, str, str]]:
         """(subject, author, committer) of each commit on the branch since main, oldest first."""
-        out = git(self.bare, "log", "--reverse", "--format=%s%x1f%an <%ae>%x1f%cn <%ce>", f"refs/heads/{branch}", "--not", "refs/heads/main")
+        out = git(
+            self.bare,
+            "log",
+            "--reverse",
+            "--format=%s%x1f%an <%ae>%x1f%cn <%ce>",
+            f"refs/heads/{branch}",
+            "--not",
+            "refs/heads/main",
+        )
         return [tuple(line.split("\x1f")) for line in out.splitlines()]  # type: ignore[misc]
 
     def checkout_state(self) -> tuple[str, str, str, str]:
@@ -211,7 +246,11 @@ class World:
         )
 
     def worktrees(self) -> list[str]:
-        return [line for line in git(self.checkout, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
+        return [
+            line
+            for line in git(self.checkout, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")
+        ]
 
 
 @pytest.fixture
@@ -271,7 +310,11 @@ def everything_printed(world: World, capfd: pytest.CaptureFixture[str], *texts: 
 
 
 def outcome(model: str, files: Sequence[str], verdict: str = "identical", action: str = "delete") -> ModelOutcome:
-    return ModelOutcome(model, tuple(files), (ClassOutcome(files[0], f"{model.title()}Model", "generic", action, 5, verdict, ("greedy",)),))
+    return ModelOutcome(
+        model,
+        tuple(files),
+        (ClassOutcome(files[0], f"{model.title()}Model", "generic", action, 5, verdict, ("greedy",)),),
+    )
 
 
 def test_group_by_model_family_and_all() -> None:
@@ -285,11 +328,19 @@ def test_group_by_model_family_and_all() -> None:
     by_model = group_models(models, "model")
     # gemma's change reaches gemma2's generated file: a file holds one content, so they land together
     assert [(g.name, [m.model for m in g.models]) for g in by_model] == [
-        ("gemma", ["gemma", "gemma2"]), ("gpt2", ["gpt2"]), ("llama", ["llama"]), ("llama_fast", ["llama_fast"]),
+        ("gemma", ["gemma", "gemma2"]),
+        ("gpt2", ["gpt2"]),
+        ("llama", ["llama"]),
+        ("llama_fast", ["llama_fast"]),
     ]
     # a copy group lands as one, named after the model the copies follow
-    copies = [dataclasses.replace(outcome(m, [f"{MODELS}/{m}/modeling_{m}.py" for m in ("dbrx", "llama", "olmo")]),
-                                  lead="" if m == "llama" else "llama") for m in ("dbrx", "llama", "olmo")]
+    copies = [
+        dataclasses.replace(
+            outcome(m, [f"{MODELS}/{m}/modeling_{m}.py" for m in ("dbrx", "llama", "olmo")]),
+            lead="" if m == "llama" else "llama",
+        )
+        for m in ("dbrx", "llama", "olmo")
+    ]
     assert [(g.name, [m.model for m in g.models]) for g in group_models(copies, "model")] == [
         ("llama", ["dbrx", "llama", "olmo"]),
     ]
@@ -334,7 +385,9 @@ def test_plan_hash_body_and_commit_message() -> None:
     assert "verdict: identical; scenarios: greedy" in commit.body
     # stable: the same plan gives the same text; scenarios and verdict texts are not part of the hash
     assert plan_prs(migration, "model", "main") == plan
-    other = dataclasses.replace(llama, classes=(dataclasses.replace(llama.classes[0], scenarios=("greedy", "sample")),))
+    other = dataclasses.replace(
+        llama, classes=(dataclasses.replace(llama.classes[0], scenarios=("greedy", "sample")),)
+    )
     assert plan_prs(Migration((other,)), "model", "main").branches[0].plan_hash == branch.plan_hash
     changed = dataclasses.replace(llama, classes=(dataclasses.replace(llama.classes[0], lines_removed=9),))
     assert plan_prs(Migration((changed,)), "model", "main").branches[0].plan_hash != branch.plan_hash
@@ -343,7 +396,9 @@ def test_plan_hash_body_and_commit_message() -> None:
 def test_only_identical_models_are_published_and_shared_files_follow() -> None:
     models = (
         outcome("llama", [f"{MODELS}/llama/modeling_llama.py"]),
-        outcome("gemma", [f"{MODELS}/gemma/modeling_gemma.py", f"{MODELS}/gemma2/modeling_gemma2.py"], verdict="differs"),
+        outcome(
+            "gemma", [f"{MODELS}/gemma/modeling_gemma.py", f"{MODELS}/gemma2/modeling_gemma2.py"], verdict="differs"
+        ),
         outcome("gemma2", [f"{MODELS}/gemma2/modeling_gemma2.py"]),
         outcome("gpt2", [f"{MODELS}/gpt2/modeling_gpt2.py"], verdict="unverified"),
         outcome("opt", [f"{MODELS}/opt/modeling_opt.py"], verdict="crashed", action="keep"),  # not a change
@@ -351,8 +406,11 @@ def test_only_identical_models_are_published_and_shared_files_follow() -> None:
     kept, withheld = screen(models)
     assert [m.model for m in kept] == ["llama", "opt"]
     reasons = {h.subject: h.detail for h in withheld}
-    assert {h.subject: h.cause for h in withheld} == {"gemma": HeldCause.NOT_IDENTICAL, "gpt2": HeldCause.NOT_IDENTICAL,
-                                                      "gemma2": HeldCause.SHARES_A_FILE}
+    assert {h.subject: h.cause for h in withheld} == {
+        "gemma": HeldCause.NOT_IDENTICAL,
+        "gpt2": HeldCause.NOT_IDENTICAL,
+        "gemma2": HeldCause.SHARES_A_FILE,
+    }
     assert set(reasons) == {"gemma", "gemma2", "gpt2"}
     assert "differs" in reasons["gemma"] and "unverified" in reasons["gpt2"]
     assert "shares" in reasons["gemma2"] and "gemma" in reasons["gemma2"]
@@ -364,7 +422,7 @@ def test_the_hoisted_mixin_goes_first_into_every_branch_and_never_alone() -> Non
     gpt2 = outcome("gpt2", [f"{MODELS}/gpt2/modeling_gpt2.py"])
     plan = plan_prs(Migration((mixin, gpt2, llama)), "model", "main")
     assert [b.group for b in plan.branches] == ["gpt2", "llama"]
-    for branch, model in zip(plan.branches, ("gpt2", "llama")):
+    for branch, model in zip(plan.branches, ("gpt2", "llama"), strict=False):
         assert [c.model for c in branch.commits] == [MIXIN_MODEL, model]
         assert branch.title.startswith(f"{model}: ")
         assert "only raises in this release" in branch.body and f"--only {model}\n" in branch.body
@@ -377,7 +435,10 @@ def test_the_hoisted_mixin_goes_first_into_every_branch_and_never_alone() -> Non
 
 
 def _branch(hash_: str = "aaaa") -> BranchPlan:
-    return dataclasses.replace(plan_prs(Migration((outcome("llama", [f"{MODELS}/llama/m.py"]),)), "model", "main").branches[0], plan_hash=hash_)
+    return dataclasses.replace(
+        plan_prs(Migration((outcome("llama", [f"{MODELS}/llama/m.py"]),)), "model", "main").branches[0],
+        plan_hash=hash_,
+    )
 
 
 def _pull(number: int, hash_: str | None, state: str = "open", merged: bool = False) -> PullRequest:
@@ -401,7 +462,9 @@ def _pull(number: int, hash_: str | None, state: str = "open", merged: bool = Fa
         (None, (_pull(1, "aaaa", "closed"), _pull(2, "bbbb", "closed")), 0, None, Action.CREATE),  # the latest counts
     ],
 )
-def test_decide(remote: RemoteBranch | None, pulls: tuple[PullRequest, ...], open_count: int, max_open: int | None, action: Action) -> None:
+def test_decide(
+    remote: RemoteBranch | None, pulls: tuple[PullRequest, ...], open_count: int, max_open: int | None, action: Action
+) -> None:
     decision = decide(_branch("aaaa"), BranchState(remote, pulls), open_count=open_count, max_open=max_open)
     assert decision.action == action
     if action in (Action.CREATE, Action.UPDATE):
@@ -448,7 +511,13 @@ def test_error_helpers() -> None:
     now = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
     hint = retry_hint({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now.timestamp()) + 90)}, now)
     assert hint == "retry after 2024-01-01 00:01:30 UTC (in 90 s)"
-    data = {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "head", "code": "invalid"}, {"message": "No commits between main and x"}]}
+    data = {
+        "message": "Validation Failed",
+        "errors": [
+            {"resource": "PullRequest", "field": "head", "code": "invalid"},
+            {"message": "No commits between main and x"},
+        ],
+    }
     assert validation_errors(data) == "PullRequest.head invalid; No commits between main and x"
 
 
@@ -464,9 +533,11 @@ def test_first_run_pushes_one_branch_and_opens_one_pr(world: World) -> None:
     assert opened.action == Action.CREATE and opened.pushed and opened.pr_number == 1
     branch = "codemod/prepare-inputs/all"
     assert world.branch_log(branch) == [
-        (f"{m}: remove prepare_inputs_for_generation overrides now covered by GenerationMixin",
-         "transformers-codemod <transformers-codemod@users.noreply.github.com>",
-         "transformers-codemod <transformers-codemod@users.noreply.github.com>")
+        (
+            f"{m}: remove prepare_inputs_for_generation overrides now covered by GenerationMixin",
+            "transformers-codemod <transformers-codemod@users.noreply.github.com>",
+            "transformers-codemod <transformers-codemod@users.noreply.github.com>",
+        )
         for m in ("gpt2", "llama", "mistral")
     ]
     message = git(world.bare, "log", "-1", "--format=%B", f"refs/heads/{branch}~2")
@@ -489,7 +560,11 @@ def test_first_run_pushes_one_branch_and_opens_one_pr(world: World) -> None:
     assert "| generic | delete | 4 | identical | greedy, beam-search, static-cache |" in body
     assert "codemod apply --verify . --only gpt2,llama,mistral" in body
     hash_ = parse_marker(body)
-    assert hash_ is not None and len(hash_) == 16 and body.rstrip().endswith(f"<!-- transformers-codemod plan={hash_} -->")
+    assert (
+        hash_ is not None
+        and len(hash_) == 16
+        and body.rstrip().endswith(f"<!-- transformers-codemod plan={hash_} -->")
+    )
     assert world.github.labels(1) == ["transformers-codemod", "bot", "generation"]
     posted = [r for r in world.github.writes() if r.path.endswith("/pulls")]
     assert posted[0].body["head"] == branch and posted[0].body["base"] == "main"
@@ -518,10 +593,13 @@ def test_changed_plan_updates_the_same_pr_in_place(world: World) -> None:
     assert list(world.github.pulls) == [1] and world.github.pulls[1]["state"] == "open"
     new_sha = world.remote_sha(branch)
     assert new_sha != old_sha and len(world.branch_log(branch)) == 1  # replaced (force-pushed), not stacked
-    assert world.github.pulls[1]["body"] != old_body and parse_marker(world.github.pulls[1]["body"]) != parse_marker(old_body)
+    assert world.github.pulls[1]["body"] != old_body and parse_marker(world.github.pulls[1]["body"]) != parse_marker(
+        old_body
+    )
     new_writes = world.github.writes()[writes_before:]
     assert [(r.method, r.path.rsplit("/", 2)[-2:]) for r in new_writes] == [
-        ("PATCH", ["pulls", "1"]), ("POST", ["1", "labels"]),
+        ("PATCH", ["pulls", "1"]),
+        ("POST", ["1", "labels"]),
     ]
     assert all("state" not in (r.body or {}) for r in world.github.writes())  # never closed or reopened
     assert "lines removed: 8" in git(world.bare, "log", "-1", "--format=%B", f"refs/heads/{branch}")
@@ -554,7 +632,9 @@ def test_401_is_a_clear_error_and_the_token_is_nowhere(world: World, capfd: pyte
     assert len(world.worktrees()) == 1
 
 
-def test_token_revoked_after_push_says_what_was_pushed_and_the_next_run_reuses_it(world: World, capfd: pytest.CaptureFixture[str]) -> None:
+def test_token_revoked_after_push_says_what_was_pushed_and_the_next_run_reuses_it(
+    world: World, capfd: pytest.CaptureFixture[str]
+) -> None:
     world.github.fail("POST", r"/pulls$", 401, body={"message": f"Bad credentials for {TOKEN}"})
     with pytest.raises(PrError) as caught:
         world.run(only=["llama"])
@@ -572,8 +652,13 @@ def test_token_revoked_after_push_says_what_was_pushed_and_the_next_run_reuses_i
 
 def test_rate_limit_says_when_to_retry(world: World) -> None:
     world.github.fail(
-        "GET", r"/pulls$", 403,
-        body={"message": "API rate limit exceeded for installation ID 42.", "documentation_url": "https://docs.github.com/rest"},
+        "GET",
+        r"/pulls$",
+        403,
+        body={
+            "message": "API rate limit exceeded for installation ID 42.",
+            "documentation_url": "https://docs.github.com/rest",
+        },
         headers={"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"},
     )
     refs = world.remote_refs()
@@ -582,15 +667,32 @@ def test_rate_limit_says_when_to_retry(world: World) -> None:
     assert "\n" not in str(caught.value)
     assert world.remote_refs() == refs and not world.github.writes()
 
-    world.github.fail("GET", r"/pulls$", 403, body={"message": "You have exceeded a secondary rate limit."}, headers={"Retry-After": "60"})
+    world.github.fail(
+        "GET",
+        r"/pulls$",
+        403,
+        body={"message": "You have exceeded a secondary rate limit."},
+        headers={"Retry-After": "60"},
+    )
     with pytest.raises(PrError, match="retry after 60 s"):
         world.run(only=["llama"])
 
 
 def test_422_reports_githubs_validation_errors(world: World) -> None:
     world.github.fail(
-        "POST", r"/pulls$", 422,
-        body={"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": "No commits between main and codemod/prepare-inputs/llama"}]},
+        "POST",
+        r"/pulls$",
+        422,
+        body={
+            "message": "Validation Failed",
+            "errors": [
+                {
+                    "resource": "PullRequest",
+                    "code": "custom",
+                    "message": "No commits between main and codemod/prepare-inputs/llama",
+                }
+            ],
+        },
     )
     with pytest.raises(PrError) as caught:
         world.run(only=["llama"])
@@ -633,7 +735,10 @@ def test_dry_run_touches_nothing(world: World, capfd: pytest.CaptureFixture[str]
     for family in ("gemma", "gpt2", "llama", "mistral"):
         assert f"codemod/prepare-inputs/{family}" in printed
     assert "-- commit 2/2: gemma2: remove prepare_inputs_for_generation overrides" in printed
-    assert "-- open pull request: gemma: remove prepare_inputs_for_generation overrides now covered by GenerationMixin (gemma, gemma2)" in printed
+    assert (
+        "-- open pull request: gemma: remove prepare_inputs_for_generation overrides now covered by GenerationMixin (gemma, gemma2)"
+        in printed
+    )
     assert "<!-- transformers-codemod plan=" in printed
     assert printed.count("would open") == 4
     assert "reverted bert: verification crashed" in printed
@@ -667,15 +772,23 @@ def test_group_by_family_keeps_a_modular_parent_and_its_child_together(world: Wo
     }
     log = world.branch_log("codemod/prepare-inputs/gemma")
     assert [subject.split(":")[0] for subject, _, _ in log] == ["gemma", "gemma2"]
-    files = git(world.bare, "diff", "--name-only", "refs/heads/main", "refs/heads/codemod/prepare-inputs/gemma").split()
-    assert files == [f"{MODELS}/gemma/modeling_gemma.py", f"{MODELS}/gemma2/modeling_gemma2.py", f"{MODELS}/gemma2/modular_gemma2.py"]
+    files = git(
+        world.bare, "diff", "--name-only", "refs/heads/main", "refs/heads/codemod/prepare-inputs/gemma"
+    ).split()
+    assert files == [
+        f"{MODELS}/gemma/modeling_gemma.py",
+        f"{MODELS}/gemma2/modeling_gemma2.py",
+        f"{MODELS}/gemma2/modular_gemma2.py",
+    ]
     assert "reverted bert: verification crashed" in world.output
 
 
 def test_models_not_verified_identical_stay_out(world: World) -> None:
     report = world.run(group_by="all", only=["llama", "gpt2"], migrate=FakeMigrate(verdicts={"gpt2": "differs"}))
     assert report.outcomes[0].models == ("llama",)
-    assert Held("gpt2", HeldCause.NOT_IDENTICAL, "GPT2LMHeadModel was not verified identical: differs") in report.withheld
+    assert (
+        Held("gpt2", HeldCause.NOT_IDENTICAL, "GPT2LMHeadModel was not verified identical: differs") in report.withheld
+    )
     files = git(world.bare, "diff", "--name-only", "refs/heads/main", "refs/heads/codemod/prepare-inputs/all").split()
     assert files == [f"{MODELS}/llama/modeling_llama.py"]
     assert "gpt2" not in world.github.pulls[1]["body"]
@@ -686,13 +799,25 @@ def test_missing_token_is_a_clear_error(world: World) -> None:
         world.run(token=None)
 
 
-def test_end_to_end_the_way_ci_runs_it(world: World, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+def test_end_to_end_the_way_ci_runs_it(
+    world: World, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """``codemod pr . --repo … --remote origin --base main --only llama,gpt2,mistral --api-url …`` twice."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.chdir(world.checkout)
     arguments: dict[str, Any] = dict(
-        repo=REPO, remote="origin", base="main", api_url=world.github.url, group_by="family", max_open=5,
-        only=["llama", "gpt2", "mistral"], skip=[], dry_run=False, labels=["ci"], migrate=FakeMigrate(), scratch=world.scratch,
+        repo=REPO,
+        remote="origin",
+        base="main",
+        api_url=world.github.url,
+        group_by="family",
+        max_open=5,
+        only=["llama", "gpt2", "mistral"],
+        skip=[],
+        dry_run=False,
+        labels=["ci"],
+        migrate=FakeMigrate(),
+        scratch=world.scratch,
     )
     first = run_pr(Path("."), **arguments)
     assert sorted(o.pr_number for o in first.outcomes) == [1, 2, 3]
@@ -716,8 +841,20 @@ def test_the_cli_runs_the_bot_as_ci_would(world, monkeypatch) -> None:
 
     monkeypatch.setattr(pr, "_default_migrate", FakeMigrate())
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    args = ["pr", str(world.checkout), "--repo", REPO, "--remote", "origin", "--base", "main",
-            "--api-url", world.github.url, "--only", "llama,gpt2,mistral"]
+    args = [
+        "pr",
+        str(world.checkout),
+        "--repo",
+        REPO,
+        "--remote",
+        "origin",
+        "--base",
+        "main",
+        "--api-url",
+        world.github.url,
+        "--only",
+        "llama,gpt2,mistral",
+    ]
     runner = CliRunner()
     dry = runner.invoke(app, [*args, "--dry-run"])
     assert dry.exit_code == 0, dry.output

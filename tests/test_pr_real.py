@@ -69,8 +69,12 @@ def defines_method(text: str, class_name: str) -> bool:
 def dangling_markers(bare: Path, ref: str) -> list[str]:
     """Method-level "# Copied from" markers on ``ref`` whose source method no longer exists
     (what the checkout's utils/check_copies.py would reject)."""
-    found = subprocess.run(["git", "grep", "-n", "-E", MARKER.pattern.replace("\\w", "[A-Za-z0-9_]"), ref, "--", "src"],
-                           cwd=bare, capture_output=True, text=True).stdout
+    found = subprocess.run(
+        ["git", "grep", "-n", "-E", MARKER.pattern.replace("\\w", "[A-Za-z0-9_]"), ref, "--", "src"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+    ).stdout
     dangling = []
     for line in found.splitlines():
         match = MARKER.search(line)
@@ -83,8 +87,20 @@ def dangling_markers(bare: Path, ref: str) -> list[str]:
 
 def test_the_bot_migrates_verifies_and_opens_prs_on_a_real_release(clone) -> None:
     checkout, bare, github = clone
-    args = ["pr", str(checkout), "--repo", REPO, "--remote", "origin", "--base", "main",
-            "--api-url", github.url, "--only", ONLY]
+    args = [
+        "pr",
+        str(checkout),
+        "--repo",
+        REPO,
+        "--remote",
+        "origin",
+        "--base",
+        "main",
+        "--api-url",
+        github.url,
+        "--only",
+        ONLY,
+    ]
     before = git(checkout, "status", "--porcelain"), git(checkout, "rev-parse", "HEAD")
 
     first = CliRunner().invoke(app, args)
@@ -94,7 +110,11 @@ def test_the_bot_migrates_verifies_and_opens_prs_on_a_real_release(clone) -> Non
     pulls = {p["head"]["ref"].rsplit("/", 1)[-1]: p for p in github.pulls.values()}
     broken_on_main = set(dangling_markers(bare, "refs/heads/main"))
     assert sorted(pulls) == ["granite", "llama", "mistral"]
-    for model, name in (("granite", "GraniteForCausalLM"), ("llama", "LlamaForCausalLM"), ("mistral", "MistralForCausalLM")):
+    for model, name in (
+        ("granite", "GraniteForCausalLM"),
+        ("llama", "LlamaForCausalLM"),
+        ("mistral", "MistralForCausalLM"),
+    ):
         body = pulls[model]["body"]
         assert pulls[model]["title"].startswith(f"{model}: ")
         assert f"`{name}`" in body and "| identical |" in body and "greedy" in body

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from codemod.analyse.scan import ScanResult, scan
 from codemod.checkout import resolve
 from codemod.fetch import release_checkout
 from codemod.publish.report import scan_document, to_json
-from codemod.analyse.scan import ScanResult, scan
 from tests.goldens import golden_mismatch, golden_path, normalise_json
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -76,7 +76,7 @@ def release(request: pytest.FixtureRequest) -> Release:
     return _release(request.param)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def class_overrides(root: Path) -> frozenset[tuple[str, str]]:
     """(file, class) of every top-level class below ``models/`` whose body defines the method (ast, no tool code)."""
     found = set()
@@ -127,8 +127,11 @@ def test_every_finding_is_explained(release: Release) -> None:
     # a category is what the override does, an action what the tool does (README, What the scan decides):
     # a generic one is reduced when a guard stays in front of super(); a bespoke one is reduced when its own
     # handling stays in front of super(), and deleted when a difference in the standard flow is all it has
-    actions = {"generic": {"delete", "keep", "reduce"}, "kwargs-forwarding": {"reduce", "keep"},
-               "bespoke": {"keep", "reduce", "delete"}}
+    actions = {
+        "generic": {"delete", "keep", "reduce"},
+        "kwargs-forwarding": {"reduce", "keep"},
+        "bespoke": {"keep", "reduce", "delete"},
+    }
     for finding in release.findings:
         where = f"{finding['file']}::{finding['class']}"
         assert finding["category"] in actions, where
@@ -142,7 +145,9 @@ def test_every_finding_is_explained(release: Release) -> None:
                 f"{where} is bespoke without a bespoke or unrecognised reason, or a note saying why"
             )
         if finding["action"] == "delete" and finding["category"] == "bespoke":
-            assert {r["kind"] for r in finding["reasons"]} & {"difference"}, f"{where}: deleted as bespoke without a difference"
+            assert {r["kind"] for r in finding["reasons"]} & {"difference"}, (
+                f"{where}: deleted as bespoke without a difference"
+            )
 
 
 def test_json_paths_are_relative(release: Release) -> None:
@@ -186,7 +191,10 @@ def test_4_45_2_method_copy_markers(v4452: Release) -> None:
     # MarkupLM names BertModel.prepare_inputs_for_generation, which BertModel does not define: check_copies, reading
     # the file line by line, compares it with the next class's, BertLMHeadModel's, and so does the scan
     markuplm = next(f for f in method if f["model"] == "markuplm")["copied_from"]
-    assert markuplm["status"] == "consistent" and markuplm["target_file"] == "src/transformers/models/bert/modeling_bert.py"
+    assert (
+        markuplm["status"] == "consistent"
+        and markuplm["target_file"] == "src/transformers/models/bert/modeling_bert.py"
+    )
     assert "check_copies finds BertLMHeadModel's" in markuplm["detail"]
     # the report's own tally agrees
     statuses = Counter(f["copied_from"]["status"] for f in v4452.findings if f["copied_from"])
@@ -203,8 +211,12 @@ def test_4_45_2_the_one_class_that_never_moves_cache_position_on(v4452: Release)
     assert stale == ["MusicgenMelodyForConditionalGeneration"]
     [melody] = [f for f in v4452.findings if f["class"] == "MusicgenMelodyForConditionalGeneration"]
     assert melody["category"] == "bespoke" and melody["action"] == "reduce"
-    assert any(r["text"].startswith("cache_position withheld from super(): its class's "
-                                    "_update_model_kwargs_for_generation never moves it on") for r in melody["reasons"])
+    assert any(
+        r["text"].startswith(
+            "cache_position withheld from super(): its class's _update_model_kwargs_for_generation never moves it on"
+        )
+        for r in melody["reasons"]
+    )
     assert {"key": "cache_position", "how": "withheld", "source": ""} in melody["extras"]
 
 
@@ -215,7 +227,9 @@ def test_4_45_2_mixin_is_hoisted(v4452: Release) -> None:
     assert f"{MIXIN}:" in mixin["source"] and "stub" in mixin["source"]
     assert mixin["era"] == "cache-position"
     assert v4452.result.profile.hoisted is True
-    assert {"slice-by-cache-position", "position-ids-from-mask", "inputs-embeds-first-step"} <= set(mixin["behaviours"])
+    assert {"slice-by-cache-position", "position-ids-from-mask", "inputs-embeds-first-step"} <= set(
+        mixin["behaviours"]
+    )
     assert mixin["unrecognised"] == []
 
 
@@ -243,7 +257,9 @@ def test_4_46_3_uses_its_own_mixin(v4463: Release) -> None:
     assert v4463.result.profile.hoisted is False and mixin["hoisted"] is False
     assert mixin["era"] == "cache-position"
     assert re.fullmatch(rf"{re.escape(MIXIN)}:\d+", mixin["source"])
-    assert {"slice-by-cache-position", "position-ids-from-mask", "inputs-embeds-first-step"} <= set(mixin["behaviours"])
+    assert {"slice-by-cache-position", "position-ids-from-mask", "inputs-embeds-first-step"} <= set(
+        mixin["behaviours"]
+    )
 
 
 # --------------------------------------------------------------------------------------------- 5.23.0

@@ -378,32 +378,51 @@ def test_a_multi_statement_template_beats_its_first_statement() -> None:
     [
         pytest.param(
             "self, input_ids, past_key_values=None, **kwargs",
-            [("self", "positional", None), ("input_ids", "positional", None),
-             ("past_key_values", "positional", "None"), ("kwargs", "**kwargs", None)],
+            [
+                ("self", "positional", None),
+                ("input_ids", "positional", None),
+                ("past_key_values", "positional", "None"),
+                ("kwargs", "**kwargs", None),
+            ],
             id="usual",
         ),
         pytest.param(
             "self, *args, is_first_iteration=False, **kwargs",
-            [("self", "positional", None), ("args", "*args", None),
-             ("is_first_iteration", "keyword-only", "False"), ("kwargs", "**kwargs", None)],
+            [
+                ("self", "positional", None),
+                ("args", "*args", None),
+                ("is_first_iteration", "keyword-only", "False"),
+                ("kwargs", "**kwargs", None),
+            ],
             id="star-args-then-keyword-only",
         ),
         pytest.param(
             "self, input_ids, *, use_cache, past=None",
-            [("self", "positional", None), ("input_ids", "positional", None),
-             ("use_cache", "keyword-only", None), ("past", "keyword-only", "None")],
+            [
+                ("self", "positional", None),
+                ("input_ids", "positional", None),
+                ("use_cache", "keyword-only", None),
+                ("past", "keyword-only", "None"),
+            ],
             id="bare-star",
         ),
         pytest.param(
             "self, input_ids, /, attention_mask=torch.ones(1, 2)",
-            [("self", "positional", None), ("input_ids", "positional", None),
-             ("attention_mask", "positional", "torch.ones(1, 2)")],
+            [
+                ("self", "positional", None),
+                ("input_ids", "positional", None),
+                ("attention_mask", "positional", "torch.ones(1, 2)"),
+            ],
             id="positional-only-and-code-default",
         ),
         pytest.param(
             "self, input_ids: torch.LongTensor, past_key_values: Optional[Cache] = None, **model_kwargs",
-            [("self", "positional", None), ("input_ids", "positional", None),
-             ("past_key_values", "positional", "None"), ("model_kwargs", "**kwargs", None)],
+            [
+                ("self", "positional", None),
+                ("input_ids", "positional", None),
+                ("past_key_values", "positional", "None"),
+                ("model_kwargs", "**kwargs", None),
+            ],
             id="annotated",
         ),
     ],
@@ -424,7 +443,10 @@ def test_the_ids_parameter_may_be_decoder_input_ids() -> None:
         '    return {"input_ids": None, "decoder_input_ids": decoder_input_ids}\n'
     )
     assert analysis.unrecognised == ()
-    assert {k: str(v) for k, v in analysis.output_values().items()} == {"input_ids": "none", "decoder_input_ids": "ids:last token"}
+    assert {k: str(v) for k, v in analysis.output_values().items()} == {
+        "input_ids": "none",
+        "decoder_input_ids": "ids:last token",
+    }
 
 
 def test_the_kwargs_parameter_may_have_another_name() -> None:
@@ -439,7 +461,9 @@ def test_the_kwargs_parameter_may_have_another_name() -> None:
     )
     assert analysis.unrecognised == ()
     assert analysis.forwards_kwargs
-    assert {k: str(v) for k, v in analysis.output_values().items()} == {"encoder_hidden_states": "param:encoder_hidden_states"}
+    assert {k: str(v) for k, v in analysis.output_values().items()} == {
+        "encoder_hidden_states": "param:encoder_hidden_states"
+    }
 
 
 def test_a_returned_name_is_an_output_dict() -> None:
@@ -450,7 +474,10 @@ def test_a_returned_name_is_an_output_dict() -> None:
         "    return inputs\n"
     )
     assert analysis.unrecognised == ()
-    assert {k: str(v) for k, v in analysis.output_values().items()} == {"input_ids": "ids:unsliced", "flag": "const:True"}
+    assert {k: str(v) for k, v in analysis.output_values().items()} == {
+        "input_ids": "ids:unsliced",
+        "flag": "const:True",
+    }
 
 
 # ------------------------------------------------------------------------------------- values threaded
@@ -501,7 +528,10 @@ def test_a_new_dict_under_a_guard_does_not_erase_other_branches() -> None:
             model_inputs = {"input_ids": input_ids}
         """
     )
-    assert {k: str(v) for k, v in analysis.output_values().items()} == {"input_ids": "ids:unsliced", "attention_mask": "first-step:attention_mask"}
+    assert {k: str(v) for k, v in analysis.output_values().items()} == {
+        "input_ids": "ids:unsliced",
+        "attention_mask": "first-step:attention_mask",
+    }
 
 
 # -------------------------------------------------------------------------------------------- delegate
@@ -600,7 +630,7 @@ def test_a_closed_dict_built_last_is_what_is_returned(source: str) -> None:
     assert analysis.delegates_to is None
 
 
-_ALIASED = '''
+_ALIASED = """
 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None,
                                   cache_position=None, **kwargs):
     empty_past_kv = past_key_values is None
@@ -611,7 +641,7 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attenti
         elif input_ids.shape[1] != cache_position.shape[0]:
             input_ids = input_ids[:, cache_position]
     return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
-'''
+"""
 
 
 def test_a_guard_alias_assigned_once_is_read_as_its_test() -> None:
@@ -624,11 +654,14 @@ def test_a_guard_alias_assigned_once_is_read_as_its_test() -> None:
     assert "empty_past_kv" in guarded.reads  # the names as written, not the inlined test's
 
 
-@pytest.mark.parametrize("rebinding", [
-    pytest.param("    empty_past_kv = False", id="assigned again"),
-    pytest.param("    for empty_past_kv in (True, False):\n        pass", id="a loop target"),
-    pytest.param("    if (empty_past_kv := False):\n        pass", id="a walrus"),
-])
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        pytest.param("    empty_past_kv = False", id="assigned again"),
+        pytest.param("    for empty_past_kv in (True, False):\n        pass", id="a loop target"),
+        pytest.param("    if (empty_past_kv := False):\n        pass", id="a walrus"),
+    ],
+)
 def test_a_name_bound_twice_is_no_alias(rebinding: str) -> None:
     analysis = analyse_source(_ALIASED.format(rebinding=rebinding))
     assert "slice-by-cache-position" not in analysis.behaviours

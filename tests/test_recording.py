@@ -33,7 +33,11 @@ def scenarios(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 class Model:
     def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, **kwargs):
-        return {"decoder_input_ids": decoder_input_ids, "past_key_values": past_key_values, "use_cache": kwargs.get("use_cache")}
+        return {
+            "decoder_input_ids": decoder_input_ids,
+            "past_key_values": past_key_values,
+            "use_cache": kwargs.get("use_cache"),
+        }
 
 
 def test_positional_ids_are_recorded_under_their_parameter_name(scenarios: Any) -> None:
@@ -44,10 +48,15 @@ def test_positional_ids_are_recorded_under_their_parameter_name(scenarios: Any) 
     calls = scenarios.record_calls(model, received)
     model.prepare_inputs_for_generation(7, use_cache=True)
     model.prepare_inputs_for_generation(8, past_key_values="cache")
-    assert calls == [{"decoder_input_ids": 7, "past_key_values": None, "use_cache": True},
-                     {"decoder_input_ids": 8, "past_key_values": "cache", "use_cache": None}]
+    assert calls == [
+        {"decoder_input_ids": 7, "past_key_values": None, "use_cache": True},
+        {"decoder_input_ids": 8, "past_key_values": "cache", "use_cache": None},
+    ]
     # what the caller gave, for the keys returned; None is not a value given
-    assert received == [{"decoder_input_ids": 7, "use_cache": True}, {"decoder_input_ids": 8, "past_key_values": "cache"}]
+    assert received == [
+        {"decoder_input_ids": 7, "use_cache": True},
+        {"decoder_input_ids": 8, "past_key_values": "cache"},
+    ]
 
 
 def test_the_recorder_keeps_the_signature_generate_validates_against(scenarios: Any) -> None:
@@ -55,5 +64,8 @@ def test_the_recorder_keeps_the_signature_generate_validates_against(scenarios: 
 
     model = Model()
     scenarios.record_calls(model)
-    assert list(inspect.signature(model.prepare_inputs_for_generation).parameters) == \
-        ["decoder_input_ids", "past_key_values", "kwargs"]
+    assert list(inspect.signature(model.prepare_inputs_for_generation).parameters) == [
+        "decoder_input_ids",
+        "past_key_values",
+        "kwargs",
+    ]

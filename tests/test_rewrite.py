@@ -63,7 +63,9 @@ def method_span(source: bytes, cls: str = CLS) -> tuple[int, int] | None:
                     end = item.end_lineno or item.lineno
                     # comment lines indented deeper than the def, after its last statement, are the
                     # method's too (libcst's block footer)
-                    indent = lines[item.lineno - 1][: len(lines[item.lineno - 1]) - len(lines[item.lineno - 1].lstrip())]
+                    indent = lines[item.lineno - 1][
+                        : len(lines[item.lineno - 1]) - len(lines[item.lineno - 1].lstrip())
+                    ]
                     last = end
                     while last < len(lines):
                         line = lines[last]
@@ -142,7 +144,7 @@ HOISTED = '''\
 
 CASES = [
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -154,20 +156,20 @@ CASES = [
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         [edit(EditKind.DELETE)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         id="delete-with-decorators",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -178,16 +180,16 @@ CASES = [
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         [edit(EditKind.DELETE)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         id="delete-with-copied-from-comment",
     ),
     pytest.param(
@@ -214,26 +216,26 @@ CASES = [
         id="delete-first-member-after-docstring",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         [edit(EditKind.DELETE)],
         # the next member keeps its own leading blank line
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         id="delete-first-member",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def __init__(self, config):
                     super().__init__(config)
@@ -243,20 +245,20 @@ CASES = [
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         [edit(EditKind.DELETE)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def __init__(self, config):
                     super().__init__(config)
 
                 def forward(self, input_ids):
                     return input_ids
-        '''),
+        """),
         id="delete-middle-member",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -268,9 +270,9 @@ CASES = [
 
             class FooForSequenceClassification(FooPreTrainedModel):
                 pass
-        '''),
+        """),
         [edit(EditKind.DELETE)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -278,11 +280,11 @@ CASES = [
 
             class FooForSequenceClassification(FooPreTrainedModel):
                 pass
-        '''),
+        """),
         id="delete-last-member",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
@@ -291,16 +293,16 @@ CASES = [
 
             def helper():
                 return 1
-        '''),
+        """),
         [edit(EditKind.DELETE)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 pass
 
 
             def helper():
                 return 1
-        '''),
+        """),
         id="delete-only-member-becomes-pass",
     ),
     pytest.param(
@@ -326,7 +328,7 @@ CASES = [
         id="delete-at-end-of-file-without-newline",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids, pixel_values=None):
                     return input_ids
@@ -352,9 +354,9 @@ CASES = [
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         [edit(EditKind.REDUCE, REDUCED_BODY)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids, pixel_values=None):
                     return input_ids
@@ -382,18 +384,18 @@ CASES = [
 
                 def get_decoder(self):
                     return self.model
-        '''),
+        """),
         id="reduce-keeps-signature-decorators-and-comments-above",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
                                                   pixel_values=None, cache_position=None, **kwargs):
                     return {"input_ids": input_ids, "pixel_values": pixel_values}
-        '''),
+        """),
         [edit(EditKind.REDUCE, REDUCED_BODY), edit(EditKind.MARK, "pixel_values only on the first step")],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
                                                   pixel_values=None, cache_position=None, **kwargs):
@@ -407,40 +409,40 @@ CASES = [
                     if cache_position[0] == 0:
                         model_inputs["pixel_values"] = pixel_values
                     return model_inputs
-        '''),
+        """),
         id="reduce-then-mark",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(LlamaForCausalLM):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.REMOVE, REMOVE_BODY)],
-        src('''
+        src("""
             class FooForCausalLM(LlamaForCausalLM):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     raise AttributeError("FooForCausalLM uses GenerationMixin.prepare_inputs_for_generation")
-        '''),
+        """),
         id="remove-stub-for-the-modular-converter",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     # Foo appends a dummy token the tokenizer never produces
                     input_ids = torch.cat([input_ids, self.dummy], dim=-1)
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.MARK, "Foo appends a dummy token")],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     # Overwritten -- Foo appends a dummy token
                     # Foo appends a dummy token the tokenizer never produces
                     input_ids = torch.cat([input_ids, self.dummy], dim=-1)
                     return {"input_ids": input_ids}
-        '''),
+        """),
         id="mark-is-the-first-body-line",
     ),
     pytest.param(
@@ -464,7 +466,7 @@ CASES = [
         id="mark-decorated-method-with-docstring",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -472,9 +474,9 @@ CASES = [
                 # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.DROP_MARKER), edit(EditKind.MARK, "why")],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
                     return input_ids
@@ -482,49 +484,49 @@ CASES = [
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     # Overwritten -- why
                     return {"input_ids": input_ids}
-        '''),
+        """),
         id="drop-marker-above-def",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # kept: a comment that is no marker
                 @torch.no_grad()
                 # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.DROP_MARKER)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # kept: a comment that is no marker
                 @torch.no_grad()
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         id="drop-marker-between-decorator-and-def",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # Copied from the old code base, by hand (a note, no marker: check_copies ignores it)
                 #Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.DROP_MARKER)],
-        src('''
+        src("""
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 # Copied from the old code base, by hand (a note, no marker: check_copies ignores it)
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         # the marker as check_copies and the index read it (``#\s*Copied from <package>.<target>``): without a space
         # after the hash it is one, and a comment that only starts with the words is none
         id="drop-marker-as-check-copies-reads-it",
     ),
     pytest.param(
-        src('''
+        src("""
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM with Llama->Foo
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
@@ -532,9 +534,9 @@ CASES = [
 
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.IGNORE_COPY), edit(EditKind.MARK, "Foo keeps its own")],
-        src('''
+        src("""
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM with Llama->Foo
             class FooForCausalLM(FooPreTrainedModel, GenerationMixin):
                 def forward(self, input_ids):
@@ -544,7 +546,7 @@ CASES = [
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     # Overwritten -- Foo keeps its own
                     return {"input_ids": input_ids}
-        '''),
+        """),
         id="ignore-copy-in-a-class-level-copy",
     ),
     pytest.param(
@@ -581,7 +583,7 @@ CASES = [
         id="hoist-replaces-the-stub",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
@@ -593,9 +595,9 @@ CASES = [
 
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
+        """),
         [edit(EditKind.DELETE), edit(EditKind.MARK, "vision", cls="FooForVision")],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 pass
 
@@ -607,11 +609,11 @@ CASES = [
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     # Overwritten -- vision
                     return {"input_ids": input_ids}
-        '''),
+        """),
         id="two-classes-in-one-file",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, cache_position=None, pixel_values=None, **kwargs):
                     # Overwritten -- drops token_type_ids; pixel_values only on the first step
@@ -620,9 +622,9 @@ CASES = [
                     if cache_position[0] == 0:
                         model_inputs["pixel_values"] = pixel_values
                     return model_inputs
-        '''),
+        """),
         [dataclasses.replace(edit(EditKind.TRIM, "pixel_values only on the first step"), remove=(1,))],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, cache_position=None, pixel_values=None, **kwargs):
                     # Overwritten -- pixel_values only on the first step
@@ -630,12 +632,12 @@ CASES = [
                     if cache_position[0] == 0:
                         model_inputs["pixel_values"] = pixel_values
                     return model_inputs
-        '''),
+        """),
         # a hook does what the drop did: the mark the tool wrote for it says what is left
         id="trim-rewords-the-tools-own-mark",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(
                     self,
@@ -649,22 +651,25 @@ CASES = [
                     if past_key_values:
                         model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
                     return model_inputs
-        '''),
-        [dataclasses.replace(edit(EditKind.TRIM), remove=(1,), keep_params=("self", "input_ids", "past_key_values",
-                                                                             "kwargs"))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(EditKind.TRIM), remove=(1,), keep_params=("self", "input_ids", "past_key_values", "kwargs")
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)
                     if past_key_values:
                         model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
                     return model_inputs
-        '''),
+        """),
         # the parameter only the removed statement read leaves the signature: **kwargs takes it to the hook
         id="trim-drops-a-parameter-only-the-removed-statement-read",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if past_key_values is not None:
@@ -674,11 +679,18 @@ CASES = [
                     if (input_ids == self.config.image_token_index).any():
                         model_inputs["pixel_values"] = kwargs.get("pixel_values")
                     return model_inputs
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
-                             keep_after=(0, 2))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "past_key_values=past_key_values)\nreturn model_inputs\n",
+                ),
+                keep_after=(0, 2),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
@@ -688,12 +700,12 @@ CASES = [
                     if (input_ids == self.config.image_token_index).any():
                         model_inputs["pixel_values"] = kwargs.get("pixel_values")
                     return model_inputs
-        '''),
+        """),
         # the statements kept after super() stay as written, comments and all, in their order
         id="reduce-keeps-statements-after-the-super-call",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
                     # cut the ids if there is a cache
@@ -704,12 +716,20 @@ CASES = [
                         if shape_ids is not None:
                             shape_ids = shape_ids[:, -1:]
                     return {"input_ids": input_ids, "shape_ids": shape_ids, "past_key_values": past_key_values}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "past_key_values=past_key_values)\n"
-                                                   "model_inputs[\"shape_ids\"] = shape_ids\nreturn model_inputs\n"),
-                             keep_after=(0,), cuts=(Nested((0, "body", 0), 2, ("input_ids", "past_length")),))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "past_key_values=past_key_values)\n"
+                    'model_inputs["shape_ids"] = shape_ids\nreturn model_inputs\n',
+                ),
+                keep_after=(0,),
+                cuts=(Nested((0, "body", 0), 2, ("input_ids", "past_length")),),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, shape_ids=None, past_key_values=None, **kwargs):
                     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
@@ -718,13 +738,13 @@ CASES = [
                             shape_ids = shape_ids[:, -1:]
                     model_inputs["shape_ids"] = shape_ids
                     return model_inputs
-        '''),
+        """),
         # RoCBert: the ids' slicing inside the kept block is the mixin's; the comment above the block, which said what
         # it did first, goes with it, and no blank line is left to open the block
         id="reduce-cuts-the-ids-slicing-out-of-a-kept-block",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):
                     empty_past_kv = past_key_values is None
@@ -735,12 +755,20 @@ CASES = [
                     else:
                         past_key_values = self.new_cache(input_ids.shape[0])
                     return {"input_ids": input_ids, "past_key_values": past_key_values}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "past_key_values=past_key_values, cache_position=cache_position)\n"
-                                                   "return model_inputs\n"),
-                             keep=(0, 1), cuts=(Nested((1, "body", 0), 1, ("input_ids",)),))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "past_key_values=past_key_values, cache_position=cache_position)\n"
+                    "return model_inputs\n",
+                ),
+                keep=(0, 1),
+                cuts=(Nested((1, "body", 0), 1, ("input_ids",)),),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, cache_position=None, **kwargs):
                     empty_past_kv = past_key_values is None
@@ -751,13 +779,13 @@ CASES = [
                         input_ids, past_key_values=past_key_values, cache_position=cache_position
                     )
                     return model_inputs
-        '''),
+        """),
         # Jamba: the branch that sliced goes, the other stays under the opposite test (the new call, 121 columns on
         # one line, laid out as ruff would)
         id="reduce-cuts-a-branch-in-front-of-super-and-keeps-the-other-under-the-opposite-test",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if past_key_values is not None and self.config.slices:
@@ -765,11 +793,19 @@ CASES = [
                     elif self.config.fresh:
                         past_key_values = self.new_cache()
                     return {"input_ids": input_ids, "past_key_values": past_key_values}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
-                             keep=(0,), cuts=(Nested((0, "body", 0), 1, ("input_ids",)),))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "past_key_values=past_key_values)\nreturn model_inputs\n",
+                ),
+                keep=(0,),
+                cuts=(Nested((0, "body", 0), 1, ("input_ids",)),),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if not (past_key_values is not None and self.config.slices):
@@ -777,12 +813,12 @@ CASES = [
                             past_key_values = self.new_cache()
                     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
                     return model_inputs
-        '''),
+        """),
         # an elif under the first test's opposite; a compound test is negated whole, in parentheses
         id="reduce-cuts-a-branch-before-an-elif",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if self.config.fresh:
@@ -792,75 +828,100 @@ CASES = [
                     if past_key_values is not None:
                         input_ids = input_ids[:, -1:]
                     return {"input_ids": input_ids, "past_key_values": past_key_values}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "past_key_values=past_key_values)\nreturn model_inputs\n"),
-                             keep=(0, 1), cuts=(Nested((0, "orelse", 0, "body", 0), 1, ("input_ids",)),
-                                                Nested((1, "body", 0), 1, ("input_ids",))))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "past_key_values=past_key_values)\nreturn model_inputs\n",
+                ),
+                keep=(0, 1),
+                cuts=(
+                    Nested((0, "orelse", 0, "body", 0), 1, ("input_ids",)),
+                    Nested((1, "body", 0), 1, ("input_ids",)),
+                ),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     if self.config.fresh:
                         past_key_values = self.new_cache()
                     model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values)
                     return model_inputs
-        '''),
+        """),
         # an elif left empty goes; an if left with nothing in it goes altogether
         id="reduce-cuts-an-elif-and-a-whole-if",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, use_cache=True, past_key_values=None, **kwargs):
                     return {"input_ids": input_ids, "use_cache": use_cache, "past_key_values": past_key_values}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "# Overwritten -- its default use_cache=True\n"
-                                                   "model_inputs = super().prepare_inputs_for_generation(input_ids, "
-                                                   "use_cache=use_cache, **kwargs)\nreturn model_inputs\n"),
-                             direct_return=True, keep_params=("input_ids", "use_cache", "kwargs"))],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "# Overwritten -- its default use_cache=True\n"
+                    "model_inputs = super().prepare_inputs_for_generation(input_ids, "
+                    "use_cache=use_cache, **kwargs)\nreturn model_inputs\n",
+                ),
+                direct_return=True,
+                keep_params=("input_ids", "use_cache", "kwargs"),
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, use_cache=True, **kwargs):
                     # Overwritten -- its default use_cache=True
                     return super().prepare_inputs_for_generation(input_ids, use_cache=use_cache, **kwargs)
-        '''),
+        """),
         # nothing after the super() call: the call is returned, its mark kept above it
         id="reduce-returns-the-super-call",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs):
                     return {"input_ids": input_ids}
-        '''),
-        [dataclasses.replace(edit(EditKind.REDUCE, "model_inputs = super().prepare_inputs_for_generation(\n"
-                                                   "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, "
-                                                   "use_cache=use_cache, **kwargs\n)\nreturn model_inputs\n"),
-                             direct_return=True)],
-        src('''
+        """),
+        [
+            dataclasses.replace(
+                edit(
+                    EditKind.REDUCE,
+                    "model_inputs = super().prepare_inputs_for_generation(\n"
+                    "    input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, "
+                    "use_cache=use_cache, **kwargs\n)\nreturn model_inputs\n",
+                ),
+                direct_return=True,
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, cache_position=None, use_cache=True, **kwargs):
                     return super().prepare_inputs_for_generation(
                         input_ids, inputs_embeds=inputs_embeds, cache_position=cache_position, use_cache=use_cache, **kwargs
                     )
-        '''),
+        """),
         # laid out again for its new start, as ruff would: the arguments still need a line of their own
         id="reduce-returns-a-long-super-call",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)
                     model_inputs["position_ids"] = None
                     return model_inputs
-        '''),
+        """),
         [dataclasses.replace(edit(EditKind.TRIM), remove=(1,), direct_return=True)],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return super().prepare_inputs_for_generation(input_ids, **kwargs)
-        '''),
+        """),
         # a trim that leaves nothing after the call
         id="trim-returns-the-super-call",
     ),
@@ -870,26 +931,40 @@ CASES = [
 _UNTIDY = ("model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n", "return model_inputs\n")
 
 
-@pytest.mark.parametrize(("body", "why"), [
-    (f"{_UNTIDY[0]}model_inputs['x'] = 1\n{_UNTIDY[1]}", "a statement between the call and the return"),
-    (f"{_UNTIDY[0]}# the prepared inputs\n{_UNTIDY[1]}", "a comment above the return would be lost"),
-    (f"{_UNTIDY[0]}{_UNTIDY[1].rstrip()}  # as prepared\n", "a comment on the return would be lost"),
-    ("model_inputs = super().prepare_inputs_for_generation(\n    input_ids,  # the ids\n    **kwargs,\n)\n"
-     f"{_UNTIDY[1]}", "a comment among the arguments would be lost"),
-    ("inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
-     "the return is not of what the call gave"),
-    ("model_inputs = self.model.prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
-     "not a super() call"),
-    (f"model_inputs = {{}}\n{_UNTIDY[0]}{_UNTIDY[1]}", "the name is also used in front: returning the call would leave it "
-     "unused"),
-])
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (f"{_UNTIDY[0]}model_inputs['x'] = 1\n{_UNTIDY[1]}", "a statement between the call and the return"),
+        (f"{_UNTIDY[0]}# the prepared inputs\n{_UNTIDY[1]}", "a comment above the return would be lost"),
+        (f"{_UNTIDY[0]}{_UNTIDY[1].rstrip()}  # as prepared\n", "a comment on the return would be lost"),
+        (
+            "model_inputs = super().prepare_inputs_for_generation(\n    input_ids,  # the ids\n    **kwargs,\n)\n"
+            f"{_UNTIDY[1]}",
+            "a comment among the arguments would be lost",
+        ),
+        (
+            "inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
+            "the return is not of what the call gave",
+        ),
+        (
+            "model_inputs = self.model.prepare_inputs_for_generation(input_ids, **kwargs)\nreturn model_inputs\n",
+            "not a super() call",
+        ),
+        (
+            f"model_inputs = {{}}\n{_UNTIDY[0]}{_UNTIDY[1]}",
+            "the name is also used in front: returning the call would leave it unused",
+        ),
+    ],
+)
 def test_a_body_is_left_ending_as_it_does(body: str, why: str) -> None:
     """Noops of ``Edit.direct_return``: the reduction's own ending stays."""
     before = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n        return 1\n"
     result = rewrite(before, dataclasses.replace(edit(EditKind.REDUCE, body), direct_return=True))
     assert result.error is None, result.error
-    expected = "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + \
-        textwrap.indent(body, "        ")
+    expected = (
+        "class FooForCausalLM(Base):\n    def prepare_inputs_for_generation(self, input_ids, **kwargs):\n"
+        + textwrap.indent(body, "        ")
+    )
     assert_parses(expected)
     assert result.new_text() == expected, why
 
@@ -911,57 +986,62 @@ def test_rewrite(before: str, edits: list[Edit], after: str) -> None:
 #: a mined hook's class attribute where the class sets it already
 ATTRIBUTE_CASES = [
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_dropped_inputs = ("head_mask", "position_ids")
 
                 def forward(self):
                     pass
-        '''),
+        """),
         [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("position_ids", "cache_position")')],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_dropped_inputs = ("head_mask", "position_ids", "cache_position")
 
                 def forward(self):
                     pass
-        '''),
+        """),
         # a second pass over the tree the first left: what the first pass's attribute names stays named
         id="set-attribute-adds-names-to-the-tuple-an-earlier-pass-wrote",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_input_defaults = {'output_router_logits': False}
-        '''),
+        """),
         [edit(EditKind.SET_ATTRIBUTE, '_generation_input_defaults = {"use_cache": True}')],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_input_defaults = {"output_router_logits": False, "use_cache": True}
-        '''),
+        """),
         id="set-attribute-adds-keys-to-the-dict-an-earlier-pass-wrote",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_dropped_inputs = DROPPED
-        '''),
+        """),
         [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("head_mask",)')],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_dropped_inputs = ("head_mask",)
-        '''),
+        """),
         # not a literal: nothing to merge with
         id="set-attribute-replaces-what-is-no-literal",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _tied_weights_keys = ["lm_head.weight"]
-        '''),
-        [edit(EditKind.SET_ATTRIBUTE, '_generation_dropped_inputs = ("encoder_attention_mask", "encoder_hidden_states", '
-                                      '"head_mask", "position_ids", "token_type_ids", "use_cache")')],
-        src('''
+        """),
+        [
+            edit(
+                EditKind.SET_ATTRIBUTE,
+                '_generation_dropped_inputs = ("encoder_attention_mask", "encoder_hidden_states", '
+                '"head_mask", "position_ids", "token_type_ids", "use_cache")',
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 _tied_weights_keys = ["lm_head.weight"]
                 _generation_dropped_inputs = (
@@ -972,18 +1052,23 @@ ATTRIBUTE_CASES = [
                     "token_type_ids",
                     "use_cache",
                 )
-        '''),
+        """),
         # 150 columns on one line: laid out as `ruff format --line-length 119` lays a collection out (RoCBert's)
         id="set-attribute-too-long-for-a-line-one-item-per-line",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 _generation_input_defaults = {"output_router_logits": False, "use_cache": True}
-        '''),
-        [edit(EditKind.SET_ATTRIBUTE, '_generation_input_defaults = {"aux_loss_coefficient_for_the_router": 0.001, '
-                                      '"router_jitter_noise": 0.0}')],
-        src('''
+        """),
+        [
+            edit(
+                EditKind.SET_ATTRIBUTE,
+                '_generation_input_defaults = {"aux_loss_coefficient_for_the_router": 0.001, '
+                '"router_jitter_noise": 0.0}',
+            )
+        ],
+        src("""
             class FooForCausalLM(Base):
                 _generation_input_defaults = {
                     "output_router_logits": False,
@@ -991,7 +1076,7 @@ ATTRIBUTE_CASES = [
                     "aux_loss_coefficient_for_the_router": 0.001,
                     "router_jitter_noise": 0.0,
                 }
-        '''),
+        """),
         # merged with what an earlier pass wrote, then too long
         id="set-attribute-merged-then-too-long-one-item-per-line",
     ),
@@ -1005,33 +1090,33 @@ NOOPS = [
         id="no-edits-leave-the-bytes-identical",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     # Overwritten -- the maintainers' own reason
                     return kwargs
-        '''),
+        """),
         [edit(EditKind.MARK, "another reason")],
         id="mark-on-a-marked-method-keeps-the-existing-mark",
     ),
     pytest.param(
-        src('''
+        src("""
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM with Llama->Foo
             class FooForCausalLM(Base):
                 # Ignore copy
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return kwargs
-        '''),
+        """),
         [edit(EditKind.IGNORE_COPY)],
         id="ignore-copy-already-there",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 # a comment, but no marker
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return kwargs
-        '''),
+        """),
         [edit(EditKind.DROP_MARKER)],
         id="drop-marker-without-a-marker",
     ),
@@ -1041,14 +1126,14 @@ NOOPS = [
 def test_a_file_libcst_cannot_reproduce_is_left_untouched() -> None:
     """A form feed in an indentation does not survive libcst's round trip (found by the property
     test below): deleting the method above it would silently change the line below."""
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 pass
 
 
         \x0c    pass
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DELETE))
     assert result.error is not None and "byte for byte" in result.error
     assert result.new == result.old == before.encode()
@@ -1073,13 +1158,13 @@ def test_noop(before: str, edits: list[Edit]) -> None:
     ],
 )
 def test_edits_that_keep_the_method_are_idempotent(edits: list[Edit]) -> None:
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
             def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
                                               pixel_values=None, cache_position=None, **kwargs):
                 return kwargs
-    ''')
+    """)
     once = rewrite(before, *edits)
     assert once.error is None and once.changed
     marking = [e for e in edits if e.kind is not EditKind.REDUCE]  # a second reduction would drop the mark
@@ -1106,7 +1191,7 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
     ("before", "keep", "after"),
     [
         pytest.param(
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(
                         self,
@@ -1119,20 +1204,20 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
                         **kwargs,
                     ):
                         return {"input_ids": input_ids}
-            '''),
+            """),
             ("input_ids", "inputs_embeds", "pixel_values", "kwargs"),
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, pixel_values=None, **kwargs):
                         model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
                         if cache_position[0] == 0:
                             model_inputs["pixel_values"] = pixel_values
                         return model_inputs
-            '''),
+            """),
             id="fits-one-line",
         ),
         pytest.param(
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     @staticmethod_like
                     def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, past_key_values: Optional[Cache] = None,
@@ -1140,9 +1225,9 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
                                                       pixel_values: Optional[torch.FloatTensor] = None,
                                                       cache_position: Optional[torch.LongTensor] = None, **kwargs):
                         return {"input_ids": input_ids}
-            '''),
+            """),
             ("input_ids", "inputs_embeds", "pixel_values", "cache_position", "kwargs"),
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     @staticmethod_like
                     def prepare_inputs_for_generation(
@@ -1157,11 +1242,11 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
                         if cache_position[0] == 0:
                             model_inputs["pixel_values"] = pixel_values
                         return model_inputs
-            '''),
+            """),
             id="too-long-one-parameter-per-line-with-annotations",
         ),
         pytest.param(
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(
                         self,
@@ -1173,9 +1258,9 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
                         **kwargs,
                     ):
                         return {"input_ids": input_ids}
-            '''),
+            """),
             ("input_ids", "inputs_embeds", "pixel_values_of_the_tower", "cache_position_new", "kwargs"),
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(
                         self, input_ids, inputs_embeds=None, pixel_values_of_the_tower=None, cache_position_new=None, **kwargs
@@ -1184,25 +1269,25 @@ def slim(keep: tuple[str, ...], body: str = SLIM_BODY) -> Edit:
                         if cache_position[0] == 0:
                             model_inputs["pixel_values"] = pixel_values
                         return model_inputs
-            '''),
+            """),
             id="too-long-for-one-line-the-parameters-on-a-line-of-their-own",
         ),
         pytest.param(
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(self, input_ids, *, inputs_embeds=None, use_cache=True,
                                                       cache_position=None, pixel_values=None, **kwargs):
                         return {"input_ids": input_ids}
-            '''),
+            """),
             ("input_ids", "use_cache", "pixel_values", "kwargs"),
-            src('''
+            src("""
                 class FooForCausalLM(Base):
                     def prepare_inputs_for_generation(self, input_ids, *, use_cache=True, pixel_values=None, **kwargs):
                         model_inputs = super().prepare_inputs_for_generation(input_ids, inputs_embeds=inputs_embeds, **kwargs)
                         if cache_position[0] == 0:
                             model_inputs["pixel_values"] = pixel_values
                         return model_inputs
-            '''),
+            """),
             id="keyword-only-keep-their-star",
         ),
     ],
@@ -1216,11 +1301,11 @@ def test_reduce_slims_the_signature(before: str, keep: tuple[str, ...], after: s
 
 
 def test_slim_signature_drops_a_star_with_no_keyword_only_left() -> None:
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, *, attention_mask=None, **kwargs):
                 return {"input_ids": input_ids}
-    ''')
+    """)
     body = "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
     result = rewrite(before, slim(("input_ids", "kwargs"), body))
     assert "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" in result.new_text()
@@ -1228,21 +1313,24 @@ def test_slim_signature_drops_a_star_with_no_keyword_only_left() -> None:
 
 
 def test_reduce_without_keep_params_leaves_the_signature_byte_for_byte() -> None:
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids,   past_key_values=None, **kwargs):  # odd spacing
                 return {"input_ids": input_ids}
-    ''')
+    """)
     body = "return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)\n"
     result = rewrite(before, slim((), body))
-    assert "def prepare_inputs_for_generation(self, input_ids,   past_key_values=None, **kwargs):  # odd spacing\n" in result.new_text()
+    assert (
+        "def prepare_inputs_for_generation(self, input_ids,   past_key_values=None, **kwargs):  # odd spacing\n"
+        in result.new_text()
+    )
 
 
 # --------------------------------------------------------------------------------------------- imports
 
 IMPORT_CASES = [
     pytest.param(
-        src('''
+        src("""
             import torch
             from torch import nn
 
@@ -1257,20 +1345,20 @@ IMPORT_CASES = [
                     if past_key_values is None:
                         past_key_values = DynamicCache()
                     return {"input_ids": input_ids, "ones": torch.ones(1)}
-        '''),
-        src('''
+        """),
+        src("""
             from torch import nn
 
 
             class FooForCausalLM(Base):
                 def forward(self, x):
                     return nn.functional.relu(x)
-        '''),
+        """),
         ("DynamicCache", "torch"),
         id="imports-only-the-method-used-are-removed",
     ),
     pytest.param(
-        src('''
+        src("""
             from __future__ import annotations
 
             import os
@@ -1286,8 +1374,8 @@ IMPORT_CASES = [
                     if isinstance(past_key_values, StaticCache):
                         past_key_values = DynamicCache()
                     return {"input_ids": input_ids, "cwd": os.getcwd()}
-        '''),
-        src('''
+        """),
+        src("""
             from __future__ import annotations
 
             import os
@@ -1298,12 +1386,12 @@ IMPORT_CASES = [
             class FooForCausalLM(Base):
                 def forward(self, past_key_values: Cache):
                     return os.getcwd()
-        '''),
+        """),
         ("DynamicCache", "StaticCache"),
         id="names-still-used-stay-future-untouched",
     ),
     pytest.param(
-        src('''
+        src("""
             from ...cache_utils import (
                 Cache,
                 DynamicCache,
@@ -1318,8 +1406,8 @@ IMPORT_CASES = [
 
                 def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
                     return {"input_ids": input_ids, "past_key_values": DynamicCache()}
-        '''),
-        src('''
+        """),
+        src("""
             from ...cache_utils import (
                 Cache,
                 StaticCache,
@@ -1330,7 +1418,7 @@ IMPORT_CASES = [
             class FooForCausalLM(Base):
                 def forward(self, past_key_values: Cache, other: StaticCache):
                     return past_key_values
-        '''),
+        """),
         ("DynamicCache",),
         id="parenthesised-import-middle-name",
     ),
@@ -1364,7 +1452,7 @@ IMPORT_CASES = [
         id="names-in-all-or-in-a-string-stay",
     ),
     pytest.param(
-        src('''
+        src("""
             import numpy as np
             from torch import Tensor as T, nn as neural
 
@@ -1375,20 +1463,20 @@ IMPORT_CASES = [
 
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": neural.Identity()(input_ids), "np": np.zeros(1)}
-        '''),
-        src('''
+        """),
+        src("""
             from torch import Tensor as T
 
 
             class FooForCausalLM(Base):
                 def forward(self, x: T):
                     return x
-        '''),
+        """),
         ("neural", "np"),
         id="aliased-imports",
     ),
     pytest.param(
-        src('''
+        src("""
             import torch
             import torch.nn.functional as F
 
@@ -1399,34 +1487,34 @@ IMPORT_CASES = [
 
                 def prepare_inputs_for_generation(self, input_ids, **kwargs):
                     return {"input_ids": F.pad(torch.as_tensor(input_ids), (1, 0))}
-        '''),
-        src('''
+        """),
+        src("""
             import torch
 
 
             class FooForCausalLM(Base):
                 def forward(self, x):
                     return torch.relu(x)
-        '''),
+        """),
         ("F",),
         id="dotted-import-with-alias",
     ),
     pytest.param(
-        src('''
+        src("""
             from ...cache_utils import Cache, DynamicCache  # noqa: F401
 
 
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, past_key_values: Cache = None, **kwargs):
                     return {"input_ids": input_ids, "past_key_values": past_key_values}
-        '''),
-        src('''
+        """),
+        src("""
             from ...cache_utils import DynamicCache  # noqa: F401
 
 
             class FooForCausalLM(Base):
                 pass
-        '''),
+        """),
         ("Cache",),
         id="first-of-two-names-keeps-the-comment",
     ),
@@ -1444,7 +1532,7 @@ def test_imports(before: str, after: str, removed: tuple[str, ...]) -> None:
 
 
 def test_reduce_keeps_imports_the_new_body_still_uses() -> None:
-    before = src('''
+    before = src("""
         from ...utils import is_torchdynamo_compiling
 
 
@@ -1453,9 +1541,11 @@ def test_reduce_keeps_imports_the_new_body_still_uses() -> None:
                 if is_torchdynamo_compiling():
                     return {"input_ids": input_ids}
                 return {"input_ids": input_ids, **kwargs}
-    ''')
-    body = "model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n" \
-           "model_inputs[\"compiling\"] = is_torchdynamo_compiling()\nreturn model_inputs\n"
+    """)
+    body = (
+        "model_inputs = super().prepare_inputs_for_generation(input_ids, **kwargs)\n"
+        'model_inputs["compiling"] = is_torchdynamo_compiling()\nreturn model_inputs\n'
+    )
     result = rewrite(before, edit(EditKind.REDUCE, body))
     assert result.error is None and result.removed_imports == ()
     assert result.new_text().startswith("from ...utils import is_torchdynamo_compiling\n")
@@ -1463,7 +1553,7 @@ def test_reduce_keeps_imports_the_new_body_still_uses() -> None:
 
 
 def test_mark_and_drop_marker_never_drop_imports() -> None:
-    before = src('''
+    before = src("""
         import torch
 
 
@@ -1471,14 +1561,14 @@ def test_mark_and_drop_marker_never_drop_imports() -> None:
             # Copied from transformers.models.llama.modeling_llama.LlamaForCausalLM.prepare_inputs_for_generation
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"input_ids": torch.as_tensor(input_ids)}
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DROP_MARKER), edit(EditKind.MARK, "why"))
     assert result.error is None and result.removed_imports == ()
     assert result.new_text().startswith("import torch\n")
 
 
 def test_local_imports_of_the_same_name_are_not_touched() -> None:
-    before = src('''
+    before = src("""
         import torch
 
 
@@ -1489,14 +1579,14 @@ def test_local_imports_of_the_same_name_are_not_touched() -> None:
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"input_ids": torch.as_tensor(input_ids)}
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DELETE))
     assert result.error is None
     assert "    import torch  # noqa: F401  (registers the custom ops)\n" in result.new_text()
 
 
 def test_parenthesised_import_last_name_keeps_the_closing_parenthesis_in_place() -> None:
-    before = src('''
+    before = src("""
         from ...cache_utils import (
             Cache,
             DynamicCache,
@@ -1509,7 +1599,7 @@ def test_parenthesised_import_last_name_keeps_the_closing_parenthesis_in_place()
 
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"past_key_values": DynamicCache()}
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DELETE))
     assert result.error is None
     assert_parses(result.new)  # valid either way
@@ -1517,7 +1607,7 @@ def test_parenthesised_import_last_name_keeps_the_closing_parenthesis_in_place()
 
 
 def test_parenthesised_import_last_name_is_valid_syntax() -> None:
-    before = src('''
+    before = src("""
         from ...cache_utils import (
             Cache,
             DynamicCache,
@@ -1530,7 +1620,7 @@ def test_parenthesised_import_last_name_is_valid_syntax() -> None:
 
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"past_key_values": DynamicCache()}
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DELETE))
     assert result.error is None and result.removed_imports == ("DynamicCache",)
     assert_parses(result.new)
@@ -1545,12 +1635,21 @@ def test_parenthesised_import_last_name_is_valid_syntax() -> None:
 def test_crlf_file_stays_crlf_byte_for_byte() -> None:
     before = (REWRITE_FIXTURES / "crlf_model.py").read_bytes()
     assert b"\r\n" in before and b"\n" not in before.replace(b"\r\n", b""), "the fixture must have CRLF line endings"
-    result = rewrite_source(PATH, before, [edit(EditKind.REDUCE, REDUCED_BODY, cls="CraneForCausalLM"),
-                                          edit(EditKind.MARK, "why", cls="CraneForCausalLM"),
-                                          edit(EditKind.DROP_MARKER, cls="CraneForCausalLM")])
+    result = rewrite_source(
+        PATH,
+        before,
+        [
+            edit(EditKind.REDUCE, REDUCED_BODY, cls="CraneForCausalLM"),
+            edit(EditKind.MARK, "why", cls="CraneForCausalLM"),
+            edit(EditKind.DROP_MARKER, cls="CraneForCausalLM"),
+        ],
+    )
     assert result.error is None, result.error
     assert b"\n" not in result.new.replace(b"\r\n", b""), "a bare LF crept in"
-    assert b"        # Overwritten -- why\r\n        model_inputs = super().prepare_inputs_for_generation(\r\n" in result.new
+    assert (
+        b"        # Overwritten -- why\r\n        model_inputs = super().prepare_inputs_for_generation(\r\n"
+        in result.new
+    )
     assert b"# Copied from" not in result.new
     assert_parses(result.new)
     assert_outside_unchanged(before, result.new, "CraneForCausalLM")
@@ -1585,7 +1684,7 @@ def test_latin1_file_round_trips(edits: list[Edit]) -> None:
     # the non-ASCII text outside the method is the same latin-1 bytes
     for text in ("« naïve »", "héron cendré", "Modèle de démonstration", '"égret: "'):
         assert text.encode("latin-1") in result.new
-    assert "é".encode("utf-8") not in result.new
+    assert "é".encode() not in result.new
 
 
 def test_latin1_file_cannot_take_a_mark_it_cannot_encode() -> None:
@@ -1597,14 +1696,17 @@ def test_latin1_file_cannot_take_a_mark_it_cannot_encode() -> None:
 
 
 def test_utf8_bom_is_kept() -> None:
-    before = b"\xef\xbb\xbf" + src('''
+    before = (
+        b"\xef\xbb\xbf"
+        + src("""
         class FooForCausalLM(Base):
             def forward(self):
                 return "caf\u00e9"
 
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return kwargs
-    ''').encode()
+    """).encode()
+    )
     result = rewrite(before, edit(EditKind.DELETE))
     assert result.error is None
     assert result.new.startswith(b"\xef\xbb\xbfclass FooForCausalLM(Base):\n")
@@ -1614,7 +1716,13 @@ def test_utf8_bom_is_kept() -> None:
 @pytest.mark.parametrize(
     "edits",
     [
-        pytest.param([edit(EditKind.REDUCE, REDUCED_BODY, cls="TernForCausalLM"), edit(EditKind.MARK, "why", cls="TernForCausalLM")], id="reduce-and-mark"),
+        pytest.param(
+            [
+                edit(EditKind.REDUCE, REDUCED_BODY, cls="TernForCausalLM"),
+                edit(EditKind.MARK, "why", cls="TernForCausalLM"),
+            ],
+            id="reduce-and-mark",
+        ),
         pytest.param([edit(EditKind.DELETE, cls="TernForCausalLM")], id="delete"),
         pytest.param([edit(EditKind.IGNORE_COPY, cls="TernForCausalLM")], id="ignore-copy"),
     ],
@@ -1630,7 +1738,10 @@ def test_tab_indented_module(edits: list[Edit]) -> None:
         indent = line[: len(line) - len(line.lstrip())]
         assert not indent.startswith(" "), f"space indentation in a tab-indented module: {line!r}"
     if edits[0].kind is EditKind.REDUCE:
-        assert "\t\t# Overwritten -- why\n\t\tmodel_inputs = super().prepare_inputs_for_generation(\n\t\t\tinput_ids,\n" in result.new_text()
+        assert (
+            "\t\t# Overwritten -- why\n\t\tmodel_inputs = super().prepare_inputs_for_generation(\n\t\t\tinput_ids,\n"
+            in result.new_text()
+        )
 
 
 # --------------------------------------------------------------------------------------------- errors
@@ -1646,12 +1757,18 @@ def test_file_that_does_not_parse_is_an_error_with_unchanged_bytes() -> None:
 @pytest.mark.parametrize(
     ("before", "message"),
     [
-        pytest.param("class BarForCausalLM(Base):\n    pass\n", "no top-level class FooForCausalLM", id="missing-class"),
-        pytest.param("class FooForCausalLM(Base):\n    def forward(self):\n        pass\n", "has no prepare_inputs_for_generation",
-                     id="class-without-the-method"),
+        pytest.param(
+            "class BarForCausalLM(Base):\n    pass\n", "no top-level class FooForCausalLM", id="missing-class"
+        ),
+        pytest.param(
+            "class FooForCausalLM(Base):\n    def forward(self):\n        pass\n",
+            "has no prepare_inputs_for_generation",
+            id="class-without-the-method",
+        ),
         pytest.param(
             "if True:\n    class FooForCausalLM(Base):\n        def prepare_inputs_for_generation(self, **kwargs):\n            pass\n",
-            "no top-level class", id="nested-class-is-not-top-level",
+            "no top-level class",
+            id="nested-class-is-not-top-level",
         ),
     ],
 )
@@ -1685,11 +1802,18 @@ def test_one_line_method_body_can_be_deleted() -> None:
 
 # --------------------------------------------------------------------------------------------- properties
 
-_BODIES = ["return kwargs\n", REDUCED_BODY, REMOVE_BODY, "model_inputs = {}\nfor k, v in kwargs.items():\n    model_inputs[k] = v\nreturn model_inputs\n"]
+_BODIES = [
+    "return kwargs\n",
+    REDUCED_BODY,
+    REMOVE_BODY,
+    "model_inputs = {}\nfor k, v in kwargs.items():\n    model_inputs[k] = v\nreturn model_inputs\n",
+]
 _EDITS = st.one_of(
     st.just([edit(EditKind.DELETE)]),
-    st.builds(lambda text: [edit(EditKind.MARK, text)],
-              st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=40).filter(str.strip)),
+    st.builds(
+        lambda text: [edit(EditKind.MARK, text)],
+        st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=40).filter(str.strip),
+    ),
     st.sampled_from(_BODIES).map(lambda body: [edit(EditKind.REDUCE, body)]),
     st.sampled_from(_BODIES).map(lambda body: [edit(EditKind.REDUCE, body), edit(EditKind.MARK, "reduced")]),
     st.just([edit(EditKind.DROP_MARKER), edit(EditKind.IGNORE_COPY)]),
@@ -1759,11 +1883,11 @@ def test_rewrites_of_generated_modules_are_valid_or_errors(source: str, edits: l
 
 def test_hoisting_the_generic_method_source() -> None:
     """The real generic implementation goes in as written (re-indented for the module)."""
-    before = src('''
+    before = src("""
         class GenerationMixin:
             def prepare_inputs_for_generation(self, *args, **kwargs):
                 raise NotImplementedError("stub")
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.HOIST, METHOD_SOURCE, cls="GenerationMixin"))
     assert result.error is None
     assert result.new_text() == "class GenerationMixin:\n" + METHOD_SOURCE
@@ -1771,11 +1895,14 @@ def test_hoisting_the_generic_method_source() -> None:
 
 
 def test_whitespace_only_lines_at_the_end_of_the_file_survive() -> None:
-    before = src('''
+    before = (
+        src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return kwargs
-    ''') + "  \n  \n"
+    """)
+        + "  \n  \n"
+    )
     result = rewrite(before, edit(EditKind.MARK, "why"))
     assert result.error is None
     assert result.new_text().endswith("        return kwargs\n  \n  \n")
@@ -1785,7 +1912,7 @@ def test_whitespace_only_lines_at_the_end_of_the_file_survive() -> None:
 
 
 def test_swap_delegate_asks_super_and_keeps_the_rest() -> None:
-    before = src('''
+    before = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
                 model_inputs = self.language_model.prepare_inputs_for_generation(
@@ -1795,7 +1922,7 @@ def test_swap_delegate_asks_super_and_keeps_the_rest() -> None:
                 if cache_position[0] == 0:
                     model_inputs["pixel_values"] = pixel_values
                 return model_inputs
-    ''')
+    """)
     cls = "FooForConditionalGeneration"
     result = rewrite(before, edit(EditKind.SWAP_DELEGATE, cls=cls), edit(EditKind.MARK, "asks super()", cls=cls))
     assert result.error is None, result.error
@@ -1809,7 +1936,7 @@ def test_swap_delegate_asks_super_and_keeps_the_rest() -> None:
 def test_swap_delegate_with_a_repair_adds_it_before_the_final_return() -> None:
     """Verification found what the sub-model's own override did that super() does not (a key it dropped):
     the swapped body gets it right before ``return model_inputs``; a body ending otherwise is refused."""
-    before = src('''
+    before = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
                 model_inputs = self.language_model.prepare_inputs_for_generation(
@@ -1818,21 +1945,25 @@ def test_swap_delegate_with_a_repair_adds_it_before_the_final_return() -> None:
                 if cache_position[0] == 0:
                     model_inputs["pixel_values"] = pixel_values
                 return model_inputs
-    ''')
+    """)
     cls = "FooForConditionalGeneration"
     result = rewrite(before, edit(EditKind.SWAP_DELEGATE, 'model_inputs.pop("position_ids", None)\n', cls=cls))
     assert result.error is None, result.error
-    after = before.replace("self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation(")
-    after = after.replace("        return model_inputs\n",
-                          '        model_inputs.pop("position_ids", None)\n        return model_inputs\n')
+    after = before.replace(
+        "self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation("
+    )
+    after = after.replace(
+        "        return model_inputs\n",
+        '        model_inputs.pop("position_ids", None)\n        return model_inputs\n',
+    )
     assert_parses(after)
     assert result.new_text() == after
     assert_outside_unchanged(result.old, result.new, cls)
-    returned = src('''
+    returned = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return self.language_model.prepare_inputs_for_generation(input_ids, **kwargs)
-    ''')
+    """)
     refused = rewrite(returned, edit(EditKind.SWAP_DELEGATE, 'model_inputs.pop("position_ids", None)\n', cls=cls))
     assert refused.error is not None and "return model_inputs" in refused.error
 
@@ -1840,7 +1971,7 @@ def test_swap_delegate_with_a_repair_adds_it_before_the_final_return() -> None:
 def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_and_the_call() -> None:
     """Parameters only handed on as ``name=name`` reach super() through **kwargs: the signature and the
     call lose them, and the call is laid out again (one line when it fits)."""
-    before = src('''
+    before = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(
                 self,
@@ -1862,8 +1993,8 @@ def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_
                 if cache_position[0] == 0:
                     model_inputs["pixel_values"] = pixel_values
                 return model_inputs
-    ''')
-    after = src('''
+    """)
+    after = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
                 # the delegated call
@@ -1871,10 +2002,11 @@ def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_
                 if cache_position[0] == 0:
                     model_inputs["pixel_values"] = pixel_values
                 return model_inputs
-    ''')
+    """)
     cls = "FooForConditionalGeneration"
-    swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls),
-                               keep_params=("input_ids", "pixel_values", "cache_position", "kwargs"))
+    swap = dataclasses.replace(
+        edit(EditKind.SWAP_DELEGATE, cls=cls), keep_params=("input_ids", "pixel_values", "cache_position", "kwargs")
+    )
     result = rewrite(before, swap)
     assert result.error is None, result.error
     assert result.new_text() == after
@@ -1882,14 +2014,14 @@ def test_swap_delegate_with_kept_parameters_drops_the_others_from_the_signature_
 
 
 def test_swap_delegate_refuses_to_drop_a_parameter_the_body_still_reads() -> None:
-    before = src('''
+    before = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
                 model_inputs = self.language_model.prepare_inputs_for_generation(
                     input_ids, attention_mask=attention_mask * 2, **kwargs
                 )
                 return model_inputs
-    ''')
+    """)
     cls = "FooForConditionalGeneration"
     swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls), keep_params=("input_ids", "kwargs"))
     result = rewrite(before, swap)
@@ -1897,7 +2029,7 @@ def test_swap_delegate_refuses_to_drop_a_parameter_the_body_still_reads() -> Non
 
 
 def test_swap_delegate_refuses_to_slim_a_call_nested_in_a_block() -> None:
-    before = src('''
+    before = src("""
         class FooForConditionalGeneration(FooPreTrainedModel, GenerationMixin):
             def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
                 if input_ids is not None:
@@ -1905,7 +2037,7 @@ def test_swap_delegate_refuses_to_slim_a_call_nested_in_a_block() -> None:
                         input_ids, attention_mask=attention_mask, **kwargs
                     )
                 return model_inputs
-    ''')
+    """)
     cls = "FooForConditionalGeneration"
     swap = dataclasses.replace(edit(EditKind.SWAP_DELEGATE, cls=cls), keep_params=("input_ids", "kwargs"))
     result = rewrite(before, swap)
@@ -1913,13 +2045,13 @@ def test_swap_delegate_refuses_to_slim_a_call_nested_in_a_block() -> None:
 
 
 def test_swap_delegate_with_two_delegate_calls_is_an_error() -> None:
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 if kwargs.get("speech"):
                     return self.speech_model.prepare_inputs_for_generation(input_ids, **kwargs)
                 return self.text_model.prepare_inputs_for_generation(input_ids, **kwargs)
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.SWAP_DELEGATE))
     assert result.error is not None and result.new == before.encode()
 
@@ -1928,10 +2060,15 @@ def test_swap_delegate_with_two_delegate_calls_is_an_error() -> None:
     ("bases", "after"),
     [
         pytest.param("(FooPreTrainedModel)", "(FooPreTrainedModel, GenerationMixin)", id="one-base"),
-        pytest.param("(FooPreTrainedModel, FooMixin)", "(FooPreTrainedModel, FooMixin, GenerationMixin)", id="two-bases"),
+        pytest.param(
+            "(FooPreTrainedModel, FooMixin)", "(FooPreTrainedModel, FooMixin, GenerationMixin)", id="two-bases"
+        ),
         pytest.param("", "(GenerationMixin)", id="no-bases"),
-        pytest.param("(FooPreTrainedModel, metaclass=FooMeta)", "(FooPreTrainedModel, GenerationMixin, metaclass=FooMeta)",
-                     id="keyword-stays-last"),
+        pytest.param(
+            "(FooPreTrainedModel, metaclass=FooMeta)",
+            "(FooPreTrainedModel, GenerationMixin, metaclass=FooMeta)",
+            id="keyword-stays-last",
+        ),
     ],
 )
 def test_add_mixin_base_with_the_deletion(bases: str, after: str) -> None:
@@ -1961,7 +2098,7 @@ def test_add_mixin_base_with_the_deletion(bases: str, after: str) -> None:
 
 
 def test_add_mixin_base_keeps_an_existing_import() -> None:
-    before = src('''
+    before = src("""
         from ...generation import GenerationMixin
         from ...modeling_utils import PreTrainedModel
 
@@ -1969,7 +2106,7 @@ def test_add_mixin_base_keeps_an_existing_import() -> None:
         class FooForCausalLM(PreTrainedModel):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 return {"input_ids": input_ids}
-    ''')
+    """)
     result = rewrite(before, edit(EditKind.DELETE), edit(EditKind.ADD_MIXIN_BASE))
     assert result.error is None
     assert result.new_text().count("import GenerationMixin") == 1
@@ -2019,15 +2156,18 @@ def test_the_opposite_test_is_written_as_a_person_would(test: str, opposite: str
 
 
 def test_a_cut_inside_anything_but_an_if_is_an_error_with_unchanged_bytes() -> None:
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 for key in kwargs:
                     input_ids = input_ids[:, -1:]
                 return {"input_ids": input_ids}
-    ''')
-    cut = dataclasses.replace(edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids)\n"), keep=(0,),
-                              cuts=(Nested((0, "body", 0), 1, ("input_ids",)),))
+    """)
+    cut = dataclasses.replace(
+        edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids)\n"),
+        keep=(0,),
+        cuts=(Nested((0, "body", 0), 1, ("input_ids",)),),
+    )
     result = rewrite(before, cut)
     assert result.error is not None and "only inside an if" in result.error
     assert result.new == before.encode() and not result.changed
@@ -2043,7 +2183,7 @@ NEEDS = "def _generation_needs_first_step_inputs(self, input_ids, **kwargs):\n  
 #: the method that takes its place
 ADD_METHOD_CASES = [
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def prepare_inputs_for_generation(self, input_ids, pixel_values=None, cache_position=None, **kwargs):
                     # Overwritten -- keeps its own input handling
@@ -2058,9 +2198,9 @@ ADD_METHOD_CASES = [
 
                 def forward(self):
                     pass
-        '''),
+        """),
         [edit(EditKind.DELETE), moved(NEEDS, (0,))],
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def _generation_needs_first_step_inputs(self, input_ids, **kwargs):
                     # a legacy prompt: one image token the model expands itself
@@ -2070,12 +2210,12 @@ ADD_METHOD_CASES = [
 
                 def forward(self):
                     pass
-        '''),
+        """),
         # one assignment to the name returned is the return itself; the mark spoke of the deleted override
         id="one-assignment-becomes-the-return",
     ),
     pytest.param(
-        src('''
+        src("""
             class FooForCausalLM(Base):
                 def forward(self):
                     pass
@@ -2088,11 +2228,16 @@ ADD_METHOD_CASES = [
                     if legacy or kwargs["cache_position"][0] == 0:
                         model_inputs["pixel_values"] = pixel_values
                     return model_inputs
-        '''),
-        [edit(EditKind.DELETE),
-         moved("def _generation_needs_first_step_inputs(self, input_ids, pixel_values=None, **kwargs):\n"
-               "    return legacy\n", (0,))],
-        src('''
+        """),
+        [
+            edit(EditKind.DELETE),
+            moved(
+                "def _generation_needs_first_step_inputs(self, input_ids, pixel_values=None, **kwargs):\n"
+                "    return legacy\n",
+                (0,),
+            ),
+        ],
+        src("""
             class FooForCausalLM(Base):
                 def forward(self):
                     pass
@@ -2102,7 +2247,7 @@ ADD_METHOD_CASES = [
                         short = input_ids.shape[1] < 4
                         legacy = short and pixel_values is not None
                     return legacy
-        '''),
+        """),
         id="a-guarded-block-moves-whole",
     ),
 ]
@@ -2126,7 +2271,7 @@ def test_add_method_of_statements_that_are_not_there_is_an_error() -> None:
 def test_a_statement_kept_in_front_opens_the_body_without_the_blank_line_that_parted_it() -> None:
     """RoFormer's masked LM keeps its ``assert`` (its third statement, after a blank line) in front of ``super()``:
     it opens the body now, so the blank line goes; its own comment stays."""
-    before = src('''
+    before = src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 input_shape = input_ids.shape
@@ -2134,17 +2279,18 @@ def test_a_statement_kept_in_front_opens_the_body_without_the_blank_line_that_pa
                 # check it
                 assert self.config.pad_token_id is not None, "no pad"
                 return {"input_ids": input_ids}
-    ''')
-    reduced = dataclasses.replace(edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"),
-                                  keep=(1,))
+    """)
+    reduced = dataclasses.replace(
+        edit(EditKind.REDUCE, "return super().prepare_inputs_for_generation(input_ids, **kwargs)\n"), keep=(1,)
+    )
     result = rewrite(before, reduced)
     assert result.error is None, result.error
     after = result.new.decode()
     ast.parse(after)
-    assert after == src('''
+    assert after == src("""
         class FooForCausalLM(Base):
             def prepare_inputs_for_generation(self, input_ids, **kwargs):
                 # check it
                 assert self.config.pad_token_id is not None, "no pad"
                 return super().prepare_inputs_for_generation(input_ids, **kwargs)
-    '''), after
+    """), after

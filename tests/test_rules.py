@@ -120,17 +120,23 @@ RULE = TemplateRule(__doc__, Kind.PLUMBING, {"x": "x = 1"}, lambda captures, ctx
     ("source", "message"),
     [
         pytest.param('"""PI902 fake: no rule.\n\nExample::\n\n    x = 1\n"""\n', "needs a RULE", id="no-rule"),
-        pytest.param('"""PI902 fake: a string.\n\nExample::\n\n    x = 1\n"""\nRULE = "fake"\n', "needs a RULE", id="not-a-rule"),
+        pytest.param(
+            '"""PI902 fake: a string.\n\nExample::\n\n    x = 1\n"""\nRULE = "fake"\n', "needs a RULE", id="not-a-rule"
+        ),
         pytest.param(GOOD_RULE.replace("PI901 fake-thing", "Fake thing"), "must start with", id="no-header"),
         pytest.param(GOOD_RULE.replace("Example::", "For example:"), "Example::", id="no-example"),
-        pytest.param(GOOD_RULE.replace("TemplateRule(__doc__,", "TemplateRule(__doc__.replace('PI901', 'PI903'),"),
-                     "RULE is PI903 fake-thing, the docstring says PI901", id="docstring-and-rule-disagree"),
+        pytest.param(
+            GOOD_RULE.replace("TemplateRule(__doc__,", "TemplateRule(__doc__.replace('PI901', 'PI903'),"),
+            "RULE is PI903 fake-thing, the docstring says PI901",
+            id="docstring-and-rule-disagree",
+        ),
         pytest.param(GOOD_RULE.replace("fake-thing", "other-thing"), "repeats the code or the name", id="code-taken"),
         pytest.param(GOOD_RULE.replace("PI901", "PI904"), "repeats the code or the name", id="name-taken"),
         pytest.param(GOOD_RULE + "CASES = ({'source': 'x = 1'},)\n", "only Case and NoOp", id="cases-not-cases"),
         pytest.param(
             GOOD_RULE + "from rules.base import Case\nCASES = (Case('a', 'x = 1', detail=''),) * 2\n",
-            "case ids repeat", id="case-ids-repeat",
+            "case ids repeat",
+            id="case-ids-repeat",
         ),
         pytest.param(GOOD_RULE + "ERAS = ('4.46: does it',)\n", "only EraNote", id="eras-not-notes"),
     ],
@@ -159,7 +165,8 @@ def test_discovery_skips_helpers_and_private_modules_and_sorts_by_code(tmp_path,
     monkeypatch.syspath_prepend(str(tmp_path))
     found = discover(package, [str(tmp_path / package)], helpers={"helper"})
     assert [(r.code, r.name, r.module) for r in found] == [
-        ("PI900", "early-thing", f"{package}.b_early"), ("PI909", "fake-thing", f"{package}.a_late")
+        ("PI900", "early-thing", f"{package}.b_early"),
+        ("PI909", "fake-thing", f"{package}.a_late"),
     ]
     assert found[0].description == "" and found[0].cases == () and found[0].eras == ()
 
@@ -313,8 +320,11 @@ def test_case_parses(rule, case: Case | NoOp) -> None:
     """A case is code an override's body may hold; so is every statement a positive case leaves unrecognised."""
     for source in (case.source, *(case.unrecognised if isinstance(case, Case) else ())):
         cst.parse_module(source)
-        compile("def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(source, "    "),
-                f"<{rule.code} {case.id}>", "exec")
+        compile(
+            "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n" + textwrap.indent(source, "    "),
+            f"<{rule.code} {case.id}>",
+            "exec",
+        )
 
 
 @pytest.mark.parametrize(("rule", "case"), _cases(Case))
@@ -557,9 +567,12 @@ def test_super_delegation_withholds_parameters() -> None:
         pytest.param('return {**kwargs, "input_ids": input_ids}', True, id="spread-first"),
         pytest.param(
             "for key, value in kwargs.items():\n    if key not in model_inputs:\n        model_inputs[key] = value",
-            True, id="forward-loop",
+            True,
+            id="forward-loop",
         ),
-        pytest.param("model_inputs = super().prepare_inputs_for_generation(input_ids)", False, id="super-without-kwargs"),
+        pytest.param(
+            "model_inputs = super().prepare_inputs_for_generation(input_ids)", False, id="super-without-kwargs"
+        ),
     ],
 )
 def test_forwards_kwargs(source: str, forwards: bool) -> None:
@@ -611,17 +624,28 @@ HYBRID = {"cache": "HybridCache", "helper": "the module's helper", "unless": "fl
 def test_a_hybrid_cache_mask_is_covered_alike_by_a_mixin_that_builds_it_as_gemma_2_did() -> None:
     """Our generic mixin for 4.45 builds the 4D mask for a StaticCache, and for a HybridCache except under flash
     attention, as Gemma 2 did: nothing differs. A mixin that builds it for StaticCache alone does not cover it."""
-    ours = {"static-cache-mask": [{"cache": "StaticCache", "helper": "the base model's or the module's helper",
-                                   "also": "HybridCache", "also_unless": "flash attention"}]}
+    ours = {
+        "static-cache-mask": [
+            {
+                "cache": "StaticCache",
+                "helper": "the base model's or the module's helper",
+                "also": "HybridCache",
+                "also_unless": "flash attention",
+            }
+        ]
+    }
     assert coverage("static-cache-mask", HYBRID, ours) == Coverage(True)
     static_only = {"static-cache-mask": [{"cache": "StaticCache", "helper": "the module's helper"}]}
     assert not coverage("static-cache-mask", HYBRID, static_only).covered
     # a StaticCache override against our mixin: no flash-attention difference either way
-    assert coverage("static-cache-mask", {"cache": "StaticCache", "helper": "the module's helper"}, ours) == Coverage(True)
+    assert coverage("static-cache-mask", {"cache": "StaticCache", "helper": "the module's helper"}, ours) == Coverage(
+        True
+    )
     # a HybridCache mask built under flash attention too is a difference from ours
     built_always = {"cache": "HybridCache", "helper": "the module's helper"}
     assert coverage("static-cache-mask", built_always, ours).differences == (
-        "builds the 4D mask under flash attention too; the mixin does not",)
+        "builds the 4D mask under flash attention too; the mixin does not",
+    )
 
 
 @pytest.mark.parametrize(
@@ -657,26 +681,41 @@ def test_slice_to_last_token_is_covered_with_a_difference() -> None:
     [
         pytest.param(
             {"slice": "new tokens", "padding": "1", "when": "always"},
-            [{"slice": "new tokens", "padding": "1"}], [], [], id="same",
+            [{"slice": "new tokens", "padding": "1"}],
+            [],
+            [],
+            id="same",
         ),
         pytest.param({"slice": "last token"}, [{}], ["to the last token"], [], id="last-token"),
         pytest.param({"slice": "none"}, [{}], ["does not slice position_ids"], [], id="not-sliced"),
         # an ALiBi configuration gets no position_ids at all: that changes what the standard flow prepares
         pytest.param({"slice": "new tokens", "when": "alibi off"}, [{}], [], ["only without ALiBi"], id="alibi"),
         pytest.param(
-            {"slice": "new tokens", "passed": "ignored without a mask"}, [{}],
-            ["drops position_ids passed without an attention mask"], [], id="passed-ignored",
+            {"slice": "new tokens", "passed": "ignored without a mask"},
+            [{}],
+            ["drops position_ids passed without an attention mask"],
+            [],
+            id="passed-ignored",
         ),
         pytest.param(
-            {"slice": "new tokens", "padding": "1"}, [{"padding": "0"}], ["fills padded positions with 1, the mixin with 0"],
-            [], id="padding",
+            {"slice": "new tokens", "padding": "1"},
+            [{"padding": "0"}],
+            ["fills padded positions with 1, the mixin with 0"],
+            [],
+            id="padding",
         ),
         pytest.param(
-            {"slice": "new tokens"}, [{"where": "once, in generate()"}], ["the mixin builds them once, in generate()"],
-            [], id="built-elsewhere",
+            {"slice": "new tokens"},
+            [{"where": "once, in generate()"}],
+            ["the mixin builds them once, in generate()"],
+            [],
+            id="built-elsewhere",
         ),
         pytest.param(
-            {"slice": "last token", "when": "alibi off"}, [{}], ["to the last token"], ["only without ALiBi"],
+            {"slice": "last token", "when": "alibi off"},
+            [{}],
+            ["to the last token"],
+            ["only without ALiBi"],
             id="several",
         ),
     ],
@@ -685,10 +724,10 @@ def test_position_ids_coverage(facets, mixin, differences: list[str], flow: list
     found = coverage("position-ids-from-mask", facets, {"position-ids-from-mask": mixin})
     assert found.covered
     assert len(found.differences) == len(differences)
-    for text, fragment in zip(found.differences, differences):
+    for text, fragment in zip(found.differences, differences, strict=False):
         assert fragment in text
     assert len(found.flow_differences) == len(flow)
-    for text, fragment in zip(found.flow_differences, flow):
+    for text, fragment in zip(found.flow_differences, flow, strict=False):
         assert fragment in text
 
 
@@ -717,27 +756,37 @@ def test_inputs_embeds_coverage(facets, theirs, difference: str | None) -> None:
         pytest.param(
             {"cache": "StaticCache", "helper": "the module's helper"},
             [{"cache": "StaticCache", "helper": "the base model's or the module's helper"}],
-            True, [], id="same-helper-family",
+            True,
+            [],
+            id="same-helper-family",
         ),
         pytest.param(
             {"cache": "StaticCache", "helper": "self.model._prepare_4d_causal_attention_mask_with_cache_position"},
             [{"cache": "StaticCache", "helper": "the module's helper"}],
-            True, ["builds the mask with self.model."], id="other-helper",
+            True,
+            ["builds the mask with self.model."],
+            id="other-helper",
         ),
         pytest.param(
             {"cache": "HybridCache", "helper": "the module's helper", "unless": "flash attention"},
             [{"cache": "StaticCache", "helper": "the module's helper"}],
-            False, "only for StaticCache, not HybridCache", id="hybrid-cache-not-handled",
+            False,
+            "only for StaticCache, not HybridCache",
+            id="hybrid-cache-not-handled",
         ),
         pytest.param(
             {"cache": "HybridCache", "helper": "the module's helper", "unless": "flash attention"},
             [{"cache": "any compileable Cache", "helper": "the module's helper"}],
-            True, ["skips the 4D mask under flash attention"], id="any-compileable-cache",
+            True,
+            ["skips the 4D mask under flash attention"],
+            id="any-compileable-cache",
         ),
         pytest.param(
             {"cache": "HybridCache", "helper": "the module's helper"},
             [{"cache": "StaticCache"}, {"cache": "HybridCache"}],
-            True, [], id="several-mixin-blocks",
+            True,
+            [],
+            id="several-mixin-blocks",
         ),
     ],
 )
@@ -746,7 +795,7 @@ def test_static_cache_mask_coverage(facets, mixin, covered: bool, expected) -> N
     assert found.covered is covered
     if covered:
         assert len(found.differences) == len(expected)
-        for text, fragment in zip(found.differences, expected):
+        for text, fragment in zip(found.differences, expected, strict=False):
             assert fragment in text
     else:
         assert expected in found.missing
@@ -757,10 +806,20 @@ def test_static_cache_mask_coverage(facets, mixin, covered: bool, expected) -> N
     [
         pytest.param("token_type_ids", [{"names": "position_ids,token_type_ids"}], True, "", id="handled"),
         pytest.param("position_ids,token_type_ids", [{"names": "position_ids,token_type_ids"}], True, "", id="both"),
-        pytest.param("mm_token_type_ids", [{"names": "position_ids,token_type_ids"}], False, "mm_token_type_ids",
-                     id="not-handled"),
-        pytest.param("mm_token_type_ids", [{"names": "position_ids"}, {"names": "mm_token_type_ids"}], True, "",
-                     id="handled-by-a-second-block"),
+        pytest.param(
+            "mm_token_type_ids",
+            [{"names": "position_ids,token_type_ids"}],
+            False,
+            "mm_token_type_ids",
+            id="not-handled",
+        ),
+        pytest.param(
+            "mm_token_type_ids",
+            [{"names": "position_ids"}, {"names": "mm_token_type_ids"}],
+            True,
+            "",
+            id="handled-by-a-second-block",
+        ),
     ],
 )
 def test_slice_with_ids_coverage(names: str, mixin, covered: bool, missing: str) -> None:

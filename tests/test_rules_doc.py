@@ -35,10 +35,12 @@ def test_committed_page_is_the_generated_one() -> None:
     expected = doc.page()
     committed = doc.PAGE.read_text(encoding="utf-8")
     if committed != expected:
-        diff = difflib.unified_diff(committed.splitlines(), expected.splitlines(), "docs/rules.md", "generated",
-                                    lineterm="", n=1)
-        pytest.fail("docs/rules.md is not current: run `make rules-doc` (python -m rules.doc)\n"
-                    + "\n".join(list(diff)[:40]))
+        diff = difflib.unified_diff(
+            committed.splitlines(), expected.splitlines(), "docs/rules.md", "generated", lineterm="", n=1
+        )
+        pytest.fail(
+            "docs/rules.md is not current: run `make rules-doc` (python -m rules.doc)\n" + "\n".join(list(diff)[:40])
+        )
 
 
 def test_page_is_where_the_repository_keeps_it() -> None:
@@ -69,8 +71,9 @@ def test_refresh_writes_the_page_and_check_tells_when_it_is_stale(tmp_path: Path
 
 
 def test_module_entry_point_checks_the_committed_page() -> None:
-    done = subprocess.run([sys.executable, "-m", "rules.doc", "--check"], cwd=REPO, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "rules.doc", "--check"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == done.stderr == ""
 
@@ -106,7 +109,9 @@ def test_explain_prints_everything_the_rule_carries(rule) -> None:
 def test_explain_pi111() -> None:
     out = explain("PI111").stdout
     assert out.splitlines()[:3] == [
-        "## PI111 position-ids-from-mask", "", "Build `position_ids` from the attention mask (cumsum - 1, padding set to 1).",
+        "## PI111 position-ids-from-mask",
+        "",
+        "Build `position_ids` from the attention mask (cumsum - 1, padding set to 1).",
     ]
     assert "| 5.3 + | built once, in `generate()` (`_prepare_position_ids_for_generation`, padding 0) |" in out
     assert "- `no-masked-fill`: without masked_fill_ the padded positions are negative\n" in out

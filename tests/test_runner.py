@@ -51,24 +51,31 @@ def _targets(*names: str) -> list[Target]:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(fake_workers, tmp_path: Path,
-                                                                             jobs: int) -> None:
-    verdicts = verify_targets(_targets("AForCausalLM", "BrokenForCausalLM", "CForCausalLM"), old=side(tmp_path),
-                              new=side(tmp_path), jobs=jobs, work_dir=tmp_path)
+def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(
+    fake_workers, tmp_path: Path, jobs: int
+) -> None:
+    verdicts = verify_targets(
+        _targets("AForCausalLM", "BrokenForCausalLM", "CForCausalLM"),
+        old=side(tmp_path),
+        new=side(tmp_path),
+        jobs=jobs,
+        work_dir=tmp_path,
+    )
     assert [(v.override_id, v.verdict) for v in verdicts] == [
-        ("m.py::AForCausalLM", "identical"), ("m.py::BrokenForCausalLM", "unverified"), ("m.py::CForCausalLM", "identical"),
+        ("m.py::AForCausalLM", "identical"),
+        ("m.py::BrokenForCausalLM", "unverified"),
+        ("m.py::CForCausalLM", "identical"),
     ]
     assert "the verification harness failed: OSError" in verdicts[1].detail
 
 
-def test_the_scratch_directory_goes_unless_logs_are_kept(fake_workers, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path),
-                   work_dir=tmp_path)
+def test_the_scratch_directory_goes_unless_logs_are_kept(
+    fake_workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
     assert not list(tmp_path.glob("codemod-verify-*"))
     monkeypatch.setenv("CODEMOD_KEEP_LOGS", "1")
-    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path),
-                   work_dir=tmp_path)
+    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
     (kept,) = tmp_path.glob("codemod-verify-*")
     assert sorted(p.name for p in kept.iterdir()) == ["new-0.log", "old-0.log"]  # the models are gone either way
 
@@ -94,7 +101,9 @@ for line in sys.stdin:
 
 
 @pytest.mark.parametrize(("resident", "recycled"), [(100, False), (800, True)])
-def test_a_worker_holding_more_than_half_its_ceiling_is_replaced(tmp_path: Path, resident: int, recycled: bool) -> None:
+def test_a_worker_holding_more_than_half_its_ceiling_is_replaced(
+    tmp_path: Path, resident: int, recycled: bool
+) -> None:
     interpreter = tmp_path / "python"
     interpreter.write_text(STAND_IN.format(python=sys.executable, resident=resident))
     interpreter.chmod(0o755)

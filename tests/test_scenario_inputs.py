@@ -6,10 +6,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
+from tests.test_tiny import _run
 
 SCRIPT = textwrap.dedent(
-    r'''
+    r"""
     import json, warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -39,12 +39,13 @@ SCRIPT = textwrap.dedent(
             generated = model.generate(**kwargs, max_new_tokens=3).tolist()
         out[cls.__name__] = {"given": given, "mask": kwargs["attention_mask"].tolist(), "generated": len(generated)}
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 
-def test_the_token_type_scenario_gives_a_multimodal_models_token_types(verify_env: tuple[Path, Path],
-                                                                       tmp_path: Path) -> None:
+def test_the_token_type_scenario_gives_a_multimodal_models_token_types(
+    verify_env: tuple[Path, Path], tmp_path: Path
+) -> None:
     """5.23's Ernie 4.5 VL MoE drops its ``mm_token_type_ids`` and ``moe_mm_token_type_ids`` after the first step, a
     statement the dropped-after-prefill hook takes over; no scenario gave them, so its verdict said nothing of that.
     The token-type scenario gives the token types a forward takes, all text (zeros: no image behind them), in its

@@ -10,9 +10,9 @@ from pathlib import Path
 import black
 import pytest
 
+from codemod.checkout import CheckoutKind, resolve
 from codemod.style import DEFAULT_LINE_LENGTH, checkout_line_length, line_length
 from codemod.transform.apply import _rewrite_all
-from codemod.checkout import CheckoutKind, resolve
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 
@@ -24,17 +24,35 @@ CASES = [
     pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, 100, id="pyproject-ruff"),
     pytest.param({"pyproject.toml": "[tool.ruff]\ntarget-version = 'py39'\n"}, 88, id="pyproject-ruff-its-default"),
     pytest.param({"pyproject.toml": "[tool.black]\nline-length = 79\n"}, 79, id="pyproject-black"),
-    pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = 100\n[tool.black]\nline-length = 79\n"}, 100,
-                 id="ruff-before-black"),
-    pytest.param({"pyproject.toml": "[project]\nname = 'lynx'\n"}, DEFAULT_LINE_LENGTH,
-                 id="pyproject-without-either-looks-further-up"),
-    pytest.param({"ruff.toml": "line-length = 90\n", "pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, 90,
-                 id="ruff-toml-before-pyproject"),
+    pytest.param(
+        {"pyproject.toml": "[tool.ruff]\nline-length = 100\n[tool.black]\nline-length = 79\n"},
+        100,
+        id="ruff-before-black",
+    ),
+    pytest.param(
+        {"pyproject.toml": "[project]\nname = 'lynx'\n"},
+        DEFAULT_LINE_LENGTH,
+        id="pyproject-without-either-looks-further-up",
+    ),
+    pytest.param(
+        {"ruff.toml": "line-length = 90\n", "pyproject.toml": "[tool.ruff]\nline-length = 100\n"},
+        90,
+        id="ruff-toml-before-pyproject",
+    ),
     pytest.param({".ruff.toml": "line-length = 92\n"}, 92, id="dot-ruff-toml"),
-    pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = 100\n", "models/pyproject.toml":
-                  "[tool.black]\nline-length = 80\n"}, 80, id="the-nearest-wins"),
-    pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = 100\n", "models/pyproject.toml": "not [toml"}, 100,
-                 id="unreadable-toml-looks-further-up"),
+    pytest.param(
+        {
+            "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+            "models/pyproject.toml": "[tool.black]\nline-length = 80\n",
+        },
+        80,
+        id="the-nearest-wins",
+    ),
+    pytest.param(
+        {"pyproject.toml": "[tool.ruff]\nline-length = 100\n", "models/pyproject.toml": "not [toml"},
+        100,
+        id="unreadable-toml-looks-further-up",
+    ),
     pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = true\n"}, 88, id="not-a-length-tool-default"),
 ]
 
@@ -68,14 +86,18 @@ def test_the_line_length_is_the_nearest_configuration_s(tmp_path: Path, files: d
     assert line_length(root, MODEL) == expected
 
 
-REDUCED = ("class LynxForCausalLM(LynxPreTrainedModel):\n"
-           "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, "
-           "pixel_values=None, **kwargs):\n"
-           "        return {'input_ids': input_ids, 'pixel_values': pixel_values}\n")
-BODY = ("model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
-        "attention_mask=attention_mask, **kwargs)\n"
-        "model_inputs['pixel_values'] = pixel_values\n"
-        "return model_inputs\n")
+REDUCED = (
+    "class LynxForCausalLM(LynxPreTrainedModel):\n"
+    "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, "
+    "pixel_values=None, **kwargs):\n"
+    "        return {'input_ids': input_ids, 'pixel_values': pixel_values}\n"
+)
+BODY = (
+    "model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+    "attention_mask=attention_mask, **kwargs)\n"
+    "model_inputs['pixel_values'] = pixel_values\n"
+    "return model_inputs\n"
+)
 
 
 def _reduce() -> Edit:
@@ -92,8 +114,10 @@ def test_a_reduction_is_laid_out_at_the_line_length_it_is_given(length: int) -> 
     code = textwrap.dedent(body)
     assert black.format_str(code, mode=black.Mode(line_length=length - 8, string_normalization=False)) == code
     # 160: the call on one line; 119: the arguments fit on a line of their own; 88: one per line
-    call = ("super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
-            "attention_mask=attention_mask, **kwargs)")
+    call = (
+        "super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+        "attention_mask=attention_mask, **kwargs)"
+    )
     assert (call in body) == (length == 160)
     one_line = "super().prepare_inputs_for_generation(\n            input_ids, past_key_values=past_key_values"
     assert (one_line in body) == (length == 119)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from codemod import git
-from codemod.checkout import resolve
 from codemod.analyse.scan import ScanResult, scan
+from codemod.checkout import resolve
 from codemod.verify import session
 
-MODEL = '''
+MODEL = """
 from transformers import PreTrainedModel
 
 
@@ -23,7 +23,7 @@ class {name}(PreTrainedModel):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {{"input_ids": input_ids, "past_key_values": past_key_values, "custom": 1}}
-'''
+"""
 
 
 def commit_all(root: Path) -> None:
@@ -51,7 +51,8 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
     base = scan(resolve(root))
     (root / "modeling_changed.py").write_text(MODEL.format(name="ChangedLM").replace('"custom": 1', '"custom": 2'))
     (root / "modeling_reformatted.py").write_text(
-        MODEL.format(name="ReformattedLM").replace("input_ids[:, -1:]", "input_ids[:, -1 :]  # the last token"))
+        MODEL.format(name="ReformattedLM").replace("input_ids[:, -1:]", "input_ids[:, -1 :]  # the last token")
+    )
     (root / "modeling_removed.py").unlink()
     shown: list[str] = []
     real_show = git.show
@@ -77,7 +78,7 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
     assert len(parsed) == 6  # both sides of the three files that changed
 
 
-OWN_INPUT = '''
+OWN_INPUT = """
 from transformers import PreTrainedModel
 
 
@@ -91,7 +92,7 @@ class GuidedLM(PreTrainedModel):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values}
-'''
+"""
 
 
 def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_needs_given(tmp_path) -> None:
@@ -99,9 +100,12 @@ def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_need
     on a run that gave ``guidance_scale``. So must one that rewrote that statement, or removed it (the new code
     must do with the input what the old did), and one that added a statement reading another own input."""
     root, base = committed(tmp_path, "modeling_guided.py", OWN_INPUT)
-    reduced = OWN_INPUT.replace('''        if past_key_values is not None:
+    reduced = OWN_INPUT.replace(
+        """        if past_key_values is not None:
             input_ids = input_ids[:, -1:]
-        return {"input_ids": input_ids, "past_key_values": past_key_values}''', '''        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)''')
+        return {"input_ids": input_ids, "past_key_values": past_key_values}""",
+        """        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, **kwargs)""",
+    )
     assert reduced != OWN_INPUT
     (root / "modeling_guided.py").write_text(reduced)
     (target,), _ = session.targets_from_diff(base, "HEAD")
@@ -114,15 +118,19 @@ def test_a_statement_the_change_kept_about_an_own_input_is_what_the_verdict_need
     (root / "modeling_guided.py").write_text(reduced.replace(guidance, ""))
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == (frozenset({"guidance_scale"}),)
-    added = reduced.replace("guidance_scale=None, **kwargs):", "guidance_scale=None, speaker=None, **kwargs):").replace(
-        "        return super()", "        if speaker is not None:\n            input_ids = input_ids + speaker\n        return super()")
+    added = reduced.replace(
+        "guidance_scale=None, **kwargs):", "guidance_scale=None, speaker=None, **kwargs):"
+    ).replace(
+        "        return super()",
+        "        if speaker is not None:\n            input_ids = input_ids + speaker\n        return super()",
+    )
     assert added.count("speaker") == 3
     (root / "modeling_guided.py").write_text(added)
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == (frozenset({"guidance_scale"}), frozenset({"speaker"}))
 
 
-PASSED_ON = '''
+PASSED_ON = """
 from transformers import PreTrainedModel
 
 
@@ -134,7 +142,7 @@ class MaskedLM(PreTrainedModel):
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "head_mask": head_mask}
-'''
+"""
 
 
 def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> None:
@@ -142,13 +150,19 @@ def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> N
     head mask, so no run can give one: a change that removes (or writes) such a pass-through needs nothing of it.
     One that computes from the input does."""
     root, base = committed(tmp_path, "modeling_masked.py", PASSED_ON)
-    body = PASSED_ON[PASSED_ON.index("        if past_key_values"):]
-    reduced = PASSED_ON.replace(body, "        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
-                                      "head_mask=head_mask, **kwargs)\n")
+    body = PASSED_ON[PASSED_ON.index("        if past_key_values") :]
+    reduced = PASSED_ON.replace(
+        body,
+        "        return super().prepare_inputs_for_generation(input_ids, past_key_values=past_key_values, "
+        "head_mask=head_mask, **kwargs)\n",
+    )
     (root / "modeling_masked.py").write_text(reduced)
     (target,), _ = session.targets_from_diff(base, "HEAD")
     assert target.needs == ()
-    set_after = reduced.replace("        return super().prepare_inputs_for_generation(", "        model_inputs = super().prepare_inputs_for_generation(")
+    set_after = reduced.replace(
+        "        return super().prepare_inputs_for_generation(",
+        "        model_inputs = super().prepare_inputs_for_generation(",
+    )
     set_after += '        model_inputs["head_mask"] = head_mask\n        return model_inputs\n'
     (root / "modeling_masked.py").write_text(set_after)
     (target,), _ = session.targets_from_diff(base, "HEAD")
@@ -158,7 +172,7 @@ def test_an_input_only_passed_on_under_its_own_name_is_not_needed(tmp_path) -> N
     assert target.needs == (frozenset({"head_mask"}),)
 
 
-TRIMMED = '''
+TRIMMED = """
 from transformers import PreTrainedModel
 
 
@@ -178,7 +192,7 @@ class TextLM(PreTrainedModel):
 
 class AliasLM(TextLM):
     pass
-'''
+"""
 
 
 def test_a_plans_targets_need_what_codemod_verify_would_ask_of_the_written_change(tmp_path) -> None:
@@ -196,9 +210,11 @@ def test_a_plans_targets_need_what_codemod_verify_would_ask_of_the_written_chang
     (written, inheritor), _ = session.targets_from_diff(base, "HEAD")
     assert written.needs == inheritor.needs == (frozenset({"image_embeds"}),)
     assert inheritor.class_name == "AliasLM" and inheritor.inherits_from == written.override_id
-    planned = [Target(written.override_id, written.module, "TextLM", ""),
-               Target("modeling_text.py::AliasLM", written.module, "AliasLM", "", written.override_id),
-               Target("modeling_text.py::TextLM", written.module, "TextLM", "", needs=(frozenset({"guidance"}),))]
+    planned = [
+        Target(written.override_id, written.module, "TextLM", ""),
+        Target("modeling_text.py::AliasLM", written.module, "AliasLM", "", written.override_id),
+        Target("modeling_text.py::TextLM", written.module, "TextLM", "", needs=(frozenset({"guidance"}),)),
+    ]
     originals = {"modeling_text.py": TRIMMED.encode()}
     member, alias, kept = session.with_written_needs(base, planned, originals)
     assert member.needs == alias.needs == (frozenset({"image_embeds"}),)

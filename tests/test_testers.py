@@ -14,7 +14,7 @@ import pytest
 
 from codemod.verify import testers
 
-TEST_MODULE = '''
+TEST_MODULE = """
 import unittest
 
 from ...test_modeling_common import Base
@@ -48,7 +48,7 @@ class BrokenModelTest(unittest.TestCase):
 
     def setUp(self):
         raise RuntimeError("needs a GPU")
-'''
+"""
 
 
 def _model_class(name: str, model: str = "foo") -> type:
@@ -65,7 +65,10 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         (package / "__init__.py").write_text("")
     (tmp_path / "tests" / "test_modeling_common.py").write_text("class Base:\n    pass\n")
     (models / "test_modeling_foo.py").write_text(textwrap.dedent(TEST_MODULE))
-    classes = {"FooForCausalLM": _model_class("FooForCausalLM"), "BrokenForCausalLM": _model_class("BrokenForCausalLM")}
+    classes = {
+        "FooForCausalLM": _model_class("FooForCausalLM"),
+        "BrokenForCausalLM": _model_class("BrokenForCausalLM"),
+    }
     import builtins
 
     for name, cls in classes.items():
@@ -81,8 +84,10 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_the_test_module_of_a_model_class(tmp_path: Path) -> None:
     (tmp_path / "tests/models/llama").mkdir(parents=True)
     (tmp_path / "tests/models/llama/test_modeling_llama.py").write_text("")
-    assert testers.test_module_name(_model_class("LlamaForCausalLM", "llama"), str(tmp_path)) == \
-        "tests.models.llama.test_modeling_llama"
+    assert (
+        testers.test_module_name(_model_class("LlamaForCausalLM", "llama"), str(tmp_path))
+        == "tests.models.llama.test_modeling_llama"
+    )
     deprecated = type("X", (), {"__module__": "transformers.models.deprecated.llama.modeling_llama"})
     assert testers.test_module_name(deprecated, str(tmp_path)) == "tests.models.llama.test_modeling_llama"
 

@@ -42,9 +42,21 @@ def unpacked(requirement: str, package: str) -> Path:
             shutil.rmtree(scratch, ignore_errors=True)
             download = scratch / "download"
             done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", requirement,
-                 "-d", str(download)],
-                capture_output=True, text=True, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    requirement,
+                    "-d",
+                    str(download),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
             )
             wheels = sorted(download.glob("*.whl"))
             if done.returncode != 0 or not wheels:
@@ -62,7 +74,8 @@ def apply_copy(source: Path, dest: Path, *args: str) -> tuple[list[str], str]:
     result = runner.invoke(app, ["apply", str(dest), "--no-cache", *args])
     assert result.exit_code == 0, result.output
     changed = sorted(
-        p.relative_to(dest).as_posix() for p in dest.rglob("*.py")
+        p.relative_to(dest).as_posix()
+        for p in dest.rglob("*.py")
         if p.read_bytes() != (source / p.relative_to(dest)).read_bytes()
     )
     for rel in changed:
@@ -115,4 +128,4 @@ def test_lavis_keeps_every_override_and_says_why(tmp_path: Path, target: str | N
     for rel, reasons in LAVIS_MARKED.items():
         added = added_lines(source, tmp_path / "lavis", rel)
         assert all(line.startswith("# Overwritten -- ") for line in added), (rel, added)
-        assert len(added) == len(reasons) and all(r in a for r, a in zip(reasons, added)), (rel, added)
+        assert len(added) == len(reasons) and all(r in a for r, a in zip(reasons, added, strict=False)), (rel, added)

@@ -26,7 +26,7 @@ VERSION = "4.45.2"
 # ----------------------------------------------------------------------------------- the script
 
 CHECKS = textwrap.dedent(
-    r'''
+    r"""
     import hashlib, importlib, json, sys, traceback, warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -254,11 +254,11 @@ CHECKS = textwrap.dedent(
 
     run("weights", weights)
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 HASH_ONLY = textwrap.dedent(
-    r'''
+    r"""
     import hashlib, json
     import tiny
     from transformers.models.llama.modeling_llama import LlamaForCausalLM
@@ -268,24 +268,11 @@ HASH_ONLY = textwrap.dedent(
         digest.update(key.encode())
         digest.update(value.detach().contiguous().float().numpy().tobytes())
     print("RESULT " + json.dumps({"seed0": digest.hexdigest()}))
-    '''
+    """
 )
 
 
 # -------------------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def verify_env() -> tuple[Path, Path]:
-    """(python, src) of the verification environment for the 4.45.2 release (made once per machine)."""
-    from codemod.checkout import resolve
-    from codemod.environment import ensure_environment
-    from codemod.fetch import release_checkout
-
-    checkout = resolve(release_checkout(VERSION))
-    environment = ensure_environment(checkout)
-    assert checkout.package_dir is not None
-    return environment.python, checkout.package_dir.parent
 
 
 def _run(verify_env: tuple[Path, Path], script: str, tmp_path: Path) -> dict:
@@ -333,6 +320,7 @@ def test_tiny_imports_only_stdlib_torch_and_transformers():
 
 
 # ---------------------------------------------------------------------------------- in the env
+
 
 @pytest.mark.network
 @pytest.mark.slow
@@ -383,7 +371,12 @@ def test_random_ids_avoid_special_tokens(results):
 @pytest.mark.slow
 def test_vocabulary_holds_every_special_token(results):
     entry = _ok(results, "vocab")
-    for name in ("GPT2LMHeadModel", "LlavaForConditionalGeneration", "MllamaForCausalLM", "T5ForConditionalGeneration"):
+    for name in (
+        "GPT2LMHeadModel",
+        "LlavaForConditionalGeneration",
+        "MllamaForCausalLM",
+        "T5ForConditionalGeneration",
+    ):
         info = entry[name]
         assert info["vocab"] >= 99
         if info["max_special"] is not None:
@@ -435,9 +428,11 @@ def test_fixups_applied_are_in_the_notes_with_their_reasons(results):
     why = entry["why"]
     assert all(why.values()), [name for name, reason in why.items() if not reason]
     # each level's fixup, where it ran: the composite's after its parts'
-    assert entry["notes"] == [f"audio_encoder.: fixup for encodec: {why['encodec']}",
-                              f"decoder.: fixup for musicgen_decoder: {why['musicgen_decoder']}",
-                              f"config: fixup for musicgen: {why['musicgen']}"]
+    assert entry["notes"] == [
+        f"audio_encoder.: fixup for encodec: {why['encodec']}",
+        f"decoder.: fixup for musicgen_decoder: {why['musicgen_decoder']}",
+        f"config: fixup for musicgen: {why['musicgen']}",
+    ]
 
 
 @pytest.mark.network

@@ -16,7 +16,7 @@ import pytest
 from tests.test_tiny import VERSION, _ok, _run
 
 CHECKS = textwrap.dedent(
-    r'''
+    r"""
     import functools, importlib, json, tempfile, traceback, warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -273,7 +273,7 @@ CHECKS = textwrap.dedent(
 
     run("llava_legacy", llava_legacy)
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 
@@ -307,18 +307,26 @@ def test_qwen2_vl_config_gets_the_hub_token_ids_and_rotary_sections(results):
 @pytest.mark.slow
 def test_qwen2_vl_generates_with_an_image_as_its_processor_prepares_it(results):
     entry = _ok(results, "qwen2_vl")
-    assert entry.get("keys") == ["attention_mask", "image_grid_thw", "input_ids", "pixel_values", "pixel_values_videos",
-                                 "video_grid_thw"], entry.get("keys")
+    assert entry.get("keys") == [
+        "attention_mask",
+        "image_grid_thw",
+        "input_ids",
+        "pixel_values",
+        "pixel_values_videos",
+        "video_grid_thw",
+    ], entry.get("keys")
     ids, grid, merge = entry["ids_row"], entry["grid"], entry["merge"]
-    (t, h, w), = grid
+    ((t, h, w),) = grid
     # and a video of two frames, its own token, patches and grid: the path only a video reaches
-    (vt, vh, vw), = entry["video_grid"]
+    ((vt, vh, vw),) = entry["video_grid"]
     video_count = vt * vh * vw // merge**2
     assert vt == 2 and ids.count(entry["ids"]["video_token_id"]) == video_count
     assert entry["video_shape"] == [vt * vh * vw, entry["patch_width"]] and entry["video_matters"] > 0
     assert h != w  # a grid that is not square: rows and columns can't be swapped unnoticed
     count = t * h * w // merge**2
-    token, start, end = (entry["ids"][name] for name in ("image_token_id", "vision_start_token_id", "vision_end_token_id"))
+    token, start, end = (
+        entry["ids"][name] for name in ("image_token_id", "vision_start_token_id", "vision_end_token_id")
+    )
     first = ids.index(token)
     assert ids.count(token) == count
     assert ids[first - 1] == start and ids[first + count] == end and first > 1  # some text before the image
@@ -337,7 +345,9 @@ def test_qwen2_vl_generates_with_an_image_as_its_processor_prepares_it(results):
 @pytest.mark.slow
 def test_idefics2_gets_images_with_one_token_per_resampler_latent(results):
     entry = _ok(results, "idefics2")
-    assert entry.get("keys") == ["attention_mask", "input_ids", "pixel_attention_mask", "pixel_values"], entry.get("keys")
+    assert entry.get("keys") == ["attention_mask", "input_ids", "pixel_attention_mask", "pixel_values"], entry.get(
+        "keys"
+    )
     batch, images, channels, height, width = entry["pixel_shape"]
     assert (batch, images) == (1, 1)
     assert entry["mask_shape"] == [1, 1, height, width] and entry["mask_dtype"] == "torch.bool"
@@ -379,8 +389,14 @@ def test_a_composite_with_two_parts_that_build_the_class_takes_neither(results):
 @pytest.mark.slow
 def test_mllama_gets_tiled_images_behind_one_image_token(results):
     entry = _ok(results, "mllama")
-    assert entry["keys"] == ["aspect_ratio_ids", "aspect_ratio_mask", "attention_mask", "cross_attention_mask",
-                             "input_ids", "pixel_values"], entry["keys"]
+    assert entry["keys"] == [
+        "aspect_ratio_ids",
+        "aspect_ratio_mask",
+        "attention_mask",
+        "cross_attention_mask",
+        "input_ids",
+        "pixel_values",
+    ], entry["keys"]
     shapes, values = entry["shapes"], entry["values"]
     batch, images, tiles = shapes["pixel_values"][:3]
     length = entry["text_length"] + 1  # one <|image|> token
@@ -392,7 +408,9 @@ def test_mllama_gets_tiled_images_behind_one_image_token(results):
     assert all(row == [0] * tiles for row in values["cross_rows"][:at])
     assert all(row == [1] * used + [0] * (tiles - used) for row in values["cross_rows"][at:])
     # a fresh Mllama closes its cross-attention behind tanh(0): opened, the image reaches the logits
-    assert entry["gates"] and entry["gates"][0].startswith("5 zero-initialised gates opened")  # 2 tile, 1 position, 2 cross-attention
+    assert entry["gates"] and entry["gates"][0].startswith(
+        "5 zero-initialised gates opened"
+    )  # 2 tile, 1 position, 2 cross-attention
     assert entry["matters"]["pixel_values"] > 0
     assert [len(row) for row in entry["greedy"]] == [length + 6]
 
@@ -401,7 +419,9 @@ def test_mllama_gets_tiled_images_behind_one_image_token(results):
 @pytest.mark.slow
 def test_kosmos2_text_model_gets_image_embeddings_in_place_of_marked_tokens(results):
     entry = _ok(results, "kosmos2_text")
-    assert entry["keys"] == ["attention_mask", "image_embeds", "image_embeds_position_mask", "input_ids"], entry["keys"]
+    assert entry["keys"] == ["attention_mask", "image_embeds", "image_embeds_position_mask", "input_ids"], entry[
+        "keys"
+    ]
     marks = entry["values"]["image_embeds_position_mask"][0]
     count = entry["shapes"]["image_embeds"][1]
     assert sum(marks) == count and marks[0] == 0 and marks[1 : 1 + count] == [1] * count
@@ -423,7 +443,9 @@ def test_clvp_decoder_is_driven_by_conditioning_embeddings(results):
 @pytest.mark.slow
 def test_roc_bert_gets_shape_and_pronunciation_ids_per_token(results):
     entry = _ok(results, "roc_bert")
-    assert entry["keys"] == ["attention_mask", "input_ids", "input_pronunciation_ids", "input_shape_ids"], entry["keys"]
+    assert entry["keys"] == ["attention_mask", "input_ids", "input_pronunciation_ids", "input_shape_ids"], entry[
+        "keys"
+    ]
     shapes = entry["shapes"]
     assert shapes["input_shape_ids"] == shapes["input_pronunciation_ids"] == shapes["input_ids"]
     assert entry["matters"]["input_shape_ids"] > 0 and entry["matters"]["input_pronunciation_ids"] > 0

@@ -20,7 +20,7 @@ from codemod.tools import after_rewrite, available
 from .conftest import MINI_CHECKOUT
 
 #: check_copies stand-in: a file holding "INCONSISTENT" fails, as a stale copy would
-CHECK_COPIES = '''
+CHECK_COPIES = """
 import argparse, pathlib, sys
 parser = argparse.ArgumentParser()
 parser.add_argument("--file", default=None)
@@ -31,10 +31,10 @@ text = pathlib.Path(args.file).read_text()
 if "INCONSISTENT" in text:
     print(f"{args.file}: the copy is not consistent with its source")
     sys.exit(1)
-'''
+"""
 
 #: converter stand-in: writes the modeling file next to the modular one (old option name)
-CONVERTER_OLD = '''
+CONVERTER_OLD = """
 import argparse, pathlib
 parser = argparse.ArgumentParser()
 parser.add_argument("--files_to_parse", nargs="+")
@@ -42,7 +42,7 @@ args = parser.parse_args()
 for name in args.files_to_parse:
     path = pathlib.Path(name)
     path.with_name(path.name.replace("modular_", "modeling_")).write_text("# generated\\n" + path.read_text())
-'''
+"""
 
 #: newer converters call the option --files; the old name is an argparse error (status 2)
 CONVERTER_NEW = CONVERTER_OLD.replace("--files_to_parse", "--files").replace("args.files_to_parse", "args.files")
@@ -66,7 +66,9 @@ def modular_file(root: Path) -> str:
 
 
 def a_model_file(root: Path) -> str:
-    return next(p for p in sorted((root / "src/transformers/models").rglob("modeling_*.py"))).relative_to(root).as_posix()
+    return (
+        next(p for p in sorted((root / "src/transformers/models").rglob("modeling_*.py"))).relative_to(root).as_posix()
+    )
 
 
 def test_an_sdist_without_utils_runs_nothing() -> None:
@@ -122,7 +124,8 @@ def test_apply_runs_the_checkouts_tools_on_what_it_wrote(tmp_path: Path) -> None
 
 
 def test_modular_sources_that_import_an_edited_model_are_regenerated_when_their_generated_file_was_written(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """4.57.1 clone: ``apply`` edited Qwen2.5-Omni's thinker (a hook attribute) and the copy the converter had made
     of it in Qwen3-Omni's generated file, where the converter lays it out elsewhere: ``check_modular_conversion``
     failed on a model whose modular source was never edited. A modular source that imports from an edited model
@@ -143,11 +146,16 @@ def test_modular_sources_that_import_an_edited_model_are_regenerated_when_their_
         (models / name).mkdir()
         (models / name / f"modular_{name}.py").write_text(text)
         (models / name / f"modeling_{name}.py").write_text("# the tool's own edit\n")
-    written = [parent] + [f"src/transformers/models/{name}/modeling_{name}.py" for name in ("child", "a_grandchild", "unrelated")]
+    written = [parent] + [
+        f"src/transformers/models/{name}/modeling_{name}.py" for name in ("child", "a_grandchild", "unrelated")
+    ]
     runs = after_rewrite(resolve(root), written, python=Path(sys.executable))
     regenerated = [r.target for r in runs if r.tool == "modular_model_converter"]
-    assert regenerated == [parent, "src/transformers/models/child/modular_child.py",
-                           "src/transformers/models/a_grandchild/modular_a_grandchild.py"]
+    assert regenerated == [
+        parent,
+        "src/transformers/models/child/modular_child.py",
+        "src/transformers/models/a_grandchild/modular_a_grandchild.py",
+    ]
     assert all(r.ok for r in runs)
     assert (models / "child" / "modeling_child.py").read_text().startswith("# generated\nfrom ..newt")
     assert (models / "untouched" / "modeling_untouched.py").read_text() == "# the tool's own edit\n"

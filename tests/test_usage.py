@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
+from tests.test_tiny import _run
 
 USAGE = Path(__file__).resolve().parent.parent / "codemod" / "verify" / "usage.py"
 
 SCRIPT = textwrap.dedent(
-    r'''
+    r"""
     import importlib, json, warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -129,15 +129,20 @@ SCRIPT = textwrap.dedent(
         wrappers[name] = {"own": model.config.decoder.model_type, "others": found}
     out["wrappers"] = wrappers
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 
 def test_usage_imports_only_stdlib_torch_and_transformers() -> None:
     tree = ast.parse(USAGE.read_text(encoding="utf-8"))
-    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    roots |= {node.module.split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    roots = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    roots |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+    }
     assert roots <= set(sys.stdlib_module_names) | {"torch", "transformers"}, roots
 
 
@@ -149,8 +154,9 @@ def usage_results(verify_env, tmp_path_factory) -> dict:  # noqa: F811 - the sha
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["RobertaForCausalLM", "BertLMHeadModel", "BertGenerationDecoder"])
-def test_a_decoder_head_of_an_encoder_family_is_built_as_a_decoder_with_its_other_uses_as_variants(usage_results,
-                                                                                                   name) -> None:
+def test_a_decoder_head_of_an_encoder_family_is_built_as_a_decoder_with_its_other_uses_as_variants(
+    usage_results, name
+) -> None:
     """Built from defaults these heads are plain encoders that never cache: a user generating with
     them sets is_decoder=True, and may also run them without it or under an encoder."""
     found = usage_results[name]
@@ -189,8 +195,9 @@ def test_a_decoder_only_head_with_cross_attention_also_runs_as_the_decoder_of_a_
 
 @pytest.mark.network
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "own", "other"), [("VisionEncoderDecoderModel", "gpt2", "bert"),
-                                                    ("EncoderDecoderModel", "bert", "gpt2")])
+@pytest.mark.parametrize(
+    ("name", "own", "other"), [("VisionEncoderDecoderModel", "gpt2", "bert"), ("EncoderDecoderModel", "bert", "gpt2")]
+)
 def test_a_wrapper_also_runs_with_the_decoder_it_was_not_built_with(usage_results, name, own, other) -> None:
     """A wrapper's verdict on its default decoder says nothing of another: 4.45's pass the decoder's own mask, which
     BERT's method makes and GPT-2's does not (VisionEncoderDecoderModel was called identical on GPT-2 alone)."""
@@ -255,7 +262,9 @@ def test_a_class_whose_method_reads_image_seq_length_requires_the_legacy_prompt(
     required = usage_results["required"]
     assert set(required["LlavaForConditionalGeneration"]) == {"multimodal-legacy"}
     assert "image_seq_length" in required["LlavaForConditionalGeneration"]["multimodal-legacy"]
-    assert "image_seq_length and video_seq_length" in required["VideoLlavaForConditionalGeneration"]["multimodal-legacy"]
+    assert (
+        "image_seq_length and video_seq_length" in required["VideoLlavaForConditionalGeneration"]["multimodal-legacy"]
+    )
     assert required["InheritsLlava"] == required["LlavaForConditionalGeneration"]
     for name in ("LlavaOnevisionForConditionalGeneration", "ChameleonForConditionalGeneration", "GPT2LMHeadModel"):
         assert required[name] == {}, name
@@ -288,8 +297,10 @@ class _NotAWrapper:
         pass
 
 
-@pytest.mark.parametrize(("own", "others"), [("gpt2", ["decoder=bert"]), ("bert", ["decoder=gpt2"]),
-                                             ("trocr", ["decoder=bert", "decoder=gpt2"])])
+@pytest.mark.parametrize(
+    ("own", "others"),
+    [("gpt2", ["decoder=bert"]), ("bert", ["decoder=gpt2"]), ("trocr", ["decoder=bert", "decoder=gpt2"])],
+)
 def test_a_wrapper_gets_a_variant_per_decoder_kind_its_config_does_not_use(own: str, others: list[str]) -> None:
     from codemod.verify import usage
 

@@ -23,8 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod.checkout import resolve
-from codemod.contracts import ScenarioStatus
 from codemod.cli import app
+from codemod.contracts import ScenarioStatus
 from codemod.fetch import fetch_release
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
@@ -68,8 +68,13 @@ def fixture_verdicts(tmp_path_factory):
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the fixture models, with their overrides")
 
-    classes = ["FixtureGenericForCausalLM", "FixtureUnslicedForCausalLM", "FixtureNoPositionsForCausalLM",
-               "FixtureAssistedDropForCausalLM", "FixtureHeadMaskDropForCausalLM"]
+    classes = [
+        "FixtureGenericForCausalLM",
+        "FixtureUnslicedForCausalLM",
+        "FixtureNoPositionsForCausalLM",
+        "FixtureAssistedDropForCausalLM",
+        "FixtureHeadMaskDropForCausalLM",
+    ]
     rewrite(root, FILE, [Edit(FILE, c, EditKind.DELETE, None, "test") for c in classes])
     # the fixtures subclass Llama, whose override the migration deletes too: the new code is the mixin
     rewrite(root, LLAMA, [Edit(LLAMA, "LlamaForCausalLM", EditKind.DELETE, None, "test")])
@@ -136,12 +141,18 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     """Decoder-only, encoder-decoder, multimodal and state-space models through `apply --verify`."""
     root = fetch_release("4.45.2", tmp_path / "transformers")
     report = tmp_path / "verify.json"
-    done = CliRunner().invoke(app, ["apply", str(root), "--verify", "--only", SUBSET, "--jobs", "2",
-                                    "--report", str(report)])
+    done = CliRunner().invoke(
+        app, ["apply", str(root), "--verify", "--only", SUBSET, "--jobs", "2", "--report", str(report)]
+    )
     assert done.exit_code == 0, done.output
     doc = json.loads(report.read_text())
     verdicts = {v["class"]: v for v in doc["verdicts"]}
-    assert {"LlamaForCausalLM", "GPT2LMHeadModel", "T5ForConditionalGeneration", "BartForConditionalGeneration"} <= set(verdicts)
+    assert {
+        "LlamaForCausalLM",
+        "GPT2LMHeadModel",
+        "T5ForConditionalGeneration",
+        "BartForConditionalGeneration",
+    } <= set(verdicts)
     for name in ("LlamaForCausalLM", "OPTForCausalLM", "T5ForConditionalGeneration", "BartForConditionalGeneration"):
         assert verdicts[name]["verdict"] == "identical", verdicts[name]
         assert len(verdicts[name]["compared"]) >= 8
@@ -175,9 +186,13 @@ def test_apply_verify_on_a_representative_subset(tmp_path) -> None:
     # the repair is no decoration: without it, verification sees the mixin's 4D mask with a static cache
     chameleon_path.write_text(chameleon_path.read_text().replace(repair, ""))
     mutated = tmp_path / "mutated.json"
-    again = CliRunner().invoke(app, ["verify", str(root), "--only", "chameleon", "--format", "json", "--output", str(mutated)])
+    again = CliRunner().invoke(
+        app, ["verify", str(root), "--only", "chameleon", "--format", "json", "--output", str(mutated)]
+    )
     assert again.exit_code == 1, again.output
-    unrepaired = {v["class"]: v for v in json.loads(mutated.read_text())["verdicts"]}["ChameleonForConditionalGeneration"]
+    unrepaired = {v["class"]: v for v in json.loads(mutated.read_text())["verdicts"]}[
+        "ChameleonForConditionalGeneration"
+    ]
     assert unrepaired["verdict"] == "differs", unrepaired
     assert next(s for s in unrepaired["scenarios"] if s["name"] == "static-cache")["status"] == "differs"
 
@@ -192,18 +207,29 @@ def test_a_reduction_that_drops_the_llava_legacy_condition_is_caught_by_the_lega
     the image is needed on the first step only: only the legacy prompt tells this change from the original."""
     root = fetch_release("4.45.2", tmp_path / "transformers")
     text = (root / LLAVA).read_text()
-    for old, new in (("self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation("),
-                     ("if legacy_processing or cache_position[0] == 0:", "if cache_position[0] == 0:")):
+    for old, new in (
+        ("self.language_model.prepare_inputs_for_generation(", "super().prepare_inputs_for_generation("),
+        ("if legacy_processing or cache_position[0] == 0:", "if cache_position[0] == 0:"),
+    ):
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     (root / LLAVA).write_text(text)
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
-    target = Target(f"{LLAVA}::LlavaForConditionalGeneration", "transformers.models.llava.modeling_llava",
-                    "LlavaForConditionalGeneration", "llava")
+    target = Target(
+        f"{LLAVA}::LlavaForConditionalGeneration",
+        "transformers.models.llava.modeling_llava",
+        "LlavaForConditionalGeneration",
+        "llava",
+    )
     (verdict,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False).verdicts
     assert verdict.verdict in ("differs", "crashed"), verdict.detail
-    failing = sorted({s.name.rpartition("/")[2] for s in verdict.scenarios
-                      if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)})
+    failing = sorted(
+        {
+            s.name.rpartition("/")[2]
+            for s in verdict.scenarios
+            if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
+        }
+    )
     assert failing == ["multimodal-legacy"], [(s.name, s.status) for s in verdict.scenarios]
 
 
@@ -217,15 +243,22 @@ def test_the_llava_legacy_path_is_required_evidence(tmp_path) -> None:
     assert text.count(old) == 1
     (root / LLAVA).write_text(text.replace(old, "super().prepare_inputs_for_generation("))
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
-    target = Target(f"{LLAVA}::LlavaForConditionalGeneration", "transformers.models.llava.modeling_llava",
-                    "LlavaForConditionalGeneration", "llava")
+    target = Target(
+        f"{LLAVA}::LlavaForConditionalGeneration",
+        "transformers.models.llava.modeling_llava",
+        "LlavaForConditionalGeneration",
+        "llava",
+    )
     chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-padded")
-    (without,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen).verdicts
+    (without,) = verify_change(
+        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen
+    ).verdicts
     assert without.verdict == "unverified", without.detail
     assert "reads image_seq_length" in without.detail and "no multimodal-legacy scenario" in without.detail
     assert {s.name for s in without.scenarios if s.status is ScenarioStatus.SAME} >= set(chosen)
-    (with_legacy,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False,
-                                   scenarios=(*chosen, "multimodal-legacy")).verdicts
+    (with_legacy,) = verify_change(
+        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=(*chosen, "multimodal-legacy")
+    ).verdicts
     assert with_legacy.verdict == "identical", with_legacy.detail
 
 
@@ -234,7 +267,7 @@ MELODY = "src/transformers/models/musicgen_melody/modeling_musicgen_melody.py"
 #: pattern and the guidance kept in front of super(), the conditioning dropped after the first step behind it, and the
 #: ids cut to the last token again (the repair for a prefilled cache). The written one also takes ``head_mask`` out of
 #: the signature, to travel in ``**kwargs``; here it stays named and is handed on, which super() receives the same
-MELODY_TAIL = '''        if past_key_values is not None:
+MELODY_TAIL = """        if past_key_values is not None:
             input_ids = input_ids[:, -1:]
 
             # we only want to use conditional signal in the 1st generation step but keeping the attention mask
@@ -249,8 +282,8 @@ MELODY_TAIL = '''        if past_key_values is not None:
             "past_key_values": past_key_values,
             "use_cache": use_cache,
         }
-'''
-MELODY_REDUCED = '''        model_inputs = super().prepare_inputs_for_generation(
+"""
+MELODY_REDUCED = """        model_inputs = super().prepare_inputs_for_generation(
             input_ids,
             attention_mask=attention_mask,
             encoder_hidden_states=encoder_hidden_states,
@@ -264,7 +297,7 @@ MELODY_REDUCED = '''        model_inputs = super().prepare_inputs_for_generation
             model_inputs["encoder_hidden_states"] = None
             model_inputs["input_ids"] = model_inputs["input_ids"][:, -1:]
         return model_inputs
-'''
+"""
 
 
 @pytest.mark.parametrize("conditioning_every_step", [False, True], ids=["reduced", "conditioning-every-step"])
@@ -282,15 +315,24 @@ def test_the_melody_decoders_conditioning_is_evidence(tmp_path, conditioning_eve
         reduced = reduced.replace('            model_inputs["encoder_hidden_states"] = None\n', "")
     (root / MELODY).write_text(text.replace(MELODY_TAIL, reduced))
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
-    target = Target(f"{MELODY}::MusicgenMelodyForCausalLM", "transformers.models.musicgen_melody.modeling_musicgen_melody",
-                    "MusicgenMelodyForCausalLM", "musicgen_melody")
+    target = Target(
+        f"{MELODY}::MusicgenMelodyForCausalLM",
+        "transformers.models.musicgen_melody.modeling_musicgen_melody",
+        "MusicgenMelodyForCausalLM",
+        "musicgen_melody",
+    )
     chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-no-cache", "prefilled-cache")
-    (verdict,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen).verdicts
+    (verdict,) = verify_change(
+        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen
+    ).verdicts
     if not conditioning_every_step:
         assert verdict.verdict == "identical", verdict.detail
         assert {"encoder_hidden_states", "guidance_scale"} <= set(verdict.given)
         return
     assert verdict.verdict in ("differs", "crashed"), verdict.detail
-    failing = {s.name.rpartition("/")[2] for s in verdict.scenarios
-               if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)}
+    failing = {
+        s.name.rpartition("/")[2]
+        for s in verdict.scenarios
+        if s.status in (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
+    }
     assert failing == {"multimodal"}, [(s.name, s.status) for s in verdict.scenarios]

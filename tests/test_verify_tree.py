@@ -31,7 +31,11 @@ OVERRIDE = re.compile(r"\n    def prepare_inputs_for_generation\(.*?\n        re
 def _repository(tmp_path: Path) -> Path:
     root = tmp_path / "tinylm"
     shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("__pycache__"))
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+    ):
         subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
     return root
 
@@ -43,9 +47,13 @@ def _change(root: Path, body: str | None, *, mixin_base: bool = True) -> None:
     text = path.read_text()
     text = OVERRIDE.sub("\n" + body if body else "", text, count=1)
     if mixin_base:
-        text = text.replace("from transformers import PreTrainedModel", "from transformers import GenerationMixin, PreTrainedModel")
-        text = text.replace("class TinyLMForCausalLM(TinyLMPreTrainedModel):",
-                            "class TinyLMForCausalLM(TinyLMPreTrainedModel, GenerationMixin):")
+        text = text.replace(
+            "from transformers import PreTrainedModel", "from transformers import GenerationMixin, PreTrainedModel"
+        )
+        text = text.replace(
+            "class TinyLMForCausalLM(TinyLMPreTrainedModel):",
+            "class TinyLMForCausalLM(TinyLMPreTrainedModel, GenerationMixin):",
+        )
     path.write_text(text)
 
 
@@ -59,14 +67,14 @@ def _verify(root: Path, tmp_path: Path, *args: str) -> dict:
 
 
 #: an override that forgets to slice the ids by the cache: the second step feeds every token again
-UNSLICED = '''    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+UNSLICED = """    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         position_ids = attention_mask.long().cumsum(-1) - 1
         position_ids.masked_fill_(attention_mask == 0, 1)
         if past_key_values:
             position_ids = position_ids[:, -input_ids.shape[1] :]
         return {"input_ids": input_ids, "position_ids": position_ids, "past_key_values": past_key_values,
                 "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask}
-'''
+"""
 
 
 def test_deleting_the_override_of_a_remote_code_model_is_identical_on_the_target(tmp_path: Path) -> None:

@@ -16,8 +16,14 @@ from codemod import contracts
 CODEMOD = Path(__file__).resolve().parent.parent / "codemod"
 #: modules that define a vocabulary (and may spell its values), and the worker side, which runs in
 #: another environment and writes the protocol's strings itself
-EXEMPT = {"contracts.py", "verify/tiny", "verify/scenarios.py", "verify/worker.py", "verify/usage.py",
-          "verify/testers.py"}
+EXEMPT = {
+    "contracts.py",
+    "verify/tiny",
+    "verify/scenarios.py",
+    "verify/worker.py",
+    "verify/usage.py",
+    "verify/testers.py",
+}
 
 
 def _vocabulary() -> set[str]:
@@ -61,8 +67,11 @@ def _compared_literals(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def _stages() -> list[Path]:
-    return [p for p in sorted(CODEMOD.rglob("*.py"))
-            if not {p.relative_to(CODEMOD).as_posix(), p.parent.relative_to(CODEMOD).as_posix()} & EXEMPT]
+    return [
+        p
+        for p in sorted(CODEMOD.rglob("*.py"))
+        if not {p.relative_to(CODEMOD).as_posix(), p.parent.relative_to(CODEMOD).as_posix()} & EXEMPT
+    ]
 
 
 def test_no_stage_compares_a_vocabulary_value_with_a_literal() -> None:
@@ -75,18 +84,38 @@ def test_no_stage_compares_a_vocabulary_value_with_a_literal() -> None:
 
 
 def test_the_check_finds_a_literal_compared_with_a_field() -> None:
-    tree = ast.parse('if r.kind == "bespoke" or v["status"] in ("ok", "error") or d.get("status") != "x": pass\n'
-                     'if name == "later-step": pass\n')
+    tree = ast.parse(
+        'if r.kind == "bespoke" or v["status"] in ("ok", "error") or d.get("status") != "x": pass\n'
+        'if name == "later-step": pass\n'
+    )
     assert _compared_literals(tree) == [(1, "bespoke"), (1, "ok"), (1, "error"), (1, "x")]
 
 
 def test_every_behaviour_name_the_engine_spells_is_a_rule() -> None:
     """Behaviour names are the rules' names: a misspelt one would match nothing, silently."""
     names = set(rules.BY_NAME)
-    shaped = {n for path in _stages() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-              if isinstance(node, ast.Constant) and isinstance(node.value, str) for n in [node.value]
-              if n.startswith(("slice-", "position-ids", "inputs-embeds", "static-cache", "synthesise-", "forward-kwargs",
-                               "state-space", "default-attention", "encoder-decoder-", "remote-code-", "flash-attention"))}
+    shaped = {
+        n
+        for path in _stages()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for n in [node.value]
+        if n.startswith(
+            (
+                "slice-",
+                "position-ids",
+                "inputs-embeds",
+                "static-cache",
+                "synthesise-",
+                "forward-kwargs",
+                "state-space",
+                "default-attention",
+                "encoder-decoder-",
+                "remote-code-",
+                "flash-attention",
+            )
+        )
+    }
     # phrases and keys that share a prefix with a behaviour name but are not one (scenario names)
     from codemod.verify.runner import DEFAULT_SCENARIOS
 

@@ -7,10 +7,10 @@ import os
 import textwrap
 from pathlib import Path
 
-from tests.test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
+from tests.test_tiny import _run
 
 SCRIPT = textwrap.dedent(
-    r'''
+    r"""
     import json, os
     import worker
 
@@ -29,17 +29,23 @@ SCRIPT = textwrap.dedent(
     # the worker keeps stdout for its protocol: print() goes to stderr once it is imported
     facts = {c.__name__: worker._forward_facts(c) for c in (Plain, Absorbing, Unreadable)}
     os.write(1, ("RESULT " + json.dumps(facts) + "\n").encode())
-    '''
+    """
 )
 
 
 def test_forward_facts_name_what_forward_takes_in_its_kwargs(verify_env: tuple[Path, Path], tmp_path: Path) -> None:
     facts = _run(verify_env, SCRIPT, tmp_path)
-    assert facts["Plain"] == {"caches": True, "forward_optional": ["attention_mask", "past_key_values"],
-                              "forward_absorbs": None}
+    assert facts["Plain"] == {
+        "caches": True,
+        "forward_optional": ["attention_mask", "past_key_values"],
+        "forward_absorbs": None,
+    }
     # every name forward binds, keyword-only too: a key none of them names is one forward takes in **kwargs
-    assert facts["Absorbing"] == {"caches": True, "forward_optional": ["decoder_input_ids", "input_features", "use_cache"],
-                                  "forward_absorbs": ["decoder_input_ids", "input_features", "self", "use_cache"]}
+    assert facts["Absorbing"] == {
+        "caches": True,
+        "forward_optional": ["decoder_input_ids", "input_features", "use_cache"],
+        "forward_absorbs": ["decoder_input_ids", "input_features", "self", "use_cache"],
+    }
     assert facts["Unreadable"] == {"caches": False, "forward_optional": [], "forward_absorbs": None}
 
 
@@ -84,5 +90,9 @@ def test_each_scenario_starts_from_the_model_as_loaded(verify_env: tuple[Path, P
     """State one scenario's generate() leaves on the model (or its weights, changed in place) never reaches the next
     scenario: each gets a copy, or the model loaded again where it cannot be copied."""
     facts = _run(verify_env, FRESH, tmp_path)
-    assert facts == {"untouched": True, "fresh": True, "loaded": [os.path.join("/saved/0", "assistant")],
-                     "fallback_fresh": True}
+    assert facts == {
+        "untouched": True,
+        "fresh": True,
+        "loaded": [os.path.join("/saved/0", "assistant")],
+        "fallback_fresh": True,
+    }

@@ -151,7 +151,10 @@ class BodyAnalysis:
                 merged.pop(out.key, None)
                 continue
             previous = merged.get(out.key)
-            if previous is not None and {previous.origin, out.value.origin} == {ValueOrigin.FIRST_STEP, ValueOrigin.NONE}:
+            if previous is not None and {previous.origin, out.value.origin} == {
+                ValueOrigin.FIRST_STEP,
+                ValueOrigin.NONE,
+            }:
                 merged[out.key] = previous if previous.origin is ValueOrigin.FIRST_STEP else out.value
             else:
                 merged[out.key] = out.value

@@ -31,10 +31,10 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Recognised, TopLevel
-from codemod.contracts import CACHE_NAMES, ExtraHow, ParamKind, ReasonKind, ValueOrigin, Vocabulary
 from codemod.analyse.fallback import UPDATE_METHOD, FallbackKind
 from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
+from codemod.contracts import CACHE_NAMES, ExtraHow, ParamKind, ReasonKind, ValueOrigin, Vocabulary
 from codemod.sources import FileKind
 from rules.base import IDS_SLICING
 from rules.slice_by_past_length import LEGACY_TUPLE_DETAIL
@@ -50,10 +50,21 @@ GENERATE_PROVIDES = frozenset({"use_cache", "past_key_values", "attention_mask",
 SLICE_LENGTH = "next_sequence_length"
 #: the inputs a fallback prepares itself (slices, builds or passes as the cache): an override that computes
 #: one of them its own way is model-specific; the other keys are extras on top of the fallback's preparation
-CORE_INPUTS = IDS_KEYS | CACHE_NAMES | frozenset({
-    "inputs_embeds", "attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids",
-    "cache_position", "next_sequence_length",
-})
+CORE_INPUTS = (
+    IDS_KEYS
+    | CACHE_NAMES
+    | frozenset(
+        {
+            "inputs_embeds",
+            "attention_mask",
+            "decoder_attention_mask",
+            "position_ids",
+            "decoder_position_ids",
+            "cache_position",
+            "next_sequence_length",
+        }
+    )
+)
 
 
 class Category(Vocabulary):
@@ -147,15 +158,19 @@ class _Judge:
         self.computed_keys: dict[str, Reason] = {}
         self.fallback = override.fallback
         #: a deletion or super() reaches nothing known: whatever the body does, the override stays
-        self.unreachable = self.fallback is not None and self.fallback.kind in (FallbackKind.NONE, FallbackKind.UNKNOWN)
+        self.unreachable = self.fallback is not None and self.fallback.kind in (
+            FallbackKind.NONE,
+            FallbackKind.UNKNOWN,
+        )
         #: what the fallback returns: every keyword argument forwarded (the mixin), or a closed dict of these keys
         fallback_analysis = profile.analysis
         self.closed_fallback: frozenset[str] | None = None
         if fallback_analysis is not None and not fallback_analysis.forwards_kwargs:
             self.closed_fallback = frozenset(fallback_analysis.output_values())
 
-    def add(self, kind: ReasonKind, text: str, line: int | None = None, rule: str | None = None,
-            subject: str | None = None) -> None:
+    def add(
+        self, kind: ReasonKind, text: str, line: int | None = None, rule: str | None = None, subject: str | None = None
+    ) -> None:
         self.reasons.append(Reason(kind, text, line, rule, subject))
         if kind.keeps:
             self.bespoke = True
@@ -181,14 +196,20 @@ class _Judge:
     def judge(self) -> Finding:
         if self.o.kind is FileKind.MODULAR and self.a.behaviours == {"raises"}:
             # Not an override: the modular class removes the one it would inherit.
-            self.add(ReasonKind.NOTE, "removes the inherited override: the generated class uses the mixin; deleting this "
-                             "stub would make the converter copy the parent's override back in")
+            self.add(
+                ReasonKind.NOTE,
+                "removes the inherited override: the generated class uses the mixin; deleting this "
+                "stub would make the converter copy the parent's override back in",
+            )
             return Finding(self.o, Category.GENERIC, Action.KEEP, tuple(self.reasons))
         if not self.profile.implements and not self.profile.behaviours:
             self.add(ReasonKind.BESPOKE, "the mixin implements nothing to compare with")
         if self.profile.override_enables_generation and self.o.inherits_generation_mixin is False:
-            self.add(ReasonKind.NOTE, "does not inherit GenerationMixin: in this release the override is what makes "
-                             "can_generate() true; a deletion adds GenerationMixin to the class's bases")
+            self.add(
+                ReasonKind.NOTE,
+                "does not inherit GenerationMixin: in this release the override is what makes "
+                "can_generate() true; a deletion adds GenerationMixin to the class's bases",
+            )
         self.reach()
         self.behaviours()
         self.stale_positions()
@@ -214,14 +235,25 @@ class _Judge:
         if fallback is None:
             return
         if fallback.kind is FallbackKind.NONE:
-            self.add(ReasonKind.FALLBACK, f"kept: a deletion would leave {self.o.class_name} without the method and super() "
-                                 f"would raise AttributeError: {fallback.detail}")
+            self.add(
+                ReasonKind.FALLBACK,
+                f"kept: a deletion would leave {self.o.class_name} without the method and super() "
+                f"would raise AttributeError: {fallback.detail}",
+            )
         elif fallback.kind is FallbackKind.UNKNOWN:
-            self.add(ReasonKind.FALLBACK, f"kept: what a deletion or super() would reach is not known: {fallback.detail}")
+            self.add(
+                ReasonKind.FALLBACK, f"kept: what a deletion or super() would reach is not known: {fallback.detail}"
+            )
         elif fallback.kind is FallbackKind.PARENT:
-            self.add(ReasonKind.FALLBACK, f"judged against {fallback.detail}, which a deletion or super() reaches before the mixin")
+            self.add(
+                ReasonKind.FALLBACK,
+                f"judged against {fallback.detail}, which a deletion or super() reaches before the mixin",
+            )
         elif fallback.adds_mixin_base:
-            self.add(ReasonKind.FALLBACK, f"reaches {fallback.detail}; a deletion or super() adds GenerationMixin to the bases")
+            self.add(
+                ReasonKind.FALLBACK,
+                f"reaches {fallback.detail}; a deletion or super() adds GenerationMixin to the bases",
+            )
 
     def delegation(self) -> bool:
         """Whether a delegation to another object's method becomes ``super()`` (a reduction that swaps it).
@@ -231,23 +263,32 @@ class _Judge:
         sub-model of code outside transformers, may be prepared in any way."""
         a = self.a
         if a.delegation is Delegation.STORED_METHOD:
-            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to}(...), a method stored on the instance "
-                                "and bound to another object at run time: super() would not prepare them the same way")
+            self.add(
+                ReasonKind.BESPOKE,
+                f"takes its inputs from {a.delegates_to}(...), a method stored on the instance "
+                "and bound to another object at run time: super() would not prepare them the same way",
+            )
             return False
         if a.delegation is not Delegation.SUBMODEL:
             return False
         if self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN:
             return False  # the fallback's reason says why it stays
         if not self.o.in_library:
-            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
-                                "code outside the release: super() is not known to prepare them the same way")
+            self.add(
+                ReasonKind.BESPOKE,
+                f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, a model of "
+                "code outside the release: super() is not known to prepare them the same way",
+            )
             return False
         if self.o.delegate_work is not None:
             # super() would skip what the sub-model's own override does, and a verifier without the model's
             # inputs for it (images, say) would not notice
             owner, work = self.o.delegate_work
-            self.add(ReasonKind.BESPOKE, f"takes its inputs from {a.delegates_to} ({owner}), whose own override does "
-                                f"model-specific work ({work}): super() would skip it")
+            self.add(
+                ReasonKind.BESPOKE,
+                f"takes its inputs from {a.delegates_to} ({owner}), whose own override does "
+                f"model-specific work ({work}): super() would skip it",
+            )
             return False
         return True
 
@@ -262,16 +303,26 @@ class _Judge:
             text = f"{r.behaviour}" + (f" ({r.detail})" if r.detail else "")
             coverage = rule.coverage(dict(r.facets), self.mixin)
             if rule.kind is Kind.BESPOKE and not coverage.covered:
-                self.add(ReasonKind.BESPOKE, f"{text}: {rule.summary}", r.line, r.code,
-                         subject=rule.summary if r.detail else None)
+                self.add(
+                    ReasonKind.BESPOKE,
+                    f"{text}: {rule.summary}",
+                    r.line,
+                    r.code,
+                    subject=rule.summary if r.detail else None,
+                )
                 continue
             if not coverage.covered:
                 if r.behaviour == "slice-with-ids":
                     name = r.facet("names") or r.detail
                     self.extra(name, ExtraHow.SLICED, name, r.line, f"{name} is cut to the new tokens like the ids")
                     continue
-                self.add(ReasonKind.BESPOKE, f"{text}: {coverage.missing}", r.line, r.code,
-                         subject=coverage.missing if r.detail else None)
+                self.add(
+                    ReasonKind.BESPOKE,
+                    f"{text}: {coverage.missing}",
+                    r.line,
+                    r.code,
+                    subject=coverage.missing if r.detail else None,
+                )
                 continue
             self.add(ReasonKind.BEHAVIOUR, text, r.line, r.code)
             for difference in coverage.differences:
@@ -286,18 +337,31 @@ class _Judge:
         its new token). An override that slices the ids its own way, by the cache, is then the model's own."""
         if not self.o.stale_cache_position or "slice-by-cache-position" not in self.mixin:
             return
-        own = [r for r in self.a.recognised
-               if r.behaviour in (*IDS_SLICING, "slice-to-last-token") and r.behaviour != "slice-by-cache-position"]
+        own = [
+            r
+            for r in self.a.recognised
+            if r.behaviour in (*IDS_SLICING, "slice-to-last-token") and r.behaviour != "slice-by-cache-position"
+        ]
         if own and self._withholds_positions(own):
-            self.extra("cache_position", ExtraHow.WITHHELD, "", own[0].line,
-                       f"cache_position withheld from super(): its class's {UPDATE_METHOD} never moves it on, and the "
-                       f"mixin, given none, counts the new tokens from the legacy cache as this override does "
-                       f"({own[0].behaviour})")
+            self.extra(
+                "cache_position",
+                ExtraHow.WITHHELD,
+                "",
+                own[0].line,
+                f"cache_position withheld from super(): its class's {UPDATE_METHOD} never moves it on, and the "
+                f"mixin, given none, counts the new tokens from the legacy cache as this override does "
+                f"({own[0].behaviour})",
+            )
             return
         if own:
-            self.add(ReasonKind.BESPOKE, f"its class's {UPDATE_METHOD} never moves cache_position on (it calls no super()): "
-                                         f"the mixin would slice the ids by the first step's positions on every step; "
-                                         f"it slices them its own way ({own[0].behaviour})", own[0].line, own[0].code)
+            self.add(
+                ReasonKind.BESPOKE,
+                f"its class's {UPDATE_METHOD} never moves cache_position on (it calls no super()): "
+                f"the mixin would slice the ids by the first step's positions on every step; "
+                f"it slices them its own way ({own[0].behaviour})",
+                own[0].line,
+                own[0].code,
+            )
 
     def _withholds_positions(self, own: Sequence[Recognised]) -> bool:
         """Whether a reduction can leave the stale ``cache_position`` out of ``super()`` and have the mixin slice the ids
@@ -306,17 +370,21 @@ class _Judge:
         length from that cache and nothing else, never reads ``cache_position`` itself (it reaches ``**kwargs``,
         where the reduction pops it)."""
         a = self.a
-        return ("cache-position-from-cache" in self.mixin
-                and all(r.behaviour == "slice-by-past-length" and r.detail.startswith(LEGACY_TUPLE_DETAIL) for r in own)
-                and any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params)
-                and all(p.name != "cache_position" for p in a.params)
-                and not any("cache_position" in t.reads for t in a.top_level))
+        return (
+            "cache-position-from-cache" in self.mixin
+            and all(r.behaviour == "slice-by-past-length" and r.detail.startswith(LEGACY_TUPLE_DETAIL) for r in own)
+            and any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params)
+            and all(p.name != "cache_position" for p in a.params)
+            and not any("cache_position" in t.reads for t in a.top_level)
+        )
 
     def outputs(self) -> None:
         a = self.a
         if a.delegation is Delegation.SUBMODEL:
-            self.differ(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
-                        "would prepare them with this model's own config and forward")
+            self.differ(
+                f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation; the mixin "
+                "would prepare them with this model's own config and forward"
+            )
         values = a.output_values()
         line_of = {o.key: o.line for o in a.outputs}
         for key, value in values.items():
@@ -325,37 +393,65 @@ class _Judge:
             if key in IDS_KEYS:
                 if origin is ValueOrigin.IDS or (origin is ValueOrigin.NONE and key == "input_ids"):
                     continue
-            if key != "past_key_values" and (key in CACHE_NAMES or name in CACHE_NAMES) and origin is not ValueOrigin.NONE:
+            if (
+                key != "past_key_values"
+                and (key in CACHE_NAMES or name in CACHE_NAMES)
+                and origin is not ValueOrigin.NONE
+            ):
                 self.compute(key, f"passes its cache as {key!r}, a key the mixin does not use", line)
                 continue
             if key == "past_key_values" and origin is ValueOrigin.PARAM and name in CACHE_NAMES and name != key:
                 # generate() fills past_key_values, not this name: setting the key from it after super()
                 # would replace the cache the mixin just prepared
-                self.add(ReasonKind.BESPOKE, f"passes past_key_values from its parameter {name!r}, which generate() does not "
-                                    "fill; set after super(), it would replace the cache the mixin prepared", line)
+                self.add(
+                    ReasonKind.BESPOKE,
+                    f"passes past_key_values from its parameter {name!r}, which generate() does not "
+                    "fill; set after super(), it would replace the cache the mixin prepared",
+                    line,
+                )
                 continue
             if key == name == "past_key_values" and origin in (ValueOrigin.PARAM, ValueOrigin.LATER_STEP):
                 continue  # the cache, passed (when there is one) as the mixin passes it
             if origin is ValueOrigin.PARAM_DEFAULT:
                 given, _, default = name.partition("=")
                 if given == key:
-                    self.extra(key, ExtraHow.DEFAULT, default, line, f"{key} is {default} when not given; the mixin passes "
-                                                               "nothing then")
+                    self.extra(
+                        key,
+                        ExtraHow.DEFAULT,
+                        default,
+                        line,
+                        f"{key} is {default} when not given; the mixin passes nothing then",
+                    )
                     continue
             if origin is ValueOrigin.PARAM:
                 if name == key:
                     declared = next((p.default for p in a.params if p.name == key), None)
                     if declared is not None and declared != "None" and key not in GENERATE_PROVIDES:
-                        self.extra(key, ExtraHow.DEFAULT, declared, line, f"{key} is {declared} when not given; the mixin "
-                                                                    "passes nothing then")
+                        self.extra(
+                            key,
+                            ExtraHow.DEFAULT,
+                            declared,
+                            line,
+                            f"{key} is {declared} when not given; the mixin passes nothing then",
+                        )
                     elif self.closed_fallback is not None and key not in self.closed_fallback:
-                        self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} is passed on; the dict "
-                                                                  f"{self._fallback_name} returns drops it")
+                        self.extra(
+                            key,
+                            ExtraHow.PASSTHROUGH,
+                            key,
+                            line,
+                            f"{key} is passed on; the dict {self._fallback_name} returns drops it",
+                        )
                     elif a.delegation is Delegation.SUPER and key in PREPARED_FROM_CALLER:
                         # set after super() (a first pass's repair: Chameleon's mask), it undoes what the mixin made of
                         # the caller's value (a 4D mask for a static cache, positions cut to the new tokens)
-                        self.extra(key, ExtraHow.PASSTHROUGH, key, line, f"{key} as the caller gives it, not as "
-                                                                  f"{self._fallback_name} prepares it")
+                        self.extra(
+                            key,
+                            ExtraHow.PASSTHROUGH,
+                            key,
+                            line,
+                            f"{key} as the caller gives it, not as {self._fallback_name} prepares it",
+                        )
                     continue  # passed through: the fallback forwards every keyword argument
                 self.extra(key, ExtraHow.ADJUSTED, name, line, f"{key} is given the value of {name}")
                 continue
@@ -379,10 +475,16 @@ class _Judge:
                         continue  # the mixin drops it after the first step too
                     self.extra(key, ExtraHow.LATER_STEP_NONE, "", line, f"{key} is set to None after the first step")
                     continue
-                self.extra(key, ExtraHow.NONE, name, line, f"{key} is set to None" + (f" on the {name}" if name else ""))
+                self.extra(
+                    key, ExtraHow.NONE, name, line, f"{key} is set to None" + (f" on the {name}" if name else "")
+                )
                 if key == SLICE_LENGTH:
-                    self.differ(f"passes every id on every step although it passes a cache: with {key} None the mixin "
-                                "does not slice them", line, flow=True)
+                    self.differ(
+                        f"passes every id on every step although it passes a cache: with {key} None the mixin "
+                        "does not slice them",
+                        line,
+                        flow=True,
+                    )
                 continue
             if origin is ValueOrigin.CONST:
                 self.extra(key, ExtraHow.CONSTANT, name, line, f"{key} is always {name}")
@@ -399,7 +501,13 @@ class _Judge:
                 self.extra(key, ExtraHow.DROP, "", None, f"removes {key}")
         for name in a.withheld:
             if name not in values and name not in self.profile.never_forwarded:
-                self.extra(name, ExtraHow.DROP, "", None, f"does not pass {name} on to {a.delegates_to or 'the call it delegates to'}")
+                self.extra(
+                    name,
+                    ExtraHow.DROP,
+                    "",
+                    None,
+                    f"does not pass {name} on to {a.delegates_to or 'the call it delegates to'}",
+                )
 
     def omissions(self) -> None:
         """What the mixin would add or change that this override does not do."""
@@ -413,22 +521,32 @@ class _Judge:
         #: leaves out is not known here, and the swap to super() brings the mixin's back)
         own = a.delegation is not Delegation.SUBMODEL
         # position_ids: the mixin builds them when forward accepts them
-        if "position-ids-from-mask" in self.mixin and "position_ids" not in values and "position-ids-from-mask" not in behaviours:
+        if (
+            "position-ids-from-mask" in self.mixin
+            and "position_ids" not in values
+            and "position-ids-from-mask" not in behaviours
+        ):
             if self.o.forward_params is None:
                 self.differ("may receive position_ids from the mixin (forward not found in this file)")
             elif "position_ids" in forward:
-                self.differ("forward accepts position_ids: the mixin builds them from the attention mask, "
-                            "this override never passes them", flow=own)
+                self.differ(
+                    "forward accepts position_ids: the mixin builds them from the attention mask, "
+                    "this override never passes them",
+                    flow=own,
+                )
         # the ids: sliced by the mixin
         slicing = {*IDS_SLICING, "slice-to-last-token", "state-space-cache", "decoder-delegate"}
         if not behaviours & slicing and any(k in values and values[k].origin is ValueOrigin.IDS for k in IDS_KEYS):
             uses_cache = "past_key_values" in values or "past_key_values" in {p.name for p in a.params}
             if uses_cache:
-                self.differ("passes the ids unsliced although it passes a cache; the mixin slices them "
-                            "to the uncached tokens", flow=own)
+                self.differ(
+                    "passes the ids unsliced although it passes a cache; the mixin slices them to the uncached tokens",
+                    flow=own,
+                )
             elif self.profile.era is Era.NEXT_SEQUENCE_LENGTH:
-                self.differ("passes every id on every step; the 5.x mixin keeps the last "
-                            "next_sequence_length ids", flow=own)
+                self.differ(
+                    "passes every id on every step; the 5.x mixin keeps the last next_sequence_length ids", flow=own
+                )
         # cache_position: forwarded by the 4.46 mixin for models with Cache classes
         if (
             "synthesise-cache-position" in self.mixin
@@ -439,7 +557,11 @@ class _Judge:
             self.differ("the mixin also passes cache_position (the model supports Cache classes)")
         if not a.forwards_kwargs and "forward-kwargs" in self.mixin:
             self.differ("returns a closed dict: other model kwargs are dropped, the mixin forwards them")
-        if self.fallback is not None and self.fallback.kind is FallbackKind.PARENT and self.closed_fallback is not None:
+        if (
+            self.fallback is not None
+            and self.fallback.kind is FallbackKind.PARENT
+            and self.closed_fallback is not None
+        ):
             for key in sorted(self.closed_fallback - set(values) - IDS_KEYS - {"inputs_embeds"}):
                 self.differ(f"{self._fallback_name} also passes {key}; this override does not", flow=own)
         if "inputs-embeds-first-step" in self.mixin and "inputs-embeds-first-step" not in behaviours:
@@ -459,7 +581,9 @@ class _Judge:
         return parent if parent is not None else "the mixin"  # a PARENT fallback always names its class
 
     def _is_encoder_decoder(self) -> bool:
-        return "decoder_input_ids" in self.a.output_values() or (len(self.a.params) > 1 and self.a.params[1].name == "decoder_input_ids")
+        return "decoder_input_ids" in self.a.output_values() or (
+            len(self.a.params) > 1 and self.a.params[1].name == "decoder_input_ids"
+        )
 
     def kept_prefix(self) -> tuple[int, ...]:
         """Top-level statements a reduction can keep as they are, in front of ``super()``.
@@ -506,13 +630,19 @@ class _Judge:
             return None  # a parent's closed dict is no mixin to hand the generic part to
         statements = a.top_level
         # it ends by returning its dict, by name or as a literal the outputs record
-        if not statements or not statements[-1].returns or not (statements[-1].reads == (RESULT,) or statements[-1].builds_output) \
-                or any(t.returns for t in statements[:-1]):
+        if (
+            not statements
+            or not statements[-1].returns
+            or not (statements[-1].reads == (RESULT,) or statements[-1].builds_output)
+            or any(t.returns for t in statements[:-1])
+        ):
             return None
         # every reason that keeps the override must be a statement kept as it is or a key taken from one
         rule_lines = [r.line for r in self.reasons if r.kind is ReasonKind.BESPOKE and r.rule and r.line]
-        if any(r.kind is ReasonKind.BESPOKE and not (r.rule and r.line) and r not in self.computed_keys.values()
-               for r in self.reasons):
+        if any(
+            r.kind is ReasonKind.BESPOKE and not (r.rule and r.line) and r not in self.computed_keys.values()
+            for r in self.reasons
+        ):
             return None
 
         def within(t: TopLevel, line: int) -> bool:
@@ -532,12 +662,23 @@ class _Judge:
             if keys is None:
                 return None
             # (a name read only for its device or dtype needs no slicing of it: a statement that only slices is no writer)
-            needed = [(by_index[i].line, set(by_index[i].exposed) - set(by_index[i].placement_reads),
-                       set(by_index[i].placement_reads)) for i in kept]
+            needed = [
+                (
+                    by_index[i].line,
+                    set(by_index[i].exposed) - set(by_index[i].placement_reads),
+                    set(by_index[i].placement_reads),
+                )
+                for i in kept
+            ]
             needed += [(o.line, _names_in(o.expr), set()) for key in keys for o in _final_writes(a, key)]
-            more = {w.index for line, names, placed in needed for w in statements
-                    if w.line < line and w.index not in kept
-                    and set(w.writes) & ((names | (set() if self._only_slices(w) else placed)) - {RESULT})}
+            more = {
+                w.index
+                for line, names, placed in needed
+                for w in statements
+                if w.line < line
+                and w.index not in kept
+                and set(w.writes) & ((names | (set() if self._only_slices(w) else placed)) - {RESULT})
+            }
             if not more:
                 break
             if any(by_index[i].builds_output or by_index[i].returns for i in more):
@@ -546,9 +687,13 @@ class _Judge:
         if any(within(t, line) for line in unguarded for t in statements if t.index not in kept):
             return None
         # the ids slicing inside the kept statements is the fallback's: it goes, and the fallback's sliced ids stand
-        ids_keys = [key for key in keys if key in IDS_KEYS and all(o.expr.strip() == key for o in _final_writes(a, key))]
-        cuts = self._cuts(tuple(kept), {n for key in keys if key not in ids_keys for o in _final_writes(a, key)
-                                        for n in _names_in(o.expr)})
+        ids_keys = [
+            key for key in keys if key in IDS_KEYS and all(o.expr.strip() == key for o in _final_writes(a, key))
+        ]
+        cuts = self._cuts(
+            tuple(kept),
+            {n for key in keys if key not in ids_keys for o in _final_writes(a, key) for n in _names_in(o.expr)},
+        )
         released = ""
         if cuts and any(name in IDS_KEYS for r in cuts for name in (r.nested.writes if r.nested else ())):
             if len(ids_keys) != 1 or self._writes_outside(kept, cuts, ids_keys):
@@ -567,8 +712,11 @@ class _Judge:
         # worth a change only where enough of the method goes: the statements that go (each with the comments and
         # blank lines above it), less the super() call (about three lines), a line per key and the return
         ends = [max(t.end_line, t.line) for t in statements]
-        removed = sum(end - (ends[p - 1] if p else t.line - 1) for p, (t, end) in enumerate(zip(statements, ends))
-                      if t.index not in kept)
+        removed = sum(
+            end - (ends[p - 1] if p else t.line - 1)
+            for p, (t, end) in enumerate(zip(statements, ends, strict=False))
+            if t.index not in kept
+        )
         removed += sum(r.end_line - r.line + 1 for r in cuts)
         if removed - (3 + len(keys) + 1) < AFTER_SUPER_SAVES_AT_LEAST:
             return None
@@ -585,11 +733,20 @@ class _Judge:
         for r in a.recognised:
             n = r.nested
             top = n.path[0] if n is not None else None
-            if n is None or not isinstance(top, int) or r.behaviour not in IDS_SLICING or top not in kept or n.read_after \
-                    or n.path in cuts:
+            if (
+                n is None
+                or not isinstance(top, int)
+                or r.behaviour not in IDS_SLICING
+                or top not in kept
+                or n.read_after
+                or n.path in cuts
+            ):
                 continue
             later = [by_index[i] for i in kept if i > top and i in by_index]
-            if any(set(n.writes) & (set(t.exposed) - set(t.placement_reads)) for t in later) or set(n.writes) & read_later:
+            if (
+                any(set(n.writes) & (set(t.exposed) - set(t.placement_reads)) for t in later)
+                or set(n.writes) & read_later
+            ):
                 continue
             cuts[n.path] = r
         return tuple(cuts.values())
@@ -617,12 +774,23 @@ class _Judge:
         keys = ("decoder_attention_mask", "decoder_input_ids")
         for key in keys:
             writes = _final_writes(a, key)
-            if len(writes) != 1 or writes[0].conditions or not writes[0].expr or not _names_in(writes[0].expr) <= written:
+            if (
+                len(writes) != 1
+                or writes[0].conditions
+                or not writes[0].expr
+                or not _names_in(writes[0].expr) <= written
+            ):
                 return None  # each key from what the kept statements wrote, unconditionally
-        self.reasons.append(Reason(ReasonKind.NOTE, "kept as is after super(): asks self.decoder for the mask its own "
-                                   "method makes (all ones, or none) and the ids as it slices them, and passes them as "
-                                   "decoder_attention_mask and decoder_input_ids", found.line,
-                                   subject="asks self.decoder for its mask and ids"))
+        self.reasons.append(
+            Reason(
+                ReasonKind.NOTE,
+                "kept as is after super(): asks self.decoder for the mask its own "
+                "method makes (all ones, or none) and the ids as it slices them, and passes them as "
+                "decoder_attention_mask and decoder_input_ids",
+                found.line,
+                subject="asks self.decoder for its mask and ids",
+            )
+        )
         return tuple(t.index for t in statements), keys
 
     def _writes_outside(self, kept: Iterable[int], cuts: Sequence[Recognised], names: Iterable[str]) -> bool:
@@ -670,7 +838,9 @@ class _Judge:
             if t.index in seeds or (t.index in kept and set(t.exposed) & tainted):
                 tainted |= set(t.writes) - {RESULT}
             elif set(t.exposed) & tainted and not t.builds_output:
-                return None  # a generic statement computing from them: the fallback computes it from the caller's inputs
+                return (
+                    None  # a generic statement computing from them: the fallback computes it from the caller's inputs
+                )
 
         def within(t: TopLevel, line: int) -> bool:
             return t.line <= line <= max(t.end_line, t.line)
@@ -705,8 +875,9 @@ class _Judge:
             indices, keys = after
             for position, reason in enumerate(self.reasons):
                 if reason.kind.keeps:
-                    self.reasons[position] = Reason(ReasonKind.NOTE, f"kept as is after super(): {reason.text}", reason.line,
-                                                    subject=reason.text)
+                    self.reasons[position] = Reason(
+                        ReasonKind.NOTE, f"kept as is after super(): {reason.text}", reason.line, subject=reason.text
+                    )
             self.bespoke = False
             if indices:  # none: only keys it sets from its parameters (Reformer's cache under its own name)
                 self.extras.append(Extra("", ExtraHow.KEEP_AFTER, ",".join(map(str, indices))))
@@ -715,7 +886,10 @@ class _Judge:
             for reason in self.reasons:
                 if reason.kind is ReasonKind.UNRECOGNISED:
                     self.reasons[self.reasons.index(reason)] = Reason(
-                        ReasonKind.NOTE, f"kept as is in front of super(): {reason.text}", reason.line, subject=reason.text
+                        ReasonKind.NOTE,
+                        f"kept as is in front of super(): {reason.text}",
+                        reason.line,
+                        subject=reason.text,
                     )
             self.bespoke = False
             self.extras.append(Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, kept))))
@@ -745,8 +919,11 @@ class _Judge:
             self.add(ReasonKind.NOTE, f"bespoke: its own input handling, kept as it is {where}, is model-specific")
             return Category.BESPOKE
         if self.flow:
-            self.add(ReasonKind.NOTE, f"bespoke, not generic: in the standard generate flow it prepares other inputs than "
-                                      f"{self._fallback_name} ({self.flow[0]})")
+            self.add(
+                ReasonKind.NOTE,
+                f"bespoke, not generic: in the standard generate flow it prepares other inputs than "
+                f"{self._fallback_name} ({self.flow[0]})",
+            )
             return Category.BESPOKE
         if any(e.how is not ExtraHow.KEEP_STATEMENTS for e in self.extras):
             return Category.KWARGS_FORWARDING
@@ -823,8 +1000,11 @@ def _is_guard(statement: ast.stmt) -> bool:
     """``assert …`` or ``if …: raise …``: it refuses a call and prepares nothing."""
     if isinstance(statement, ast.Assert):
         return True
-    return (isinstance(statement, ast.If) and not statement.orelse
-            and all(isinstance(s, ast.Raise) for s in statement.body))
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and all(isinstance(s, ast.Raise) for s in statement.body)
+    )
 
 
 def _writes(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:
@@ -845,13 +1025,20 @@ def _writes(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:
     elif isinstance(node, (ast.For, ast.comprehension)):
         targets = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) else [node.target]
         pairs += [(t, None) for t in targets]
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault"):
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("update", "setdefault")
+    ):
         argument = node.args[0] if node.args else None
         if node.func.attr == "setdefault" and len(node.args) == 2:
             pairs.append((ast.Subscript(value=node.func.value, slice=node.args[0], ctx=ast.Store()), node.args[1]))
         elif isinstance(argument, ast.Dict) and not node.keywords:
-            pairs += [(ast.Subscript(value=node.func.value, slice=k, ctx=ast.Store()), v)
-                      for k, v in zip(argument.keys, argument.values) if k is not None]
+            pairs += [
+                (ast.Subscript(value=node.func.value, slice=k, ctx=ast.Store()), v)
+                for k, v in zip(argument.keys, argument.values, strict=False)
+                if k is not None
+            ]
         else:
             pairs.append((ast.Starred(value=node.func.value, ctx=ast.Store()), None))  # keys not known
     return pairs
@@ -869,8 +1056,12 @@ def judged_against(override: Override, profile: MixinProfile) -> MixinProfile:
     if fallback is None or fallback.kind is not FallbackKind.PARENT or fallback.analysis is None:
         return profile
     parent = profile_from_analysis(fallback.analysis, fallback.location or fallback.class_name or "parent")
-    return dataclasses.replace(parent, override_enables_generation=profile.override_enables_generation,
-                               target=profile.target, pretrained_model_generative=profile.pretrained_model_generative)
+    return dataclasses.replace(
+        parent,
+        override_enables_generation=profile.override_enables_generation,
+        target=profile.target,
+        pretrained_model_generative=profile.pretrained_model_generative,
+    )
 
 
 def classify_override(override: Override, profile: MixinProfile) -> Finding:
@@ -895,7 +1086,4 @@ def select(overrides: Iterable[Override], only: Iterable[str] = (), skip: Iterab
     def names(o: Override) -> set[str]:
         return {n.lower() for n in (o.model, o.class_name) if n}
 
-    return [
-        o for o in overrides
-        if (not only_set or names(o) & only_set) and not (names(o) & skip_set)
-    ]
+    return [o for o in overrides if (not only_set or names(o) & only_set) and not (names(o) & skip_set)]

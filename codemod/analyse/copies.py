@@ -435,7 +435,7 @@ def _first_value_difference(ours: object, theirs: object, line: int) -> int | No
         return _first_difference(ours, theirs, line)
     if not (isinstance(ours, list) and isinstance(theirs, list)):
         return None if ours == theirs else line
-    for mine, other in zip(ours, theirs):
+    for mine, other in zip(ours, theirs, strict=False):
         found = _first_value_difference(mine, other, line)
         if found is not None:
             return found

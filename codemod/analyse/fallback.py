@@ -24,8 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codemod.analyse.analysis import BodyAnalysis
-from codemod.checkout import Checkout, CheckoutKind
-from codemod.contracts import OverrideId, Vocabulary
 from codemod.analyse.modular import (
     dotted_name,
     from_imports,
@@ -35,14 +33,17 @@ from codemod.analyse.modular import (
     top_level,
     top_level_classes,
 )
-from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
 from codemod.analyse.target import PRETRAINED_CLASS, Target
+from codemod.checkout import Checkout, CheckoutKind
+from codemod.contracts import OverrideId, Vocabulary
+from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
 
 Reader = Callable[[Path], str]
 
 #: top-level modules whose classes never define the method (torch's modules, the stdlib's ABCs)
-_LIBRARY_ROOTS = frozenset({"torch", "abc", "typing", "typing_extensions", "enum", "collections", "dataclasses",
-                            "builtins", "numpy"})
+_LIBRARY_ROOTS = frozenset(
+    {"torch", "abc", "typing", "typing_extensions", "enum", "collections", "dataclasses", "builtins", "numpy"}
+)
 _PACKAGE = "transformers"
 _MAX_DEPTH = 40
 _CLASS_LINE = re.compile(r"^class (\w+)\b", re.MULTILINE)
@@ -163,15 +164,21 @@ def module_symbols(tree: ast.Module) -> ModuleSymbols:
         update = methods_named(node, UPDATE_METHOD)
         assigns = any(
             isinstance(t, ast.Name) and t.id == METHOD
-            for s in node.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+            for s in node.body
+            if isinstance(s, (ast.Assign, ast.AnnAssign))
             for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
         )
-        classes.append(ClassSymbols(
-            name=node.name, line=node.lineno, bases=tuple(dotted_name(b) for b in node.bases),
-            method_line=method[-1].lineno if method else None, assigns_method=assigns,
-            forward_params=function_params(forward[-1]) if forward else None,
-            advances_cache_position=advances_cache_position(update[-1] if update else None),
-        ))
+        classes.append(
+            ClassSymbols(
+                name=node.name,
+                line=node.lineno,
+                bases=tuple(dotted_name(b) for b in node.bases),
+                method_line=method[-1].lineno if method else None,
+                assigns_method=assigns,
+                forward_params=function_params(forward[-1]) if forward else None,
+                advances_cache_position=advances_cache_position(update[-1] if update else None),
+            )
+        )
     return ModuleSymbols(tuple(classes), tuple(from_imports(tree).items()), tuple(_module_imports(tree).items()))
 
 
@@ -252,10 +259,15 @@ def _c3(heads: list[list[_Node]]) -> list[_Node] | None:
 class Resolver:
     """Resolves classes of one scan; memoises every file and linearisation it computes."""
 
-    def __init__(self, checkout: Checkout, target: Target, read: Reader,
-                 analyse: Callable[[Path, str], BodyAnalysis | None],
-                 known: dict[Path, ModuleSymbols] | None = None,
-                 exists: Callable[[Path], bool] = Path.is_file) -> None:
+    def __init__(
+        self,
+        checkout: Checkout,
+        target: Target,
+        read: Reader,
+        analyse: Callable[[Path, str], BodyAnalysis | None],
+        known: dict[Path, ModuleSymbols] | None = None,
+        exists: Callable[[Path], bool] = Path.is_file,
+    ) -> None:
         self.checkout = checkout
         #: whether a file is there (the index's reader records the ones that are not)
         self.exists = exists
@@ -282,11 +294,18 @@ class Resolver:
         mro = self._linearise(start, 0)
         if mro is None:
             chain = [start, *self._bases_of(start)]
-            fallback = Fallback(FallbackKind.UNKNOWN, f"{class_name}'s bases have no consistent method resolution order",
-                                mro=tuple(n.name for n in chain))
+            fallback = Fallback(
+                FallbackKind.UNKNOWN,
+                f"{class_name}'s bases have no consistent method resolution order",
+                mro=tuple(n.name for n in chain),
+            )
             return ClassView(fallback, None, None)
-        return ClassView(self._fallback(start, mro, flattened), self._forward(mro), self._direct_mixin(start, set()),
-                         self._stale_positions(mro))
+        return ClassView(
+            self._fallback(start, mro, flattened),
+            self._forward(mro),
+            self._direct_mixin(start, set()),
+            self._stale_positions(mro),
+        )
 
     # -- deciding
 
@@ -298,8 +317,12 @@ class Resolver:
             walked.append(node.name)
             chain = tuple(walked)
             if isinstance(node, _Opaque):
-                return Fallback(FallbackKind.UNKNOWN, f"base {node.name} cannot be resolved: {node.why}",
-                                class_name=node.name, mro=chain)
+                return Fallback(
+                    FallbackKind.UNKNOWN,
+                    f"base {node.name} cannot be resolved: {node.why}",
+                    class_name=node.name,
+                    mro=chain,
+                )
             if isinstance(node, _BuiltIn):
                 if node.name == MIXIN_CLASS:
                     return self._builtin_mixin(chain, adds_base=False)
@@ -314,9 +337,12 @@ class Resolver:
             if self._is_mixin(node):
                 found = self._mixin(node, chain)
                 if copied_in is not None:
-                    found = dataclasses.replace(found, detail=f"{found.detail}: the generated class does not inherit "
-                                                              f"{copied_in.class_name}, whose override "
-                                                              f"({copied_in.location}) a plain deletion would copy in")
+                    found = dataclasses.replace(
+                        found,
+                        detail=f"{found.detail}: the generated class does not inherit "
+                        f"{copied_in.class_name}, whose override "
+                        f"({copied_in.location}) a plain deletion would copy in",
+                    )
                 return found
             parent = self._parent(node, chain)
             if flattened and parent.kind is FallbackKind.PARENT:
@@ -333,9 +359,10 @@ class Resolver:
             if mixin is not None:
                 found = self._mixin(mixin, tuple(walked))
                 return dataclasses.replace(
-                    found, adds_mixin_base=True,
+                    found,
+                    adds_mixin_base=True,
                     detail=f"{found.detail}, once GenerationMixin is among the bases: PreTrainedModel is not a "
-                           f"GenerationMixin in {self._release_name}",
+                    f"GenerationMixin in {self._release_name}",
                 )
         why = "no base defines it" + (f" ({', '.join(dict.fromkeys(roots))})" if roots else "")
         if pretrained is not None:
@@ -354,17 +381,32 @@ class Resolver:
     def _builtin_mixin(self, chain: tuple[str, ...], adds_base: bool) -> Fallback:
         detail = "GenerationMixin: the built-in generic implementation (rules/generic_mixin.py)"
         if adds_base:
-            detail += (", once GenerationMixin is among the bases: with no target release, PreTrainedModel may not be a "
-                       "GenerationMixin (it is not since 4.52)")
-        return Fallback(FallbackKind.MIXIN, detail, class_name=MIXIN_CLASS, file="rules/generic_mixin.py",
-                        adds_mixin_base=adds_base, mro=chain)
+            detail += (
+                ", once GenerationMixin is among the bases: with no target release, PreTrainedModel may not be a "
+                "GenerationMixin (it is not since 4.52)"
+            )
+        return Fallback(
+            FallbackKind.MIXIN,
+            detail,
+            class_name=MIXIN_CLASS,
+            file="rules/generic_mixin.py",
+            adds_mixin_base=adds_base,
+            mro=chain,
+        )
 
     def _mixin(self, node: _Class, chain: tuple[str, ...]) -> Fallback:
         line = node.symbols.method_line or node.symbols.line
         where = self._display(node.path)
         detail = f"GenerationMixin of {self._release_name} ({where}:{line})"
-        return Fallback(FallbackKind.MIXIN, detail, class_name=MIXIN_CLASS, file=where, line=line,
-                        release=self.target.release, mro=chain)
+        return Fallback(
+            FallbackKind.MIXIN,
+            detail,
+            class_name=MIXIN_CLASS,
+            file=where,
+            line=line,
+            release=self.target.release,
+            mro=chain,
+        )
 
     def _parent(self, node: _Class, chain: tuple[str, ...]) -> Fallback:
         where = self._display(node.path)
@@ -372,16 +414,36 @@ class Resolver:
         release = None if in_tree else self.target.release
         line = node.symbols.method_line
         if line is None:
-            return Fallback(FallbackKind.UNKNOWN, f"{node.name} ({where}) assigns {METHOD} from an expression",
-                            class_name=node.name, file=where, mro=chain)
+            return Fallback(
+                FallbackKind.UNKNOWN,
+                f"{node.name} ({where}) assigns {METHOD} from an expression",
+                class_name=node.name,
+                file=where,
+                mro=chain,
+            )
         analysis = self.analyse(node.path, node.name)
         if analysis is None:
-            return Fallback(FallbackKind.UNKNOWN, f"{node.name}'s {METHOD} ({where}:{line}) cannot be analysed",
-                            class_name=node.name, file=where, line=line, mro=chain)
+            return Fallback(
+                FallbackKind.UNKNOWN,
+                f"{node.name}'s {METHOD} ({where}:{line}) cannot be analysed",
+                class_name=node.name,
+                file=where,
+                line=line,
+                mro=chain,
+            )
         override_id = OverrideId.of(where, node.name) if in_tree else None
         owner = "" if in_tree else f" in {self._release_name}"
-        return Fallback(FallbackKind.PARENT, f"the override of {node.name}{owner} ({where}:{line})", class_name=node.name,
-                        file=where, line=line, release=release, override_id=override_id, analysis=analysis, mro=chain)
+        return Fallback(
+            FallbackKind.PARENT,
+            f"the override of {node.name}{owner} ({where}:{line})",
+            class_name=node.name,
+            file=where,
+            line=line,
+            release=release,
+            override_id=override_id,
+            analysis=analysis,
+            mro=chain,
+        )
 
     def _forward(self, mro: list[_Node]) -> tuple[str, ...] | None:
         for node in mro:
@@ -481,8 +543,9 @@ class Resolver:
 
     # -- names
 
-    def _lookup(self, path: Path, module: ModuleSymbols, dotted: str, depth: int,
-                exclude: ClassSymbols | None = None) -> _Node:
+    def _lookup(
+        self, path: Path, module: ModuleSymbols, dotted: str, depth: int, exclude: ClassSymbols | None = None
+    ) -> _Node:
         """What the name ``dotted`` means in ``module`` (the file at ``path``)."""
         if depth > _MAX_DEPTH:
             return _Opaque(dotted, f"more than {_MAX_DEPTH} re-exports")

@@ -24,13 +24,23 @@ from pathlib import Path
 
 from codemod.analyse import copies, modular
 from codemod.analyse.analysis import BodyAnalysis, Delegation
+from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
+from codemod.analyse.target import Target, for_checkout
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId, ValueOrigin
+from codemod.sources import (
+    MARK,
+    METHOD,
+    NEEDLE,
+    READ_ERRORS,
+    FileKind,
+    file_kind,
+    model_name,
+    python_files,
+    read_source,
+)
 from rules.base import Kind
-from codemod.analyse.fallback import Fallback, ModuleSymbols, Resolver, module_symbols
-from codemod.sources import MARK, METHOD, NEEDLE, READ_ERRORS, FileKind, file_kind, model_name, python_files, read_source
-from codemod.analyse.target import Target, for_checkout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +210,11 @@ def _start_line(node: ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) -> 
 def _attributes(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
     out = []
     for statement in cls.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             out.append((statement.targets[0].id, ast.unparse(statement.value)))
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             out.append((statement.target.id, ast.unparse(statement.value)))
@@ -214,9 +228,15 @@ def _submodels(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
         return ()
     out = []
     for node in ast.walk(init):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
-                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self"
-                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and isinstance(node.targets[0].value, ast.Name)
+            and node.targets[0].value.id == "self"
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+        ):
             out.append((node.targets[0].attr, node.value.func.id))
     return tuple(out)
 
@@ -229,7 +249,9 @@ def _own_work(analysis: BodyAnalysis) -> str | None:
     bespoke = next((r.behaviour for r in analysis.recognised if Kind(r.kind) is Kind.BESPOKE), None)
     if bespoke is not None:
         return bespoke
-    return next((f"{o.key} computed its own way" for o in analysis.outputs if o.value.origin is ValueOrigin.EXPR), None)
+    return next(
+        (f"{o.key} computed its own way" for o in analysis.outputs if o.value.origin is ValueOrigin.EXPR), None
+    )
 
 
 def _overwritten(lines: Sequence[str], start: int, end: int) -> str | None:
@@ -318,8 +340,9 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 ignored_in_class_copy=_ignored_above(plain, start),
             )
         )
-    return FileFacts(path, kind, sha, generated, tuple(classes), tuple(overrides), functions,
-                     symbols=module_symbols(tree))
+    return FileFacts(
+        path, kind, sha, generated, tuple(classes), tuple(overrides), functions, symbols=module_symbols(tree)
+    )
 
 
 # --------------------------------------------------------------------------------------------- cache
@@ -336,8 +359,11 @@ def tool_fingerprint() -> str:
     digest = hashlib.sha256()
     stage = Path(__file__).resolve().parent
     package = stage.parent
-    paths = [*sorted(stage.glob("*.py")), *(package / name for name in _RESULT_MODULES),
-             *sorted((package.parent / "rules").glob("*.py"))]
+    paths = [
+        *sorted(stage.glob("*.py")),
+        *(package / name for name in _RESULT_MODULES),
+        *sorted((package.parent / "rules").glob("*.py")),
+    ]
     for path in paths:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
@@ -556,13 +582,24 @@ def _method_analyser(
 
 
 def _assemble(
-    checkout: Checkout, all_facts: list[FileFacts], errors: list[FileError], files_read: int, read: Reader,
-    target: Target | None = None, cache: FactsCache | None = None,
+    checkout: Checkout,
+    all_facts: list[FileFacts],
+    errors: list[FileError],
+    files_read: int,
+    read: Reader,
+    target: Target | None = None,
+    cache: FactsCache | None = None,
 ) -> Index:
     target = target if target is not None else for_checkout(checkout)
     known = {checkout.root / f.path: f.symbols for f in all_facts if f.symbols is not None}
-    resolver = Resolver(checkout, target, read, _method_analyser(checkout, all_facts, read, cache or FactsCache(None)),
-                        known, exists=read.exists)
+    resolver = Resolver(
+        checkout,
+        target,
+        read,
+        _method_analyser(checkout, all_facts, read, cache or FactsCache(None)),
+        known,
+        exists=read.exists,
+    )
     in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
     overrides: list[Override] = []
     skipped: list[SkippedFile] = []
@@ -574,12 +611,21 @@ def _assemble(
             continue
         if facts.kind.skipped:
             if facts.overrides:
-                skipped.append(SkippedFile(facts.path, facts.kind, f"{facts.kind.value} code: this tool migrates PyTorch models",
-                                           tuple(o.class_name for o in facts.overrides)))
+                skipped.append(
+                    SkippedFile(
+                        facts.path,
+                        facts.kind,
+                        f"{facts.kind.value} code: this tool migrates PyTorch models",
+                        tuple(o.class_name for o in facts.overrides),
+                    )
+                )
             continue
         classes = {c.name: c for c in facts.classes}
-        bound.extend(BoundMethod(facts.path, c.name, c.line, value) for c in facts.classes
-                     if METHOD not in c.methods and (value := dict(c.attributes).get(METHOD)) is not None)
+        bound.extend(
+            BoundMethod(facts.path, c.name, c.line, value)
+            for c in facts.classes
+            if METHOD not in c.methods and (value := dict(c.attributes).get(METHOD)) is not None
+        )
         path = checkout.root / facts.path
         for found in facts.overrides:
             chain = _resolved_in_file(classes, found.class_name)
@@ -592,8 +638,10 @@ def _assemble(
             # whether the nearest own ``_update_model_kwargs_for_generation`` of the same-file chain moves
             # cache_position on: read once per class, with the file's symbols (``ClassSymbols``)
             own = (facts.symbols.class_named(c.name) if facts.symbols is not None else None for c in chain)
-            update = next((s.advances_cache_position for s in own if s is not None and s.advances_cache_position is not None),
-                          None)
+            update = next(
+                (s.advances_cache_position for s in own if s is not None and s.advances_cache_position is not None),
+                None,
+            )
             view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
             if view is not None:
                 if not in_library:
@@ -649,9 +697,13 @@ def _assemble(
                 )
             )
             if found.marker is not None:
-                pending_links.append((len(overrides) - 1, CopyScope.METHOD, found.marker, found.start_line, found.end_line))
+                pending_links.append(
+                    (len(overrides) - 1, CopyScope.METHOD, found.marker, found.start_line, found.end_line)
+                )
             elif owner.marker is not None and not found.ignored_in_class_copy:
-                pending_links.append((len(overrides) - 1, CopyScope.CLASS, owner.marker, owner.start_line, owner.end_line))
+                pending_links.append(
+                    (len(overrides) - 1, CopyScope.CLASS, owner.marker, owner.start_line, owner.end_line)
+                )
 
     ids = {o.id for o in overrides}
     for position, scope, marker, start, end in pending_links:
@@ -664,11 +716,10 @@ def _assemble(
             source_id = candidate if candidate in ids else None
         follows = source_id if check.loose else None
         overrides[position] = dataclasses.replace(
-            override, copied_from=CopyLink(scope, marker, check, None if check.loose else source_id, follows))
+            override, copied_from=CopyLink(scope, marker, check, None if check.loose else source_id, follows)
+        )
 
-    groups = copies.copy_groups(
-        (o.id, o.copied_from.source_id if o.copied_from else None) for o in overrides
-    )
+    groups = copies.copy_groups((o.id, o.copied_from.source_id if o.copied_from else None) for o in overrides)
     group_of = {member: group.source for group in groups for member in group.members}
     overrides = [dataclasses.replace(o, copy_group=group_of.get(o.id)) for o in overrides]
 

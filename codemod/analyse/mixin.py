@@ -17,13 +17,21 @@ import textwrap
 from pathlib import Path
 
 from codemod.analyse.analysis import BodyAnalysis, Unrecognised
+from codemod.analyse.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 from codemod.checkout import Checkout
 from codemod.contracts import Vocabulary
 from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
-from codemod.analyse.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 
-__all__ = ["MIXIN_CLASS", "Era", "MixinProfile", "built_in_profile", "hoisted_profile", "profile_from_analysis",
-           "profile_from_source", "read_profile"]
+__all__ = [
+    "MIXIN_CLASS",
+    "Era",
+    "MixinProfile",
+    "built_in_profile",
+    "hoisted_profile",
+    "profile_from_analysis",
+    "profile_from_source",
+    "read_profile",
+]
 
 
 class Era(Vocabulary):
@@ -123,7 +131,10 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     analysis = analyse_function(function, wrapper.resolve(PositionProvider), line_offset=start - 1)
     outside = _generate_behaviours(tree) if "position-ids-from-mask" not in analysis.behaviours else ()
     return profile_from_analysis(
-        analysis, located, hoisted=hoisted, generate_behaviours=outside,
+        analysis,
+        located,
+        hoisted=hoisted,
+        generate_behaviours=outside,
         first_step_only=_string_tuple(text + "\n" + helpers_text, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL"),
     )
 
@@ -174,8 +185,12 @@ def _generate_behaviours(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, 
                     if ".cumsum(-1) - 1" not in code:
                         return ()
                     padding = "0" if "masked_fill(attention_mask == 0, 0)" in code else "1"
-                    facets = (("padding", padding), ("slice", "new tokens"),
-                              ("when", "forward accepts position_ids"), ("where", "once, in generate()"))
+                    facets = (
+                        ("padding", padding),
+                        ("slice", "new tokens"),
+                        ("when", "forward accepts position_ids"),
+                        ("where", "once, in generate()"),
+                    )
                     return (("position-ids-from-mask", facets),)
     return ()
 
@@ -201,8 +216,12 @@ def built_in_profile() -> MixinProfile:
     """The generic implementation this tool ships, as what a tree without a target is judged against:
     nothing is installed anywhere (``hoisted`` is false)."""
     profile = hoisted_profile()
-    return dataclasses.replace(profile, source=f"{profile.source} (built-in, 4.46 – 5.2 style)", hoisted=False,
-                               target=Target(TargetOrigin.BUILT_IN))
+    return dataclasses.replace(
+        profile,
+        source=f"{profile.source} (built-in, 4.46 – 5.2 style)",
+        hoisted=False,
+        target=Target(TargetOrigin.BUILT_IN),
+    )
 
 
 def read_profile(checkout: Checkout, target: Target | None = None) -> MixinProfile:
@@ -219,14 +238,23 @@ def read_profile(checkout: Checkout, target: Target | None = None) -> MixinProfi
     if path is None or package_dir is None:  # a mixin file lies in a package
         return built_in_profile()
     text = read_source(path)
-    shown = checkout.relative(path) if target.origin is TargetOrigin.CHECKOUT else \
-        f"transformers/{path.resolve().relative_to(package_dir.resolve()).as_posix()}"
+    shown = (
+        checkout.relative(path)
+        if target.origin is TargetOrigin.CHECKOUT
+        else f"transformers/{path.resolve().relative_to(package_dir.resolve()).as_posix()}"
+    )
     profile = profile_from_source(text, shown)
     if profile.era is Era.STUB and target.origin is TargetOrigin.CHECKOUT:
         hoisted = hoisted_profile()
-        profile = dataclasses.replace(hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)")
-    return dataclasses.replace(profile, override_enables_generation=_override_enables_generation(target.package_dir),
-                               target=target, pretrained_model_generative=pretrained_model_generative(target))
+        profile = dataclasses.replace(
+            hoisted, source=f"{hoisted.source} (installed by apply; {profile.source} is a stub)"
+        )
+    return dataclasses.replace(
+        profile,
+        override_enables_generation=_override_enables_generation(target.package_dir),
+        target=target,
+        pretrained_model_generative=pretrained_model_generative(target),
+    )
 
 
 #: the text of the check in ``PreTrainedModel.can_generate`` that makes an override enable generate()

@@ -86,7 +86,9 @@ class MethodOrigin:
     @property
     def modular_id(self) -> OverrideId | None:
         """The modular class, as an override id (its override when it defines the method)."""
-        return OverrideId.of(self.modular_file, self.modular_class) if self.modular_file and self.modular_class else None
+        return (
+            OverrideId.of(self.modular_file, self.modular_class) if self.modular_file and self.modular_class else None
+        )
 
     @property
     def source_id(self) -> OverrideId | None:
@@ -141,9 +143,7 @@ def top_level_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
 
 def methods_named(node: ast.ClassDef, method: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [
-        item
-        for item in node.body
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method
+        item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method
     ]
 
 
@@ -416,7 +416,9 @@ def _super_note(checkout: Checkout, found: _Found, method: str, read: Reader) ->
     if not calls:
         return ""
     parent = _parent_definition(checkout, found, method, read)
-    where = f"{parent.frame.node.name} ({_relative(checkout, parent.frame.path)}:{parent.func.lineno})" if parent else ""
+    where = (
+        f"{parent.frame.node.name} ({_relative(checkout, parent.frame.path)}:{parent.func.lineno})" if parent else ""
+    )
     if inlined and parent is not None:
         return f"; the converter replaces its `return super().{method}(...)` with the body of {where}"
     if parent is not None:
@@ -424,7 +426,9 @@ def _super_note(checkout: Checkout, found: _Found, method: str, read: Reader) ->
             f"; its super().{method}(...) stays a real super() call in the generated class, so it reaches "
             f"the generated class's bases (GenerationMixin), not {where}"
         )
-    return f"; its super().{method}(...) reaches the library (GenerationMixin), no model class in the chain provides it"
+    return (
+        f"; its super().{method}(...) reaches the library (GenerationMixin), no model class in the chain provides it"
+    )
 
 
 def method_origin(
@@ -446,7 +450,9 @@ def method_origin(
     node = top_level_classes(tree).get(class_name)
     if node is None:
         return _unknown(
-            modular, None, f"{modular} does not define {class_name} (a class the converter copies in as a dependency, or another name)"
+            modular,
+            None,
+            f"{modular} does not define {class_name} (a class the converter copies in as a dependency, or another name)",
         )
     walk = _Walk()
     found = _find(checkout, _Frame(modular_path, tree, node), method, read, walk, (), 0)
@@ -555,7 +561,9 @@ def modular_overrides(modular_text: str, method: str) -> list[tuple[str, int, in
     return found
 
 
-def inherited_origin(checkout: Checkout, modular_file: Path, class_name: str, method: str, read: Reader) -> MethodOrigin | None:
+def inherited_origin(
+    checkout: Checkout, modular_file: Path, class_name: str, method: str, read: Reader
+) -> MethodOrigin | None:
     """What the converter would copy into the generated class if the modular class did not define ``method``.
 
     The modular trap: deleting a child's override from its modular source makes the converter copy

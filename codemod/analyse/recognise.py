@@ -77,8 +77,14 @@ class _Walker:
     def lines(self, nodes: Sequence[cst.CSTNode]) -> tuple[int, int]:
         return self.positions[nodes[0]].start.line, self.positions[nodes[-1]].end.line
 
-    def walk(self, statements: Statements, guards: tuple[str, ...], conditions: tuple[str, ...] = (),
-             where: tuple[int | str, ...] = (), after: Sequence[cst.CSTNode] = ()) -> None:
+    def walk(
+        self,
+        statements: Statements,
+        guards: tuple[str, ...],
+        conditions: tuple[str, ...] = (),
+        where: tuple[int | str, ...] = (),
+        after: Sequence[cst.CSTNode] = (),
+    ) -> None:
         """Claim ``statements`` for the rules; ``where`` is the block's path in its top-level statement (``Nested``)
         and ``after`` the statements of that top-level statement that run after the block."""
         i = 0
@@ -94,20 +100,36 @@ class _Walker:
             place = (*where, i)
             if match is not None and rule is not None:  # found together
                 consumed = match.consumed
-                nested = _nested(place, statements[i : i + consumed], (*statements[i + consumed :], *after)) if where else None
+                nested = (
+                    _nested(place, statements[i : i + consumed], (*statements[i + consumed :], *after))
+                    if where
+                    else None
+                )
                 self.record(match, rule, statements[i : i + consumed], guards, conditions, nested)
-            elif not (isinstance(statement, cst.If) and self.walk_guarded(
-                    statement, guards, conditions, place, (*statements[i + 1 :], *after) if where else ())):
+            elif not (
+                isinstance(statement, cst.If)
+                and self.walk_guarded(
+                    statement, guards, conditions, place, (*statements[i + 1 :], *after) if where else ()
+                )
+            ):
                 line, end_line = self.lines([statement])
-                written = (cst.Module(body=[statement]).code.rstrip()
-                           if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) else "")
+                written = (
+                    cst.Module(body=[statement]).code.rstrip()
+                    if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+                    else ""
+                )
                 self.unrecognised.append(Unrecognised(line, end_line, node_code(statement), written))
             if not guards:
                 self.note_top_level(statements, i, consumed, before, match)
             i += consumed
 
     def note_top_level(
-        self, statements: Statements, start: int, consumed: int, before: tuple[int, int, str | None], match: Match | None
+        self,
+        statements: Statements,
+        start: int,
+        consumed: int,
+        before: tuple[int, int, str | None],
+        match: Match | None,
     ) -> None:
         unrecognised, outputs, delegate = before
         builds = len(self.outputs) > outputs or self.delegates_to != delegate or bool(match and match.resets_outputs)
@@ -118,22 +140,30 @@ class _Walker:
             reads, writes = _names(statement)
             line, end_line = self.lines([statement])
             exposed = _exposed(statement)
-            self.top_level.append(TopLevel(
-                index=index,
-                line=line,
-                end_line=end_line,
-                exposed=exposed,
-                placement_reads=_placement_reads(statement, exposed),
-                touched=_touched(statement),
-                recognised=len(self.unrecognised) == unrecognised,
-                builds_output=builds or bool(match and match.returns),
-                returns=bool(m.findall(statement, m.Return())),
-                reads=reads,
-                writes=writes,
-            ))
+            self.top_level.append(
+                TopLevel(
+                    index=index,
+                    line=line,
+                    end_line=end_line,
+                    exposed=exposed,
+                    placement_reads=_placement_reads(statement, exposed),
+                    touched=_touched(statement),
+                    recognised=len(self.unrecognised) == unrecognised,
+                    builds_output=builds or bool(match and match.returns),
+                    returns=bool(m.findall(statement, m.Return())),
+                    reads=reads,
+                    writes=writes,
+                )
+            )
 
-    def walk_guarded(self, statement: cst.If, guards: tuple[str, ...], conditions: tuple[str, ...],
-                     place: tuple[int | str, ...] = (), after: Sequence[cst.CSTNode] = ()) -> bool:
+    def walk_guarded(
+        self,
+        statement: cst.If,
+        guards: tuple[str, ...],
+        conditions: tuple[str, ...],
+        place: tuple[int | str, ...] = (),
+        after: Sequence[cst.CSTNode] = (),
+    ) -> bool:
         found = guard_of(statement.test)
         if found is None:
             return False
@@ -156,14 +186,20 @@ class _Walker:
         return best
 
     def record(
-        self, match: Match, rule: Rule, nodes: Sequence[cst.CSTNode], guards: tuple[str, ...], conditions: tuple[str, ...] = (),
+        self,
+        match: Match,
+        rule: Rule,
+        nodes: Sequence[cst.CSTNode],
+        guards: tuple[str, ...],
+        conditions: tuple[str, ...] = (),
         nested: Nested | None = None,
     ) -> None:
         line, end_line = self.lines(nodes)
         for behaviour in (match.behaviour, *match.implies):
             facets = tuple(sorted(match.facets.items())) if behaviour == match.behaviour else ()
-            self.recognised.append(Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets,
-                                              nested))
+            self.recognised.append(
+                Recognised(rule.code, behaviour, rule.kind.value, line, end_line, match.detail, facets, nested)
+            )
         if match.resets_outputs and not guards:
             # keyword arguments set before a delegated call that forwards **kwargs reach its result
             keep = match.delegates_to is not None and match.forwards_kwargs
@@ -226,7 +262,9 @@ def _touched(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> 
         called = isinstance(around, ast.Call) and around.func is base
         method = called and base is not node  # ``x.add_(1)``, ``x.a.b()``; ``x(...)`` calls the name, a function
         handed = isinstance(around, ast.keyword) or (isinstance(around, ast.Call) and not called)
-        stored_into = base is not node and not isinstance(getattr(base, "ctx", None), ast.Load)  # x[0] = , x.a = , del x[0]
+        stored_into = base is not node and not isinstance(
+            getattr(base, "ctx", None), ast.Load
+        )  # x[0] = , x.a = , del x[0]
         in_place = isinstance(around, ast.AugAssign) and around.target is base  # x += 1
         if method or handed or stored_into or in_place or isinstance(node.ctx, ast.Del):
             touched.add(node.id)
@@ -260,18 +298,26 @@ def _reads(code: str) -> tuple[set[str], set[str]]:
     """(the names ``code`` reads for more than their device or dtype, those it reads only for them)."""
     tree = ast.parse(textwrap.dedent(code))
     loads = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-    placed = Counter(n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                     and n.attr in PLACEMENT_ATTRIBUTES and isinstance(n.ctx, ast.Load))
-    return {name for name, count in loads.items() if count > placed[name]}, {name for name, count in placed.items()
-                                                                             if count == loads[name]}
+    placed = Counter(
+        n.value.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.attr in PLACEMENT_ATTRIBUTES
+        and isinstance(n.ctx, ast.Load)
+    )
+    return {name for name, count in loads.items() if count > placed[name]}, {
+        name for name, count in placed.items() if count == loads[name]
+    }
 
 
 #: what a tensor's attribute says of where it lives, not of its values: the same for any slice of it
 PLACEMENT_ATTRIBUTES = frozenset({"device", "dtype"})
 
 
-def _placement_reads(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, exposed: Sequence[str]
-                     ) -> tuple[str, ...]:
+def _placement_reads(
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, exposed: Sequence[str]
+) -> tuple[str, ...]:
     """Of the names ``statement`` takes from before it (``exposed``, from ``_exposed``), those it reads only as
     ``<name>.device`` or ``<name>.dtype``: CLVP's ``torch.tensor([length], device=input_ids.device)`` needs no
     slicing of the ids."""
@@ -301,9 +347,13 @@ def _exposed_in(statements: Sequence[ast.stmt], defined: frozenset[str]) -> tupl
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             value_reads = _loads(statement.value) if statement.value is not None else set()
             if isinstance(statement, ast.AugAssign):
-                value_reads |= _loads(statement.target) | {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
+                value_reads |= _loads(statement.target) | {
+                    n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)
+                }
             reads |= (value_reads | {n for t in targets for n in _loads(t)}) - known
-            known |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            known |= {
+                n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
         elif isinstance(statement, ast.For):  # its target is its own; what the body assigns may not happen
             reads |= _loads(statement.iter) - known
             target = {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
@@ -317,11 +367,18 @@ def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool
     """Docstrings, ``pass``, bare ``...`` and imports do nothing to the inputs; nor does an optional import
     (``try: from ..cache_utils import HybridCache`` / ``except ImportError: HybridCache = StaticCache``)."""
     if isinstance(statement, cst.Try):
-        return (statement.orelse is None and statement.finalbody is None and bool(statement.handlers)
-                and all(_is_inert(s, False) for s in statement.body.body)
-                and all(h.type is not None and m.matches(h.type, m.Name("ImportError"))
-                        and all(isinstance(s, cst.SimpleStatementLine) and _is_alias(s) for s in h.body.body)
-                        for h in statement.handlers))
+        return (
+            statement.orelse is None
+            and statement.finalbody is None
+            and bool(statement.handlers)
+            and all(_is_inert(s, False) for s in statement.body.body)
+            and all(
+                h.type is not None
+                and m.matches(h.type, m.Name("ImportError"))
+                and all(isinstance(s, cst.SimpleStatementLine) and _is_alias(s) for s in h.body.body)
+                for h in statement.handlers
+            )
+        )
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     return all(
@@ -334,8 +391,9 @@ def _is_inert(statement: cst.BaseStatement | cst.BaseSmallStatement, first: bool
 
 def _is_alias(statement: cst.SimpleStatementLine) -> bool:
     """``Name = OtherName`` (or ``pass``): an import's stand-in."""
-    return m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Name())])) \
-        or m.matches(statement, m.SimpleStatementLine(body=[m.Pass()]))
+    return m.matches(
+        statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Name())])
+    ) or m.matches(statement, m.SimpleStatementLine(body=[m.Pass()]))
 
 
 def _returned_names(function: cst.FunctionDef) -> tuple[str, ...]:
@@ -390,8 +448,12 @@ def _guard_aliases(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
         assign = statement.body[0]
         name = assign.targets[0].target
         assert isinstance(name, cst.Name)
-        if stores.get(name.value) == 1 and name.value not in params and guard_of(assign.value) is not None \
-                and "\n" not in node_code(assign.value):
+        if (
+            stores.get(name.value) == 1
+            and name.value not in params
+            and guard_of(assign.value) is not None
+            and "\n" not in node_code(assign.value)
+        ):
             aliases[name.value] = assign.value
     return aliases
 
@@ -410,7 +472,9 @@ def _statement_codes(function: cst.FunctionDef) -> list[str]:
     return found
 
 
-def _without_aliases(function: cst.FunctionDef, positions: Positions) -> tuple[cst.FunctionDef, Positions, int, dict[str, str]] | None:
+def _without_aliases(
+    function: cst.FunctionDef, positions: Positions
+) -> tuple[cst.FunctionDef, Positions, int, dict[str, str]] | None:
     """The function with its guard aliases' reads inlined (the assignment itself stays: a reduction may
     keep it), re-parsed for positions; the line shift from its lines to the original's (a one-line
     test adds no line); and each changed statement's code -> its code as written. None: no aliases."""
@@ -422,7 +486,7 @@ def _without_aliases(function: cst.FunctionDef, positions: Positions) -> tuple[c
     new = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
     new_positions = wrapper.resolve(PositionProvider)
     shift = positions[function].start.line - new_positions[new].start.line
-    written = dict(zip(_statement_codes(new), _statement_codes(function)))
+    written = dict(zip(_statement_codes(new), _statement_codes(function), strict=False))
     return new, new_positions, shift, {k: v for k, v in written.items() if k != v}
 
 
@@ -452,14 +516,18 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
         walker.walk(function.body.body, ())
     else:  # ``def f(...): return x``: not what any rule expects; listed so that it is not skipped
         line, end_line = walker.lines([function.body])
-        walker.unrecognised.append(Unrecognised(line, end_line, cst.Module(body=[]).code_for_node(function.body).strip()))
+        walker.unrecognised.append(
+            Unrecognised(line, end_line, cst.Module(body=[]).code_for_node(function.body).strip())
+        )
 
     def shift(line: int) -> int:
         return line + line_offset
 
     return BodyAnalysis(
         params=params,
-        recognised=tuple(dataclasses.replace(r, line=shift(r.line), end_line=shift(r.end_line)) for r in walker.recognised),
+        recognised=tuple(
+            dataclasses.replace(r, line=shift(r.line), end_line=shift(r.end_line)) for r in walker.recognised
+        ),
         unrecognised=tuple(
             dataclasses.replace(u, line=shift(u.line), end_line=shift(u.end_line), code=written.get(u.code, u.code))
             for u in walker.unrecognised
@@ -470,9 +538,12 @@ def analyse_function(function: cst.FunctionDef, positions: Positions, line_offse
         delegates_to=walker.delegates_to,
         delegation=walker.delegation,
         withheld=tuple(walker.withheld),
-        top_level=tuple(_as_written(dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line)), as_written)
-                        if written else dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line))
-                        for t in walker.top_level),
+        top_level=tuple(
+            _as_written(dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line)), as_written)
+            if written
+            else dataclasses.replace(t, line=shift(t.line), end_line=shift(t.end_line))
+            for t in walker.top_level
+        ),
     )
 
 
@@ -482,8 +553,14 @@ def _as_written(top: TopLevel, function: cst.FunctionDef) -> TopLevel:
     assert isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     reads, writes = _names(statement)
     exposed = _exposed(statement)
-    return dataclasses.replace(top, reads=reads, writes=writes, exposed=exposed,
-                               placement_reads=_placement_reads(statement, exposed), touched=_touched(statement))
+    return dataclasses.replace(
+        top,
+        reads=reads,
+        writes=writes,
+        exposed=exposed,
+        placement_reads=_placement_reads(statement, exposed),
+        touched=_touched(statement),
+    )
 
 
 def analyse_source(source: str, line_offset: int = 0) -> BodyAnalysis:
@@ -505,11 +582,21 @@ def _functions(body: Iterable[cst.CSTNode]) -> Iterable[cst.FunctionDef]:
             yield from _functions(node.body.body)
 
 
-def analyse_statements(source: str, params: Sequence[str] = ("input_ids", "past_key_values", "attention_mask",
-                       "inputs_embeds", "cache_position", "position_ids", "use_cache", "token_type_ids"),
-                       var_kwargs: str = "kwargs") -> BodyAnalysis:
+def analyse_statements(
+    source: str,
+    params: Sequence[str] = (
+        "input_ids",
+        "past_key_values",
+        "attention_mask",
+        "inputs_embeds",
+        "cache_position",
+        "position_ids",
+        "use_cache",
+        "token_type_ids",
+    ),
+    var_kwargs: str = "kwargs",
+) -> BodyAnalysis:
     """Analyse loose statements as if they were the body of an override (for rule tests)."""
     signature = ", ".join(["self", *[f"{p}=None" if i else p for i, p in enumerate(params)], f"**{var_kwargs}"])
     indented = "\n".join("    " + line if line.strip() else line for line in source.strip("\n").splitlines())
     return analyse_source(f"def prepare_inputs_for_generation({signature}):\n{indented}\n", line_offset=-1)
-

@@ -16,14 +16,14 @@ import pickle
 from collections.abc import Iterable
 from pathlib import Path
 
-from codemod.cache import cache_dir
-from codemod.checkout import Checkout
 from codemod.analyse.classify import Finding, classify, select
-from codemod.errors import CodemodError
 from codemod.analyse.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.analyse.mixin import MixinProfile, read_profile
-from codemod.sources import READ_ERRORS, model_name, model_names, read_source
 from codemod.analyse.target import Target, for_checkout
+from codemod.cache import cache_dir
+from codemod.checkout import Checkout
+from codemod.errors import CodemodError
+from codemod.sources import READ_ERRORS, model_name, model_names, read_source
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +37,11 @@ class ScanResult:
         nor a class of the checkout is a ``SelectionError``: a typo must not select nothing, silently."""
         only, skip = list(only), list(skip)
         if only or skip:
-            known = (model_names(self.index.checkout) | {o.class_name for o in self.index.overrides}
-                     | {b.class_name for b in self.index.bound})
+            known = (
+                model_names(self.index.checkout)
+                | {o.class_name for o in self.index.overrides}
+                | {b.class_name for b in self.index.bound}
+            )
             check_names("--only", only, known)
             check_names("--skip", skip, known)
         chosen = {o.id for o in select(self.index.overrides, only, skip)}
@@ -54,8 +57,11 @@ class ScanResult:
             names = {n.lower() for n in (model_name(checkout, checkout.root / path), *classes) if n}
             return (not wanted or bool(names & wanted)) and not names & unwanted
 
-        index = dataclasses.replace(self.index, skipped=tuple(s for s in self.index.skipped if wanted_here(s.path, s.classes)),
-                                    bound=tuple(b for b in self.index.bound if wanted_here(b.path, (b.class_name,))))
+        index = dataclasses.replace(
+            self.index,
+            skipped=tuple(s for s in self.index.skipped if wanted_here(s.path, s.classes)),
+            bound=tuple(b for b in self.index.bound if wanted_here(b.path, (b.class_name,))),
+        )
         return dataclasses.replace(self, index=index, findings=findings)
 
 
@@ -92,8 +98,15 @@ def _digest(texts: Iterable[tuple[str, str]]) -> str:
 def _key(found: Discovery, target: Target) -> str:
     checkout = found.checkout
     texts = ((str(p), t) for p, t in found.read.texts.items())
-    return _digest([("tool", tool_fingerprint()), ("root", str(checkout.root)), ("kind", checkout.kind.value),
-                    ("target", target.key), *texts])
+    return _digest(
+        [
+            ("tool", tool_fingerprint()),
+            ("root", str(checkout.root)),
+            ("kind", checkout.kind.value),
+            ("target", target.key),
+            *texts,
+        ]
+    )
 
 
 def _read_or_none(path: Path) -> str | None:
@@ -166,8 +179,12 @@ def scan(
         return dataclasses.replace(cached, index=dataclasses.replace(cached.index, checkout=checkout))
     discovered = set(found.read.texts)
     index = build_index(
-        checkout, cache=FactsCache.default() if use_cache else FactsCache(None), jobs=jobs, progress=progress,
-        discovery=found, target=target,
+        checkout,
+        cache=FactsCache.default() if use_cache else FactsCache(None),
+        jobs=jobs,
+        progress=progress,
+        discovery=found,
+        target=target,
     )
     profile = read_profile(checkout, target)
     result = ScanResult(index, profile, tuple(classify(index, profile)))

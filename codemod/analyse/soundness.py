@@ -26,9 +26,9 @@ from collections.abc import Iterable
 
 from codemod.analyse.analysis import BodyAnalysis
 from codemod.analyse.classify import IDS_KEYS, Extra
-from codemod.contracts import ExtraHow, ParamKind
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
+from codemod.contracts import ExtraHow, ParamKind
 
 #: keys generate() puts into the model kwargs in every release; the mixin forwards them to forward
 GENERATE_ALWAYS = frozenset({"use_cache"})
@@ -56,8 +56,12 @@ def reach_of(override: Override, mixin: Reach) -> Reach:
     fallback = override.fallback
     if fallback is not None and fallback.kind is FallbackKind.PARENT and fallback.analysis is not None:
         analysis = fallback.analysis
-        return Reach(analysis.forwards_kwargs, frozenset(analysis.output_values()) - IDS_KEYS,
-                     frozenset(analysis.dropped), inputs_read(analysis))
+        return Reach(
+            analysis.forwards_kwargs,
+            frozenset(analysis.output_values()) - IDS_KEYS,
+            frozenset(analysis.dropped),
+            inputs_read(analysis),
+        )
     return mixin
 
 
@@ -72,11 +76,15 @@ def _encoder_decoder(override: Override) -> bool:
     return "decoder_input_ids" in values or any(p.name == "decoder_input_ids" for p in override.analysis.params)
 
 
-def forwarded_keys(override: Override, reach: Reach, keywords: Iterable[str] = (), extras: Iterable[Extra] = ()) -> set[str]:
+def forwarded_keys(
+    override: Override, reach: Reach, keywords: Iterable[str] = (), extras: Iterable[Extra] = ()
+) -> set[str]:
     """The keys ``forward`` receives once the override is deleted (no ``keywords`` or ``extras``) or
     reduced to ``super()`` called with ``keywords`` and followed by ``extras``, that the old override
     did not pass it."""
-    keys = set(reach.sets) | {key for key, attribute in reach.when_attribute if override.attribute(attribute) == "True"}
+    keys = set(reach.sets) | {
+        key for key, attribute in reach.when_attribute if override.attribute(attribute) == "True"
+    }
     if _encoder_decoder(override):
         keys.discard("inputs_embeds")  # the mixin feeds embeddings to decoder-only models only
     if reach.forwards_kwargs:
@@ -109,13 +117,17 @@ def forward_refusal(override: Override, keys: Iterable[str]) -> str | None:
     if override.forward_params is None:
         if override.in_library:
             return None
-        return (f"{override.class_name}.forward is not found: the keys the fallback would pass it "
-                f"({', '.join(sorted(keys))}) cannot be checked")
+        return (
+            f"{override.class_name}.forward is not found: the keys the fallback would pass it "
+            f"({', '.join(sorted(keys))}) cannot be checked"
+        )
     missing = not_taken(override, keys)
     if not missing:
         return None
-    return (f"{override.class_name}.forward takes neither {', '.join(missing)} nor **kwargs: the fallback would pass "
-            f"{'it' if len(missing) == 1 else 'them'} (TypeError)")
+    return (
+        f"{override.class_name}.forward takes neither {', '.join(missing)} nor **kwargs: the fallback would pass "
+        f"{'it' if len(missing) == 1 else 'them'} (TypeError)"
+    )
 
 
 def ids_refusal(override: Override) -> str | None:
@@ -152,8 +164,10 @@ def dead_statements(override: Override, kept: Iterable[int], body: str, where: s
         # cache reset); one nothing reads at all is a dead store
         dead = sorted(set(statement.writes) - read_after - set(statement.reads) - {"_"})
         if dead:
-            return (f"the statement at line {statement.line}, kept {where} super(), assigns "
-                    f"{', '.join(dead)}, which nothing reads any more")
+            return (
+                f"the statement at line {statement.line}, kept {where} super(), assigns "
+                f"{', '.join(dead)}, which nothing reads any more"
+            )
         read_after |= set(statement.reads)
     return None
 
@@ -169,8 +183,10 @@ def interference(override: Override, kept: Iterable[int], reach: Reach) -> str |
         statement = statements.get(index)
         touched = sorted(set(statement.writes) & reach.reads) if statement is not None else []
         if touched and statement is not None:
-            return (f"the statement at line {statement.line}, kept in front of super(), changes "
-                    f"{', '.join(touched)}, which the fallback prepares itself: how the two combine is not verified")
+            return (
+                f"the statement at line {statement.line}, kept in front of super(), changes "
+                f"{', '.join(touched)}, which the fallback prepares itself: how the two combine is not verified"
+            )
     return None
 
 
@@ -186,8 +202,15 @@ def _names_read(code: str) -> set[str]:
 
 
 #: pyflakes messages that mean code that cannot run, or an effect that went dead
-_PROBLEMS = ("UndefinedName", "UndefinedLocal", "UndefinedExport", "UnusedVariable", "UnusedImport",
-             "RedefinedWhileUnused", "UnusedAnnotation")
+_PROBLEMS = (
+    "UndefinedName",
+    "UndefinedLocal",
+    "UndefinedExport",
+    "UnusedVariable",
+    "UnusedImport",
+    "RedefinedWhileUnused",
+    "UnusedAnnotation",
+)
 
 
 _LINE = re.compile(r"line \d+")

@@ -60,8 +60,11 @@ class Target:
         if self.origin is TargetOrigin.BUILT_IN:
             return "the built-in generic implementation (rules/generic_mixin.py, 4.46 – 5.2 style)"
         name = f"transformers {self.release}" if self.release else f"transformers at {self.package_dir}"
-        return {TargetOrigin.CHECKOUT: f"this checkout ({name})", TargetOrigin.RELEASE: f"{name} (--target)",
-                TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})"}[self.origin]
+        return {
+            TargetOrigin.CHECKOUT: f"this checkout ({name})",
+            TargetOrigin.RELEASE: f"{name} (--target)",
+            TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})",
+        }[self.origin]
 
 
 class TargetError(CodemodError):

@@ -14,10 +14,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from codemod import __version__
+from codemod.analyse.scan import ScanResult
+from codemod.layout import fills_width
 from codemod.transform.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
 from codemod.transform.hooks import MIN_MODELS
-from codemod.layout import fills_width
-from codemod.analyse.scan import ScanResult
 
 SCHEMA_VERSION = 1
 
@@ -51,19 +51,28 @@ def cluster_record(c: ClusterChanges) -> dict[str, Any]:
         "not_applied": cluster.not_applied,
         "description": cluster.description,
         "idiom": {"atoms": list(cluster.idiom.atoms), "table": [v.value for v in cluster.idiom.table]}
-        if cluster.idiom is not None else None,
+        if cluster.idiom is not None
+        else None,
         "code": cluster.code or None,
         "models": list(cluster.models),
         "applicable_models": list(cluster.applicable_models),
-        "hook": {"attribute": hook.attribute, "summary": hook.summary, "declaration": hook.declaration,
-                 "prologue": hook.prologue, "epilogue": hook.epilogue} if hook is not None else None,
+        "hook": {
+            "attribute": hook.attribute,
+            "summary": hook.summary,
+            "declaration": hook.declaration,
+            "prologue": hook.prologue,
+            "epilogue": hook.epilogue,
+        }
+        if hook is not None
+        else None,
         "lines_saved": c.lines_saved,
         "member_lines_saved": c.member_lines_saved,
         "mixin_lines_added": c.mixin_added,
         "mixin_diff": c.mixin_diff,
         "members": [member_record(m) for m in c.members],
-        "near_misses": [{"override": str(n.override), "model": n.model, "key": n.key, "why": n.why}
-                        for n in cluster.near_misses],
+        "near_misses": [
+            {"override": str(n.override), "model": n.model, "key": n.key, "why": n.why} for n in cluster.near_misses
+        ],
     }
 
 
@@ -77,8 +86,12 @@ def hooks_document(result: ScanResult, changes: HookChanges) -> dict[str, Any]:
         "tool_version": __version__,
         "schema": SCHEMA_VERSION,
         "checkout": {"root": str(checkout.root), "kind": checkout.kind.value, "version": checkout.version},
-        "mixin": {"source": profile.source, "era": profile.era.value, "hoisted": changes.report.hoisted,
-                  "file": changes.report.mixin_file},
+        "mixin": {
+            "source": profile.source,
+            "era": profile.era.value,
+            "hoisted": changes.report.hoisted,
+            "file": changes.report.mixin_file,
+        },
         "summary": {
             "clusters": len(changes.clusters),
             "applied": len(applied),
@@ -107,8 +120,12 @@ def _heading(console: Console, title: str) -> None:
     if fills_width(console):
         console.rule(title)
     else:
-        console.print(f"── {title} " + "─" * max(3, _HEADING_WIDTH - len(title) - 4), markup=False, highlight=False,
-                      soft_wrap=True)
+        console.print(
+            f"── {title} " + "─" * max(3, _HEADING_WIDTH - len(title) - 4),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _code(console: Console, text: str, lexer: str) -> None:
@@ -127,24 +144,37 @@ def _table(console: Console, table: Table) -> None:
         return
     with console.capture() as captured:
         console.print(table)
-    console.print("\n".join(line.rstrip() for line in captured.get().splitlines()), markup=False, highlight=False,
-                  soft_wrap=True)
+    console.print(
+        "\n".join(line.rstrip() for line in captured.get().splitlines()), markup=False, highlight=False, soft_wrap=True
+    )
 
 
 def render_hooks_table(result: ScanResult, changes: HookChanges, console: Console, diffs: bool = True) -> None:
     document = hooks_document(result, changes)
     summary = document["summary"]
     wide = fills_width(console)
-    console.print(f"{result.index.checkout.root} (transformers {result.index.checkout.version or '?'}), mixin "
-                  f"{result.profile.source}", highlight=False, soft_wrap=True)
-    table = Table(title=f"{summary['clusters']} clusters of {MIN_MODELS}+ models, {summary['applied']} with a hook to apply",
-                  expand=wide)
+    console.print(
+        f"{result.index.checkout.root} (transformers {result.index.checkout.version or '?'}), mixin "
+        f"{result.profile.source}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table(
+        title=f"{summary['clusters']} clusters of {MIN_MODELS}+ models, {summary['applied']} with a hook to apply",
+        expand=wide,
+    )
     for column in ("hook", "what the members do to the inputs", "models", "changed", "lines saved", "status"):
         table.add_column(column, overflow="fold")
     for c in changes.clusters:
         changed = sum(1 for m in c.members if m.status is MemberStatus.APPLIED)
-        table.add_row(c.cluster.name, c.cluster.description, f"{len(c.cluster.models)}: {', '.join(c.cluster.models)}",
-                      f"{changed}/{len(c.members)}", str(c.lines_saved) if c.cluster.applied else "-", _status(c))
+        table.add_row(
+            c.cluster.name,
+            c.cluster.description,
+            f"{len(c.cluster.models)}: {', '.join(c.cluster.models)}",
+            f"{changed}/{len(c.members)}",
+            str(c.lines_saved) if c.cluster.applied else "-",
+            _status(c),
+        )
     _table(console, table)
     for c in changes.clusters:
         _heading(console, f"{c.cluster.name} ({c.cluster.kind.value})")
@@ -152,12 +182,20 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
         for column in ("model", "class", "file", "keys", "change", "saved", "status"):
             members.add_column(column, overflow="fold")
         for m in c.members:
-            members.add_row(m.member.model, m.member.class_name, m.member.file, ", ".join(m.member.keys),
-                            m.member.change.value, str(m.lines_saved), m.describe())
+            members.add_row(
+                m.member.model,
+                m.member.class_name,
+                m.member.file,
+                ", ".join(m.member.keys),
+                m.member.change.value,
+                str(m.lines_saved),
+                m.describe(),
+            )
         _table(console, members)
         for near in c.cluster.near_misses:
-            console.print(f"  near miss {near.model} ({near.key}): {near.why}", markup=False, highlight=False,
-                          soft_wrap=True)
+            console.print(
+                f"  near miss {near.model} ({near.key}): {near.why}", markup=False, highlight=False, soft_wrap=True
+            )
         if c.cluster.code:
             _code(console, c.cluster.code, "python")
         if not diffs:
@@ -165,9 +203,12 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
         for text in [c.mixin_diff, *(m.diff for m in c.members)]:
             if text:
                 _code(console, text, "diff")
-    console.print(f"{summary['members_changed']} overrides changed by {summary['applied']} hooks, "
-                  f"{summary['lines_saved']} lines saved (the members' lines less the mixin's)", highlight=False,
-                  soft_wrap=True)
+    console.print(
+        f"{summary['members_changed']} overrides changed by {summary['applied']} hooks, "
+        f"{summary['lines_saved']} lines saved (the members' lines less the mixin's)",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _md(text: str) -> str:
@@ -177,20 +218,29 @@ def _md(text: str) -> str:
 def hooks_markdown(result: ScanResult, changes: HookChanges) -> str:
     document = hooks_document(result, changes)
     summary = document["summary"]
-    out = [f"## Hooks mined from repeated overrides ({result.index.checkout.version or result.index.checkout.root})", "",
-           f"{summary['clusters']} clusters of three or more models; {summary['applied']} hooks to apply, changing "
-           f"{summary['members_changed']} overrides and saving {summary['lines_saved']} lines.", "",
-           "| hook | what the members do | models | changed | lines saved | status |", "|---|---|---|---|---|---|"]
+    out = [
+        f"## Hooks mined from repeated overrides ({result.index.checkout.version or result.index.checkout.root})",
+        "",
+        f"{summary['clusters']} clusters of three or more models; {summary['applied']} hooks to apply, changing "
+        f"{summary['members_changed']} overrides and saving {summary['lines_saved']} lines.",
+        "",
+        "| hook | what the members do | models | changed | lines saved | status |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in changes.clusters:
         changed = sum(1 for m in c.members if m.status is MemberStatus.APPLIED)
-        out.append(f"| `{c.cluster.name}` | {_md(c.cluster.description)} | {', '.join(c.cluster.models)} | "
-                   f"{changed}/{len(c.members)} | {c.lines_saved if c.cluster.applied else '-'} | {_md(_status(c))} |")
+        out.append(
+            f"| `{c.cluster.name}` | {_md(c.cluster.description)} | {', '.join(c.cluster.models)} | "
+            f"{changed}/{len(c.members)} | {c.lines_saved if c.cluster.applied else '-'} | {_md(_status(c))} |"
+        )
     for c in changes.clusters:
         out += ["", f"### `{c.cluster.name}`", "", c.cluster.description, ""]
         out += ["| model | class | file | change | saved | status |", "|---|---|---|---|---|---|"]
         for m in c.members:
-            out.append(f"| {m.member.model} | `{m.member.class_name}` | `{m.member.file}` | {m.member.change.value} | "
-                       f"{m.lines_saved} | {_md(m.describe())} |")
+            out.append(
+                f"| {m.member.model} | `{m.member.class_name}` | `{m.member.file}` | {m.member.change.value} | "
+                f"{m.lines_saved} | {_md(m.describe())} |"
+            )
         if c.cluster.near_misses:
             out += ["", "Near misses:", ""]
             out += [f"- {n.model} (`{n.key}`): {n.why}" for n in c.cluster.near_misses]
@@ -198,12 +248,22 @@ def hooks_markdown(result: ScanResult, changes: HookChanges) -> str:
             out += ["", "```python", c.cluster.code, "```"]
         diffs = [text for text in [c.mixin_diff, *(m.diff for m in c.members)] if text]
         if diffs:
-            out += ["", "<details><summary>diffs</summary>", "", "```diff", *(d.rstrip("\n") for d in diffs), "```", "",
-                    "</details>"]
+            out += [
+                "",
+                "<details><summary>diffs</summary>",
+                "",
+                "```diff",
+                *(d.rstrip("\n") for d in diffs),
+                "```",
+                "",
+                "</details>",
+            ]
     return "\n".join(out) + "\n"
 
 
-def render_hooks(result: ScanResult, changes: HookChanges, fmt: str, console: Console, diffs: bool = True) -> str | None:
+def render_hooks(
+    result: ScanResult, changes: HookChanges, fmt: str, console: Console, diffs: bool = True
+) -> str | None:
     """The report in ``fmt``: printed to ``console`` (table, returns None) or returned as text."""
     if fmt == "json":
         return json.dumps(hooks_document(result, changes), indent=2) + "\n"

@@ -17,12 +17,12 @@ from rich.text import Text
 
 from codemod import __version__
 from codemod.analyse.classify import Action, Category, Finding, Reason
-from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
 from codemod.analyse.fallback import Fallback, FallbackKind
 from codemod.analyse.index import FileError, SkippedFile
+from codemod.analyse.scan import ScanResult
+from codemod.contracts import CopyStatus, OverrideId, ReasonKind, ScenarioStatus, Verdict
 from codemod.layout import fills_width
 from codemod.sources import METHOD
-from codemod.analyse.scan import ScanResult
 
 if TYPE_CHECKING:  # verification is imported where it runs
     from codemod.verify.compare import ClassVerdict
@@ -43,7 +43,9 @@ def finding_record(f: Finding) -> dict[str, Any]:
         link = o.copied_from
         copied = {
             "target": f"{link.marker.package}.{link.marker.target}",
-            "replacements": [f"{r.old}->{r.new}" + (" all-casing" if r.all_casing else "") for r in link.marker.replacements],
+            "replacements": [
+                f"{r.old}->{r.new}" + (" all-casing" if r.all_casing else "") for r in link.marker.replacements
+            ],
             "scope": link.scope,
             "line": link.marker.line,
             "status": link.check.status,
@@ -75,7 +77,9 @@ def finding_record(f: Finding) -> dict[str, Any]:
         "category": f.category.value,
         "action": f.action.value,
         # the subject is what a mark quotes, already in the text
-        "reasons": [{k: v for k, v in dataclasses.asdict(r).items() if v is not None and k != "subject"} for r in f.reasons],
+        "reasons": [
+            {k: v for k, v in dataclasses.asdict(r).items() if v is not None and k != "subject"} for r in f.reasons
+        ],
         "extras": [dataclasses.asdict(e) for e in f.extras],
         "behaviours": sorted(o.analysis.behaviours),
         "copied_from": copied,
@@ -118,8 +122,10 @@ def summary(result: ScanResult) -> dict[str, Any]:
         "lines": sum(f.override.lines for f in findings),
         "by_category": by_category,
         "by_action": {a.value: sum(1 for f in findings if f.action is a) for a in Action},
-        "by_fallback": {k.value: sum(1 for f in findings if f.override.fallback and f.override.fallback.kind is k)
-                        for k in FallbackKind},
+        "by_fallback": {
+            k.value: sum(1 for f in findings if f.override.fallback and f.override.fallback.kind is k)
+            for k in FallbackKind
+        },
         "by_file_kind": dict(sorted(kinds.items())),
         "deprecated": sum(1 for f in findings if f.override.deprecated),
         "from_modular": sum(1 for f in findings if f.override.generated_from is not None),
@@ -173,7 +179,16 @@ def to_json(result: ScanResult) -> str:
 # --------------------------------------------------------------------------------------------- text
 
 
-_REASON_ORDER = {"fallback": -1, "unrecognised": 0, "bespoke": 1, "extra": 2, "difference": 3, "evidence": 4, "note": 5, "behaviour": 6}
+_REASON_ORDER = {
+    "fallback": -1,
+    "unrecognised": 0,
+    "bespoke": 1,
+    "extra": 2,
+    "difference": 3,
+    "evidence": 4,
+    "note": 5,
+    "behaviour": 6,
+}
 
 
 def _ordered_reasons(f: Finding) -> list[Reason]:
@@ -240,15 +255,20 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
         actions = Counter(f.action for f in result.findings if f.category is category)
         done = ", ".join(f"{actions[a]} {a.value}" for a in Action if actions[a])
         counts.add_row(Text(category.value, style=_STYLE[category]), str(row["count"]), str(row["lines"]), done)
-    counts.add_row("total", str(s["overrides"]), str(s["lines"]),
-                   ", ".join(f"{n} {a}" for a, n in s["by_action"].items() if n))
+    counts.add_row(
+        "total", str(s["overrides"]), str(s["lines"]), ", ".join(f"{n} {a}" for a, n in s["by_action"].items() if n)
+    )
     console.print(counts)
     for category in _CATEGORY_ORDER:
         group = [f for f in result.findings if f.category is category]
         if not group:
             continue
-        table = Table(title=f"{category.value} ({len(group)})", title_style=_STYLE[category],
-                      expand=fills_width(console), show_lines=verbose)
+        table = Table(
+            title=f"{category.value} ({len(group)})",
+            title_style=_STYLE[category],
+            expand=fills_width(console),
+            show_lines=verbose,
+        )
         table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
         table.add_column("lines", justify="right")
         table.add_column("action")
@@ -279,11 +299,15 @@ def _render_problems(result: ScanResult, console: Console, verbose: bool) -> Non
         console.print(
             f"skipped {len(skipped)} files ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) with "
             f"{sum(len(s.classes) for s in skipped)} overrides: this tool migrates PyTorch models (--verbose lists them)",
-            style="dim", highlight=False,
+            style="dim",
+            highlight=False,
         )
     for b in result.index.bound:
-        console.print(f"bound {b.path}:{b.line} {b.class_name}: {_BOUND_WHY} ({METHOD} = {b.value})", style="dim",
-                      highlight=False)
+        console.print(
+            f"bound {b.path}:{b.line} {b.class_name}: {_BOUND_WHY} ({METHOD} = {b.value})",
+            style="dim",
+            highlight=False,
+        )
     for error in result.index.errors:
         console.print(f"error {error.path}: {error.error}", style="red", highlight=False)
     for f in result.findings:
@@ -291,7 +315,8 @@ def _render_problems(result: ScanResult, console: Console, verbose: bool) -> Non
         if link is not None and link.check.status in (CopyStatus.STALE, CopyStatus.BROKEN):
             console.print(
                 f"{link.check.status} copy marker {f.override.file}:{link.marker.line}: {link.check.detail}",
-                style="yellow", highlight=False,
+                style="yellow",
+                highlight=False,
             )
 
 
@@ -315,19 +340,28 @@ def to_markdown(result: ScanResult) -> str:
         group = [f for f in result.findings if f.category is category]
         if not group:
             continue
-        out += ["", f"## {category.value} ({len(group)})", "", "| model | class | where | lines | action | reasons |",
-                "|---|---|---|---:|---|---|"]
+        out += [
+            "",
+            f"## {category.value} ({len(group)})",
+            "",
+            "| model | class | where | lines | action | reasons |",
+            "|---|---|---|---:|---|---|",
+        ]
         for f in group:
             o = f.override
             where = f"`{o.file}:{o.line}`" + (f" ({_origin(f)})" if _origin(f) else "")
             reasons = "<br>".join(_md_escape(str(r)) for r in f.reasons if r.kind is not ReasonKind.BEHAVIOUR)
             behaviours = ", ".join(sorted(b for b in o.analysis.behaviours))
-            out.append(f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
-                       f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |")
+            out.append(
+                f"| {o.model or ''} | `{o.class_name}` | {where} | {o.lines} | {f.action.value} | "
+                f"{reasons or '—'}<br><sub>{_md_escape(behaviours)}</sub> |"
+            )
     if result.index.bound:
         out += ["", "## Bound by assignment", ""]
-        out += [f"- `{b.path}:{b.line}` `{b.class_name}`: `{METHOD} = {_md_escape(b.value)}`: {_BOUND_WHY}"
-                for b in result.index.bound]
+        out += [
+            f"- `{b.path}:{b.line}` `{b.class_name}`: `{METHOD} = {_md_escape(b.value)}`: {_BOUND_WHY}"
+            for b in result.index.bound
+        ]
     problems: list[SkippedFile | FileError] = [*result.index.skipped, *result.index.errors]
     if problems:
         out += ["", "## Not scanned", ""]
@@ -360,11 +394,19 @@ def verdict_record(verdict: ClassVerdict) -> dict[str, Any]:
         **({"inherits_from": verdict.inherits_from} if verdict.inherits_from else {}),
         "variants": [dict(v) for v in verdict.variants],
         "scenarios": [
-            {"name": s.name, "status": s.status, **({"detail": s.detail} if s.detail else {}),
-             **({"variant": s.variant} if s.variant else {}),
-             **({"inputs": s.inputs} if s.inputs else {}),
-             **({"cache_used": s.cache_used} if s.cache_used is not None else {}),
-             **({"repair": dataclasses.asdict(s.repair)} if s.repair is not None and s.status is not ScenarioStatus.SAME else {})}
+            {
+                "name": s.name,
+                "status": s.status,
+                **({"detail": s.detail} if s.detail else {}),
+                **({"variant": s.variant} if s.variant else {}),
+                **({"inputs": s.inputs} if s.inputs else {}),
+                **({"cache_used": s.cache_used} if s.cache_used is not None else {}),
+                **(
+                    {"repair": dataclasses.asdict(s.repair)}
+                    if s.repair is not None and s.status is not ScenarioStatus.SAME
+                    else {}
+                ),
+            }
             for s in verdict.scenarios
         ],
         "compared": list(verdict.compared),
@@ -393,7 +435,12 @@ def verify_document(report: VerifyReport) -> dict[str, Any]:
     }
 
 
-_VERDICT_STYLE = {Verdict.IDENTICAL: "green", Verdict.DIFFERS: "red", Verdict.CRASHED: "red", Verdict.UNVERIFIED: "yellow"}
+_VERDICT_STYLE = {
+    Verdict.IDENTICAL: "green",
+    Verdict.DIFFERS: "red",
+    Verdict.CRASHED: "red",
+    Verdict.UNVERIFIED: "yellow",
+}
 
 
 def render_verify_table(report: VerifyReport, console: Console) -> None:
@@ -425,17 +472,23 @@ def render_verify_table(report: VerifyReport, console: Console) -> None:
 
 def verify_markdown(report: VerifyReport) -> str:
     doc = verify_document(report)
-    out = ["# Verification", "",
-           f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "
-           f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
-           "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()), "",
-           "| class | file | verdict | variants | scenarios compared (with a cache) | first difference |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "# Verification",
+        "",
+        f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "
+        f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
+        "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()),
+        "",
+        "| class | file | verdict | variants | scenarios compared (with a cache) | first difference |",
+        "|---|---|---|---|---|---|",
+    ]
     for v in report.verdicts:
         first = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         variants = ", ".join(str(variant.get("name")) for variant in v.variants) or "—"
         cached = sum(1 for s in v.scenarios if s.status is ScenarioStatus.SAME and s.cache_used)
         shown = OverrideId.parse(v.override_id)
-        out.append(f"| `{shown.class_name}` | `{shown.file}` | {v.verdict} | "
-                   f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |")
+        out.append(
+            f"| `{shown.class_name}` | `{shown.file}` | {v.verdict} | "
+            f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |"
+        )
     return "\n".join(out) + "\n"

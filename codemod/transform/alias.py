@@ -59,8 +59,9 @@ def may_alias(o: Override) -> bool:
     )
 
 
-def with_aliases(plan: Plan, overrides: dict[str, Override], mixin_installed: bool,
-                 override_enables_generation: bool) -> Plan:
+def with_aliases(
+    plan: Plan, overrides: dict[str, Override], mixin_installed: bool, override_enables_generation: bool
+) -> Plan:
     """``plan`` with ``Edit.alias`` set on the reductions and trims of the overrides that may name the mixin's
     variant, in shards whose every changed member may (a copy group changes alike); ``mixin_installed``: the mixin is
     the one this tool installs (a stub era), which carries the variant; ``override_enables_generation``: the release
@@ -76,11 +77,23 @@ def with_aliases(plan: Plan, overrides: dict[str, Override], mixin_installed: bo
             with_base = {(e.file, e.class_name) for e in edits if e.kind is EditKind.ADD_MIXIN_BASE}
             for oid in sorted(changed):
                 o = overrides[oid]
-                if override_enables_generation and o.inherits_generation_mixin is False \
-                        and (o.file, o.class_name) not in with_base:
-                    edits.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
-                                      "can_generate() reads the mixin's name in the method the class names: it needs "
-                                      "GenerationMixin among its bases", mixin_import(o), alias=True))
+                if (
+                    override_enables_generation
+                    and o.inherits_generation_mixin is False
+                    and (o.file, o.class_name) not in with_base
+                ):
+                    edits.append(
+                        Edit(
+                            o.file,
+                            o.class_name,
+                            EditKind.ADD_MIXIN_BASE,
+                            oid,
+                            "can_generate() reads the mixin's name in the method the class names: it needs "
+                            "GenerationMixin among its bases",
+                            mixin_import(o),
+                            alias=True,
+                        )
+                    )
             shard = dataclasses.replace(shard, edits=tuple(edits))
         shards.append(shard)
     return dataclasses.replace(plan, shards=tuple(shards))
@@ -101,10 +114,15 @@ def bare_forwarding(function: cst.FunctionDef) -> bool:
         return False
     params = function.params
     star = params.star_kwarg
-    if (params.posonly_params or params.kwonly_params or not isinstance(params.star_arg, cst.MaybeSentinel)
-            or not isinstance(star, cst.Param) or star.name.value not in KWARGS_NAMES
-            or [p.name.value for p in params.params] != ["self", "input_ids"]
-            or any(p.default is not None for p in params.params)):
+    if (
+        params.posonly_params
+        or params.kwonly_params
+        or not isinstance(params.star_arg, cst.MaybeSentinel)
+        or not isinstance(star, cst.Param)
+        or star.name.value not in KWARGS_NAMES
+        or [p.name.value for p in params.params] != ["self", "input_ids"]
+        or any(p.default is not None for p in params.params)
+    ):
         return False
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
@@ -116,5 +134,6 @@ def bare_forwarding(function: cst.FunctionDef) -> bool:
         m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name("model_inputs"))], value=call)]),
         m.SimpleStatementLine(body=[m.Return(value=m.Name("model_inputs"))]),
     )
-    return ((len(statements) == 1 and m.matches(statements[0], direct))
-            or (len(statements) == 2 and all(m.matches(s, t) for s, t in zip(statements, through_local))))
+    return (len(statements) == 1 and m.matches(statements[0], direct)) or (
+        len(statements) == 2 and all(m.matches(s, t) for s, t in zip(statements, through_local, strict=False))
+    )

@@ -18,19 +18,19 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod.analyse import copies, soundness
-from codemod.checkout import Checkout, real_path
 from codemod.analyse.classify import Action
-from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
-from codemod.errors import CodemodError
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile
-from codemod.transform.plan import Edit, Plan, Trim, make_plan
-from codemod.transform.alias import with_aliases
-from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.analyse.scan import ScanResult
+from codemod.checkout import Checkout, real_path
+from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
+from codemod.errors import CodemodError
 from codemod.sources import read_source
-from rules.generic_mixin import REFUSING_EMBEDS
 from codemod.style import checkout_line_length
+from codemod.transform.alias import with_aliases
+from codemod.transform.plan import Edit, Plan, Trim, make_plan
+from codemod.transform.rewrite import FileRewrite, rewrite_source
+from rules.generic_mixin import REFUSING_EMBEDS
 
 _MAX_ROUNDS = 8
 
@@ -85,13 +85,19 @@ def _rewrite_job(job: tuple[str, bytes, list[Edit], int]) -> FileRewrite:
 
 
 def _rewrite_all(
-    checkout: Checkout, by_file: dict[str, list[Edit]], jobs: int | None = None, only: set[str] | None = None,
+    checkout: Checkout,
+    by_file: dict[str, list[Edit]],
+    jobs: int | None = None,
+    only: set[str] | None = None,
 ) -> list[FileRewrite]:
     """Rewrite the planned files (``only`` these, if given) in memory; libcst is slow on big modules, so
     in a process pool."""
     # the code written in each file is laid out at its project's line length (its ruff or black configuration)
-    work = [(path, (checkout.root / path).read_bytes(), edits, checkout_line_length(checkout, path))
-            for path, edits in sorted(by_file.items()) if only is None or path in only]
+    work = [
+        (path, (checkout.root / path).read_bytes(), edits, checkout_line_length(checkout, path))
+        for path, edits in sorted(by_file.items())
+        if only is None or path in only
+    ]
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if workers <= 1 or len(work) < 4:
         return [_rewrite_job(job) for job in work]
@@ -132,8 +138,11 @@ def _broken_copies(result: ScanResult, plan: Plan, rewrites: Sequence[FileRewrit
         if check.status is not CopyStatus.CONSISTENT:
             for member in (o.id, link.source_id):
                 if member in shard_of:
-                    broken[shard_of[member]] = Held(shard_of[member], HeldCause.COPY_WOULD_BREAK,
-                                                    f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}")
+                    broken[shard_of[member]] = Held(
+                        shard_of[member],
+                        HeldCause.COPY_WOULD_BREAK,
+                        f"{o.id}: its '# Copied from' would become {check.status}: {check.detail}",
+                    )
     return broken
 
 
@@ -156,8 +165,11 @@ def _longer_reductions(result: ScanResult, plan: Plan, rewrites: Sequence[FileRe
         for o in overrides:
             new = _span_in(tree, o, CopyScope.METHOD) if tree is not None else None
             if new is not None and new[1] - new[0] + 1 > o.lines:
-                longer[shard_of[o.id]] = Held(shard_of[o.id], HeldCause.LONGER,
-                                              f"{o.id}: reduced, it would be {new[1] - new[0] + 1} lines where it is {o.lines}")
+                longer[shard_of[o.id]] = Held(
+                    shard_of[o.id],
+                    HeldCause.LONGER,
+                    f"{o.id}: reduced, it would be {new[1] - new[0] + 1} lines where it is {o.lines}",
+                )
     return longer
 
 
@@ -183,7 +195,11 @@ def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | Non
                 target = node
             else:
                 target = next(
-                    (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"),
+                    (
+                        n
+                        for n in node.body
+                        if isinstance(n, ast.FunctionDef) and n.name == "prepare_inputs_for_generation"
+                    ),
                     None,
                 )
                 if target is None:
@@ -194,8 +210,13 @@ def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | Non
 
 
 def initial_plan(
-    result: ScanResult, repairs: dict[str, Repair] | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
-    trims: dict[str, Trim] | None = None, moved_whole: frozenset[str] = frozenset(),
+    result: ScanResult,
+    repairs: dict[str, Repair] | None = None,
+    *,
+    mark_kept: bool = False,
+    hold_unproven: bool = False,
+    trims: dict[str, Trim] | None = None,
+    moved_whole: frozenset[str] = frozenset(),
     left_out: Mapping[str, frozenset[str]] | None = None,
 ) -> Plan:
     checkout = result.index.checkout
@@ -222,19 +243,30 @@ def mixin_reach(profile: MixinProfile) -> soundness.Reach:
     analysis = profile.analysis
     if analysis is None:
         return soundness.Reach(True, frozenset())
-    sets = {o.key for o in analysis.outputs if not o.guards and not o.conditions
-            and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)}
+    sets = {
+        o.key
+        for o in analysis.outputs
+        if not o.guards and not o.conditions and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)
+    }
     # a behaviour that passes its key only for a class whose attribute says so (the mixin's
     # ``if self._supports_cache_class: model_inputs["cache_position"] = cache_position``, synthesise-cache-position)
     claimed = {o.value.name: o.key for o in analysis.outputs if o.value.origin is ValueOrigin.BEHAVIOUR}
-    when = {(claimed[r.behaviour], attribute) for r in analysis.recognised
-            if r.behaviour in claimed and (attribute := r.facet("passed_when")) is not None}
-    return soundness.Reach(True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis),
-                           frozenset(when))
+    when = {
+        (claimed[r.behaviour], attribute)
+        for r in analysis.recognised
+        if r.behaviour in claimed and (attribute := r.facet("passed_when")) is not None
+    }
+    return soundness.Reach(
+        True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis), frozenset(when)
+    )
 
 
 def compute_changes(
-    result: ScanResult, jobs: int | None = None, *, mark_kept: bool = False, hold_unproven: bool = False,
+    result: ScanResult,
+    jobs: int | None = None,
+    *,
+    mark_kept: bool = False,
+    hold_unproven: bool = False,
     hooks: bool = False,
 ) -> Changes:
     """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
@@ -256,8 +288,9 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
     index = result.index
     checkout = index.checkout
     # a method left as nothing but a super() call kept for its signature names the installed mixin's variant instead
-    plan = with_aliases(plan, {o.id: o for o in index.overrides}, _carries_variant(result),
-                        result.profile.override_enables_generation)
+    plan = with_aliases(
+        plan, {o.id: o for o in index.overrides}, _carries_variant(result), result.profile.override_enables_generation
+    )
     dropped: list[Held] = []
     done: dict[str, FileRewrite] = {}  # path -> its rewrite under the current plan's edits
     flakes: dict[str, Held] = {}  # path -> the pyflakes problems its rewrite adds
@@ -275,8 +308,11 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
         rewrites = [done[path] for path in sorted(done)]
         failing = {r.path: Held(r.path, HeldCause.WOULD_NOT_COMPILE, r.error) for r in rewrites if r.error}
         failing.update(flakes)
-        problems = {shard: Held(shard, f.cause, f"{path}: {f.detail}") for path, f in failing.items()
-                    for shard in _shards_of(plan, {path})}
+        problems = {
+            shard: Held(shard, f.cause, f"{path}: {f.detail}")
+            for path, f in failing.items()
+            for shard in _shards_of(plan, {path})
+        }
         if plan.hoist is not None and plan.hoist.file in failing:
             # no change stands without the implementation it hands the work to
             why = f"{plan.hoist.file}: {failing[plan.hoist.file].detail}"
@@ -296,7 +332,9 @@ def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
         {
             (o.file, o.generated_from.modular_file)
             for o in index.overrides
-            if o.generated_from is not None and o.generated_from.modular_file and o.file in {r.path for r in rewrites if r.changed}
+            if o.generated_from is not None
+            and o.generated_from.modular_file
+            and o.file in {r.path for r in rewrites if r.changed}
         }
     )
     return Changes(plan, tuple(r for r in rewrites if r.changed or r.error), tuple(dropped), tuple(mirrored))
@@ -317,8 +355,11 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             found = list(pool.map(_flakes_job, changed, chunksize=4))
-    return {path: Held(path, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add " + "; ".join(problems)[:200])
-            for path, problems in found if problems}
+    return {
+        path: Held(path, HeldCause.WOULD_ADD_FLAKES, "the rewrite would add " + "; ".join(problems)[:200])
+        for path, problems in found
+        if problems
+    }
 
 
 def _carries_variant(result: ScanResult) -> bool:
@@ -350,7 +391,9 @@ def unified_diff_bytes(changes: Changes) -> bytes:
     for r in changes.rewrites:
         if r.changed:
             codec = _line_codec(r.encoding)
-            out += [line.encode("utf-8" if n < 2 else codec, "surrogateescape") for n, line in enumerate(_diff_lines(r))]
+            out += [
+                line.encode("utf-8" if n < 2 else codec, "surrogateescape") for n, line in enumerate(_diff_lines(r))
+            ]
     return b"".join(out)
 
 
@@ -361,8 +404,12 @@ def _line_codec(encoding: str) -> str:
 
 def _diff_lines(r: FileRewrite) -> list[str]:
     codec = _line_codec(r.encoding)
-    lines = difflib.unified_diff(r.old.decode(codec).splitlines(keepends=True), r.new.decode(codec).splitlines(keepends=True),
-                                 fromfile=f"a/{r.path}", tofile=f"b/{r.path}")
+    lines = difflib.unified_diff(
+        r.old.decode(codec).splitlines(keepends=True),
+        r.new.decode(codec).splitlines(keepends=True),
+        fromfile=f"a/{r.path}",
+        tofile=f"b/{r.path}",
+    )
     return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
 
 
@@ -386,7 +433,7 @@ def write(checkout: Checkout, changes: Changes) -> list[str]:
             current = r.path
             target = real_path(checkout.root / r.path)
             staged.append((_stage(target, r.new), target))
-        for r, (tmp, target) in zip(changed, staged):
+        for r, (tmp, target) in zip(changed, staged, strict=False):
             current = r.path
             _commit(tmp, target)
             replaced[r.path] = r.old
@@ -430,5 +477,3 @@ def _stage(target: Path, data: bytes) -> Path:
 def _commit(staged: Path, target: Path) -> None:
     """Move a staged file over ``target`` (a rename: atomic, readers see the old file or the new)."""
     os.replace(staged, target)
-
-

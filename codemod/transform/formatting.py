@@ -59,7 +59,7 @@ def fitted_marks(line: str, line_length: int = LINE_LENGTH) -> str:
     if not stripped.startswith(MARK):
         return line
     indent = len(line) - len(stripped)
-    end = line[len(line.rstrip("\r\n")):]
+    end = line[len(line.rstrip("\r\n")) :]
     return " " * indent + fitted_mark(stripped.rstrip("\r\n"), indent, line_length) + end
 
 
@@ -70,7 +70,7 @@ def fitted_mark(mark: str, indent: int, line_length: int = LINE_LENGTH) -> str:
     room = line_length - indent
     if len(mark) <= room or not mark.startswith(MARK):
         return mark
-    phrases = mark[len(MARK):].strip().split("; ")
+    phrases = mark[len(MARK) :].strip().split("; ")
     kept: list[str] = []
     for phrase in phrases:
         if len(f"{MARK} {'; '.join([*kept, phrase])}; {CUT}") > room:

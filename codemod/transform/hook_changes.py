@@ -14,16 +14,16 @@ import dataclasses
 import difflib
 from collections.abc import Sequence
 
-from codemod.checkout import Checkout
-from codemod.transform.apply import Changes, settle
 from codemod.analyse.classify import Action
+from codemod.analyse.scan import ScanResult
+from codemod.checkout import Checkout
 from codemod.contracts import Held, HeldCause, Vocabulary
+from codemod.sources import MIXIN_CLASS
+from codemod.style import checkout_line_length
+from codemod.transform.apply import Changes, settle
 from codemod.transform.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
 from codemod.transform.plan import Edit, EditKind, Plan
 from codemod.transform.rewrite import rewrite_source
-from codemod.analyse.scan import ScanResult
-from codemod.sources import MIXIN_CLASS
-from codemod.style import checkout_line_length
 
 
 class MemberStatus(Vocabulary):
@@ -85,8 +85,14 @@ def _counts(diff: str) -> tuple[int, int]:
 
 
 def _diff(path: str, old: str, new: str, label: str = "") -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{path}{label}", tofile=f"b/{path}"))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{path}{label}",
+            tofile=f"b/{path}",
+        )
+    )
 
 
 def _rewritten(checkout: Checkout, path: str, edits: Sequence[Edit]) -> tuple[str, str] | None:
@@ -101,7 +107,9 @@ def member_plan(result: ScanResult, report: HookReport) -> Plan:
     """``plan_with_hooks`` with only the shards that hold an applied hook's members."""
     plan = plan_with_hooks(result, report)
     keep = shards_of_members(plan, report)
-    return plan.without(Held(s.id, HeldCause.NOT_A_HOOK_MEMBER, "not a hook member") for s in plan.shards if s.id not in keep)
+    return plan.without(
+        Held(s.id, HeldCause.NOT_A_HOOK_MEMBER, "not a hook member") for s in plan.shards if s.id not in keep
+    )
 
 
 def compute(result: ScanResult, report: HookReport, jobs: int | None = None) -> HookChanges:

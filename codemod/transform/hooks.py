@@ -51,6 +51,10 @@ import libcst as cst
 
 from codemod.analyse.analysis import BodyAnalysis, Delegation, OutputKey, Param, TopLevel, Unrecognised
 from codemod.analyse.classify import GENERATE_PROVIDES, RESULT, Action, Category, Extra, Finding, Reason
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import Override
+from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
+from codemod.analyse.scan import ScanResult
 from codemod.contracts import (
     ExtraHow,
     Held,
@@ -62,12 +66,8 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.analyse.fallback import FallbackKind
-from codemod.analyse.index import Override
-from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
 from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim, unnamable
 from codemod.transform.rewrite import negated
-from codemod.analyse.scan import ScanResult
 
 #: a hook is proposed where at least this many models share an idiom
 MIN_MODELS = 3
@@ -275,18 +275,24 @@ class HookReport:
 
     def moved_whole(self) -> frozenset[str]:
         """The overrides whose whole body an applied hook runs in the mixin."""
-        return frozenset(m.override for c in self.applied() if c.kind is HookKind.STATEMENTS
-                         for m in c.members if m.applicable)
+        return frozenset(
+            m.override for c in self.applied() if c.kind is HookKind.STATEMENTS for m in c.members if m.applicable
+        )
 
     def whole_body(self, override_id: str) -> Cluster | None:
         """The applied cluster that runs ``override_id``'s whole body in the mixin, if any."""
-        return next((c for c in self.applied() if c.kind is HookKind.STATEMENTS
-                     and any(m.override == override_id and m.applicable for m in c.members)), None)
+        return next(
+            (
+                c
+                for c in self.applied()
+                if c.kind is HookKind.STATEMENTS and any(m.override == override_id and m.applicable for m in c.members)
+            ),
+            None,
+        )
 
     def moves_own_condition(self, override_id: str) -> bool:
         """Whether an applied hook moves the override's own condition into a method of its class."""
-        return any(m.override == override_id and m.applicable and m.method
-                   for c in self.applied() for m in c.members)
+        return any(m.override == override_id and m.applicable and m.method for c in self.applied() for m in c.members)
 
     def hooked_keys(self, override_id: str) -> dict[str, Cluster]:
         """Key -> the applied cluster that takes it over, for an override that is an applicable member."""
@@ -346,7 +352,7 @@ class _Abstract(ast.NodeTransformer):
             return ast.copy_location(ast.Name("kwargs", node.ctx), node)
         prefix = self.context.prefix
         if prefix and node.id.startswith(prefix) and node.id != prefix:
-            return ast.copy_location(ast.Name("Model" + node.id[len(prefix):], node.ctx), node)
+            return ast.copy_location(ast.Name("Model" + node.id[len(prefix) :], node.ctx), node)
         return node
 
 
@@ -386,7 +392,9 @@ def _all(*formulas: _Formula) -> _Formula:
 
 def _formula(node: ast.expr, context: _Context, key: str) -> _Formula:
     if isinstance(node, ast.BoolOp):
-        return _Formula("and" if isinstance(node.op, ast.And) else "or", args=tuple(_formula(v, context, key) for v in node.values))
+        return _Formula(
+            "and" if isinstance(node.op, ast.And) else "or", args=tuple(_formula(v, context, key) for v in node.values)
+        )
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _not(_formula(node.operand, context, key))
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
@@ -412,9 +420,14 @@ def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
         left, op, right = node.left, node.ops[0], node.comparators[0]
         # cache_position[0] == 0 / != 0 / > 0
         if (
-            isinstance(left, ast.Subscript) and isinstance(left.value, ast.Name) and left.value.id == "cache_position"
-            and isinstance(left.slice, ast.Constant) and left.slice.value == 0
-            and isinstance(right, ast.Constant) and right.value == 0 and context.era is Era.CACHE_POSITION
+            isinstance(left, ast.Subscript)
+            and isinstance(left.value, ast.Name)
+            and left.value.id == "cache_position"
+            and isinstance(left.slice, ast.Constant)
+            and left.slice.value == 0
+            and isinstance(right, ast.Constant)
+            and right.value == 0
+            and context.era is Era.CACHE_POSITION
         ):
             if isinstance(op, ast.Eq):
                 return _a(Atom.FIRST.value)
@@ -436,14 +449,22 @@ def _reads_kwarg(node: ast.expr, context: _Context, name: str) -> bool:
     if context.kwargs is None:
         return False
     if (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-        and isinstance(node.func.value, ast.Name) and node.func.value.id == context.kwargs
-        and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == name
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == context.kwargs
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == name
     ):
         return True
     return (
-        isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == context.kwargs
-        and isinstance(node.slice, ast.Constant) and node.slice.value == name
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == context.kwargs
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value == name
     )
 
 
@@ -482,8 +503,13 @@ def handled_keys(profile: MixinProfile) -> frozenset[str]:
     if analysis is None:
         return frozenset()
     named = {p.name for p in analysis.params if p.kind.named} - {"self"}
-    return frozenset(named | set(analysis.output_values()) | set(profile.never_forwarded)
-                     | set(profile.first_step_only_inputs) | {"decoder_attention_mask", "decoder_position_ids"})
+    return frozenset(
+        named
+        | set(analysis.output_values())
+        | set(profile.never_forwarded)
+        | set(profile.first_step_only_inputs)
+        | {"decoder_attention_mask", "decoder_position_ids"}
+    )
 
 
 def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
@@ -579,9 +605,16 @@ def _passes_on(node: ast.If, result: str, params: set[str]) -> tuple[str, ...] |
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             return None
         target, value = statement.targets[0], statement.value
-        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == result
-                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str)
-                and isinstance(value, ast.Name) and value.id == target.slice.value and value.id in params):
+        if not (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == result
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+            and isinstance(value, ast.Name)
+            and value.id == target.slice.value
+            and value.id in params
+        ):
             return None
         keys.append(value.id)
     return tuple(keys) if keys and not node.orelse else None
@@ -596,8 +629,11 @@ def _pure(tree: ast.Module, names: set[str]) -> bool:
             return False
         if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
             return False
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr.endswith("_") or node.func.attr in _MUTATING_METHODS):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and (node.func.attr.endswith("_") or node.func.attr in _MUTATING_METHODS)
+        ):
             return False
     return True
 
@@ -611,11 +647,15 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
     params = {p.name for p in a.params} - {"self"}
     context = _context(o, profile)
     guarded: list[tuple[TopLevel, str, tuple[str, ...]]] = []
-    for t in a.top_level[call.index:]:
+    for t in a.top_level[call.index :]:
         u = next((u for u in a.unrecognised if u.line == t.line), None)
         tree = _statement_tree(u) if u is not None and not t.recognised else None
         node = tree.body[0] if tree is not None and len(tree.body) == 1 else None
-        if not isinstance(node, ast.If) or not isinstance(node.test, ast.BoolOp) or not isinstance(node.test.op, ast.Or):
+        if (
+            not isinstance(node, ast.If)
+            or not isinstance(node.test, ast.BoolOp)
+            or not isinstance(node.test.op, ast.Or)
+        ):
             continue
         names = [v for v in node.test.values if isinstance(v, ast.Name) and v.id not in params]
         tests = [v for v in node.test.values if v not in names]
@@ -637,17 +677,24 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
         span = range(t.line, (t.end_line or t.line) + 1)
         parts = [u for u in a.unrecognised if u.line in span]
         trees = [_statement_tree(u) for u in parts]
-        if t.recognised or recognised_lines & set(span) or not parts or any(
-                tree is None or not _pure(tree, own) for tree in trees):
+        if (
+            t.recognised
+            or recognised_lines & set(span)
+            or not parts
+            or any(tree is None or not _pure(tree, own) for tree in trees)
+        ):
             return None
         if not set(t.reads) <= params | own | {"self"}:
             return None
         # what a statement in front of it assigns must not be something it reads: it reads the arguments as given
-        if any(set(other.writes) & set(t.reads) for other in before if other.index < t.index and other not in computing):
+        if any(
+            set(other.writes) & set(t.reads) for other in before if other.index < t.index and other not in computing
+        ):
             return None
     # nothing else reads what they compute: the ``if`` alone, and only the name it tests
-    if any(set(t.reads) & own for t in a.top_level if t not in computing and t is not test) or \
-            set(test.reads) & own != {local}:
+    if any(set(t.reads) & own for t in a.top_level if t not in computing and t is not test) or set(
+        test.reads
+    ) & own != {local}:
         return None
     ids = a.ids_param
     mixin_named = {p.name for p in profile.analysis.params if p.kind.named} if profile.analysis else set()
@@ -676,34 +723,68 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     if changing is not None:
         # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
         # does not name it): its value cannot be read off the recognised writes
-        return Part(o.id, model, key, None, opaque=f"a statement no rule understands (line {changing.line}) "
-                                                   "may change it")
+        return Part(
+            o.id, model, key, None, opaque=f"a statement no rule understands (line {changing.line}) may change it"
+        )
     early = next((t for t in a.top_level[:-1] if t.returns), None)
     if early is not None:
         # the writes after an early return hold only when it does not return: a condition no write records
-        return Part(o.id, model, key, None, opaque=f"returns early (line {early.line}): the writes after it are "
-                                                   "conditional on a test they do not record")
-    strict = next((r for r in a.recognised if r.behaviour == "drop-key" and r.detail == key
-                   and r.facet("missing") == "raises"), None)
+        return Part(
+            o.id,
+            model,
+            key,
+            None,
+            opaque=f"returns early (line {early.line}): the writes after it are "
+            "conditional on a test they do not record",
+        )
+    strict = next(
+        (r for r in a.recognised if r.behaviour == "drop-key" and r.detail == key and r.facet("missing") == "raises"),
+        None,
+    )
     if strict is not None:
         # ``model_inputs.pop(key)`` / ``del model_inputs[key]``: a KeyError where nothing prepared it, which a hook's
         # ``pop(name, None)`` would not raise
-        return Part(o.id, model, key, None, opaque=f"drops it without a default (line {strict.line}): raises when it is "
-                                                   "missing")
+        return Part(
+            o.id,
+            model,
+            key,
+            None,
+            opaque=f"drops it without a default (line {strict.line}): raises when it is missing",
+        )
     handled = key in handled_keys(profile)
-    before = next((out for out in a.outputs if out.key == key and out.via_kwargs
-                   and out.value.origin not in (ValueOrigin.NONE, ValueOrigin.DROPPED)), None)
+    before = next(
+        (
+            out
+            for out in a.outputs
+            if out.key == key and out.via_kwargs and out.value.origin not in (ValueOrigin.NONE, ValueOrigin.DROPPED)
+        ),
+        None,
+    )
     if handled and before is not None:
         # handed to super() in **kwargs: the mixin prepares it from there (slices it, drops it after the first step)
-        return Part(o.id, model, key, None, opaque=f"set before super() (line {before.line}), which prepares it further")
+        return Part(
+            o.id, model, key, None, opaque=f"set before super() (line {before.line}), which prepares it further"
+        )
     mixin_params = {p.name for p in profile.analysis.params if p.kind.named} if profile.analysis else set()
     # what the key is when no write applies: what super() prepared, or nothing at all
     withheld = key in a.withheld or _popped_before(a, key)
-    if key in mixin_params and a.delegation is Delegation.SUPER and (
-            withheld or key not in {out.key for out in a.outputs}
-            or any(out.key == key and (out.via_kwargs or _before_super(a, out.line)) for out in a.outputs)):
-        return Part(o.id, model, key, None, opaque=f"changes {key}, which the mixin reads itself: not an input it "
-                                                   "passes on, but how it prepares the others")
+    if (
+        key in mixin_params
+        and a.delegation is Delegation.SUPER
+        and (
+            withheld
+            or key not in {out.key for out in a.outputs}
+            or any(out.key == key and (out.via_kwargs or _before_super(a, out.line)) for out in a.outputs)
+        )
+    ):
+        return Part(
+            o.id,
+            model,
+            key,
+            None,
+            opaque=f"changes {key}, which the mixin reads itself: not an input it "
+            "passes on, but how it prepares the others",
+        )
     if a.delegation is None:
         base = ValueKind.PREPARED if a.forwards_kwargs and key not in {p.name for p in a.params} else ValueKind.NONE
     elif a.delegation is Delegation.STORED_METHOD:
@@ -728,13 +809,17 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     atoms = sorted(set().union(*(_atoms_of(w.condition) for w in writes)) if writes else set())
     if any(w.value is ValueKind.CALLER and not handled for w in writes):
         # for a key the mixin does not handle, what it prepares is the caller's value
-        writes = [dataclasses.replace(w, value=ValueKind.PREPARED) if w.value is ValueKind.CALLER else w for w in writes]
+        writes = [
+            dataclasses.replace(w, value=ValueKind.PREPARED) if w.value is ValueKind.CALLER else w for w in writes
+        ]
     if len(atoms) > _MAX_ATOMS:
         return Part(o.id, model, key, None, opaque=f"depends on {len(atoms)} conditions")
-    arguments = {w.argument for w in writes if w.value in (ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT)}
+    arguments = {
+        w.argument for w in writes if w.value in (ValueKind.CONFIG, ValueKind.LITERAL, ValueKind.CALLER_OR_DEFAULT)
+    }
     table = []
     for bits in itertools.product((False, True), repeat=len(atoms)):
-        assignment = dict(zip(atoms, bits))
+        assignment = dict(zip(atoms, bits, strict=False))
         value = base
         for write in writes:
             if _holds(write.condition, assignment):
@@ -751,8 +836,23 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
 #: the read-only methods a statement may call on the dict it builds or on ``**kwargs`` without changing a key
 _READING_METHODS = frozenset({"get", "keys", "items", "values", "copy"})
 #: the methods that change a list, a dict or a set in place (a tensor's end in ``_``)
-_MUTATING_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "reverse", "update", "pop", "popitem",
-                               "setdefault", "clear", "add", "discard"})
+_MUTATING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "sort",
+        "reverse",
+        "update",
+        "pop",
+        "popitem",
+        "setdefault",
+        "clear",
+        "add",
+        "discard",
+    }
+)
 
 
 def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
@@ -783,13 +883,22 @@ def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
         """``node`` changed in place: an item or attribute set on it, a mutating method called (``.add_``), or
         bound to another name (which the statement may then change)."""
         parent = parents.get(node)
-        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem)) or \
-                (isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Assign)):
+        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem)) or (
+            isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Assign)
+        ):
             return True
-        if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node and not isinstance(parent.ctx, ast.Load):
+        if (
+            isinstance(parent, (ast.Subscript, ast.Attribute))
+            and parent.value is node
+            and not isinstance(parent.ctx, ast.Load)
+        ):
             return True
-        return isinstance(parent, ast.Attribute) and parent.value is node and isinstance(parents.get(parent), ast.Call) \
+        return (
+            isinstance(parent, ast.Attribute)
+            and parent.value is node
+            and isinstance(parents.get(parent), ast.Call)
             and (parent.attr.endswith("_") or parent.attr in _MUTATING_METHODS)
+        )
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)) or (isinstance(node, ast.keyword) and node.arg == "out"):
@@ -807,12 +916,22 @@ def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
         parent = parents.get(node)
         if isinstance(parent, ast.Subscript) and parent.value is node:
             constant = parent.slice.value if isinstance(parent.slice, ast.Constant) else None
-            if (not isinstance(constant, str) or constant == key) and (not isinstance(parent.ctx, ast.Load) or mutated(parent)):
+            if (not isinstance(constant, str) or constant == key) and (
+                not isinstance(parent.ctx, ast.Load) or mutated(parent)
+            ):
                 return True
             continue
-        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS and isinstance(parents.get(parent), ast.Call):
+        if (
+            isinstance(parent, ast.Attribute)
+            and parent.attr in _READING_METHODS
+            and isinstance(parents.get(parent), ast.Call)
+        ):
             continue
-        if isinstance(parent, ast.Compare) and isinstance(parent.ops[0], (ast.In, ast.NotIn)) and node is not parent.left:
+        if (
+            isinstance(parent, ast.Compare)
+            and isinstance(parent.ops[0], (ast.In, ast.NotIn))
+            and node is not parent.left
+        ):
             continue  # ``"x" in model_inputs``
         return True
     return False
@@ -853,7 +972,9 @@ def _given(formula: _Formula) -> _Formula:
 
 def _popped_before(a: BodyAnalysis, key: str) -> bool:
     """``kwargs.pop(key)`` in front of ``super()``: a key dropped with no output assignment recording it."""
-    return key in a.dropped and not any(out.key == key and out.value.origin is ValueOrigin.DROPPED for out in a.outputs)
+    return key in a.dropped and not any(
+        out.key == key and out.value.origin is ValueOrigin.DROPPED for out in a.outputs
+    )
 
 
 def _minimal(atoms: tuple[str, ...], table: tuple[ValueKind, ...]) -> Idiom:
@@ -861,7 +982,7 @@ def _minimal(atoms: tuple[str, ...], table: tuple[ValueKind, ...]) -> Idiom:
     for position in range(len(atoms) - 1, -1, -1):
         bit = len(atoms) - 1 - position
         if all(table[row] is table[row | (1 << bit)] for row in range(len(table)) if not row & (1 << bit)):
-            atoms = atoms[:position] + atoms[position + 1:]
+            atoms = atoms[:position] + atoms[position + 1 :]
             table = tuple(value for row, value in enumerate(table) if not row & (1 << bit))
     return Idiom(atoms, table)
 
@@ -870,12 +991,20 @@ def _minimal(atoms: tuple[str, ...], table: tuple[ValueKind, ...]) -> Idiom:
 
 
 def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
-    words = {Atom.FIRST.value: "on the first step", Atom.USE_CACHE.value: "with a cache",
-             Atom.NO_PAST.value: "before there is a cache", Atom.GIVEN.value: "the caller gives it",
-             Atom.OWN.value: "the model needs them"}
-    negated = {Atom.FIRST.value: "after the first step", Atom.USE_CACHE.value: "without a cache",
-               Atom.NO_PAST.value: "once there is a cache", Atom.GIVEN.value: "the caller gives none",
-               Atom.OWN.value: "the model does not need them"}
+    words = {
+        Atom.FIRST.value: "on the first step",
+        Atom.USE_CACHE.value: "with a cache",
+        Atom.NO_PAST.value: "before there is a cache",
+        Atom.GIVEN.value: "the caller gives it",
+        Atom.OWN.value: "the model needs them",
+    }
+    negated = {
+        Atom.FIRST.value: "after the first step",
+        Atom.USE_CACHE.value: "without a cache",
+        Atom.NO_PAST.value: "once there is a cache",
+        Atom.GIVEN.value: "the caller gives none",
+        Atom.OWN.value: "the model does not need them",
+    }
     terms = []
     for row in rows:
         literals = []
@@ -889,12 +1018,18 @@ def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
 def _spelling(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tuple[str, str]]:
     """How the mixin of ``era`` spells each atom, and its negation (``use_cache`` as its parameter, where it
     names one, else read from ``**kwargs`` with generate()'s default, as the 5.x mixin reads it)."""
-    first = ("is_first_iteration", "not is_first_iteration") if era is Era.NEXT_SEQUENCE_LENGTH else \
-        ("cache_position[0] == 0", "cache_position[0] != 0")
+    first = (
+        ("is_first_iteration", "not is_first_iteration")
+        if era is Era.NEXT_SEQUENCE_LENGTH
+        else ("cache_position[0] == 0", "cache_position[0] != 0")
+    )
     use_cache = "use_cache" if "use_cache" in set(params) else f'{kwargs}.get("use_cache", True)'
-    return {Atom.FIRST.value: first, Atom.USE_CACHE.value: (use_cache, f"not {use_cache}"),
-            Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None"),
-            Atom.OWN.value: (NEEDED_LOCAL, f"not {NEEDED_LOCAL}")}
+    return {
+        Atom.FIRST.value: first,
+        Atom.USE_CACHE.value: (use_cache, f"not {use_cache}"),
+        Atom.NO_PAST.value: ("past_key_values is None", "past_key_values is not None"),
+        Atom.OWN.value: (NEEDED_LOCAL, f"not {NEEDED_LOCAL}"),
+    }
 
 
 def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[str, tuple[str, str]]) -> str | None:
@@ -932,18 +1067,28 @@ def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[
 #: the attributes of the conditions models use: (kind, the condition's words) -> (name, why models set it)
 _NAMES = {
     (HookKind.DROPPED_WHEN, "after the first step and with a cache"): (
-        "_generation_inputs_dropped_after_prefill", "the model reads them only while it fills its cache"),
+        "_generation_inputs_dropped_after_prefill",
+        "the model reads them only while it fills its cache",
+    ),
     (HookKind.DROPPED_WHEN, "after the first step"): (
-        "_generation_inputs_dropped_after_first_step", "the model reads them only on the first forward"),
+        "_generation_inputs_dropped_after_first_step",
+        "the model reads them only on the first forward",
+    ),
     (HookKind.DROPPED_WHEN, "after the first step unless the model needs them"): (
-        "_generation_inputs_dropped_after_first_step_unless_needed", "the model reads them only on the first "
+        "_generation_inputs_dropped_after_first_step_unless_needed",
+        "the model reads them only on the first "
         f"forward, unless its `{NEEDS_METHOD}` says this step needs them too (4.45's llava family on a legacy prompt: "
-        "one image token the model expands itself, on every step)"),
+        "one image token the model expands itself, on every step)",
+    ),
     (HookKind.UNSLICED_WHEN, "on the first step or without a cache"): (
-        "_generation_unsliced_prefill_inputs", "a mask that reads them by position needs them from the start of the "
-        "sequence, also for a prefill cut in chunks"),
+        "_generation_unsliced_prefill_inputs",
+        "a mask that reads them by position needs them from the start of the "
+        "sequence, also for a prefill cut in chunks",
+    ),
     (HookKind.UNSLICED_WHEN, "on the first step"): (
-        "_generation_unsliced_first_step_inputs", "a mask that reads them by position needs them from the start"),
+        "_generation_unsliced_first_step_inputs",
+        "a mask that reads them by position needs them from the start",
+    ),
 }
 
 
@@ -952,28 +1097,39 @@ _NAMES = {
 #: above its code, the code)
 _VALUE_HOOKS: dict[ValueKind, tuple[HookKind, str, str, str, str, str]] = {
     ValueKind.CONFIG: (
-        HookKind.FROM_CONFIG, "_generation_inputs_from_config", "mapping",
+        HookKind.FROM_CONFIG,
+        "_generation_inputs_from_config",
+        "mapping",
         "Inputs set from the model's config, whatever the caller passes: input name -> config attribute",
         "Inputs set from the config",
-        "for name, attribute in self.{name}.items():\n    model_inputs[name] = getattr(self.config, attribute)\n"),
+        "for name, attribute in self.{name}.items():\n    model_inputs[name] = getattr(self.config, attribute)\n",
+    ),
     ValueKind.CALLER_OR_DEFAULT: (
-        HookKind.DEFAULT, "_generation_input_defaults", "values",
+        HookKind.DEFAULT,
+        "_generation_input_defaults",
+        "values",
         "Inputs with a model-specific default when the caller gives none: input name -> default",
         "Model-specific defaults",
-        "for name, default in self.{name}.items():\n    model_inputs.setdefault(name, default)\n"),
+        "for name, default in self.{name}.items():\n    model_inputs.setdefault(name, default)\n",
+    ),
     ValueKind.LITERAL: (
-        HookKind.CONSTANT, "_generation_constant_inputs", "values",
+        HookKind.CONSTANT,
+        "_generation_constant_inputs",
+        "values",
         "Inputs the model always gets with the same value, whatever the caller passes: input name -> value",
         "Inputs with a fixed value",
-        "for name, value in self.{name}.items():\n    model_inputs[name] = value\n"),
+        "for name, value in self.{name}.items():\n    model_inputs[name] = value\n",
+    ),
 }
 
 
 def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
-    spelling = {Atom.FIRST.value: ("on the first step", "after the first step"),
-                Atom.USE_CACHE.value: ("with a cache", "without a cache"),
-                Atom.NO_PAST.value: ("before there is a cache", "once there is a cache"),
-                Atom.OWN.value: ("the model needs them", "the model does not need them")}
+    spelling = {
+        Atom.FIRST.value: ("on the first step", "after the first step"),
+        Atom.USE_CACHE.value: ("with a cache", "without a cache"),
+        Atom.NO_PAST.value: ("before there is a cache", "once there is a cache"),
+        Atom.OWN.value: ("the model needs them", "the model does not need them"),
+    }
     words = condition_code(atoms, rows, spelling) or _condition_words(atoms, rows)
     return words.replace(" and the model does not need them", " unless the model needs them")
 
@@ -987,18 +1143,33 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
     analysis = profile.analysis
     kwargs = next((p.name for p in analysis.params if p.kind is ParamKind.VAR_KEYWORDS), None) if analysis else None
     typed = profile.era is Era.NEXT_SEQUENCE_LENGTH  # 5.x: Python ≥ 3.10, annotated like the rest of the class
-    names_type, mapping_type, values_type = ("tuple[str, ...]", "dict[str, str]", "dict[str, object]") if typed else ("", "", "")
+    names_type, mapping_type, values_type = (
+        ("tuple[str, ...]", "dict[str, str]", "dict[str, object]") if typed else ("", "", "")
+    )
     if kinds == {ValueKind.NONE}:
         kind, name = HookKind.DROPPED, "_generation_dropped_inputs"
-        return kind, _hook(kind, name, names_type, "()", "Inputs the model's forward computes itself, never passed to it "
-                           "(left out: the forward's default is None, the same as passing None)",
-                           epilogue=f"# Inputs the model computes itself (`{name}`)\n"
-                                    f"for name in self.{name}:\n    model_inputs.pop(name, None)\n"), name
+        return (
+            kind,
+            _hook(
+                kind,
+                name,
+                names_type,
+                "()",
+                "Inputs the model's forward computes itself, never passed to it "
+                "(left out: the forward's default is None, the same as passing None)",
+                epilogue=f"# Inputs the model computes itself (`{name}`)\n"
+                f"for name in self.{name}:\n    model_inputs.pop(name, None)\n",
+            ),
+            name,
+        )
     if len(kinds) == 1 and idiom.atoms == () and idiom.table[0] in _VALUE_HOOKS:
         kind, name, typing, doc, comment, loop = _VALUE_HOOKS[idiom.table[0]]
         annotation = mapping_type if typing == "mapping" else values_type
-        return kind, _hook(kind, name, annotation, "{}", doc,
-                           epilogue=f"# {comment} (`{name}`)\n" + loop.format(name=name)), name
+        return (
+            kind,
+            _hook(kind, name, annotation, "{}", doc, epilogue=f"# {comment} (`{name}`)\n" + loop.format(name=name)),
+            name,
+        )
     if kwargs is None:
         return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
     params = {p.name for p in analysis.params} if analysis else set()
@@ -1011,12 +1182,22 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
         # GPT-2's family: a caller's position_ids are ignored (the forward counts positions itself), those the mask
         # gives are used. What the caller gave is read first: the mixin fills the same key in when none is given.
         kind, name = HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"
-        return kind, _hook(kind, name, names_type, "()", "Inputs the model ignores where a caller passes them: None "
-                           "then (its forward makes its own), as the mixin prepares them otherwise",
-                           prologue=f"# Read before the mixin fills them in (`{name}`)\n"
-                                    f"inputs_given = [name for name in self.{name} if {kwargs}.get(name) is not None]\n",
-                           epilogue=f"# None where the caller gave them (`{name}`)\n"
-                                    "for name in inputs_given:\n    model_inputs[name] = None\n"), name
+        return (
+            kind,
+            _hook(
+                kind,
+                name,
+                names_type,
+                "()",
+                "Inputs the model ignores where a caller passes them: None "
+                "then (its forward makes its own), as the mixin prepares them otherwise",
+                prologue=f"# Read before the mixin fills them in (`{name}`)\n"
+                f"inputs_given = [name for name in self.{name} if {kwargs}.get(name) is not None]\n",
+                epilogue=f"# None where the caller gave them (`{name}`)\n"
+                "for name in inputs_given:\n    model_inputs[name] = None\n",
+            ),
+            name,
+        )
     if kinds == {ValueKind.PREPARED, ValueKind.NONE}:
         rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.NONE]
         code = condition_code(idiom.atoms, rows, spelling)
@@ -1032,19 +1213,32 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
             ids = analysis.ids_param if analysis is not None else None
             if ids is None:
                 return HookKind.OTHER, None, "the mixin takes no ids to ask the model's own condition with"
-            prologue = (f"# Asked before anything is prepared (`{NEEDS_METHOD}`)\n"
-                        f"{NEEDED_LOCAL} = self.{NEEDS_METHOD}({ids}, **{kwargs})\n")
-            docstring = textwrap.wrap(f"Whether this step needs the inputs in `{name}` too: asked with the arguments "
-                                      "of `prepare_inputs_for_generation` as given, before anything is prepared. A "
-                                      "model whose prompt can ask for them on later steps overrides it.", 100)
+            prologue = (
+                f"# Asked before anything is prepared (`{NEEDS_METHOD}`)\n"
+                f"{NEEDED_LOCAL} = self.{NEEDS_METHOD}({ids}, **{kwargs})\n"
+            )
+            docstring = textwrap.wrap(
+                f"Whether this step needs the inputs in `{name}` too: asked with the arguments "
+                "of `prepare_inputs_for_generation` as given, before anything is prepared. A "
+                "model whose prompt can ask for them on later steps overrides it.",
+                100,
+            )
             quotes = '"""'
-            method = (f"\ndef {NEEDS_METHOD}(self, {ids}, **{kwargs}){' -> bool' if typed else ''}:\n"
-                      + "".join(f"    {'' if i else quotes}{line}\n" for i, line in enumerate(docstring))
-                      + f"    {quotes}\n    return False\n")
+            method = (
+                f"\ndef {NEEDS_METHOD}(self, {ids}, **{kwargs}){' -> bool' if typed else ''}:\n"
+                + "".join(f"    {'' if i else quotes}{line}\n" for i, line in enumerate(docstring))
+                + f"    {quotes}\n    return False\n"
+            )
         comment = "".join(f"# {line}\n" for line in textwrap.wrap(f"Inputs left out {words} (`{name}`)", 100))
-        hook = _hook(kind, name, names_type, "()", f"Inputs left out {words}" + (f": {why}" if why else ""),
-                     prologue=prologue, epilogue=f"{comment}if {code}:\n    for name in self.{name}:\n"
-                                                 "        model_inputs.pop(name, None)\n")
+        hook = _hook(
+            kind,
+            name,
+            names_type,
+            "()",
+            f"Inputs left out {words}" + (f": {why}" if why else ""),
+            prologue=prologue,
+            epilogue=f"{comment}if {code}:\n    for name in self.{name}:\n        model_inputs.pop(name, None)\n",
+        )
         return kind, dataclasses.replace(hook, declaration=hook.declaration + method), name
     if kinds == {ValueKind.CALLER, ValueKind.NONE}:
         rows = [i for i, v in enumerate(idiom.table) if v is ValueKind.CALLER]
@@ -1054,13 +1248,23 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
         words = _simple_words(idiom.atoms, rows)
         kind = HookKind.UNSLICED_WHEN
         name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + _slug(words), ""))
-        return kind, _hook(kind, name, names_type, "()", f"Inputs passed whole (as the caller gives them, not cut to the "
-                           f"new tokens) {words}, and as None otherwise" + (f": {why}" if why else ""),
-                           prologue=f"# Read before they are cut to the new tokens (`{name}`)\n"
-                                    f"unsliced_inputs = {{name: {kwargs}.get(name) for name in self.{name}}}\n",
-                           epilogue=f"# Whole {words}, None otherwise (`{name}`)\n"
-                                    "for name, value in unsliced_inputs.items():\n"
-                                    f"    model_inputs[name] = value if {code} else None\n"), name
+        return (
+            kind,
+            _hook(
+                kind,
+                name,
+                names_type,
+                "()",
+                f"Inputs passed whole (as the caller gives them, not cut to the "
+                f"new tokens) {words}, and as None otherwise" + (f": {why}" if why else ""),
+                prologue=f"# Read before they are cut to the new tokens (`{name}`)\n"
+                f"unsliced_inputs = {{name: {kwargs}.get(name) for name in self.{name}}}\n",
+                epilogue=f"# Whole {words}, None otherwise (`{name}`)\n"
+                "for name, value in unsliced_inputs.items():\n"
+                f"    model_inputs[name] = value if {code} else None\n",
+            ),
+            name,
+        )
     return HookKind.OTHER, None, f"no hook template for an input {idiom.describe()}"
 
 
@@ -1068,8 +1272,9 @@ def _slug(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
 
 
-def _hook(kind: HookKind, name: str, annotation: str, empty: str, summary: str, *, prologue: str = "",
-          epilogue: str = "") -> Hook:
+def _hook(
+    kind: HookKind, name: str, annotation: str, empty: str, summary: str, *, prologue: str = "", epilogue: str = ""
+) -> Hook:
     typed = f": {annotation}" if annotation else ""
     comment = textwrap.wrap(f"{summary}.", 110)
     declaration = "".join(f"# {line}\n" for line in comment) + f"{name}{typed} = {empty}\n"
@@ -1128,8 +1333,14 @@ def _reduced_its_own_way(f: Finding) -> bool:
     return f.override.analysis.delegation is Delegation.SUPER and bool(f.flow)
 
 
-def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idioms: Mapping[str, Idiom], *,
-                  keep_signature: bool = False) -> MemberChange:
+def member_change(
+    f: Finding,
+    hooked: Iterable[str],
+    profile: MixinProfile,
+    idioms: Mapping[str, Idiom],
+    *,
+    keep_signature: bool = False,
+) -> MemberChange:
     """How ``f``'s override changes once the mixin does ``hooked`` (its keys) for it. ``keep_signature``: never
     a deletion (verification found the signature to matter: see :func:`trimmed`)."""
     o = f.override
@@ -1142,39 +1353,67 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     own = own_condition(o, profile)
     moving = own is not None and set(own.keys) <= hooked
     if own is not None and not moving and set(own.keys) & hooked:
-        return _blocked(f"its own condition ({own.local}) passes {', '.join(own.keys)}: they move together or not at all")
+        return _blocked(
+            f"its own condition ({own.local}) passes {', '.join(own.keys)}: they move together or not at all"
+        )
     # the statements of its own condition move into the class's method for the mixin: nothing of them stays
-    bespoke = next((r for r in f.reasons if r.kind.keeps and not (moving and own is not None and _within(r.line, own.spans))),
-                   None)
+    bespoke = next(
+        (r for r in f.reasons if r.kind.keeps and not (moving and own is not None and _within(r.line, own.spans))),
+        None,
+    )
     if bespoke is not None and a.delegation is not Delegation.SUPER:
-        return _blocked(f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other "
-                        "statements are not all recognised, so nothing checks the part can move")
+        return _blocked(
+            f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other "
+            "statements are not all recognised, so nothing checks the part can move"
+        )
     if o.forward_params is not None and any(p.startswith("**") for p in o.forward_params):
         # a hook leaves out what a member may have set to None (and the other way round): the same to a forward
         # that names the input (its default is None), not to one that takes it in **kwargs and hands it on
         named = {p for p in o.forward_params if not p.startswith("*")}
-        loose = sorted(k for k in hooked if k in idioms and not set(idioms[k].table) <= _ALWAYS_SET and k not in named
-                       and not _left_out_alike(a, k, idioms[k], profile))
+        loose = sorted(
+            k
+            for k in hooked
+            if k in idioms
+            and not set(idioms[k].table) <= _ALWAYS_SET
+            and k not in named
+            and not _left_out_alike(a, k, idioms[k], profile)
+        )
         if loose:
-            return _blocked(f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out "
-                            "may not be the same to it")
-    remaining = [e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)]
+            return _blocked(
+                f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out may not be the same to it"
+            )
+    remaining = [
+        e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)
+    ]
     mixin_params = {p.name for p in profile.analysis.params} if profile.analysis else set()
     provided = {k for k in hooked if k in idioms and set(idioms[k].table) == {ValueKind.CALLER_OR_DEFAULT}}
     # an override that already calls super() and does something the mixin does not (Fuyu's ids cut to the last
     # token) can still be trimmed: its own statements stay where they are, only those that set hooked inputs go, with
     # the checks of any trim below (they do nothing else; nothing runs between super() and them)
-    if not remaining and bespoke is None and not _reduced_its_own_way(f) and not signature_kept(a, profile, provided) \
-            and not keep_signature:
+    if (
+        not remaining
+        and bespoke is None
+        and not _reduced_its_own_way(f)
+        and not signature_kept(a, profile, provided)
+        and not keep_signature
+    ):
         forward = set(o.forward_params or ())
         if o.forward_params is not None:
             ids = a.ids_param
-            unknown = sorted(p.name for p in a.params if p.kind.named and p.name not in ("self", ids)
-                             and p.name not in forward and p.name not in mixin_params)
+            unknown = sorted(
+                p.name
+                for p in a.params
+                if p.kind.named
+                and p.name not in ("self", ids)
+                and p.name not in forward
+                and p.name not in mixin_params
+            )
             if unknown:
-                return _blocked(f"generate() accepts {', '.join(unknown)} only because the override names "
-                                f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
-                                "deleting it would make generate() refuse the input")
+                return _blocked(
+                    f"generate() accepts {', '.join(unknown)} only because the override names "
+                    f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
+                    "deleting it would make generate() refuse the input"
+                )
         if moving and own is not None:
             ids, kwargs = a.ids_param, next((p.name for p in a.params if p.kind is ParamKind.VAR_KEYWORDS), None)
             if ids is None or kwargs is None:
@@ -1182,8 +1421,10 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
             return MemberChange(Change.DELETE, moved=own.statements, method=needs_method(own, ids, kwargs))
         return MemberChange(Change.DELETE)
     if moving and own is not None:
-        return _blocked(f"its own condition ({own.local}) moves into {NEEDS_METHOD} only with the whole override, and "
-                        "something else stays")
+        return _blocked(
+            f"its own condition ({own.local}) moves into {NEEDS_METHOD} only with the whole override, and "
+            "something else stays"
+        )
     if a.delegation is None:
         return MemberChange(Change.REDUCE)
     # already super(): remove the statements that only set hooked keys
@@ -1195,16 +1436,22 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     unnamed = []
     for key in sorted(hooked):
         if _popped_before(a, key):
-            return _blocked(f"it drops {key} before super(): removing its statement would lose the input (a deletion "
-                            "would not, but something else stays)")
+            return _blocked(
+                f"it drops {key} before super(): removing its statement would lose the input (a deletion "
+                "would not, but something else stays)"
+            )
         if key in a.withheld:
             if not _unnamable(o, key, removed):
-                return _blocked(f"it does not hand {key} to super(): removing its statement would lose the input "
-                                "(a deletion would not, but something else stays)")
+                return _blocked(
+                    f"it does not hand {key} to super(): removing its statement would lose the input "
+                    "(a deletion would not, but something else stays)"
+                )
             unnamed.append(key)
     atoms = set().union(*(set(idioms[k].atoms) for k in hooked if k in idioms))
-    flags = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position",
-             Atom.USE_CACHE.value: "use_cache"}
+    flags = {
+        Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position",
+        Atom.USE_CACHE.value: "use_cache",
+    }
     for atom in sorted(atoms):
         flag = flags.get(atom)
         if flag is not None and flag in a.withheld:
@@ -1212,12 +1459,23 @@ def member_change(f: Finding, hooked: Iterable[str], profile: MixinProfile, idio
     ordered = a.top_level
     call = next((t.index for t in ordered if "super" in t.reads), None)
     gone = [t for t in ordered if t.index in removed]
-    between = next((t for t in ordered if call is not None and call < t.index < max(removed) and t.index not in removed
-                    and not _unaffected_by(a, t, hooked, gone)), None)
+    between = next(
+        (
+            t
+            for t in ordered
+            if call is not None
+            and call < t.index < max(removed)
+            and t.index not in removed
+            and not _unaffected_by(a, t, hooked, gone)
+        ),
+        None,
+    )
     if between is not None:
         # the hook runs inside super(): a statement between the call and the removed ones would see its values
-        return _blocked(f"line {between.line} runs between super() and the statements the hook replaces: it would see "
-                        "the hook's values where it saw the mixin's")
+        return _blocked(
+            f"line {between.line} runs between super() and the statements the hook replaces: it would see "
+            "the hook's values where it saw the mixin's"
+        )
     return MemberChange(Change.TRIM, removed=removed, unnamed=tuple(unnamed))
 
 
@@ -1231,13 +1489,17 @@ def _left_out_alike(a: BodyAnalysis, key: str, idiom: Idiom, profile: MixinProfi
     (never sets it to None), and the hook pops it too. Then a forward that takes the key only in ``**kwargs`` gets
     the same from both (VisionEncoderDecoder's ``decoder_head_mask``, RAG's ``assistant_model``)."""
     writes = [out for out in a.outputs if out.key == key]
-    return (bool(writes) and all(out.value.origin is ValueOrigin.DROPPED and not out.via_kwargs for out in writes)
-            and hook_for(idiom, profile)[0] in _POPPING_HOOKS)
+    return (
+        bool(writes)
+        and all(out.value.origin is ValueOrigin.DROPPED and not out.via_kwargs for out in writes)
+        and hook_for(idiom, profile)[0] in _POPPING_HOOKS
+    )
 
 
 #: values a statement takes from the method's parameters or writes as they are: never read off the prepared dict
-_OWN_VALUES = frozenset({ValueOrigin.PARAM, ValueOrigin.PARAM_DEFAULT, ValueOrigin.CONST, ValueOrigin.NONE,
-                         ValueOrigin.DROPPED})
+_OWN_VALUES = frozenset(
+    {ValueOrigin.PARAM, ValueOrigin.PARAM_DEFAULT, ValueOrigin.CONST, ValueOrigin.NONE, ValueOrigin.DROPPED}
+)
 
 
 def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequence[TopLevel]) -> bool:
@@ -1267,10 +1529,12 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     if not outputs:
         return RESULT not in t.reads or _other_keys_only(a, t, hooked, theirs)
     return t.recognised and all(
-        out.key not in hooked and not out.via_kwargs
+        out.key not in hooked
+        and not out.via_kwargs
         and (out.value.origin in _OWN_VALUES or RESULT not in _names_in(out.expr))
         and not any(RESULT in _names_in(condition) for condition in out.conditions)
-        for out in outputs)
+        for out in outputs
+    )
 
 
 def _other_keys_only(a: BodyAnalysis, t: TopLevel, hooked: set[str], theirs: set[str]) -> bool:
@@ -1297,8 +1561,11 @@ def _other_keys_only(a: BodyAnalysis, t: TopLevel, hooked: set[str], theirs: set
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id in theirs:
                 parent = parents.get(node)
-                if not isinstance(node.ctx, ast.Load) or (isinstance(parent, (ast.Attribute, ast.Subscript))
-                                                          and parent.value is node and not isinstance(parent.ctx, ast.Load)):
+                if not isinstance(node.ctx, ast.Load) or (
+                    isinstance(parent, (ast.Attribute, ast.Subscript))
+                    and parent.value is node
+                    and not isinstance(parent.ctx, ast.Load)
+                ):
                     return False
                 if isinstance(parent, ast.Attribute) and isinstance(parents.get(parent), ast.Call):
                     return False  # a method of it, which may change it
@@ -1308,7 +1575,11 @@ def _other_keys_only(a: BodyAnalysis, t: TopLevel, hooked: set[str], theirs: set
             parent = parents.get(node)
             if isinstance(parent, ast.Subscript) and parent.value is node:
                 key = parent.slice.value if isinstance(parent.slice, ast.Constant) else None
-            elif isinstance(parent, ast.Attribute) and parent.attr == "get" and isinstance(parents.get(parent), ast.Call):
+            elif (
+                isinstance(parent, ast.Attribute)
+                and parent.attr == "get"
+                and isinstance(parents.get(parent), ast.Call)
+            ):
                 call = parents[parent]
                 assert isinstance(call, ast.Call)
                 key = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
@@ -1331,12 +1602,19 @@ def _own_defaults(a: BodyAnalysis, profile: MixinProfile) -> list[Param]:
     the mixin's default for the same parameter."""
     mixin = {p.name: p.default for p in profile.analysis.params} if profile.analysis is not None else {}
     ids = a.ids_param
-    return [p for p in a.params if p.kind.named and p.name not in ("self", ids) and p.default not in (None, "None")
-            and mixin.get(p.name) != p.default]
+    return [
+        p
+        for p in a.params
+        if p.kind.named
+        and p.name not in ("self", ids)
+        and p.default not in (None, "None")
+        and mixin.get(p.name) != p.default
+    ]
 
 
-def _signature_defaults(idiom: Idiom, members: Sequence[Part], findings: Mapping[str, Finding],
-                        profile: MixinProfile) -> list[Part]:
+def _signature_defaults(
+    idiom: Idiom, members: Sequence[Part], findings: Mapping[str, Finding], profile: MixinProfile
+) -> list[Part]:
     """The other defaults of the defaults hook's members' signatures (Mixtral's ``use_cache=True`` beside its
     ``output_router_logits=False``), as parts of the same cluster: the attribute names every default the
     signature gave an input the override passes on, so that nothing but its signature would keep the override.
@@ -1348,8 +1626,11 @@ def _signature_defaults(idiom: Idiom, members: Sequence[Part], findings: Mapping
     for override_id, model in models.items():
         a = findings[override_id].override.analysis
         passed = {o.key for o in a.outputs}
-        out += [Part(override_id, model, p.name, idiom, argument=p.default or "") for p in _own_defaults(a, profile)
-                if p.name in passed and (override_id, p.name) not in have]
+        out += [
+            Part(override_id, model, p.name, idiom, argument=p.default or "")
+            for p in _own_defaults(a, profile)
+            if p.name in passed and (override_id, p.name) not in have
+        ]
     return out
 
 
@@ -1375,8 +1656,12 @@ def signature_trims(report: HookReport, result: ScanResult, members: Iterable[st
     hooked: dict[str, dict[str, Idiom]] = {}
     for cluster in report.applied():
         for member in cluster.members:
-            if member.applicable and member.change is Change.DELETE and member.override in chosen \
-                    and cluster.idiom is not None:
+            if (
+                member.applicable
+                and member.change is Change.DELETE
+                and member.override in chosen
+                and cluster.idiom is not None
+            ):
                 hooked.setdefault(member.override, {}).update(dict.fromkeys(member.keys, cluster.idiom))
     findings = {f.override.id: f for f in result.findings}
     out: dict[str, Trim] = {}
@@ -1389,6 +1674,7 @@ def signature_trims(report: HookReport, result: ScanResult, members: Iterable[st
 
 def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
     """The top-level statements that do nothing but set ``keys`` (None when one of them does more)."""
+
     def owner(line: int) -> TopLevel | None:
         return _owner(a, line)
 
@@ -1417,9 +1703,11 @@ def parts(result: ScanResult) -> list[Part]:
     for f in result.findings:
         if any(e.how in (ExtraHow.KEEP_AFTER, ExtraHow.COMPUTED) for e in f.extras):
             continue  # its keys come from what it keeps after super(), not from a hook's reading of them
-        keys = dict.fromkeys(e.key for e in f.extras if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS,
-                                                                                ExtraHow.SWAP_DELEGATE,
-                                                                                ExtraHow.WITHHELD))
+        keys = dict.fromkeys(
+            e.key
+            for e in f.extras
+            if e.key and e.how not in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE, ExtraHow.WITHHELD)
+        )
         for key in keys:
             out.append(part_of(f, key, result.profile))
     return out
@@ -1444,7 +1732,9 @@ def mine(result: ScanResult) -> HookReport:
     """Cluster the overrides' model-specific parts; keep the idioms three or more models share."""
     profile = result.profile
     checkout = result.index.checkout
-    mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file is not None and profile.analysis else None
+    mixin_file = (
+        checkout.relative(checkout.mixin_file) if checkout.mixin_file is not None and profile.analysis else None
+    )
     hoisted = profile.hoisted and mixin_file is not None
     findings: dict[str, Finding] = {f.override.id: f for f in result.findings}
     found = parts(result)
@@ -1494,10 +1784,16 @@ def mine(result: ScanResult) -> HookReport:
                     changes[id(d), override_id] = _blocked("no hook template")
                     continue
                 keys = joint[override_id] if id(d) in applied else [p.key for p in own]
-                changes[id(d), override_id] = member_change(findings[override_id], keys, profile,
-                                                            idioms_of.get(override_id, {}))
-        settled = {id(d) for d in drafts if id(d) in applied and len(d.models(
-            o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED)) >= _models_needed(d.hook, in_mixin)}
+                changes[id(d), override_id] = member_change(
+                    findings[override_id], keys, profile, idioms_of.get(override_id, {})
+                )
+        settled = {
+            id(d)
+            for d in drafts
+            if id(d) in applied
+            and len(d.models(o for o in d.parts if changes[id(d), o].change is not Change.BLOCKED))
+            >= _models_needed(d.hook, in_mixin)
+        }
         if settled == applied:
             break
         applied = settled
@@ -1507,11 +1803,23 @@ def mine(result: ScanResult) -> HookReport:
         for override_id, own in d.parts.items():
             o = findings[override_id].override
             outcome = changes[id(d), override_id]
-            cluster_members.append(Member(
-                OverrideId(override_id), own[0].model, o.class_name, o.file, tuple(p.key for p in own),
-                assignment(d.kind, d.hook.attribute, own) if d.hook else "", outcome.change, outcome.why, outcome.removed,
-                o.lines, outcome.unnamed, outcome.moved, outcome.method,
-            ))
+            cluster_members.append(
+                Member(
+                    OverrideId(override_id),
+                    own[0].model,
+                    o.class_name,
+                    o.file,
+                    tuple(p.key for p in own),
+                    assignment(d.kind, d.hook.attribute, own) if d.hook else "",
+                    outcome.change,
+                    outcome.why,
+                    outcome.removed,
+                    o.lines,
+                    outcome.unnamed,
+                    outcome.moved,
+                    outcome.method,
+                )
+            )
         cluster_members.sort(key=lambda m: (m.model, m.file, m.class_name))
         not_applied = ""
         applicable = {m.model for m in cluster_members if m.applicable}
@@ -1522,12 +1830,27 @@ def mine(result: ScanResult) -> HookReport:
         elif id(d) not in applied:
             not_applied = f"only {len(applicable)} of its models can take it (at least {_models_needed(d.hook, in_mixin)} needed)"
         name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
-        clusters.append(Cluster(name, d.kind, d.idiom, d.idiom.describe(), d.hook, tuple(cluster_members),
-                                tuple(_near_misses(d.idiom, d.members, found)), not_applied=not_applied))
+        clusters.append(
+            Cluster(
+                name,
+                d.kind,
+                d.idiom,
+                d.idiom.describe(),
+                d.hook,
+                tuple(cluster_members),
+                tuple(_near_misses(d.idiom, d.members, found)),
+                not_applied=not_applied,
+            )
+        )
     clusters += _statement_clusters(result, mixin_file)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
-    return HookReport(tuple(clusters), profile.era, mixin_file, hoisted,
-                      frozenset(c.name for c in clusters if c.hook is not None and c.name in in_mixin))
+    return HookReport(
+        tuple(clusters),
+        profile.era,
+        mixin_file,
+        hoisted,
+        frozenset(c.name for c in clusters if c.hook is not None and c.name in in_mixin),
+    )
 
 
 def attributes_read(profile: MixinProfile) -> frozenset[str]:
@@ -1559,8 +1882,9 @@ def _near_misses(idiom: Idiom, members: Sequence[Part], found: Sequence[Part]) -
         if part.idiom == idiom:
             continue
         if part.key in keys or (set(part.idiom.table) == kinds and len(kinds) > 1):
-            out[part.model, part.key] = NearMiss(part.override, part.model, part.key,
-                                                 f"{part.idiom.describe()}; the cluster's are {idiom.describe()}")
+            out[part.model, part.key] = NearMiss(
+                part.override, part.model, part.key, f"{part.idiom.describe()}; the cluster's are {idiom.describe()}"
+            )
     return sorted(out.values(), key=lambda n: (n.model, n.key))
 
 
@@ -1594,40 +1918,75 @@ def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Clus
         movable = [body for body in bodies.values() if body.code]
         shared = max(movable, key=lambda b: sum(1 for m in movable if m.code == b.code), default=None)
         # the same code, or the same code checking the same conditions its own way (it keeps its checks)
-        takers = {oid for oid, body in bodies.items() if shared is not None and body.code
-                  and (body.code == shared.code or (body.unguarded == shared.unguarded and body.guards
-                                                    and body.conditions == shared.conditions))}
+        takers = {
+            oid
+            for oid, body in bodies.items()
+            if shared is not None
+            and body.code
+            and (
+                body.code == shared.code
+                or (body.unguarded == shared.unguarded and body.guards and body.conditions == shared.conditions)
+            )
+        }
         first = code.splitlines()[0]
         lines = code.count("\n") + 1
-        description = (f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each "
-                       f"(first: {first[:70]})")
-        if shared is not None and mixin_file is not None and \
-                len({f.override.model or f.override.class_name for f in found if f.override.id in takers}) >= MIN_MODELS:
+        description = (
+            f"{lines} statement{'s' if lines > 1 else ''} no rule understands, the same in each (first: {first[:70]})"
+        )
+        if (
+            shared is not None
+            and mixin_file is not None
+            and len({f.override.model or f.override.class_name for f in found if f.override.id in takers})
+            >= MIN_MODELS
+        ):
             representative = next(f.override for f in found if bodies[f.override.id].code == shared.code)
             name = "_generation_inputs_as_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", representative.class_name).lower()
             hook = _whole_body_hook(name, representative.class_name, bodies[representative.id].source, result.profile)
-            members = tuple(_statements_member(f.override, Change.REDUCE, assignment=f"{name} = True",
-                                               guards=() if bodies[f.override.id].code == shared.code
-                                               else bodies[f.override.id].guards)
-                            if f.override.id in takers else
-                            _statements_member(f.override, Change.BLOCKED,
-                                               bodies[f.override.id].why or "its body is other code than the others'")
-                            for f in found)
-            out.append(Cluster(name, HookKind.STATEMENTS, None, f"the whole body: {description}", hook, members,
-                               code=shared.code))
+            members = tuple(
+                _statements_member(
+                    f.override,
+                    Change.REDUCE,
+                    assignment=f"{name} = True",
+                    guards=() if bodies[f.override.id].code == shared.code else bodies[f.override.id].guards,
+                )
+                if f.override.id in takers
+                else _statements_member(
+                    f.override, Change.BLOCKED, bodies[f.override.id].why or "its body is other code than the others'"
+                )
+                for f in found
+            )
+            out.append(
+                Cluster(
+                    name, HookKind.STATEMENTS, None, f"the whole body: {description}", hook, members, code=shared.code
+                )
+            )
             continue
         why = "statements no rule understands: a proposal for an overridable mixin method, not applied"
-        members = tuple(_statements_member(f.override, Change.BLOCKED, bodies[f.override.id].why or why) for f in found)
-        out.append(Cluster("_prepare_" + _slug(first)[:40], HookKind.STATEMENTS, None, description, None, members,
-                           code=code, not_applied=why))
+        members = tuple(
+            _statements_member(f.override, Change.BLOCKED, bodies[f.override.id].why or why) for f in found
+        )
+        out.append(
+            Cluster(
+                "_prepare_" + _slug(first)[:40],
+                HookKind.STATEMENTS,
+                None,
+                description,
+                None,
+                members,
+                code=code,
+                not_applied=why,
+            )
+        )
     return out
 
 
-def _statements_member(o: Override, change: Change, why: str = "", *, assignment: str = "",
-                       guards: tuple[int, ...] = ()) -> Member:
+def _statements_member(
+    o: Override, change: Change, why: str = "", *, assignment: str = "", guards: tuple[int, ...] = ()
+) -> Member:
     """A member of a cluster of statements no rule understands (it hooks no key)."""
-    return Member(o.id, o.model or o.class_name, o.class_name, o.file, (), assignment, change, why, (), o.lines,
-                  guards=guards)
+    return Member(
+        o.id, o.model or o.class_name, o.class_name, o.file, (), assignment, change, why, (), o.lines, guards=guards
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1662,18 +2021,29 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
         return _Body(why=f"super() reaches {reached}, not the mixin")
     statements = a.top_level
     body, last = statements[:-1], statements[-1] if statements else None
-    if a.delegation is not None or last is None or not last.returns or len(a.recognised) != 1 or a.dropped \
-            or [(u.line, u.end_line) for u in a.unrecognised] != [(t.line, t.end_line) for t in body]:
+    if (
+        a.delegation is not None
+        or last is None
+        or not last.returns
+        or len(a.recognised) != 1
+        or a.dropped
+        or [(u.line, u.end_line) for u in a.unrecognised] != [(t.line, t.end_line) for t in body]
+    ):
         return _Body(why="its body is more than statements no rule understands and one return of a dict")
-    if not a.outputs or any(out.line != last.line or out.guards or out.conditions or not out.expr.isidentifier()
-                            for out in a.outputs):
+    if not a.outputs or any(
+        out.line != last.line or out.guards or out.conditions or not out.expr.isidentifier() for out in a.outputs
+    ):
         return _Body(why="it returns more than a dict of names")
     shared = {p.name: p for p in mixin.params}
     ids, mixin_ids = a.ids_param, mixin.ids_param
     if ids != mixin_ids or not any(p.kind is ParamKind.VAR_KEYWORDS for p in a.params):
         return _Body(why="its signature is not the mixin's: the first parameter or the **kwargs differ")
     for p in a.params:
-        if p.kind.named and p.name not in ("self", ids) and (p.name not in shared or shared[p.name].default != p.default):
+        if (
+            p.kind.named
+            and p.name not in ("self", ids)
+            and (p.name not in shared or shared[p.name].default != p.default)
+        ):
             return _Body(why=f"the mixin's method has no parameter {p.name}={p.default}")
     known = {"self", "torch", ids, *(p.name for p in a.params if p.kind.named), *dir(builtins)}
     for t in statements:
@@ -1690,16 +2060,20 @@ def _whole_body(f: Finding, profile: MixinProfile) -> _Body:
     guards: list[int] = []
     conditions: list[str] = []
     assigned: set[str] = set()
-    for t, u in zip(body, a.unrecognised):
+    for t, u in zip(body, a.unrecognised, strict=False):
         condition = _passes_when(u.code)
         if condition is not None and not set(t.exposed) & assigned:
             guards.append(t.index)
             conditions.append(condition)
         assigned.update(t.writes)
-    unguarded = [u.code for t, u in zip(body, a.unrecognised) if t.index not in guards]
-    return _Body("\n".join([*(u.code for u in a.unrecognised), ret]),
-                 source="\n".join([written[0].lstrip("\n"), *written[1:], "", ret]),
-                 guards=tuple(guards), conditions=tuple(sorted(conditions)), unguarded="\n".join([*unguarded, ret]))
+    unguarded = [u.code for t, u in zip(body, a.unrecognised, strict=False) if t.index not in guards]
+    return _Body(
+        "\n".join([*(u.code for u in a.unrecognised), ret]),
+        source="\n".join([written[0].lstrip("\n"), *written[1:], "", ret]),
+        guards=tuple(guards),
+        conditions=tuple(sorted(conditions)),
+        unguarded="\n".join([*unguarded, ret]),
+    )
 
 
 def _passes_when(code: str) -> str | None:
@@ -1711,12 +2085,23 @@ def _passes_when(code: str) -> str | None:
         statement = cst.parse_statement(code.strip())
     except cst.ParserSyntaxError:
         return None
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], cst.Assert):
+    if (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Assert)
+    ):
         test = statement.body[0].test
     elif isinstance(statement, cst.If) and statement.orelse is None:
         block = statement.body
-        smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else [
-            small for line in block.body for small in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+        smalls = (
+            block.body
+            if isinstance(block, cst.SimpleStatementSuite)
+            else [
+                small
+                for line in block.body
+                for small in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])
+            ]
+        )
         if not all(isinstance(small, cst.Raise) for small in smalls):
             return None
         test = negated(statement.test)
@@ -1727,11 +2112,19 @@ def _passes_when(code: str) -> str | None:
 
 def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfile) -> Hook:
     typed = profile.era is Era.NEXT_SEQUENCE_LENGTH
-    summary = (f"Models that prepare their inputs as {class_name}'s override did (the same code in each; no rule "
-               "understands it) set this True: the mixin runs that code in their place")
-    return _hook(HookKind.STATEMENTS, name, "bool" if typed else "", "False", summary,
-                 prologue=f"# The inputs as {class_name}'s override prepared them (`{name}`)\n"
-                          f"if self.{name}:\n{textwrap.indent(code, '    ')}\n")
+    summary = (
+        f"Models that prepare their inputs as {class_name}'s override did (the same code in each; no rule "
+        "understands it) set this True: the mixin runs that code in their place"
+    )
+    return _hook(
+        HookKind.STATEMENTS,
+        name,
+        "bool" if typed else "",
+        "False",
+        summary,
+        prologue=f"# The inputs as {class_name}'s override prepared them (`{name}`)\n"
+        f"if self.{name}:\n{textwrap.indent(code, '    ')}\n",
+    )
 
 
 # --------------------------------------------------------------------------------------------- plan
@@ -1745,28 +2138,48 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
     for f in result.findings:
         moved = report.whole_body(f.override.id)
         if moved is not None:
-            note = Reason(ReasonKind.NOTE, f"its whole body runs in the mixin: the {moved.name} hook ({moved.description})")
+            note = Reason(
+                ReasonKind.NOTE, f"its whole body runs in the mixin: the {moved.name} hook ({moved.description})"
+            )
             guards = next(m.guards for m in moved.members if m.override == f.override.id)
             kept: tuple[Extra, ...] = ()
             notes = [note]
-            if guards:  # its own checks stay in front of super(), where they run first, as they did before the hook's code
+            if (
+                guards
+            ):  # its own checks stay in front of super(), where they run first, as they did before the hook's code
                 kept = (Extra("", ExtraHow.KEEP_STATEMENTS, ",".join(map(str, guards))),)
-                notes.append(Reason(ReasonKind.NOTE, "kept as is in front of super(): its own check of the config (the "
-                                                     "hook's code checks the same condition its own way)"))
-            out.append(dataclasses.replace(f, action=Action.REDUCE, extras=kept, reasons=(*f.reasons, *notes), flow=()))
+                notes.append(
+                    Reason(
+                        ReasonKind.NOTE,
+                        "kept as is in front of super(): its own check of the config (the "
+                        "hook's code checks the same condition its own way)",
+                    )
+                )
+            out.append(
+                dataclasses.replace(f, action=Action.REDUCE, extras=kept, reasons=(*f.reasons, *notes), flow=())
+            )
             continue
         hooked = report.hooked_keys(f.override.id)
         if not hooked:
             out.append(f)
             continue
-        remaining = tuple(e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS,
-                                                                                  ExtraHow.SWAP_DELEGATE))
+        remaining = tuple(
+            e for e in f.extras if e.key not in hooked or e.how in (ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE)
+        )
         lines = {out_.line for out_ in f.override.analysis.outputs if out_.key in hooked}
-        reasons = tuple(r for r in f.reasons if not (r.kind is ReasonKind.EXTRA and (
-            r.line in lines or (r.text.split() or [""])[0] in hooked)))
-        reasons += tuple(Reason(ReasonKind.NOTE, f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
-                                                 f"the mixin's {cluster.name} hook ({cluster.description})")
-                         for cluster in dict.fromkeys(hooked.values()))
+        reasons = tuple(
+            r
+            for r in f.reasons
+            if not (r.kind is ReasonKind.EXTRA and (r.line in lines or (r.text.split() or [""])[0] in hooked))
+        )
+        reasons += tuple(
+            Reason(
+                ReasonKind.NOTE,
+                f"{', '.join(sorted(k for k, c in hooked.items() if c is cluster))}: "
+                f"the mixin's {cluster.name} hook ({cluster.description})",
+            )
+            for cluster in dict.fromkeys(hooked.values())
+        )
         provided = {k for k, c in hooked.items() if c.kind is HookKind.DEFAULT}
         # what the mixin does not do (Fuyu's ids cut to the last token) keeps the override: only trimmed; the
         # statements of a condition of its own move into its _generation_needs_first_step_inputs (a member's method)
@@ -1776,11 +2189,23 @@ def hooked_findings(result: ScanResult, report: HookReport, keep_signature: Iter
         own = any(r.kind.keeps and not _within(r.line, spans) for r in f.reasons)
         if condition is not None:
             reasons = tuple(r for r in reasons if not (r.kind.keeps and _within(r.line, spans)))
-            reasons += (Reason(ReasonKind.NOTE, f"its own condition ({condition.local}) moves into {NEEDS_METHOD}, "
-                                                "which the mixin asks before it prepares anything"),)
-        if not remaining and not own and not _reduced_its_own_way(f) \
-                and not signature_kept(f.override.analysis, result.profile, provided) and f.override.id not in keep_signature:
-            out.append(dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=()))
+            reasons += (
+                Reason(
+                    ReasonKind.NOTE,
+                    f"its own condition ({condition.local}) moves into {NEEDS_METHOD}, "
+                    "which the mixin asks before it prepares anything",
+                ),
+            )
+        if (
+            not remaining
+            and not own
+            and not _reduced_its_own_way(f)
+            and not signature_kept(f.override.analysis, result.profile, provided)
+            and f.override.id not in keep_signature
+        ):
+            out.append(
+                dataclasses.replace(f, category=Category.GENERIC, action=Action.DELETE, reasons=reasons, extras=())
+            )
         elif f.override.analysis.delegation is None:
             out.append(dataclasses.replace(f, action=Action.REDUCE, reasons=reasons, extras=remaining))
         else:  # already super(): trimmed below, not by the planner
@@ -1792,9 +2217,15 @@ def hooked_result(result: ScanResult, report: HookReport, keep_signature: Iterab
     return dataclasses.replace(result, findings=hooked_findings(result, report, keep_signature))
 
 
-def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, Repair] | None = None, *,
-                    mark_kept: bool = False, hold_unproven: bool = False,
-                    keep_signature: Mapping[str, Trim] | None = None) -> Plan:
+def plan_with_hooks(
+    result: ScanResult,
+    report: HookReport,
+    repairs: dict[str, Repair] | None = None,
+    *,
+    mark_kept: bool = False,
+    hold_unproven: bool = False,
+    keep_signature: Mapping[str, Trim] | None = None,
+) -> Plan:
     """The migration plan of ``result`` with the applied hooks: each member's shard gets its change
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
     (the same edit in every member's shard, written once: the hook stays as long as one member does).
@@ -1802,9 +2233,15 @@ def plan_with_hooks(result: ScanResult, report: HookReport, repairs: dict[str, R
     from codemod.transform.apply import initial_plan
 
     kept = dict(keep_signature or {})
-    plan = initial_plan(hooked_result(result, report, kept), repairs, mark_kept=mark_kept,
-                        hold_unproven=hold_unproven, trims={**trims(report), **kept}, moved_whole=report.moved_whole(),
-                        left_out=left_out(report))
+    plan = initial_plan(
+        hooked_result(result, report, kept),
+        repairs,
+        mark_kept=mark_kept,
+        hold_unproven=hold_unproven,
+        trims={**trims(report), **kept},
+        moved_whole=report.moved_whole(),
+        left_out=left_out(report),
+    )
     return extend(plan, report)
 
 
@@ -1852,14 +2289,38 @@ def extend(plan: Plan, report: HookReport) -> Plan:
                 continue
             for cluster, member in members[oid]:
                 assert cluster.hook is not None  # an applied cluster has one
-                edits.append(Edit(member.file, member.class_name, EditKind.SET_ATTRIBUTE, oid,
-                                  f"takes the mixin's {cluster.name} hook", member.assignment))
+                edits.append(
+                    Edit(
+                        member.file,
+                        member.class_name,
+                        EditKind.SET_ATTRIBUTE,
+                        oid,
+                        f"takes the mixin's {cluster.name} hook",
+                        member.assignment,
+                    )
+                )
                 if member.method:
-                    edits.append(Edit(member.file, member.class_name, EditKind.ADD_METHOD, oid,
-                                      f"its own condition, asked by the mixin's {cluster.name} hook", member.method,
-                                      keep=member.moved))
-                edits.append(Edit(report.mixin_file, MIXIN_CLASS, EditKind.HOOK, oid,
-                                  f"the {cluster.name} hook ({cluster.description})", hook=cluster.hook.code()))
+                    edits.append(
+                        Edit(
+                            member.file,
+                            member.class_name,
+                            EditKind.ADD_METHOD,
+                            oid,
+                            f"its own condition, asked by the mixin's {cluster.name} hook",
+                            member.method,
+                            keep=member.moved,
+                        )
+                    )
+                edits.append(
+                    Edit(
+                        report.mixin_file,
+                        MIXIN_CLASS,
+                        EditKind.HOOK,
+                        oid,
+                        f"the {cluster.name} hook ({cluster.description})",
+                        hook=cluster.hook.code(),
+                    )
+                )
         shards.append(dataclasses.replace(shard, edits=tuple(edits)))
     hoist = plan.hoist
     if hoist is None and report.hoisted and any(a is not Action.KEEP for a in actions.values()):
@@ -1870,8 +2331,14 @@ def extend(plan: Plan, report: HookReport) -> Plan:
 def _hoist(mixin_file: str) -> Edit:
     from rules.generic_mixin import HOIST_SOURCE
 
-    return Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None, "the mixin is a stub: install the generic implementation "
-                "first", HOIST_SOURCE)
+    return Edit(
+        mixin_file,
+        MIXIN_CLASS,
+        EditKind.HOIST,
+        None,
+        "the mixin is a stub: install the generic implementation first",
+        HOIST_SOURCE,
+    )
 
 
 def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> dict[str, Held]:
@@ -1884,11 +2351,16 @@ def failing_clusters(plan: Plan, report: HookReport, failed: Iterable[str]) -> d
     for cluster in report.applied():
         if cluster.name in report.in_mixin:
             continue  # the mixin had it before this plan: it stays, and a member costs it nothing
-        staying = [m for m in cluster.members if m.applicable and m.override not in failed
-                   and actions.get(m.override, Action.KEEP) is not Action.KEEP]
+        staying = [
+            m
+            for m in cluster.members
+            if m.applicable and m.override not in failed and actions.get(m.override, Action.KEEP) is not Action.KEEP
+        ]
         if staying and len({m.model for m in staying}) < MIN_MODELS:
-            why = (f"reverted: the {cluster.name} hook would serve {len({m.model for m in staying})} model(s) once the "
-                   f"failed members are reverted (at least {MIN_MODELS} needed)")
+            why = (
+                f"reverted: the {cluster.name} hook would serve {len({m.model for m in staying})} model(s) once the "
+                f"failed members are reverted (at least {MIN_MODELS} needed)"
+            )
             for shard in (shard_of[m.override] for m in staying if m.override in shard_of):
                 out.setdefault(shard, Held(shard, HeldCause.HOOK_TOO_SMALL, why))
     return out
@@ -1900,6 +2372,28 @@ def shards_of_members(plan: Plan, report: HookReport) -> set[str]:
     return {s.id for s in plan.shards if set(s.members) & ids}
 
 
-__all__ = ["MIN_MODELS", "Atom", "Change", "Cluster", "Hook", "HookKind", "HookReport", "Idiom", "Member", "NearMiss",
-           "Part", "ValueKind", "extend", "failing_clusters", "hook_for", "hooked_findings", "hooked_result", "mine",
-           "part_of", "parts", "plan_with_hooks", "shards_of_members", "trims"]
+__all__ = [
+    "MIN_MODELS",
+    "Atom",
+    "Change",
+    "Cluster",
+    "Hook",
+    "HookKind",
+    "HookReport",
+    "Idiom",
+    "Member",
+    "NearMiss",
+    "Part",
+    "ValueKind",
+    "extend",
+    "failing_clusters",
+    "hook_for",
+    "hooked_findings",
+    "hooked_result",
+    "mine",
+    "part_of",
+    "parts",
+    "plan_with_hooks",
+    "shards_of_members",
+    "trims",
+]

@@ -26,7 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 import libcst as cst
 
 from codemod.analyse import soundness
+from codemod.analyse.analysis import Nested, Recognised
 from codemod.analyse.classify import CORE_INPUTS, GENERATE_PROVIDES, Action, Extra, Finding
+from codemod.analyse.fallback import FallbackKind
+from codemod.analyse.index import CopyLink, Index, Override
+from codemod.analyse.mixin import MIXIN_CLASS, Era
 from codemod.contracts import (
     CopyScope,
     CopyStatus,
@@ -40,11 +44,7 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.analyse.analysis import Nested, Recognised
-from codemod.analyse.fallback import FallbackKind
 from codemod.groups import UnionFind
-from codemod.analyse.index import CopyLink, Index, Override
-from codemod.analyse.mixin import MIXIN_CLASS, Era
 from codemod.sources import METHOD, FileKind
 
 
@@ -168,8 +168,11 @@ class Plan:
         members = {m: by_shard[s.id] for s in self.shards if s.id in by_shard for m in s.members}
         shards = tuple(s for s in self.shards if s.id not in by_shard)
         actions = tuple((i, Action.KEEP if i in members else a) for i, a in self.actions)
-        held = self.held + tuple(Held(m, h.cause, h.detail if detail is None else detail)
-                                 for m, h in sorted(members.items()) if self.action_of(m) is not Action.KEEP)
+        held = self.held + tuple(
+            Held(m, h.cause, h.detail if detail is None else detail)
+            for m, h in sorted(members.items())
+            if self.action_of(m) is not Action.KEEP
+        )
         hoist = self.hoist if any(a is not Action.KEEP for _, a in actions) else None
         return dataclasses.replace(self, shards=shards, actions=actions, held=held, hoist=hoist)
 
@@ -211,7 +214,11 @@ def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = 
     for extra in extras:
         key = json.dumps(extra.key)  # double quotes, as transformers writes them
         if extra.how in _ONE_STATEMENT:
-            lines += _ONE_STATEMENT[extra.how].format(key=key, source=extra.source, quoted=json.dumps(extra.source)).split("\n")
+            lines += (
+                _ONE_STATEMENT[extra.how]
+                .format(key=key, source=extra.source, quoted=json.dumps(extra.source))
+                .split("\n")
+            )
             continue
         if extra.how is ExtraHow.LAST_TOKEN:
             test = _last_token_guard(override)
@@ -337,8 +344,11 @@ def _names(code: str) -> set[str]:
 DROPPED_INPUTS = "_generation_dropped_inputs"
 
 #: keys a mixin of some era, or generate() through it, may put in the prepared inputs itself
-MIXIN_KEYS = CORE_INPUTS | GENERATE_PROVIDES | {"token_type_ids", "num_logits_to_keep", "logits_to_keep",
-                                                "decoder_inputs_embeds"}
+MIXIN_KEYS = (
+    CORE_INPUTS
+    | GENERATE_PROVIDES
+    | {"token_type_ids", "num_logits_to_keep", "logits_to_keep", "decoder_inputs_embeds"}
+)
 
 
 def unnamable(override: Override, name: str) -> bool:
@@ -351,10 +361,16 @@ def unnamable(override: Override, name: str) -> bool:
     a = override.analysis
     kinds = {p.kind for p in a.params}
     param = next((p for p in a.params if p.name == name), None)
-    return (param is not None and param.kind.named and param.default == "None"
-            and name not in (a.ids_param, "inputs_embeds", "self")
-            and override.forward_params is not None and name in override.forward_params
-            and ParamKind.VAR_KEYWORDS in kinds and ParamKind.VAR_ARGS not in kinds)
+    return (
+        param is not None
+        and param.kind.named
+        and param.default == "None"
+        and name not in (a.ids_param, "inputs_embeds", "self")
+        and override.forward_params is not None
+        and name in override.forward_params
+        and ParamKind.VAR_KEYWORDS in kinds
+        and ParamKind.VAR_ARGS not in kinds
+    )
 
 
 def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> tuple[str, ...]:
@@ -431,10 +447,15 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     unpassed = {e.key for e in extras if e.how is ExtraHow.DROP and e.key in named and e.key not in MIXIN_KEYS}
     drops = {f"model_inputs.pop({json.dumps(key)}, None)" for key in unpassed}
     statements = [s for s in statements if s not in drops]
-    standard = [p for p in named if p not in extra_sources and p not in unpassed and p not in _set_after(override, extras)]
+    standard = [
+        p for p in named if p not in extra_sources and p not in unpassed and p not in _set_after(override, extras)
+    ]
     # a default the signature keeps reaches super() by keyword, and the mixin hands it on: nothing to set
-    passed_defaults = {f"model_inputs.setdefault({json.dumps(e.key)}, {e.source})" for e in extras
-                       if e.how is ExtraHow.DEFAULT and e.key in standard}
+    passed_defaults = {
+        f"model_inputs.setdefault({json.dumps(e.key)}, {e.source})"
+        for e in extras
+        if e.how is ExtraHow.DEFAULT and e.key in standard
+    }
     statements = [s for s in statements if s not in passed_defaults]
     arguments = [ids] + ([f"*{args}"] if args else []) + [f"{p}={p}" for p in standard]
     if kwargs:
@@ -446,7 +467,9 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     head = [f"{kwargs}.pop({json.dumps(key)}, None)" for key in withheld]
     call = "\n".join([*head, f"model_inputs = super().prepare_inputs_for_generation({', '.join(arguments)})"])
     tail = [*_grouped_statements(statements), "return model_inputs"]
-    return Reduction("\n".join([call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n")
+    return Reduction(
+        "\n".join([call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n"
+    )
 
 
 def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[str]]:
@@ -460,14 +483,19 @@ def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[s
     kept = {*_kept_statements(extras), *_kept_after(extras)}
     groups = own_inputs_read(override, kept, [e.key for e in extras if e.how is ExtraHow.COMPUTED])
     optional = _own_optional(override)
-    set_none = [frozenset({e.key}) for e in extras
-                if e.how in (ExtraHow.LATER_STEP_NONE, ExtraHow.NONE_WHEN_GIVEN) and e.key in optional]
+    set_none = [
+        frozenset({e.key})
+        for e in extras
+        if e.how in (ExtraHow.LATER_STEP_NONE, ExtraHow.NONE_WHEN_GIVEN) and e.key in optional
+    ]
     return list(dict.fromkeys([*groups, *set_none]))
 
 
 def _own_optional(override: Override) -> set[str]:
     """The model's own optional inputs: parameters defaulting to None that no mixin prepares."""
-    return {p.name for p in override.analysis.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS}
+    return {
+        p.name for p in override.analysis.params if p.kind.named and p.default == "None" and p.name not in MIXIN_KEYS
+    }
 
 
 def own_inputs_read(override: Override, statements: Iterable[int], keys: Iterable[str] = ()) -> list[frozenset[str]]:
@@ -599,8 +627,11 @@ def extras_summary(extras: Sequence[Extra], finding: Finding | None = None) -> s
     }
     computed = [e.key for e in extras if e.how is ExtraHow.COMPUTED]
     # (a cut is what the fallback does: nothing of the model's own to name)
-    parts = [phrases.get(e.how, "{key}").format(key=e.key, source=e.source) for e in extras
-             if e.how not in (ExtraHow.COMPUTED, ExtraHow.CUT)]
+    parts = [
+        phrases.get(e.how, "{key}").format(key=e.key, source=e.source)
+        for e in extras
+        if e.how not in (ExtraHow.COMPUTED, ExtraHow.CUT)
+    ]
     if computed:  # one phrase for the keys it sets its own way after super() (from the statements kept there)
         after = next((i + 1 for i, p in enumerate(parts) if p == phrases[ExtraHow.KEEP_AFTER]), None)
         phrase = phrases[ExtraHow.COMPUTED].format(key=", ".join(computed)) + (" from them" if after else "")
@@ -675,13 +706,18 @@ def _repair_extras(repair: Repair, override: Override) -> tuple[Extra, ...]:
     return (
         *(Extra(key, ExtraHow.DROP) for key in repair.remove),
         # named as None where the caller gave none, the mixin's own value where the old code's was None
-        *(Extra(key, ExtraHow.PASSTHROUGH, given(key)) for key in repair.ungiven
-          if key not in repair.remove and key not in repair.passthrough),
+        *(
+            Extra(key, ExtraHow.PASSTHROUGH, given(key))
+            for key in repair.ungiven
+            if key not in repair.remove and key not in repair.passthrough
+        ),
         # a None the old code passed and the new code leaves out; a value the caller gives still goes through
         *(Extra(key, ExtraHow.DEFAULT, "None") for key in repair.set_none),
         # also missing where the caller gave nothing (a later round's ``keep``): the old code built its own there
-        *(Extra(key, ExtraHow.PASSTHROUGH_GIVEN if key in repair.keep else ExtraHow.PASSTHROUGH, given(key))
-          for key in repair.passthrough),
+        *(
+            Extra(key, ExtraHow.PASSTHROUGH_GIVEN if key in repair.keep else ExtraHow.PASSTHROUGH, given(key))
+            for key in repair.passthrough
+        ),
         *(Extra(key, ExtraHow.LAST_TOKEN) for key in repair.last_token),
         *(Extra(key, ExtraHow.RENAMED, mixin_key) for key, mixin_key in repair.renamed),
         # a key removed outright needs no None when the caller gives it
@@ -709,7 +745,11 @@ _MOVED_WHOLE_CHECKED = "the mixin's hook prepares its inputs; keeps its own chec
 
 class _Planner:
     def __init__(
-        self, index: Index, findings: Sequence[Finding], hoist_needed: bool, mixin_file: str | None,
+        self,
+        index: Index,
+        findings: Sequence[Finding],
+        hoist_needed: bool,
+        mixin_file: str | None,
         repairs: dict[str, Repair] | None = None,
         override_enables_generation: bool = False,
         mixin_reach: soundness.Reach | None = None,
@@ -756,55 +796,96 @@ class _Planner:
             params = {p.name for p in f.override.analysis.params}
             # what a reduction passes on as the caller gives it, it reads from a parameter or else from **kwargs
             has_var_keywords = _param_list(f.override)[3] is not None
-            if (repair is not None and f.action in (Action.DELETE, Action.REDUCE)
-                    and set(repair.keep) <= params and (set(repair.passthrough) <= params or has_var_keywords)):
+            if (
+                repair is not None
+                and f.action in (Action.DELETE, Action.REDUCE)
+                and set(repair.keep) <= params
+                and (set(repair.passthrough) <= params or has_var_keywords)
+            ):
                 # verification showed where the mixin prepares something else: keep the override's
                 # behaviour by reducing it to super() (its parameters passed on) with those keys fixed
                 outputs = {o.key for o in f.override.analysis.outputs}
                 # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
-                repaired = tuple(e for e in _repair_extras(repair, f.override) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs)
+                repaired = tuple(
+                    e
+                    for e in _repair_extras(repair, f.override)
+                    if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs
+                )
                 extras = (*(without_cuts(f.extras) if repair.uncut else f.extras), *repaired)
                 swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
                 fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
                 if swap is not None and fixes:
                     # super() instead of the sub-model, and after it what the sub-model's own override did
                     summary = extras_summary(repaired)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, body="\n".join(_grouped_statements(fixes)) + "\n",
-                                                    mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
-                                                    reason=f"reduced: super() instead of {swap}, after verification: {summary}",
-                                                    # a fix that reads a parameter keeps every one (slimming drops some)
-                                                    keep_params=() if _names("\n".join(fixes)) & params
-                                                    else swap_parameters(f.override), extras=extras)
+                    self.decisions[oid] = _Decision(
+                        Action.REDUCE,
+                        EditKind.SWAP_DELEGATE,
+                        body="\n".join(_grouped_statements(fixes)) + "\n",
+                        mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
+                        reason=f"reduced: super() instead of {swap}, after verification: {summary}",
+                        # a fix that reads a parameter keeps every one (slimming drops some)
+                        keep_params=() if _names("\n".join(fixes)) & params else swap_parameters(f.override),
+                        extras=extras,
+                    )
                     continue
                 reduction = reduce_override(f.override, extras)
                 if reduction is not None:
                     summary = extras_summary(extras)
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
-                                                    reason=f"reduced to super() after verification: {summary}",
-                                                    keep=_kept_statements(extras), keep_params=reduction.keep_params,
-                                                    extras=extras)
+                    self.decisions[oid] = _Decision(
+                        Action.REDUCE,
+                        EditKind.REDUCE,
+                        body=reduction.body,
+                        mark=summary,
+                        reason=f"reduced to super() after verification: {summary}",
+                        keep=_kept_statements(extras),
+                        keep_params=reduction.keep_params,
+                        extras=extras,
+                    )
                     continue
             if f.action is Action.DELETE:
-                self.decisions[oid] = _Decision(Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same")
+                self.decisions[oid] = _Decision(
+                    Action.DELETE, EditKind.DELETE, reason="generic: the mixin does the same"
+                )
             elif f.action is Action.REDUCE and any(e.how is ExtraHow.SWAP_DELEGATE for e in f.extras):
                 delegate = next(e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE)
-                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.SWAP_DELEGATE, mark=f"asks super() instead of "
-                                                f"{delegate}; keeps its own input handling",
-                                                reason=f"reduced: super() instead of {delegate}",
-                                                keep_params=swap_parameters(f.override))
+                self.decisions[oid] = _Decision(
+                    Action.REDUCE,
+                    EditKind.SWAP_DELEGATE,
+                    mark=f"asks super() instead of {delegate}; keeps its own input handling",
+                    reason=f"reduced: super() instead of {delegate}",
+                    keep_params=swap_parameters(f.override),
+                )
             elif f.action is Action.REDUCE:
                 reduction = reduce_override(f.override, f.extras)
                 if reduction is None:
-                    self.decisions[oid] = _Decision(Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f)
-                                                    else f"keeps {extras_summary(f.extras)}")
-                    self.held.append(Held(oid, HeldCause.NOT_RECREATABLE,
-                                          "its extra keys cannot be re-created after super() (a sliced input)"))
+                    self.decisions[oid] = _Decision(
+                        Action.KEEP,
+                        None,
+                        mark=_keep_reason(f) if _keeps_own(f) else f"keeps {extras_summary(f.extras)}",
+                    )
+                    self.held.append(
+                        Held(
+                            oid,
+                            HeldCause.NOT_RECREATABLE,
+                            "its extra keys cannot be re-created after super() (a sliced input)",
+                        )
+                    )
                 else:
-                    summary = ((_MOVED_WHOLE_CHECKED if _kept_statements(f.extras) else _MOVED_WHOLE)
-                               if oid in self.moved_whole else extras_summary(f.extras, f))
-                    self.decisions[oid] = _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
-                                                    reason=f"reduced to super(): {summary}", keep=_kept_statements(f.extras),
-                                                    keep_params=reduction.keep_params, extras=f.extras)
+                    summary = (
+                        (_MOVED_WHOLE_CHECKED if _kept_statements(f.extras) else _MOVED_WHOLE)
+                        if oid in self.moved_whole
+                        else extras_summary(f.extras, f)
+                    )
+                    self.decisions[oid] = _Decision(
+                        Action.REDUCE,
+                        EditKind.REDUCE,
+                        body=reduction.body,
+                        mark=summary,
+                        reason=f"reduced to super(): {summary}",
+                        keep=_kept_statements(f.extras),
+                        keep_params=reduction.keep_params,
+                        extras=f.extras,
+                    )
             else:
                 mark = _keep_reason(f) if _keeps_own(f) else extras_summary(f.extras)
                 if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
@@ -818,8 +899,13 @@ class _Planner:
                 # the maintainers wrote it, comments and all, so it gets no mark
                 signature = self.by_id[oid].analysis.params
                 keep_params = tuple(p.name for p in signature if p.name not in trim.unnamed) if trim.unnamed else ()
-                self.decisions[oid] = _Decision(Action.REDUCE, EditKind.TRIM, remove=trim.remove, keep_params=keep_params,
-                                                reason="trimmed: the mixin's hook does what the removed statements did")
+                self.decisions[oid] = _Decision(
+                    Action.REDUCE,
+                    EditKind.TRIM,
+                    remove=trim.remove,
+                    keep_params=keep_params,
+                    reason="trimmed: the mixin's hook does what the removed statements did",
+                )
         for oid, decision in list(self.decisions.items()):
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
@@ -829,8 +915,13 @@ class _Planner:
             elif self.hold_unproven and self.findings[oid].flow and decision.action is not Action.KEEP:
                 # not behaviour-preserving by construction: what generate() feeds the model would change
                 flow = self.findings[oid].flow[0]
-                self.hold(oid, HeldCause.UNPROVEN, f"unproven without --verify: it would change what is prepared in "
-                               f"the standard generate flow ({flow})", mark=_as_mark(flow))
+                self.hold(
+                    oid,
+                    HeldCause.UNPROVEN,
+                    f"unproven without --verify: it would change what is prepared in "
+                    f"the standard generate flow ({flow})",
+                    mark=_as_mark(flow),
+                )
 
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
@@ -839,8 +930,12 @@ class _Planner:
         mixin for models with Cache classes); without it nothing runs the model to check it: the refusal below
         keeps the override instead."""
         o = f.override
-        if (not o.in_library and self.hold_unproven) or self.mixin_reach is None or o.id in self.moved_whole \
-                or decision.edit not in (EditKind.DELETE, EditKind.REDUCE):
+        if (
+            (not o.in_library and self.hold_unproven)
+            or self.mixin_reach is None
+            or o.id in self.moved_whole
+            or decision.edit not in (EditKind.DELETE, EditKind.REDUCE)
+        ):
             return decision
         reach = soundness.reach_of(o, self.mixin_reach)
         extras = decision.extras
@@ -848,8 +943,9 @@ class _Planner:
         missing: tuple[str, ...] = ()
         for _ in range(3):  # a reduction hands super() its parameters, which may add keys to drop
             keywords = reduction.keywords if reduction is not None else ()
-            more = tuple(k for k in soundness.not_taken(o, self._forwarded(o, reach, keywords, extras))
-                         if k not in missing)
+            more = tuple(
+                k for k in soundness.not_taken(o, self._forwarded(o, reach, keywords, extras)) if k not in missing
+            )
             if not more:
                 break
             missing += more
@@ -860,13 +956,20 @@ class _Planner:
         if not missing or reduction is None:
             return decision
         summary = extras_summary(extras, f)
-        return _Decision(Action.REDUCE, EditKind.REDUCE, body=reduction.body, mark=summary,
-                         reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take "
-                                f"{', '.join(missing)})", keep=_kept_statements(extras),
-                         keep_params=reduction.keep_params, extras=extras)
+        return _Decision(
+            Action.REDUCE,
+            EditKind.REDUCE,
+            body=reduction.body,
+            mark=summary,
+            reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take {', '.join(missing)})",
+            keep=_kept_statements(extras),
+            keep_params=reduction.keep_params,
+            extras=extras,
+        )
 
-    def _forwarded(self, o: Override, reach: soundness.Reach, keywords: Iterable[str] = (),
-                   extras: Iterable[Extra] = ()) -> set[str]:
+    def _forwarded(
+        self, o: Override, reach: soundness.Reach, keywords: Iterable[str] = (), extras: Iterable[Extra] = ()
+    ) -> set[str]:
         """The keys the mixin passes to ``o``'s forward (``soundness.forwarded_keys``), less those its hooks leave out
         for the class: what the forward check and the keys to drop after super() are about."""
         return soundness.forwarded_keys(o, reach, keywords, extras) - self._left_out(o)
@@ -890,8 +993,11 @@ class _Planner:
         if o.fallback is not None and _unreachable(o):  # classify keeps these; a repair must not bring them back
             return f"nothing takes the method's place: {o.fallback.detail}"
         # what the mixin passes to forward (no concern of an override whose whole body it runs and returns)
-        reach = soundness.reach_of(o, self.mixin_reach) if self.mixin_reach is not None \
-            and o.id not in self.moved_whole else None
+        reach = (
+            soundness.reach_of(o, self.mixin_reach)
+            if self.mixin_reach is not None and o.id not in self.moved_whole
+            else None
+        )
         if decision.edit is EditKind.DELETE:
             return soundness.forward_refusal(o, self._forwarded(o, reach)) if reach is not None else None
         extras = decision.extras
@@ -904,8 +1010,11 @@ class _Planner:
             or soundness.dead_statements(o, kept, reduction.body)
             or soundness.dead_statements(o, _kept_after(extras), reduction.tail, where="after")
             or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
-            or (soundness.forward_refusal(o, self._forwarded(o, reach, reduction.keywords, extras))
-                if reach is not None else None)
+            or (
+                soundness.forward_refusal(o, self._forwarded(o, reach, reduction.keywords, extras))
+                if reach is not None
+                else None
+            )
             or (soundness.interference(o, kept, reach) if reach is not None else None)
         )
 
@@ -920,15 +1029,22 @@ class _Planner:
             elif origin.kind is OriginKind.INHERITED and origin.source_id is not None:
                 source = origin.source_id
             else:
-                self.hold(oid, HeldCause.UNTRACED,
-                          f"generated file; where its method comes from is {origin.kind}: {origin.detail}")
+                self.hold(
+                    oid,
+                    HeldCause.UNTRACED,
+                    f"generated file; where its method comes from is {origin.kind}: {origin.detail}",
+                )
                 continue
             theirs = self.decisions.get(source)
             mine = self.decisions[oid]
             if theirs is None:
                 # marked only where its source is marked, or the converter would undo it
-                self.hold(oid, HeldCause.SOURCE_NOT_CHANGED, f"generated from {source}, which this run does not change",
-                          mark="")
+                self.hold(
+                    oid,
+                    HeldCause.SOURCE_NOT_CHANGED,
+                    f"generated from {source}, which this run does not change",
+                    mark="",
+                )
                 continue
             if theirs.action is mine.action:
                 continue
@@ -952,7 +1068,8 @@ class _Planner:
                 continue
             name = self.by_id[oid].class_name
             self.decisions[oid] = _Decision(
-                Action.DELETE, EditKind.REMOVE,
+                Action.DELETE,
+                EditKind.REMOVE,
                 body=f'raise AttributeError("{name} uses GenerationMixin.prepare_inputs_for_generation")\n',
                 reason=f"modular trap: deleting it would make the converter copy {parent}'s override in; "
                 "the removal stub makes the generated class use the mixin",
@@ -969,16 +1086,26 @@ class _Planner:
                 if followed is not None and followed.action is not Action.KEEP:
                     # check_copies compares it with that override's method, which changes: the marker goes, in the
                     # shard of the override that changes (kept however this copy's own change fares)
-                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
-                                                 f"check_copies compares it with {link.follows}'s method, which changes",
-                                                 shard=link.follows))
+                    self.extra_edits.append(
+                        Edit(
+                            o.file,
+                            o.class_name,
+                            EditKind.DROP_MARKER,
+                            oid,
+                            f"check_copies compares it with {link.follows}'s method, which changes",
+                            shard=link.follows,
+                        )
+                    )
             if link.source_id is None or link.check.status is not CopyStatus.CONSISTENT:
                 decision = self.decisions.get(oid)
                 if link.scope is CopyScope.METHOD and decision is not None and decision.action is Action.REDUCE:
                     # a source outside what is read (remote code copying a transformers model), or one it drifted
                     # from: whatever the source does, the reduced method is no copy of it
-                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
-                                                 "reduced: no longer a copy of its source"))
+                    self.extra_edits.append(
+                        Edit(
+                            o.file, o.class_name, EditKind.DROP_MARKER, oid, "reduced: no longer a copy of its source"
+                        )
+                    )
                 continue
             assert link.source_id is not None  # a consistent copy names its source
             mine = self.decisions.get(oid)
@@ -993,15 +1120,31 @@ class _Planner:
                 continue
             if link.scope is CopyScope.METHOD:
                 if my_action is not Action.DELETE:
-                    self.extra_edits.append(Edit(o.file, o.class_name, EditKind.DROP_MARKER, oid,
-                                                 f"its source {link.source_id} changes differently"))
+                    self.extra_edits.append(
+                        Edit(
+                            o.file,
+                            o.class_name,
+                            EditKind.DROP_MARKER,
+                            oid,
+                            f"its source {link.source_id} changes differently",
+                        )
+                    )
                 continue
             # class-level copy
             if my_action is Action.DELETE:
-                self.hold(oid, HeldCause.COPY_SOURCE_KEEPS, f"class-level copy of {link.source_id}, whose {METHOD} stays")
+                self.hold(
+                    oid, HeldCause.COPY_SOURCE_KEEPS, f"class-level copy of {link.source_id}, whose {METHOD} stays"
+                )
                 my_action = Action.KEEP
-            self.extra_edits.append(Edit(o.file, o.class_name, EditKind.IGNORE_COPY, oid,
-                                         f"class-level copy of {link.source_id}, whose {METHOD} changes differently"))
+            self.extra_edits.append(
+                Edit(
+                    o.file,
+                    o.class_name,
+                    EditKind.IGNORE_COPY,
+                    oid,
+                    f"class-level copy of {link.source_id}, whose {METHOD} changes differently",
+                )
+            )
 
     def marks(self) -> dict[str, str]:
         """``# Overwritten`` reasons. A copy that stays a copy must be marked exactly like its source
@@ -1023,8 +1166,10 @@ class _Planner:
                 own = "" if o.overwritten else decision.mark
             origin = o.generated_from
             source = (
-                origin.modular_id if origin is not None and origin.kind is OriginKind.MODULAR_CLASS
-                else origin.source_id if origin is not None and origin.kind is OriginKind.INHERITED
+                origin.modular_id
+                if origin is not None and origin.kind is OriginKind.MODULAR_CLASS
+                else origin.source_id
+                if origin is not None and origin.kind is OriginKind.INHERITED
                 else None
             )
             if source is not None and source in self.by_id and source not in seen:
@@ -1034,8 +1179,11 @@ class _Planner:
                 return own
             link = o.copied_from
             if (
-                link is not None and link.source_id is not None and link.check.status is CopyStatus.CONSISTENT
-                and oid not in unlinked and link.source_id not in seen
+                link is not None
+                and link.source_id is not None
+                and link.check.status is CopyStatus.CONSISTENT
+                and oid not in unlinked
+                and link.source_id not in seen
             ):
                 from codemod.analyse.copies import apply_replacements
 
@@ -1055,17 +1203,52 @@ class _Planner:
             o = self.by_id[oid]
             own = edits.setdefault(oid, [])
             if decision.edit is not None:
-                own.append(Edit(o.file, o.class_name, decision.edit, oid, decision.reason, decision.body, decision.keep,
-                                decision.keep_params, remove=decision.remove, keep_after=decision.keep_after,
-                                cuts=cuts_of(o, decision.extras)))
-            if decision.edit is EditKind.DELETE and self.override_enables_generation and o.inherits_generation_mixin is False:
-                own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
-                                "can_generate() looks for GenerationMixin among the bases once the override is gone",
-                                mixin_import(o)))
-            elif decision.edit in (EditKind.DELETE, EditKind.REDUCE) and o.fallback is not None and o.fallback.adds_mixin_base:
-                own.append(Edit(o.file, o.class_name, EditKind.ADD_MIXIN_BASE, oid,
-                                "PreTrainedModel is not a GenerationMixin in the target release: without the override "
-                                "(or for super()) the class needs it among its bases", mixin_import(o)))
+                own.append(
+                    Edit(
+                        o.file,
+                        o.class_name,
+                        decision.edit,
+                        oid,
+                        decision.reason,
+                        decision.body,
+                        decision.keep,
+                        decision.keep_params,
+                        remove=decision.remove,
+                        keep_after=decision.keep_after,
+                        cuts=cuts_of(o, decision.extras),
+                    )
+                )
+            if (
+                decision.edit is EditKind.DELETE
+                and self.override_enables_generation
+                and o.inherits_generation_mixin is False
+            ):
+                own.append(
+                    Edit(
+                        o.file,
+                        o.class_name,
+                        EditKind.ADD_MIXIN_BASE,
+                        oid,
+                        "can_generate() looks for GenerationMixin among the bases once the override is gone",
+                        mixin_import(o),
+                    )
+                )
+            elif (
+                decision.edit in (EditKind.DELETE, EditKind.REDUCE)
+                and o.fallback is not None
+                and o.fallback.adds_mixin_base
+            ):
+                own.append(
+                    Edit(
+                        o.file,
+                        o.class_name,
+                        EditKind.ADD_MIXIN_BASE,
+                        oid,
+                        "PreTrainedModel is not a GenerationMixin in the target release: without the override "
+                        "(or for super()) the class needs it among its bases",
+                        mixin_import(o),
+                    )
+                )
             if marks.get(oid) and (decision.edit is not None or self.mark_kept):
                 own.append(Edit(o.file, o.class_name, EditKind.MARK, oid, "stays: marked", marks[oid]))
         for edit in self.extra_edits:
@@ -1092,13 +1275,21 @@ class _Planner:
             shard_edits = tuple(e for m in members for e in edits[m])
             if not shard_edits:
                 continue
-            kinds = {"copy" if self.by_id[m].copied_from else "generated" if self.by_id[m].generated_from else "" for m in members}
+            kinds = {
+                "copy" if self.by_id[m].copied_from else "generated" if self.by_id[m].generated_from else ""
+                for m in members
+            }
             kind = "override" if len(members) == 1 else ("copy-group" if "copy" in kinds else "modular")
             source = next((m for m in members if m not in derived), members[0])
-            if not any(self.by_id[m].kind is FileKind.MODULAR or self.by_id[m].generated_from is not None
-                       for m in members if m in self.by_id):
-                shard_edits = tuple(dataclasses.replace(e, direct_return=True) if e.kind in _DIRECT_RETURN_KINDS else e
-                                    for e in shard_edits)
+            if not any(
+                self.by_id[m].kind is FileKind.MODULAR or self.by_id[m].generated_from is not None
+                for m in members
+                if m in self.by_id
+            ):
+                shard_edits = tuple(
+                    dataclasses.replace(e, direct_return=True) if e.kind in _DIRECT_RETURN_KINDS else e
+                    for e in shard_edits
+                )
             shards.append(Shard(members[0], kind, tuple(members), shard_edits, source))
         return sorted(shards, key=lambda s: s.id)
 
@@ -1155,8 +1346,20 @@ def make_plan(
     whole body in the mixin (which returns their own dict before preparing anything). ``left_out``: the keys the
     mined hooks make the mixin leave out for an override (none of them reaches forward).
     """
-    planner = _Planner(index, findings, mixin_era is Era.STUB, mixin_file, repairs, override_enables_generation,
-                       mixin_reach, mark_kept, hold_unproven, trims, moved_whole, left_out)
+    planner = _Planner(
+        index,
+        findings,
+        mixin_era is Era.STUB,
+        mixin_file,
+        repairs,
+        override_enables_generation,
+        mixin_reach,
+        mark_kept,
+        hold_unproven,
+        trims,
+        moved_whole,
+        left_out,
+    )
     planner.initial()
     planner.generated()
     planner.modular_trap()
@@ -1168,6 +1371,12 @@ def make_plan(
     if planner.hoist_needed and changes and mixin_file is not None:
         from rules.generic_mixin import HOIST_SOURCE
 
-        hoist = Edit(mixin_file, MIXIN_CLASS, EditKind.HOIST, None,
-                     "the mixin is a stub: install the generic implementation first", HOIST_SOURCE)
+        hoist = Edit(
+            mixin_file,
+            MIXIN_CLASS,
+            EditKind.HOIST,
+            None,
+            "the mixin is a stub: install the generic implementation first",
+            HOIST_SOURCE,
+        )
     return Plan(tuple(shards), hoist, tuple(planner.held), actions, tuple(planner.notes))

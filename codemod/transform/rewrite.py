@@ -21,10 +21,10 @@ import libcst.matchers as m
 from codemod.analyse.analysis import Nested
 from codemod.analyse.copies import IGNORE_COPY, parse_marker
 from codemod.errors import CodemodError
+from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from codemod.transform.alias import ASSIGNMENT, bare_forwarding
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
-from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from rules._pattern import findall_of
 
 
@@ -99,9 +99,15 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
     return function.with_changes(body=cst.IndentedBlock(body=[line]), whitespace_before_colon=cst.SimpleWhitespace(""))
 
 
-def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep: Sequence[int] = (),
-                  keep_after: Sequence[int] = (), cuts: Sequence[Nested] = (),
-                  line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _replace_body(
+    module: cst.Module,
+    function: cst.FunctionDef,
+    body: str,
+    keep: Sequence[int] = (),
+    keep_after: Sequence[int] = (),
+    cuts: Sequence[Nested] = (),
+    line_length: int = LINE_LENGTH,
+) -> cst.FunctionDef:
     """Same header (decorators, signature, comments above), new body; the statements at ``keep``
     (indices into the old body) stay, in their order, in front of it, and those at ``keep_after`` right
     after its first statement (the super() call), with their comments, less the runs of statements ``cuts``
@@ -114,8 +120,9 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     new = _code_block(module, laid_out(body, BODY_INDENT, line_length))
 
     def kept(indices: Sequence[int]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
-        statements = (_without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i])
-                      for i in indices)
+        statements = (
+            _without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i]) for i in indices
+        )
         return [s for s in statements if s is not None]
 
     head = [*kept(keep), *new[:1]]
@@ -129,15 +136,18 @@ def _replace_body(module: cst.Module, function: cst.FunctionDef, body: str, keep
     # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
     marks = [line for s in after for line in s.leading_lines if _is_comment(line, MARK)]
     if marks:
-        after = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
-                 for s in after]
+        after = [
+            s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
+            for s in after
+        ]
         first = _statement(head[0])
         head[0] = first.with_changes(leading_lines=[*marks, *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[*head, *after, *new[1:]]))
 
 
-def _method_with_moved(module: cst.Module, source: cst.FunctionDef, edit: Edit,
-                       line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _method_with_moved(
+    module: cst.Module, source: cst.FunctionDef, edit: Edit, line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """``ADD_METHOD``: the edit's method with the statements of ``source`` at ``edit.keep`` moved in front of its
     ``return``, their comments with them (not an ``# Overwritten --`` mark: it spoke of ``source``). One moved
     assignment to the name the method returns becomes the return itself, as a person writes it."""
@@ -150,19 +160,26 @@ def _method_with_moved(module: cst.Module, source: cst.FunctionDef, edit: Edit,
     if not isinstance(new, cst.FunctionDef) or not isinstance(new.body, cst.IndentedBlock):
         raise RewriteError(f"not one method: {edit.text!r}")
     moved = [_statement(old[i]) for i in edit.keep]
-    moved = [s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
-             for s in moved]
+    moved = [
+        s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)]) for s in moved
+    ]
     body = list(new.body.body)
     returned = body[-1]
-    if len(moved) == 1 and m.matches(moved[0], m.SimpleStatementLine([m.Assign([m.AssignTarget(m.Name())])])) \
-            and m.matches(returned, m.SimpleStatementLine([m.Return(m.Name())])):
+    if (
+        len(moved) == 1
+        and m.matches(moved[0], m.SimpleStatementLine([m.Assign([m.AssignTarget(m.Name())])]))
+        and m.matches(returned, m.SimpleStatementLine([m.Return(m.Name())]))
+    ):
         assign = cst.ensure_type(cst.ensure_type(moved[0], cst.SimpleStatementLine).body[0], cst.Assign)
         name = cst.ensure_type(assign.targets[0].target, cst.Name).value
         value = cst.ensure_type(cst.ensure_type(returned, cst.SimpleStatementLine).body[0], cst.Return).value
         if value is not None and m.matches(value, m.Name(name)):
             statement = cst.ensure_type(moved[0], cst.SimpleStatementLine)
-            return new.with_changes(body=new.body.with_changes(body=[*body[:-1], statement.with_changes(
-                body=[cst.Return(value=assign.value)])]))
+            return new.with_changes(
+                body=new.body.with_changes(
+                    body=[*body[:-1], statement.with_changes(body=[cst.Return(value=assign.value)])]
+                )
+            )
     return new.with_changes(body=new.body.with_changes(body=[*body[:-1], *moved, returned]))
 
 
@@ -188,8 +205,9 @@ class _SuperInsteadOfSubmodel(cst.CSTTransformer):
         return updated
 
 
-def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = (),
-                   line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _swap_delegate(
+    module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = (), line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """The delegation asks super(); with ``keep_params``, the other parameters leave the signature and
     the call (``name=name`` there), reaching super() through ``**kwargs``."""
     swapper = _SuperInsteadOfSubmodel()
@@ -199,36 +217,58 @@ def _swap_delegate(module: cst.Module, function: cst.FunctionDef, keep_params: S
     assert isinstance(swapped, cst.FunctionDef)
     if not keep_params:
         return swapped
-    dropped = {p.name.value for p in (*swapped.params.params, *swapped.params.kwonly_params)} - set(keep_params) - {"self"}
+    dropped = (
+        {p.name.value for p in (*swapped.params.params, *swapped.params.kwonly_params)} - set(keep_params) - {"self"}
+    )
     body = list(cst.ensure_type(swapped.body, cst.IndentedBlock).body)
     super_call = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super"))))
     call_at = next((i for i, s in enumerate(body) if m.findall(s, super_call)), None)
     statement = body[call_at] if call_at is not None else None
     # the slimmed call is rebuilt as one statement of the body: ``x = super()...(...)`` or ``return super()...(...)``
-    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-            and m.matches(statement.body[0], m.Assign(targets=[m.AssignTarget()], value=super_call) | m.Return(value=super_call))):
+    if not (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and m.matches(
+            statement.body[0], m.Assign(targets=[m.AssignTarget()], value=super_call) | m.Return(value=super_call)
+        )
+    ):
         raise RewriteError("the delegated call is not a statement of the body of its own: its parameters stay")
     assert call_at is not None
     small = statement.body[0]
     assert isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Call)
-    kept = [a for a in small.value.args if not (a.keyword is not None and a.keyword.value in dropped
-                                                and m.matches(a.value, m.Name(a.keyword.value)))]
-    target = cst.Module(body=[]).code_for_node(small.targets[0].target) + " = " if isinstance(small, cst.Assign) else "return "
+    kept = [
+        a
+        for a in small.value.args
+        if not (a.keyword is not None and a.keyword.value in dropped and m.matches(a.value, m.Name(a.keyword.value)))
+    ]
+    target = (
+        cst.Module(body=[]).code_for_node(small.targets[0].target) + " = "
+        if isinstance(small, cst.Assign)
+        else "return "
+    )
     new = _super_call_statement(module, target, kept, statement.leading_lines, line_length)
     body[call_at] = new
     if _names_used([new, *body]) & dropped:
         raise RewriteError(f"parameters to drop are still read: {sorted(_names_used(body) & dropped)}")
-    slim = _slim_parameters(module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params,
-                            line_length)
+    slim = _slim_parameters(
+        module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params, line_length
+    )
     return slim
 
 
-def _super_call_statement(module: cst.Module, target: str, arguments: Sequence[cst.Arg],
-                          leading_lines: Sequence[cst.EmptyLine], line_length: int = LINE_LENGTH) -> cst.BaseStatement:
+def _super_call_statement(
+    module: cst.Module,
+    target: str,
+    arguments: Sequence[cst.Arg],
+    leading_lines: Sequence[cst.EmptyLine],
+    line_length: int = LINE_LENGTH,
+) -> cst.BaseStatement:
     """``<target>super().<method>(<arguments>)`` as one statement, laid out as ruff would, with the comments and
     blank lines above it that the statement it replaces had."""
     code = cst.Module(body=[])
-    texts = [code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments]
+    texts = [
+        code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments
+    ]
     call = f"{target}super().{METHOD}({', '.join(texts)})\n"
     new = _code_block(module, laid_out(call, BODY_INDENT, line_length))[0]
     return new.with_changes(leading_lines=leading_lines)
@@ -242,24 +282,35 @@ def _direct_return(module: cst.Module, function: cst.FunctionDef, line_length: i
         return function
     *rest, call_line, return_line = function.body.body
     super_call = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name(METHOD)))
-    if not (m.matches(call_line, m.SimpleStatementLine([m.Assign(targets=[m.AssignTarget(m.Name())], value=super_call)]))
-            and m.matches(return_line, m.SimpleStatementLine([m.Return(m.Name())]))):
+    if not (
+        m.matches(call_line, m.SimpleStatementLine([m.Assign(targets=[m.AssignTarget(m.Name())], value=super_call)]))
+        and m.matches(return_line, m.SimpleStatementLine([m.Return(m.Name())]))
+    ):
         return function
     assert isinstance(call_line, cst.SimpleStatementLine) and isinstance(return_line, cst.SimpleStatementLine)
     assign, returned = call_line.body[0], return_line.body[0]
     assert isinstance(assign, cst.Assign) and isinstance(returned, cst.Return)
-    name, value = cst.ensure_type(assign.targets[0].target, cst.Name).value, cst.ensure_type(returned.value, cst.Name).value
+    name, value = (
+        cst.ensure_type(assign.targets[0].target, cst.Name).value,
+        cst.ensure_type(returned.value, cst.Name).value,
+    )
     call = cst.ensure_type(assign.value, cst.Call)
-    if name != value or m.findall(return_line, m.Comment()) or m.findall(call_line.body[0], m.Comment()) \
-            or call_line.trailing_whitespace.comment or _names_used(rest) & {name}:
+    if (
+        name != value
+        or m.findall(return_line, m.Comment())
+        or m.findall(call_line.body[0], m.Comment())
+        or call_line.trailing_whitespace.comment
+        or _names_used(rest) & {name}
+    ):
         # (a name the kept statements also use stays: RWKV keeps a dict of its own under it in front)
         return function
     new = _super_call_statement(module, "return ", call.args, call_line.leading_lines, line_length)
     return function.with_changes(body=function.body.with_changes(body=[*rest, new]))
 
 
-def _before_return(module: cst.Module, function: cst.FunctionDef, code: str,
-                   line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _before_return(
+    module: cst.Module, function: cst.FunctionDef, code: str, line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """``code`` (statements on the prepared dict) right before the body's final ``return model_inputs``:
     what a swapped delegation's sub-model did that super() does not (verification's repair)."""
     body = list(cst.ensure_type(function.body, cst.IndentedBlock).body)
@@ -269,8 +320,9 @@ def _before_return(module: cst.Module, function: cst.FunctionDef, code: str,
     return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *added, body[-1]]))
 
 
-def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequence[str],
-                     line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _slim_parameters(
+    module: cst.Module, function: cst.FunctionDef, keep: Sequence[str], line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """Keep only the named parameters (with their annotations and defaults), laid out as ruff would at
     ``line_length`` (on one line if it fits)."""
     params = function.params
@@ -296,9 +348,13 @@ def _slim_parameters(module: cst.Module, function: cst.FunctionDef, keep: Sequen
 
 
 def _param_code(param: cst.Param) -> str:
-    return cst.Module(body=[]).code_for_node(
-        param.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=cst.SimpleWhitespace(""))
-    ).strip()
+    return (
+        cst.Module(body=[])
+        .code_for_node(
+            param.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=cst.SimpleWhitespace(""))
+        )
+        .strip()
+    )
 
 
 def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
@@ -359,10 +415,20 @@ def _import_mixin(module: cst.Module, path: str, statement_code: str = "") -> cs
     body = list(module.body)
     imports = [i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine([m.Import() | m.ImportFrom()]))]
     if statement_code.startswith("from ."):
-        alike = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))]
+        alike = [
+            i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(relative=[m.AtLeastN(n=1)])]))
+        ]
     else:
-        alike = [i for i in imports if m.matches(body[i], m.SimpleStatementLine([m.ImportFrom(
-            module=m.Name("transformers") | m.Attribute(value=m.Name("transformers")))]))]
+        alike = [
+            i
+            for i in imports
+            if m.matches(
+                body[i],
+                m.SimpleStatementLine(
+                    [m.ImportFrom(module=m.Name("transformers") | m.Attribute(value=m.Name("transformers")))]
+                ),
+            )
+        ]
     if alike or imports:
         position = (alike or imports)[-1] + 1
     else:  # after the module docstring, if any
@@ -390,7 +456,9 @@ def _assigned_name(statement: cst.CSTNode) -> str | None:
 
 def _literal(statement: cst.CSTNode) -> object:
     """The value a class-level assignment gives, when it is a literal (None otherwise)."""
-    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(statement.body[0], (cst.Assign, cst.AnnAssign)):
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
+        statement.body[0], (cst.Assign, cst.AnnAssign)
+    ):
         return None
     value = statement.body[0].value
     try:
@@ -435,8 +503,9 @@ _BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
 Run = tuple[tuple[int | str, ...], int]
 
 
-def _without_runs(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, runs: Sequence[Run]
-                  ) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
+def _without_runs(
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, runs: Sequence[Run]
+) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
     """``statement`` less the ``runs`` inside it; None when nothing is left. An ``if`` whose branch is left empty
     keeps the other under the opposite test (Jamba: ``if not empty_past_kv: <slicing> else: <cache>`` becomes
     ``if empty_past_kv: <cache>``); the comments above it go when the first thing it did goes (they describe it)."""
@@ -457,13 +526,17 @@ def _without_runs(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement
         orelse = _statement(rest[0]) if rest else None  # type: ignore[assignment]
         assert orelse is None or isinstance(orelse, cst.If)
     if any(path[:2] == ("body", 0) for path, _ in runs):
-        statement = statement.with_changes(leading_lines=[line for line in statement.leading_lines if line.comment is None])
+        statement = statement.with_changes(
+            leading_lines=[line for line in statement.leading_lines if line.comment is None]
+        )
     if body:
         return statement.with_changes(body=statement.body.with_changes(body=body), orelse=orelse)
     if orelse is None:
         return None
     branch = orelse.body.body if isinstance(orelse, cst.Else) else [orelse.with_changes(leading_lines=[])]
-    return statement.with_changes(test=negated(statement.test), body=statement.body.with_changes(body=branch), orelse=None)
+    return statement.with_changes(
+        test=negated(statement.test), body=statement.body.with_changes(body=branch), orelse=None
+    )
 
 
 def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> list[cst.BaseStatement]:
@@ -490,9 +563,17 @@ def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> l
 def negated(test: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` the other way round, as a person writes it: ``not x`` -> ``x``, ``x is None`` -> ``x is not None``."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return test.expression.with_changes(lpar=[], rpar=[]) if isinstance(test.expression, cst.Name) else test.expression
+        return (
+            test.expression.with_changes(lpar=[], rpar=[])
+            if isinstance(test.expression, cst.Name)
+            else test.expression
+        )
     opposite = {cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and type(test.comparisons[0].operator) in opposite:
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) in opposite
+    ):
         target = test.comparisons[0]
         flipped = opposite[type(target.operator)]()
         return test.with_changes(comparisons=[target.with_changes(operator=flipped)])
@@ -507,8 +588,9 @@ def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCom
     return node
 
 
-def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str,
-                   line_length: int = LINE_LENGTH) -> list[cst.BaseStatement]:
+def _set_attribute(
+    module: cst.Module, body: list[cst.BaseStatement], code: str, line_length: int = LINE_LENGTH
+) -> list[cst.BaseStatement]:
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
     same name is merged with it (:func:`_merged_value`)."""
@@ -543,8 +625,9 @@ def _set_attribute(module: cst.Module, body: list[cst.BaseStatement], code: str,
     return [*body[:position], statement, *body[position:]]
 
 
-def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode,
-             line_length: int = LINE_LENGTH) -> list[cst.BaseStatement]:
+def _declare(
+    module: cst.Module, body: list[cst.BaseStatement], position: int, hook: HookCode, line_length: int = LINE_LENGTH
+) -> list[cst.BaseStatement]:
     """The hook's attribute declared right above the mixin's method (once)."""
     if any(_assigned_name(s) == hook.attribute for s in body):
         return body
@@ -557,8 +640,9 @@ def _declare(module: cst.Module, body: list[cst.BaseStatement], position: int, h
     return [*body[:position], *statements, *body[position:]]
 
 
-def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode,
-                 line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _hook_method(
+    module: cst.Module, function: cst.FunctionDef, hook: HookCode, line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
     final ``return model_inputs`` (once: a method that already reads the attribute is left as it is)."""
     function = _indented(function)
@@ -567,12 +651,17 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode,
         return function
     body = list(function.body.body)
     if not body or not m.matches(body[-1], m.SimpleStatementLine([m.Return(m.Name("model_inputs"))])):
-        raise RewriteError(f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the "
-                           f"{hook.attribute} hook")
+        raise RewriteError(
+            f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the {hook.attribute} hook"
+        )
     # the hook's code says why in its own first comment; without one, where to read about it
     comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
-    prologue = list(_code_block(module, laid_out(hook.prologue, BODY_INDENT, line_length))) if hook.prologue.strip() else []
-    epilogue = list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT, line_length))) if hook.epilogue.strip() else []
+    prologue = (
+        list(_code_block(module, laid_out(hook.prologue, BODY_INDENT, line_length))) if hook.prologue.strip() else []
+    )
+    epilogue = (
+        list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT, line_length))) if hook.epilogue.strip() else []
+    )
     for statement in prologue:
         if _returns_at_end(statement):
             continue  # what it assigns never reaches the method's own statements: it returns first
@@ -602,12 +691,17 @@ def _hook_method(module: cst.Module, function: cst.FunctionDef, hook: HookCode,
 
 def _returns_at_end(statement: cst.BaseStatement) -> bool:
     """An ``if`` (without ``else``) whose block ends in ``return``: every path through it returns or raises."""
-    return (isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.body, cst.IndentedBlock)
-            and m.matches(statement.body.body[-1], m.SimpleStatementLine([m.Return()])))
+    return (
+        isinstance(statement, cst.If)
+        and statement.orelse is None
+        and isinstance(statement.body, cst.IndentedBlock)
+        and m.matches(statement.body.body[-1], m.SimpleStatementLine([m.Return()]))
+    )
 
 
-def _trim(function: cst.FunctionDef, remove: Sequence[int], mark: str = "",
-          line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def _trim(
+    function: cst.FunctionDef, remove: Sequence[int], mark: str = "", line_length: int = LINE_LENGTH
+) -> cst.FunctionDef:
     """The method without its top-level statements at ``remove`` (with the comments above them); ``mark``: the
     new reason of the ``# Overwritten --`` comment on its first statement (one this tool wrote, which named what
     the removed statements did)."""
@@ -653,9 +747,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         return cls
     assert isinstance(cls.body, cst.IndentedBlock)
     body: list[cst.BaseStatement] = list(cls.body.body)
-    position = next(
-        (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None
-    )
+    position = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == METHOD), None)
     if position is None:
         raise RewriteError(f"{cls.name.value} has no {METHOD}")
     method = body[position]
@@ -665,8 +757,12 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
     added = [_method_with_moved(module, method, e, line_length) for e in edits if e.kind is EditKind.ADD_METHOD]
     # where the override stood, with its blank line (not its comments: they spoke of it); after a kept one, a blank
     blank = [line for line in method.leading_lines if line.comment is None][:1]
-    added = [a.with_changes(leading_lines=blank if i == 0 and any(e.kind is EditKind.DELETE for e in edits)
-                            else [_BLANK_LINE]) for i, a in enumerate(added)]
+    added = [
+        a.with_changes(
+            leading_lines=blank if i == 0 and any(e.kind is EditKind.DELETE for e in edits) else [_BLANK_LINE]
+        )
+        for i, a in enumerate(added)
+    ]
     deleted = False
     hooks: list[HookCode] = []
     for edit in edits:
@@ -704,7 +800,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
     aliased = not deleted and any(e.alias for e in edits) and bare_forwarding(function)
     deleted = deleted or aliased
     if deleted and added:
-        body[position:position + 1] = added  # where the override stood, the method that took its statements
+        body[position : position + 1] = added  # where the override stood, the method that took its statements
     elif deleted:
         body.pop(position)  # the method
         following = body[position] if position < len(body) else None
@@ -716,7 +812,7 @@ def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit]
         if not body:
             body = [cst.SimpleStatementLine(body=[cst.Pass()])]
     else:
-        body[position:position + 1] = [function, *added]
+        body[position : position + 1] = [function, *added]
         for hook in hooks:
             before = len(body)
             body = _declare(module, body, position, hook, line_length)
@@ -823,14 +919,24 @@ def _drop_imports(module: cst.Module, names: set[str]) -> cst.Module:
 
 def _names_aliased(module: cst.Module) -> bool:
     """Whether a class of ``module`` sets ``prepare_inputs_for_generation = GenerationMixin.<variant>``."""
-    return any(m.matches(s, m.SimpleStatementLine([m.Assign(targets=[m.AssignTarget(m.Name(METHOD))],
-                                                              value=m.Attribute(value=m.Name(MIXIN_CLASS)))]))
-               for c in module.body if isinstance(c, cst.ClassDef) for s in c.body.body)
+    return any(
+        m.matches(
+            s,
+            m.SimpleStatementLine(
+                [m.Assign(targets=[m.AssignTarget(m.Name(METHOD))], value=m.Attribute(value=m.Name(MIXIN_CLASS)))]
+            ),
+        )
+        for c in module.body
+        if isinstance(c, cst.ClassDef)
+        for s in c.body.body
+    )
 
 
 def _removed_code(old: cst.Module, edits: Sequence[Edit]) -> list[cst.CSTNode]:
     """The method nodes the edits delete or replace (their names may leave imports unused)."""
-    touched = {e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)}
+    touched = {
+        e.class_name for e in edits if e.kind in (EditKind.DELETE, EditKind.REDUCE, EditKind.REMOVE, EditKind.TRIM)
+    }
     out: list[cst.CSTNode] = []
     for statement in old.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value in touched:
@@ -859,8 +965,14 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length:
         # libcst does not give back every file byte for byte (a form feed in an indentation, for
         # one; the end of the file is put back below): a rewrite through it would change lines it
         # never meant to edit
-        return FileRewrite(path, source, source, encoding, (),
-                           error="libcst does not reproduce this file byte for byte; left untouched")
+        return FileRewrite(
+            path,
+            source,
+            source,
+            encoding,
+            (),
+            error="libcst does not reproduce this file byte for byte; left untouched",
+        )
     by_class: dict[str, list[Edit]] = {}
     for edit in edits:
         by_class.setdefault(edit.class_name, []).append(edit)

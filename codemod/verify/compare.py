@@ -152,7 +152,10 @@ class ClassVerdict:
 
     @property
     def first_difference(self) -> Difference | None:
-        return next((s.difference for s in self.scenarios if s.difference is not None and s.status is not ScenarioStatus.SAME), None)
+        return next(
+            (s.difference for s in self.scenarios if s.difference is not None and s.status is not ScenarioStatus.SAME),
+            None,
+        )
 
     @property
     def extended(self) -> tuple[str, ...]:
@@ -188,7 +191,7 @@ def _same_values(a: Sequence[Any], b: Sequence[Any], floating: bool) -> bool:
         return False
     if not floating:
         return list(a) == list(b)
-    return all(_close(float(x), float(y)) for x, y in zip(a, b))
+    return all(_close(float(x), float(y)) for x, y in zip(a, b, strict=False))
 
 
 def _short(summary: Summary) -> str:
@@ -217,7 +220,9 @@ def same_summary(a: Summary, b: Summary) -> bool:
     if isinstance(a, dict) and isinstance(b, dict) and "dict" in a and "dict" in b:
         return same_call(a["dict"], b["dict"])
     if isinstance(a, dict) and isinstance(b, dict) and "seq" in a and "seq" in b:
-        return len(a["seq"]) == len(b["seq"]) and all(same_summary(x, y) for x, y in zip(a["seq"], b["seq"]))
+        return len(a["seq"]) == len(b["seq"]) and all(
+            same_summary(x, y) for x, y in zip(a["seq"], b["seq"], strict=False)
+        )
     if isinstance(a, float) and isinstance(b, float):
         return _close(a, b)
     return bool(a == b)  # decoded JSON: a bool already
@@ -245,17 +250,36 @@ def _call_difference(old: PreparedCall, new: PreparedCall) -> tuple[str, str, st
 
 def _first_differing_value(a: Summary, b: Summary) -> int | None:
     """The flat index of the first value two recorded tensors of one shape and dtype disagree on, or None."""
-    if not (isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b
-            and a.get("tensor") == b.get("tensor") and a.get("dtype") == b.get("dtype")):
+    if not (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and "values" in a
+        and "values" in b
+        and a.get("tensor") == b.get("tensor")
+        and a.get("dtype") == b.get("dtype")
+    ):
         return None
     floating = "float" in a["dtype"]
-    return next((i for i, (x, y) in enumerate(zip(a["values"], b["values"]))
-                 if not _same_values([x], [y], floating)), None)
+    return next(
+        (
+            i
+            for i, (x, y) in enumerate(zip(a["values"], b["values"], strict=False))
+            if not _same_values([x], [y], floating)
+        ),
+        None,
+    )
 
 
-def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall], *, crashed: bool,
-               received: Sequence[PreparedCall] = (), received_new: Sequence[PreparedCall] | None = None,
-               suspects: frozenset[str] | None = None, optional: frozenset[str] = frozenset()) -> Repair | None:
+def repair_for(
+    old_calls: Sequence[PreparedCall],
+    new_calls: Sequence[PreparedCall],
+    *,
+    crashed: bool,
+    received: Sequence[PreparedCall] = (),
+    received_new: Sequence[PreparedCall] | None = None,
+    suspects: frozenset[str] | None = None,
+    optional: frozenset[str] = frozenset(),
+) -> Repair | None:
     """The reduction that would make the new calls what the old ones were, when whole keys differ
     first: keys the new code adds (removed), keys the old code passed that the new one leaves out
     (kept: a reduction passes the override's parameters on), keys the old code passed on exactly
@@ -280,30 +304,45 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     last_token: set[str] = set()
     renamed: set[tuple[str, str]] = set()
     ignored: set[str] = set()
-    for step, (a, b) in enumerate(zip(old_calls, new_calls)):
+    for step, (a, b) in enumerate(zip(old_calls, new_calls, strict=False)):
         given = received[step] if step < len(received) else {}
         given_new = received_new[step] if received_new is not None and step < len(received_new) else given
         extra = {k for k, v in b.items() if v is not None and a.get(k) is None}
         # a key the old code named but passed as None on every call the caller gave it (GPT-2's
         # positions): None again under the same test, not removed (its own value, when the caller
         # gives none, is the mixin's)
-        unheeded = {k for k in extra if k in given and k not in CACHE_NAMES and all(
-            call.get(k) is None for call, got in zip(old_calls, received) if k in got)}
+        unheeded = {
+            k
+            for k in extra
+            if k in given
+            and k not in CACHE_NAMES
+            and all(call.get(k) is None for call, got in zip(old_calls, received, strict=False) if k in got)
+        }
         # a key the old code named as None where the caller gave none, and the new code fills in (the mixin's mask of
         # ones for GPT-2 asked by a wrapper without one): passed on as the caller gives it, None here. Where a caller
         # gives it, the old code passing it on is what the mixin does (no difference there); where it did not, that
         # scenario removes it (a removal wins, see ``Repair``)
-        named_none = {k for k in extra if step < len(received) and k in a and k not in given and k not in CACHE_NAMES
-                   and not crashed}
+        named_none = {
+            k
+            for k in extra
+            if step < len(received) and k in a and k not in given and k not in CACHE_NAMES and not crashed
+        }
         if crashed:
             # a None the old code never passed can still crash a forward that does not take the key
             extra |= {k for k in b if k not in a and (suspects is None or k in suspects) and k not in optional}
         missing = {k for k, v in a.items() if v is not None and b.get(k) is None}
         passed = {
-            k for k, v in a.items()
-            if v is not None and k in given and k in b and same_summary(v, given[k]) and not same_summary(v, b[k])
+            k
+            for k, v in a.items()
+            if v is not None
+            and k in given
+            and k in b
+            and same_summary(v, given[k])
+            and not same_summary(v, b[k])
             # given other ids (other tokens generated), the new code's other value is a consequence
-            and k in given_new and same_summary(given[k], given_new[k]) and k not in CACHE_NAMES
+            and k in given_new
+            and same_summary(given[k], given_new[k])
+            and k not in CACHE_NAMES
         }
         cut = {k for k, v in a.items() if k in b and k not in passed and _last_token_of(v, b[k])}
         # the same value under another key (an encoder-decoder key the mixin names by the config)
@@ -311,7 +350,9 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
         missing -= {k for k, _ in moved}
         extra -= {n for _, n in moved}
         trimmed_a = {k: v for k, v in a.items() if k not in missing | passed | cut | {k for k, _ in moved}}
-        if not same_call(trimmed_a, {k: v for k, v in b.items() if k not in extra | passed | cut | {n for _, n in moved}}):
+        if not same_call(
+            trimmed_a, {k: v for k, v in b.items() if k not in extra | passed | cut | {n for _, n in moved}}
+        ):
             # Values differ from here on. If whole keys differed before, this may be their
             # consequence (other tokens generated): the repair is what differed up to here, and
             # verification runs again to confirm it. Otherwise keys cannot explain it.
@@ -333,8 +374,16 @@ def repair_for(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCa
     nones = {k for k in nones if all(k in a and a[k] is None for a in old_calls)}
     if not (remove or keep or nones or passthrough or last_token or renamed or ignored or ungiven):
         return None
-    return Repair(tuple(sorted(remove)), tuple(sorted(nones)), tuple(sorted(keep)), tuple(sorted(passthrough)),
-                  tuple(sorted(last_token)), tuple(sorted(renamed)), tuple(sorted(ignored)), ungiven=tuple(sorted(ungiven)))
+    return Repair(
+        tuple(sorted(remove)),
+        tuple(sorted(nones)),
+        tuple(sorted(keep)),
+        tuple(sorted(passthrough)),
+        tuple(sorted(last_token)),
+        tuple(sorted(renamed)),
+        tuple(sorted(ignored)),
+        ungiven=tuple(sorted(ungiven)),
+    )
 
 
 def _last_token_of(old: Summary, new: Summary) -> bool:
@@ -355,14 +404,16 @@ def _last_token_of(old: Summary, new: Summary) -> bool:
 def first_call_difference(
     scenario: str, old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall]
 ) -> Difference | None:
-    for step, (a, b) in enumerate(zip(old_calls, new_calls)):
+    for step, (a, b) in enumerate(zip(old_calls, new_calls, strict=False)):
         found = _call_difference(a, b)
         if found is not None:
             key, old, new = found
             return Difference(scenario, "prepared-inputs", step, key, old, new)
     if len(old_calls) != len(new_calls):
         step = min(len(old_calls), len(new_calls))
-        return Difference(scenario, "prepared-inputs", step, None, f"{len(old_calls)} calls", f"{len(new_calls)} calls")
+        return Difference(
+            scenario, "prepared-inputs", step, None, f"{len(old_calls)} calls", f"{len(new_calls)} calls"
+        )
     return None
 
 
@@ -371,26 +422,39 @@ def first_call_difference(
 
 def _outputs_difference(name: str, old: ScenarioDocument, new: ScenarioDocument) -> Difference | None:
     if old["sequences"] != new["sequences"]:
-        for row, (a, b) in enumerate(zip(old["sequences"], new["sequences"])):
+        for row, (a, b) in enumerate(zip(old["sequences"], new["sequences"], strict=False)):
             if a != b:
-                position = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                return Difference(name, "sequences", None, None, f"row {row} token {position}: {a[position:position + 4]}",
-                                  f"{b[position:position + 4]}")
-        return Difference(name, "sequences", None, None, f"{len(old['sequences'])} rows", f"{len(new['sequences'])} rows")
+                position = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+                return Difference(
+                    name,
+                    "sequences",
+                    None,
+                    None,
+                    f"row {row} token {position}: {a[position : position + 4]}",
+                    f"{b[position : position + 4]}",
+                )
+        return Difference(
+            name, "sequences", None, None, f"{len(old['sequences'])} rows", f"{len(new['sequences'])} rows"
+        )
     old_scores, new_scores = old.get("scores") or [], new.get("scores") or []
     if len(old_scores) != len(new_scores):
         return Difference(name, "scores", None, None, f"{len(old_scores)} steps", f"{len(new_scores)} steps")
-    for step, (old_step, new_step) in enumerate(zip(old_scores, new_scores)):
+    for step, (old_step, new_step) in enumerate(zip(old_scores, new_scores, strict=False)):
         flat_a = [x for row in old_step for x in row]
         flat_b = [x for row in new_step for x in row]
         if not _same_values(flat_a, flat_b, floating=True):
-            worst = max(abs(float(x) - float(y)) for x, y in zip(flat_a, flat_b)) if len(flat_a) == len(flat_b) else math.inf
+            worst = (
+                max(abs(float(x) - float(y)) for x, y in zip(flat_a, flat_b, strict=False))
+                if len(flat_a) == len(flat_b)
+                else math.inf
+            )
             return Difference(name, "scores", step, None, "", f"max abs difference {worst:.3g}")
     return None
 
 
-def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: bool,
-                     optional: frozenset[str] = frozenset()) -> Repair | None:
+def _scenario_repair(
+    old: ScenarioDocument, new: ScenarioDocument, *, crashed: bool, optional: frozenset[str] = frozenset()
+) -> Repair | None:
     """The repair over the main model's calls and the assistant's (the same class): where the
     assistant's inputs differ by whole keys, the main model's later differences may follow from the
     other candidates it proposed, and re-verification tests that."""
@@ -400,10 +464,22 @@ def _scenario_repair(old: ScenarioDocument, new: ScenarioDocument, *, crashed: b
     refused, required = _arguments_named(error, _UNEXPECTED), _arguments_named(error, _MISSING)
     old_failed = _status(old) is WorkerStatus.ERROR
     suspects = frozenset(refused) if refused or old_failed else None
-    main = repair_for(old.get("calls", []), new.get("calls", []), crashed=crashed, received=old.get("received", []),
-                      received_new=new.get("received", []), suspects=suspects, optional=optional)
-    helper = repair_for(old.get("assistant_calls", []), new.get("assistant_calls", []), crashed=crashed, suspects=suspects,
-                        optional=optional)
+    main = repair_for(
+        old.get("calls", []),
+        new.get("calls", []),
+        crashed=crashed,
+        received=old.get("received", []),
+        received_new=new.get("received", []),
+        suspects=suspects,
+        optional=optional,
+    )
+    helper = repair_for(
+        old.get("assistant_calls", []),
+        new.get("assistant_calls", []),
+        crashed=crashed,
+        suspects=suspects,
+        optional=optional,
+    )
     repair = main | helper if main is not None and helper is not None else main or helper
     if repair is not None and (required & set(repair.set_none) or old_failed):
         repair = dataclasses.replace(repair, set_none=tuple(k for k in repair.set_none if k in required))
@@ -422,8 +498,9 @@ def _arguments_named(error: str, pattern: re.Pattern[str]) -> set[str]:
     return set(re.findall(r"'(\w+)'", found.group(1))) if found else set()
 
 
-def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True,
-                     optional: frozenset[str] = frozenset()) -> ScenarioOutcome:
+def compare_scenario(
+    old: ScenarioDocument, new: ScenarioDocument, *, same_inputs: bool = True, optional: frozenset[str] = frozenset()
+) -> ScenarioOutcome:
     """One scenario's outcome. Without ``same_inputs`` (two releases) the prepared inputs are not
     held against each other: a difference there is noted on a scenario whose outputs agree.
     ``optional``: the keys whose None is never a cause (see ``repair_for``)."""
@@ -435,15 +512,22 @@ def compare_scenario(old: ScenarioDocument, new: ScenarioDocument, *, same_input
         if outcome.status is ScenarioStatus.SAME:
             noted = _compare_scenario(old, new)
             if noted.difference is not None:
-                outcome = dataclasses.replace(outcome, detail=f"outputs agree; the prepared inputs differ: {noted.difference}")
+                outcome = dataclasses.replace(
+                    outcome, detail=f"outputs agree; the prepared inputs differ: {noted.difference}"
+                )
         # only what the new side's forward said it refused (passed by the new mixin, not by the old code) repairs
-        refused = _arguments_named(new.get("error", ""), _UNEXPECTED) if outcome.status is ScenarioStatus.CRASHED else set()
+        refused = (
+            _arguments_named(new.get("error", ""), _UNEXPECTED) if outcome.status is ScenarioStatus.CRASHED else set()
+        )
         outcome = dataclasses.replace(outcome, repair=Repair(remove=tuple(sorted(refused))) if refused else None)
-    return dataclasses.replace(outcome, inputs=dict(old.get("inputs") or {}), cache_used=old.get("cache_used"),
-                               variant=old.get("variant", ""))
+    return dataclasses.replace(
+        outcome, inputs=dict(old.get("inputs") or {}), cache_used=old.get("cache_used"), variant=old.get("variant", "")
+    )
 
 
-def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: frozenset[str] = frozenset()) -> ScenarioOutcome:
+def _compare_scenario(
+    old: ScenarioDocument, new: ScenarioDocument, optional: frozenset[str] = frozenset()
+) -> ScenarioOutcome:
     name = old["name"]
     if _status(old) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
@@ -452,7 +536,9 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: fr
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
     # the assistant runs first and is the same class: its difference, if any, is the cause; a
     # composite's own calls (the decoder's are the ones under test) come after the decoder's
-    assistant = first_call_difference(f"{name} (assistant)", old.get("assistant_calls", []), new.get("assistant_calls", []))
+    assistant = first_call_difference(
+        f"{name} (assistant)", old.get("assistant_calls", []), new.get("assistant_calls", [])
+    )
     calls = (
         assistant
         or first_call_difference(name, old_calls, new_calls)
@@ -464,37 +550,66 @@ def _compare_scenario(old: ScenarioDocument, new: ScenarioDocument, optional: fr
     if old_failed and not new_failed:
         # Nothing that worked before works differently: the old code failed here, the new generates.
         when = "before preparing anything" if not old_calls else f"after {len(old_calls)} steps"
-        return ScenarioOutcome(name, ScenarioStatus.EXTENDED, f"the old code failed {when} ({_error_kind(old['error'])[:160]}); "
-                                                 "the new code generates", calls)
+        return ScenarioOutcome(
+            name,
+            ScenarioStatus.EXTENDED,
+            f"the old code failed {when} ({_error_kind(old['error'])[:160]}); the new code generates",
+            calls,
+        )
     if old_failed and not old_calls:
         rejected = f"the old code rejects it before preparing anything ({_error_kind(old['error'])[:160]})"
         # generate() rejected it by the override's signature, which a reduction keeps
-        return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"{rejected}; the new code crashes: {new['error'][:200]}",
-                               Difference(name, "error", None, None, old["error"][:120], new["error"][:120]), Repair())
-    if old_failed and new_failed and assistant is None and _alike_until(old_calls, new_calls) \
-            and _alike_until(old.get("outer_calls", []), new.get("outer_calls", [])):
+        return ScenarioOutcome(
+            name,
+            ScenarioStatus.CRASHED,
+            f"{rejected}; the new code crashes: {new['error'][:200]}",
+            Difference(name, "error", None, None, old["error"][:120], new["error"][:120]),
+            Repair(),
+        )
+    if (
+        old_failed
+        and new_failed
+        and assistant is None
+        and _alike_until(old_calls, new_calls)
+        and _alike_until(old.get("outer_calls", []), new.get("outer_calls", []))
+    ):
         # the old code prepared something before it failed (no signature refusal), and the new code did the same up
         # to there before failing too: what worked before still works, what failed still fails
-        return ScenarioOutcome(name, ScenarioStatus.BOTH_FAIL, f"fails on both sides, the new code no earlier: old after "
-                               f"{len(old_calls)} steps ({_error_kind(old['error'])[:120]}), new after {len(new_calls)} "
-                               f"({_error_kind(new['error'])[:120]})")
+        return ScenarioOutcome(
+            name,
+            ScenarioStatus.BOTH_FAIL,
+            f"fails on both sides, the new code no earlier: old after "
+            f"{len(old_calls)} steps ({_error_kind(old['error'])[:120]}), new after {len(new_calls)} "
+            f"({_error_kind(new['error'])[:120]})",
+        )
     if new_failed:
         detail = f"old: {old['error'][:200]} / new: {new['error'][:200]}" if old_failed else new["error"][:300]
-        difference = calls or Difference(name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120])
-        return ScenarioOutcome(name, ScenarioStatus.CRASHED, detail, difference,
-                               _scenario_repair(old, new, crashed=True, optional=optional))
+        difference = calls or Difference(
+            name, "error", None, None, old.get("error", "generates")[:120], new["error"][:120]
+        )
+        return ScenarioOutcome(
+            name,
+            ScenarioStatus.CRASHED,
+            detail,
+            difference,
+            _scenario_repair(old, new, crashed=True, optional=optional),
+        )
     repair = _scenario_repair(old, new, crashed=False, optional=optional)
     outputs = _outputs_difference(name, old, new)
     if outputs is not None:
         return ScenarioOutcome(name, ScenarioStatus.DIFFERS, str(calls or outputs), calls or outputs, repair)
     if calls is not None:
-        return ScenarioOutcome(name, ScenarioStatus.DIFFERS, f"same outputs, but the prepared inputs differ: {calls}", calls, repair)
+        return ScenarioOutcome(
+            name, ScenarioStatus.DIFFERS, f"same outputs, but the prepared inputs differ: {calls}", calls, repair
+        )
     return ScenarioOutcome(name, ScenarioStatus.SAME)
 
 
 def _alike_until(old_calls: Sequence[PreparedCall], new_calls: Sequence[PreparedCall]) -> bool:
     """Whether the new code made at least the old code's calls, and the same ones, before it stopped."""
-    return len(new_calls) >= len(old_calls) and first_call_difference("", old_calls, new_calls[: len(old_calls)]) is None
+    return (
+        len(new_calls) >= len(old_calls) and first_call_difference("", old_calls, new_calls[: len(old_calls)]) is None
+    )
 
 
 def _status(document: ScenarioDocument | ResultDocument) -> WorkerStatus | None:
@@ -516,14 +631,19 @@ def _prepared_calls(scenarios: Sequence[ScenarioDocument]) -> Iterator[PreparedC
         yield from scenario.get("assistant_calls", [])
 
 
-def _scoped_repairs(outcomes: list[ScenarioOutcome], old_scenarios: Sequence[ScenarioDocument]) -> list[ScenarioOutcome]:
+def _scoped_repairs(
+    outcomes: list[ScenarioOutcome], old_scenarios: Sequence[ScenarioDocument]
+) -> list[ScenarioOutcome]:
     """A key one scenario saw as None on every step (no cache, say) may carry a value in another
     (a cache): the class's repair must not set it to None. A repair is one reduction for every
     scenario, so set-none keeps only keys the old code never passed a value for."""
     passed = {key for call in _prepared_calls(old_scenarios) for key, value in call.items() if value is not None}
     return [
-        dataclasses.replace(o, repair=dataclasses.replace(o.repair, set_none=tuple(k for k in o.repair.set_none if k not in passed)))
-        if o.repair is not None and passed & set(o.repair.set_none) else o
+        dataclasses.replace(
+            o, repair=dataclasses.replace(o.repair, set_none=tuple(k for k in o.repair.set_none if k not in passed))
+        )
+        if o.repair is not None and passed & set(o.repair.set_none)
+        else o
         for o in outcomes
     ]
 
@@ -542,27 +662,46 @@ def _absorbed_nones(old: ResultDocument) -> frozenset[str]:
     return frozenset(nones - set(named))
 
 
-def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_inputs: bool = True,
-            needs: Sequence[frozenset[str]] = ()) -> ClassVerdict:
+def compare(
+    override_id: str,
+    old: ResultDocument,
+    new: ResultDocument,
+    *,
+    same_inputs: bool = True,
+    needs: Sequence[frozenset[str]] = (),
+) -> ClassVerdict:
     """The verdict on one class from both sides' results. ``needs``: the inputs the change's kept statements
     read, a group per statement (``runner.Target.needs``); identical only where a compared scenario gave one
     of each."""
     seconds = float(old.get("seconds", 0)) + float(new.get("seconds", 0))
     if _status(old) is not WorkerStatus.OK:
-        return ClassVerdict(override_id, Verdict.UNVERIFIED, detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
-                            seconds=seconds)
+        return ClassVerdict(
+            override_id,
+            Verdict.UNVERIFIED,
+            detail=f"the old code cannot run it: {old.get('error', old.get('status'))}",
+            seconds=seconds,
+        )
     if _status(new) is not WorkerStatus.OK:
-        return ClassVerdict(override_id, Verdict.CRASHED, detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
-                            seconds=seconds)
+        return ClassVerdict(
+            override_id,
+            Verdict.CRASHED,
+            detail=f"the new code cannot run it: {new.get('error', new.get('status'))}",
+            seconds=seconds,
+        )
     new_by_name = {s["name"]: s for s in new.get("scenarios", [])}
     optional = frozenset(old.get("forward_optional") or ()) | _absorbed_nones(old)
     outcomes = []
     for scenario in old.get("scenarios", []):
-        other = new_by_name.get(scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"})
+        other = new_by_name.get(
+            scenario["name"], {"name": scenario["name"], "status": WorkerStatus.ERROR, "error": "missing"}
+        )
         outcomes.append(compare_scenario(scenario, other, same_inputs=same_inputs, optional=optional))
-    refused = frozenset(str(s["name"]) for s in old.get("scenarios", []) if SIGNATURE_REFUSAL in str(s.get("error", "")))
-    outcomes = _consistent_extensions(outcomes, new_by_name, caches=bool(old.get("caches", True)),
-                                      refused_by_signature=refused)
+    refused = frozenset(
+        str(s["name"]) for s in old.get("scenarios", []) if SIGNATURE_REFUSAL in str(s.get("error", ""))
+    )
+    outcomes = _consistent_extensions(
+        outcomes, new_by_name, caches=bool(old.get("caches", True)), refused_by_signature=refused
+    )
     outcomes = _scoped_repairs(outcomes, old.get("scenarios", []))
     statuses = {o.status for o in outcomes}
     if ScenarioStatus.CRASHED in statuses:
@@ -582,15 +721,28 @@ def compare(override_id: str, old: ResultDocument, new: ResultDocument, *, same_
     else:
         detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
     same = {o.name for o in outcomes if o.status is ScenarioStatus.SAME}
-    given = tuple(sorted({name for scenario in old.get("scenarios", []) if scenario["name"] in same
-                          for name in scenario.get("given", [])}))
+    given = tuple(
+        sorted(
+            {
+                name
+                for scenario in old.get("scenarios", [])
+                if scenario["name"] in same
+                for name in scenario.get("given", [])
+            }
+        )
+    )
     if verdict is Verdict.IDENTICAL:
-        missing = (missing_evidence(outcomes, caches=bool(old.get("caches", True))) or unreached(needs, given)
-                   or unrun(old.get("required") or {}, outcomes))
+        missing = (
+            missing_evidence(outcomes, caches=bool(old.get("caches", True)))
+            or unreached(needs, given)
+            or unrun(old.get("required") or {}, outcomes)
+        )
         if missing:
             verdict, detail = Verdict.UNVERIFIED, missing
-    variants = tuple({k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
-                     for v in old.get("variants") or ())
+    variants = tuple(
+        {k: v.get(k) for k in ("name", "settings", "why", "error") if v.get(k) is not None and v.get(k) != ""}
+        for v in old.get("variants") or ()
+    )
     return ClassVerdict(override_id, verdict, tuple(outcomes), detail, seconds, built_from(old), variants, given=given)
 
 
@@ -630,7 +782,9 @@ def missing_evidence(outcomes: Sequence[ScenarioOutcome], *, caches: bool) -> st
     # positions generate() gives it, so the mixin takes another branch there (a decoder head that never ran as a
     # decoder of its own was called identical on the wrapper's evidence alone)
     if not any(o.cache_used for o in same if o.variant != COMPOSITE_VARIANT):
-        return "no scenario that ran on both sides read from a cache (but inside a wrapper): the cached path is untested"
+        return (
+            "no scenario that ran on both sides read from a cache (but inside a wrapper): the cached path is untested"
+        )
     # where the old code cannot generate without a cache (4.45's Idefics2 reads a Cache method off a tuple), the
     # uncached path is the new code's extension, and it counts only as the greedy tokens it must generate
     # (``REFERENCE``): an extension that does not has been made a difference by then
@@ -649,9 +803,17 @@ def asks_no_cache(inputs: dict[str, Any]) -> bool:
 
 #: scenarios whose tokens must be greedy's (same prompt, greedy decoding): a path the new code opens
 #: where the old one failed is only kept when it generates what the ids do
-REFERENCE = {"inputs-embeds": "greedy", "inputs-embeds-padded": "left-padded-batch", "assisted": "greedy",
-             "static-cache": "greedy", "greedy-no-cache": "greedy", "config-no-cache": "greedy",
-             "multimodal-no-cache": "multimodal", "position-ids": "left-padded-batch", "prefilled-cache": "greedy"}
+REFERENCE = {
+    "inputs-embeds": "greedy",
+    "inputs-embeds-padded": "left-padded-batch",
+    "assisted": "greedy",
+    "static-cache": "greedy",
+    "greedy-no-cache": "greedy",
+    "config-no-cache": "greedy",
+    "multimodal-no-cache": "multimodal",
+    "position-ids": "left-padded-batch",
+    "prefilled-cache": "greedy",
+}
 
 #: scenarios whose extension can only be held to the first few of the reference's new tokens, and why
 PARTIAL_REFERENCE = {
@@ -671,7 +833,10 @@ def _new_tokens(sequences: Sequence[Sequence[int]], count: int) -> list[list[int
 
 
 def _consistent_extensions(
-    outcomes: list[ScenarioOutcome], new_by_name: dict[str, ScenarioDocument], *, caches: bool = True,
+    outcomes: list[ScenarioOutcome],
+    new_by_name: dict[str, ScenarioDocument],
+    *,
+    caches: bool = True,
     refused_by_signature: frozenset[str] = frozenset(),
 ) -> list[ScenarioOutcome]:
     """An extension (the old code failed, the new one generates) is evidence of nothing unless what it
@@ -695,20 +860,35 @@ def _consistent_extensions(
             # runs once it names them, and holds the model to more than this scenario: CTRL scales the caller's
             # tensor in place, BertGeneration's encoder-configured test crashes), and the mixin's embeddings path
             # is right only with a cache (without one, after the first step it feeds the generated ids alone)
-            out.append(dataclasses.replace(
-                o, status=ScenarioStatus.DIFFERS, repair=Repair(),
-                difference=Difference(o.name, "extension", None, None, "refused", "generates"),
-                detail=f"{o.detail}, where its signature refused embeddings: that refusal is kept, as code outside "
-                       "generate() reads the signature too"))
+            out.append(
+                dataclasses.replace(
+                    o,
+                    status=ScenarioStatus.DIFFERS,
+                    repair=Repair(),
+                    difference=Difference(o.name, "extension", None, None, "refused", "generates"),
+                    detail=f"{o.detail}, where its signature refused embeddings: that refusal is kept, as code outside "
+                    "generate() reads the signature too",
+                )
+            )
             continue
         if o.status is ScenarioStatus.EXTENDED and not caches and scenario in EMBEDDING_SCENARIOS:
-            out.append(dataclasses.replace(
-                o, status=ScenarioStatus.DIFFERS, repair=Repair() if rejected_up_front else None,
-                difference=Difference(o.name, "extension", None, None, "refused", "generates without its prompt"),
-                detail=f"{o.detail}, but the class keeps no cache: after the first step it would see only the ids "
-                       "generated since"))
+            out.append(
+                dataclasses.replace(
+                    o,
+                    status=ScenarioStatus.DIFFERS,
+                    repair=Repair() if rejected_up_front else None,
+                    difference=Difference(o.name, "extension", None, None, "refused", "generates without its prompt"),
+                    detail=f"{o.detail}, but the class keeps no cache: after the first step it would see only the ids "
+                    "generated since",
+                )
+            )
             continue
-        if o.status is not ScenarioStatus.EXTENDED or reference is None or mine is None or _status(reference) is not WorkerStatus.OK:
+        if (
+            o.status is not ScenarioStatus.EXTENDED
+            or reference is None
+            or mine is None
+            or _status(reference) is not WorkerStatus.OK
+        ):
             out.append(o)
             continue
         # the new tokens only: generating from inputs_embeds returns no prompt ids
@@ -719,15 +899,26 @@ def _consistent_extensions(
             continue
         checked, why = PARTIAL_REFERENCE.get(scenario, (0, ""))
         generated = (mine.get("inputs") or {}).get("max_new_tokens")  # the rows hold the prompt too
-        if why and isinstance(generated, int) and len(wanted) == len(got) and \
-                [row[-generated:][:checked] for row in wanted] == [row[-generated:][:checked] for row in got]:
-            out.append(dataclasses.replace(o, detail=f"{o.detail}; its first new token is {REFERENCE[scenario]}'s, {why}"))
+        if (
+            why
+            and isinstance(generated, int)
+            and len(wanted) == len(got)
+            and [row[-generated:][:checked] for row in wanted] == [row[-generated:][:checked] for row in got]
+        ):
+            out.append(
+                dataclasses.replace(o, detail=f"{o.detail}; its first new token is {REFERENCE[scenario]}'s, {why}")
+            )
             continue
         difference = Difference(o.name, "sequences", None, None, f"greedy: {wanted[:1]}", f"{got[:1]}")
-        out.append(dataclasses.replace(
-            o, status=ScenarioStatus.DIFFERS, difference=difference, repair=Repair() if rejected_up_front else None,
-            detail=f"{o.detail}, but not what greedy decoding generates: {difference}",
-        ))
+        out.append(
+            dataclasses.replace(
+                o,
+                status=ScenarioStatus.DIFFERS,
+                difference=difference,
+                repair=Repair() if rejected_up_front else None,
+                detail=f"{o.detail}, but not what greedy decoding generates: {difference}",
+            )
+        )
     return out
 
 

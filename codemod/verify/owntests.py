@@ -29,8 +29,10 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 #: the tests that run ``prepare_inputs_for_generation``: ``-k generate`` alone leaves out assisted decoding
 #: (``test_assisted_decoding_matches_greedy_search``), left padding and the cache-format tests; not the pipeline
 #: tests (they need the Hub)
-KEYWORD = ("(generat or prepare or assisted or prompt_lookup or dola or left_padding or past_key_values "
-           "or cache_format or beam_search or contrastive) and not pipeline")
+KEYWORD = (
+    "(generat or prepare or assisted or prompt_lookup or dola or left_padding or past_key_values "
+    "or cache_format or beam_search or contrastive) and not pipeline"
+)
 #: when one node id is reported twice (a call failure, then a teardown error), the worst wins
 _RANK = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
 #: pytest's exit codes that mean the run itself did not happen as asked (2 interrupted, e.g. by a
@@ -91,17 +93,21 @@ class OwnTestsVerdict:
         (upstream's ``test_inputs_embeds_matches_input_ids_with_generate`` skips a model whose
         ``prepare_inputs_for_generation`` names no ``inputs_embeds``), and then it runs and fails."""
         return tuple(
-            node for node, outcome in self.before.outcomes.items()
-            if node not in self.flaky and (
+            node
+            for node, outcome in self.before.outcomes.items()
+            if node not in self.flaky
+            and (
                 (outcome == "passed" and self.after.outcomes.get(node) != "passed")
-                or (outcome == "skipped" and self.after.outcomes.get(node) in ("failed", "error")))
+                or (outcome == "skipped" and self.after.outcomes.get(node) in ("failed", "error"))
+            )
         )
 
     @property
     def fixed(self) -> tuple[str, ...]:
         """Tests that did not pass before and pass after."""
         return tuple(
-            node for node, outcome in self.after.outcomes.items()
+            node
+            for node, outcome in self.after.outcomes.items()
             if outcome == "passed" and self.before.outcomes.get(node, "missing") != "passed"
         )
 
@@ -109,8 +115,11 @@ class OwnTestsVerdict:
     def counts(self) -> OwnTestsCounts:
         """``{"before": {outcome: n}, "after": {outcome: n}, "regressions": n, "fixed": n, "flaky": n}``."""
         return {
-            "before": self.before.counts, "after": self.after.counts,
-            "regressions": len(self.regressions), "fixed": len(self.fixed), "flaky": len(self.flaky),
+            "before": self.before.counts,
+            "after": self.after.counts,
+            "regressions": len(self.regressions),
+            "fixed": len(self.fixed),
+            "flaky": len(self.flaky),
         }
 
     @property
@@ -138,8 +147,12 @@ class OwnTestsVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "model": self.model, "ok": self.ok, "conclusive": self.conclusive, "counts": self.counts,
-            "regressions": list(self.regressions), "flaky": sorted(self.flaky),
+            "model": self.model,
+            "ok": self.ok,
+            "conclusive": self.conclusive,
+            "counts": self.counts,
+            "regressions": list(self.regressions),
+            "flaky": sorted(self.flaky),
             "seconds": {"before": round(self.before.seconds, 1), "after": round(self.after.seconds, 1)},
             "errors": {"before": self.before.error, "after": self.after.error},
         }
@@ -153,7 +166,8 @@ def modeling_test_files(tests_dir: Path, model: str) -> list[str]:
     without the TensorFlow and Flax ones (``test_modeling_tf_*``, ``test_modeling_flax_*``)."""
     folder = Path(tests_dir) / "models" / model
     return [
-        f"{Path(tests_dir).name}/models/{model}/{path.name}" for path in sorted(folder.glob("test_modeling_*.py"))
+        f"{Path(tests_dir).name}/models/{model}/{path.name}"
+        for path in sorted(folder.glob("test_modeling_*.py"))
         if not path.name.startswith(("test_modeling_tf_", "test_modeling_flax_"))
     ]
 
@@ -231,12 +245,14 @@ def compare_runs(before: TestRun, after: TestRun, flaky: Iterable[str] = ()) -> 
 
 def _environment(tree: Path, jobs: int) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-    env.update({
-        "PYTHONPATH": str(tree / "src"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    })
+    env.update(
+        {
+            "PYTHONPATH": str(tree / "src"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     if "OMP_NUM_THREADS" not in env:
         # each xdist worker is a torch process: share the cores instead of each taking them all
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
@@ -275,16 +291,34 @@ def run_pytest(
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="codemod-owntests-") as scratch:
         report, log = Path(scratch) / "junit.xml", Path(scratch) / "pytest.log"
-        args = [str(python), "-m", "pytest", *selection, "-p", "no:cacheprovider", "-q", "--tb=short",
-                "--continue-on-collection-errors", f"--rootdir={tree}", f"--junitxml={report}"]
+        args = [
+            str(python),
+            "-m",
+            "pytest",
+            *selection,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--tb=short",
+            "--continue-on-collection-errors",
+            f"--rootdir={tree}",
+            f"--junitxml={report}",
+        ]
         if keyword:
             args += ["-k", keyword]
         if jobs > 1:
             args += ["-n", str(jobs)]
         args += list(extra_args)
         with log.open("w", encoding="utf-8") as output:
-            process = subprocess.Popen(args, cwd=tree, env=_environment(tree, jobs), stdin=subprocess.DEVNULL,
-                                       stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(
+                args,
+                cwd=tree,
+                env=_environment(tree, jobs),
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 code = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -302,8 +336,9 @@ def run_pytest(
         outcomes: dict[str, str] = {}
         if report.is_file():
             try:
-                outcomes, collection_errors = parse_junit(report.read_text(encoding="utf-8"),
-                                                          lambda path: (tree / path).is_file())
+                outcomes, collection_errors = parse_junit(
+                    report.read_text(encoding="utf-8"), lambda path: (tree / path).is_file()
+                )
             except ElementTree.ParseError as problem:
                 error = error or f"unreadable JUnit report: {problem}"
             else:
@@ -373,8 +408,9 @@ def verify_own_tests(
         verdict = compare_runs(before, after)
         if rerun and verdict.regressions and after.error is None:
             say(f"{model}: running the {len(verdict.regressions)} regressed tests again")
-            again = run_pytest(python, new_tree, model, list(verdict.regressions), jobs=jobs, timeout=timeout,
-                               keyword=None)
+            again = run_pytest(
+                python, new_tree, model, list(verdict.regressions), jobs=jobs, timeout=timeout, keyword=None
+            )
             flaky = [node for node in verdict.regressions if again.outcomes.get(node) == "passed"]
             verdict = compare_runs(before, after, flaky)
         say(verdict.describe())

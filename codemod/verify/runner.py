@@ -30,12 +30,33 @@ from codemod.verify.compare import ClassVerdict, ResultDocument, compare
 
 VERIFY_DIR = Path(__file__).resolve().parent
 DEFAULT_SCENARIOS = (
-    "greedy", "greedy-no-cache", "left-padded-batch", "sampling", "beam-search", "assisted",
-    "inputs-embeds", "inputs-embeds-padded", "static-cache", "encoder-outputs", "multimodal", "multimodal-assisted",
-    "multimodal-padded", "multimodal-no-cache", "multimodal-legacy", "contrastive",
-    "config-no-cache", "config-no-cache-generate-cache", "no-attention-mask", "token-type-ids",
-    "encoder-hidden-states", "head-masks", "decoder-inputs-embeds", "decoder-prompt",
-    "position-ids", "prefilled-cache", "long",
+    "greedy",
+    "greedy-no-cache",
+    "left-padded-batch",
+    "sampling",
+    "beam-search",
+    "assisted",
+    "inputs-embeds",
+    "inputs-embeds-padded",
+    "static-cache",
+    "encoder-outputs",
+    "multimodal",
+    "multimodal-assisted",
+    "multimodal-padded",
+    "multimodal-no-cache",
+    "multimodal-legacy",
+    "contrastive",
+    "config-no-cache",
+    "config-no-cache-generate-cache",
+    "no-attention-mask",
+    "token-type-ids",
+    "encoder-hidden-states",
+    "head-masks",
+    "decoder-inputs-embeds",
+    "decoder-prompt",
+    "position-ids",
+    "prefilled-cache",
+    "long",
 )
 
 
@@ -134,7 +155,11 @@ class Worker:
         self.log = self.log_path.open("a", encoding="utf-8")
         self.process = subprocess.Popen(
             [str(self.side.python), str(VERIFY_DIR / "worker.py")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
             cwd=str(self.side.cwd),
         )
 
@@ -190,8 +215,10 @@ class Worker:
                 self.log.flush()
                 last = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
                 self.restart()
-                return {"status": WorkerStatus.WORKER_ERROR,
-                        "error": f"the worker exited ({code}): {' '.join(last)[:300]}; see {self.log_path}"}
+                return {
+                    "status": WorkerStatus.WORKER_ERROR,
+                    "error": f"the worker exited ({code}): {' '.join(last)[:300]}; see {self.log_path}",
+                }
             answer: dict[str, Any] = json.loads(line)
             if answer.get("id") == self.counter:
                 break
@@ -253,21 +280,32 @@ def verify_targets(
                 model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
                 try:
                     model_dir.mkdir(parents=True)
-                    request: WorkerRequest = {"module": target.module, "class": target.class_name,
-                                              "model_dir": str(model_dir), "scenarios": list(scenarios), "seed": seed}
-                    old_result = old_worker.request({**request, "mode": "build", "result": str(model_dir / "old.json")},
-                                                    timeout)
+                    request: WorkerRequest = {
+                        "module": target.module,
+                        "class": target.class_name,
+                        "model_dir": str(model_dir),
+                        "scenarios": list(scenarios),
+                        "seed": seed,
+                    }
+                    old_result = old_worker.request(
+                        {**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout
+                    )
                     if old_result.get("status") == WorkerStatus.OK:
-                        new_result = new_worker.request({**request, "mode": "load", "result": str(model_dir / "new.json")},
-                                                        timeout)
+                        new_result = new_worker.request(
+                            {**request, "mode": "load", "result": str(model_dir / "new.json")}, timeout
+                        )
                     else:
                         new_result = {"status": WorkerStatus.NOT_RUN}
-                    verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs,
-                                      needs=target.needs)
+                    verdict = compare(
+                        target.override_id, old_result, new_result, same_inputs=same_inputs, needs=target.needs
+                    )
                     verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
                 except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
-                    verdict = ClassVerdict(target.override_id, Verdict.UNVERIFIED,
-                                           detail=f"the verification harness failed: {type(error).__name__}: {error}")
+                    verdict = ClassVerdict(
+                        target.override_id,
+                        Verdict.UNVERIFIED,
+                        detail=f"the verification harness failed: {type(error).__name__}: {error}",
+                    )
                 for heavy in ("variants", "inputs"):  # weights and tensors are large; results stay
                     shutil.rmtree(model_dir / heavy, ignore_errors=True)
                 with lock:

@@ -72,8 +72,13 @@ def summarize(value: Any, depth: int = 0) -> Summary:
             summary["values"] = tensor.flatten().tolist()
         elif tensor.is_floating_point() or tensor.is_complex():
             flat = tensor.detach().double().flatten()
-            summary["stats"] = [flat.sum().item(), flat.abs().sum().item(), flat.min().item(), flat.max().item(),
-                                *flat[:8].tolist()]
+            summary["stats"] = [
+                flat.sum().item(),
+                flat.abs().sum().item(),
+                flat.min().item(),
+                flat.max().item(),
+                *flat[:8].tolist(),
+            ]
         else:
             summary["sha256"] = hashlib.sha256(tensor.contiguous().numpy().tobytes()).hexdigest()
         return summary
@@ -135,8 +140,10 @@ def _by_name(signature: inspect.Signature | None, args: tuple[Any, ...], kwargs:
     except TypeError:
         return named
     for name, value in bound.arguments.items():
-        if signature.parameters[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD or \
-                signature.parameters[name].kind is inspect.Parameter.POSITIONAL_ONLY:
+        if (
+            signature.parameters[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            or signature.parameters[name].kind is inspect.Parameter.POSITIONAL_ONLY
+        ):
             named.setdefault(name, value)
     return named
 
@@ -294,8 +301,12 @@ def config_no_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
 def config_no_cache_generate_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     """The reverse: the config says no cache, the caller asks ``generate(use_cache=True)``."""
     _takes_cache_flag(model)
-    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "use_cache": True,
-            CONFIG: {"use_cache": False}}
+    return {
+        **tiny.generation_inputs(model, seed=seed),
+        "do_sample": False,
+        "use_cache": True,
+        CONFIG: {"use_cache": False},
+    }
 
 
 def no_attention_mask(model: Any, assistant: Any, seed: int) -> Kwargs:
@@ -353,10 +364,14 @@ def encoder_hidden_states(model: Any, assistant: Any, seed: int) -> Kwargs:
 #: the head masks a forward may take: the encoder's (``head_mask``; a decoder-only model's only one) and the decoder's
 HEAD_MASKS = ("head_mask", "decoder_head_mask", "cross_attn_head_mask")
 #: config attributes that count a stack's layers and its heads, most specific first (Bart's, T5's, the common names)
-_DECODER_SIZES = (("decoder_layers", "num_decoder_layers", "num_hidden_layers", "num_layers"),
-                  ("decoder_attention_heads", "num_decoder_attention_heads", "num_heads", "num_attention_heads"))
-_ENCODER_SIZES = (("encoder_layers", "num_encoder_layers", "num_layers", "num_hidden_layers"),
-                  ("encoder_attention_heads", "num_encoder_attention_heads", "num_heads", "num_attention_heads"))
+_DECODER_SIZES = (
+    ("decoder_layers", "num_decoder_layers", "num_hidden_layers", "num_layers"),
+    ("decoder_attention_heads", "num_decoder_attention_heads", "num_heads", "num_attention_heads"),
+)
+_ENCODER_SIZES = (
+    ("encoder_layers", "num_encoder_layers", "num_layers", "num_hidden_layers"),
+    ("encoder_attention_heads", "num_encoder_attention_heads", "num_heads", "num_attention_heads"),
+)
 
 
 def _first_int(config: Any, names: tuple[str, ...]) -> int | None:
@@ -504,7 +519,9 @@ def prefilled_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
         with torch.no_grad():
             cache = model(**prefix, use_cache=True).past_key_values
     except Exception as error:
-        raise Skip(f"the model's forward makes no cache of the prompt: {type(error).__name__}: {str(error)[:120]}") from error
+        raise Skip(
+            f"the model's forward makes no cache of the prompt: {type(error).__name__}: {str(error)[:120]}"
+        ) from error
     if cache is None:
         raise Skip("the model's forward returns no cache")
     if type(cache).__name__ == "DynamicCache" and hasattr(cache, "to_legacy_cache"):
@@ -645,8 +662,17 @@ class _Settings:
             setattr(target, key, value)
 
 
-def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: str, inputs_path: str, build: bool,
-                 recorded: Any = None) -> dict[str, Any]:
+def run_scenario(
+    name: str,
+    model: Any,
+    assistant: Any,
+    *,
+    seed: int,
+    device: str,
+    inputs_path: str,
+    build: bool,
+    recorded: Any = None,
+) -> dict[str, Any]:
     """Run one scenario; the result is JSON-able.
 
     ``recorded`` is the module whose ``prepare_inputs_for_generation`` is under test, when it is not
@@ -679,12 +705,19 @@ def run_scenario(name: str, model: Any, assistant: Any, *, seed: int, device: st
         given = {**describe(kwargs), **({"config": settings} if settings else {}), "max_new_tokens": new_tokens}
         torch.manual_seed(seed)
         with torch.no_grad(), _Settings(model, settings):
-            out = model.generate(**kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                                 **_output_flags(model))
+            out = model.generate(
+                **kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **_output_flags(model)
+            )
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
-        return {**_failure(name, error, calls), "assistant_calls": assistant_calls, "received": received,
-                "outer_calls": outer_calls, "inputs": describe(kwargs), "cache_used": any(holds_cache(call) for call in calls),
-                "given": sorted(named)}
+        return {
+            **_failure(name, error, calls),
+            "assistant_calls": assistant_calls,
+            "received": received,
+            "outer_calls": outer_calls,
+            "inputs": describe(kwargs),
+            "cache_used": any(holds_cache(call) for call in calls),
+            "given": sorted(named),
+        }
     finally:
         for module in (model, target, assistant):
             if "prepare_inputs_for_generation" in vars(module):
@@ -726,8 +759,10 @@ def outputs(out: Any) -> tuple[list[Any], list[list[list[float]]]]:
     tensors = [t.detach().cpu() for t in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(t)]
     ids = [t for t in tensors if not t.is_floating_point()]
     floats = [t for t in tensors if t.is_floating_point()]
-    sequences = ids[0].reshape(-1).tolist() if ids and ids[0].dim() == 0 else (
-        ids[0].reshape(ids[0].shape[0], -1).tolist() if ids else []
+    sequences = (
+        ids[0].reshape(-1).tolist()
+        if ids and ids[0].dim() == 0
+        else (ids[0].reshape(ids[0].shape[0], -1).tolist() if ids else [])
     )
     return sequences, [[compact_row(t.flatten().float())] for t in floats]
 

@@ -15,14 +15,14 @@ from importlib.util import decode_source
 from pathlib import Path
 
 from codemod import git
-from codemod.checkout import Checkout
 from codemod.analyse.classify import Action, Finding
+from codemod.analyse.index import Override, inheritors
+from codemod.analyse.scan import ScanResult
+from codemod.checkout import Checkout
 from codemod.contracts import OverrideId, Verdict
 from codemod.environment import ensure_environment
-from codemod.analyse.index import Override, inheritors
-from codemod.transform.plan import MIXIN_KEYS, Plan, kept_inputs, own_inputs_read
-from codemod.analyse.scan import ScanResult
 from codemod.sources import FileKind, file_kind, model_name
+from codemod.transform.plan import MIXIN_KEYS, Plan, kept_inputs, own_inputs_read
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
@@ -86,9 +86,11 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
     return targets + inheriting, not_run + not_run_inheriting
 
 
-def inheriting_targets(result: ScanResult, changed: Sequence[str],
-                       needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None,
-                       ) -> tuple[list[Target], list[tuple[str, str]]]:
+def inheriting_targets(
+    result: ScanResult,
+    changed: Sequence[str],
+    needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None,
+) -> tuple[list[Target], list[tuple[str, str]]]:
     """The classes that take a changed override from a base (see ``index.inheritors``), run too; each needs what
     the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code. And
     those not run, with why: a class of a modular source inherits only there (4.57's Gemma3n from PaliGemma,
@@ -100,14 +102,25 @@ def inheriting_targets(result: ScanResult, changed: Sequence[str],
     for found in inheritors(result.index, changed):
         override_id = OverrideId.of(found.file, found.class_name)
         if file_kind(Path(found.file)) is FileKind.MODULAR:
-            not_run.append((override_id, "a modular source, where it inherits the changed override: the class "
-                                         "generated from it does not"))
+            not_run.append(
+                (
+                    override_id,
+                    "a modular source, where it inherits the changed override: the class generated from it does not",
+                )
+            )
             continue
         module = importable_module(checkout, found.file)
         if module is not None:
-            out.append(Target(override_id, module, found.class_name,
-                              model_name(checkout, checkout.root / found.file) or "", found.inherits_from,
-                              (needs_of or {}).get(found.inherits_from, ())))
+            out.append(
+                Target(
+                    override_id,
+                    module,
+                    found.class_name,
+                    model_name(checkout, checkout.root / found.file) or "",
+                    found.inherits_from,
+                    (needs_of or {}).get(found.inherits_from, ()),
+                )
+            )
     return out, not_run
 
 
@@ -128,9 +141,12 @@ def _methods(text: str) -> dict[str, Method]:
     methods: dict[str, Method] = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
-            found = next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD), None)
-            methods[node.name] = ("", (), None) if found is None else (
-                ast.dump(found), tuple(ast.dump(s) for s in found.body), found)
+            found = next(
+                (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == METHOD), None
+            )
+            methods[node.name] = (
+                ("", (), None) if found is None else (ast.dump(found), tuple(ast.dump(s) for s in found.body), found)
+            )
     return methods
 
 
@@ -145,17 +161,29 @@ def _own_inputs_handled(method: ast.FunctionDef | None, changed: set[str]) -> li
         return []
     arguments = method.args
     named = [*arguments.posonlyargs, *arguments.args]
-    defaults = dict(zip([a.arg for a in named][len(named) - len(arguments.defaults):], arguments.defaults))
-    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
-    optional = {name for name, default in defaults.items()
-                if isinstance(default, ast.Constant) and default.value is None and name not in MIXIN_KEYS}
+    defaults = dict(
+        zip([a.arg for a in named][len(named) - len(arguments.defaults) :], arguments.defaults, strict=False)
+    )
+    defaults.update(
+        {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=False) if d is not None}
+    )
+    optional = {
+        name
+        for name, default in defaults.items()
+        if isinstance(default, ast.Constant) and default.value is None and name not in MIXIN_KEYS
+    }
     groups = []
     for statement in method.body:
         if ast.dump(statement) not in changed:
             continue
         passed_on = {id(value) for value in _passed_on(statement)}
-        groups.append(frozenset(n.id for n in ast.walk(statement)
-                                if isinstance(n, ast.Name) and n.id in optional and id(n) not in passed_on))
+        groups.append(
+            frozenset(
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and n.id in optional and id(n) not in passed_on
+            )
+        )
     return [g for g in groups if g]
 
 
@@ -164,13 +192,24 @@ def _passed_on(statement: ast.stmt) -> list[ast.Name]:
     found: list[ast.Name] = []
     for node in ast.walk(statement):
         if isinstance(node, ast.Dict):
-            found += [v for k, v in zip(node.keys, node.values)
-                      if isinstance(k, ast.Constant) and isinstance(v, ast.Name) and v.id == k.value]
+            found += [
+                v
+                for k, v in zip(node.keys, node.values, strict=False)
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Name) and v.id == k.value
+            ]
         elif isinstance(node, ast.keyword):
             found += [node.value] if isinstance(node.value, ast.Name) and node.value.id == node.arg else []
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
-            found += [node.value] if any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
-                                         and t.slice.value == node.value.id for t in node.targets) else []
+            found += (
+                [node.value]
+                if any(
+                    isinstance(t, ast.Subscript)
+                    and isinstance(t.slice, ast.Constant)
+                    and t.slice.value == node.value.id
+                    for t in node.targets
+                )
+                else []
+            )
     return found
 
 
@@ -195,7 +234,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
         old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
         for o in overrides:
             (old_method, old_body, old_node), (new_method, new_body, new_node) = (
-                methods.get(o.class_name, ("", (), None)) for methods in (old_methods, new_methods))
+                methods.get(o.class_name, ("", (), None)) for methods in (old_methods, new_methods)
+            )
             if old_method == new_method:
                 continue
             module = importable_module(checkout, o.file)
@@ -296,36 +336,78 @@ def verify_change(
     generated tokens and scores must match; the prepared inputs are reported, not required to
     match (``generate()`` itself prepares other keys in another release)."""
     if checkout.git is None:
-        raise VerificationError(f"{checkout.root} is not a git work tree: verification compares against a base revision")
+        raise VerificationError(
+            f"{checkout.root} is not a git work tree: verification compares against a base revision"
+        )
     if checkout.is_tree:
-        return _verify_tree(checkout, targets, base=base, new_root=new_root, old_root=old_root, device=device, jobs=jobs,
-                            python=python, scenarios=scenarios, timeout=timeout, progress=progress, say=say, not_run=not_run,
-                            target=target or DEFAULT_TREE_TARGET, from_release=from_release, requirements=requirements)
+        return _verify_tree(
+            checkout,
+            targets,
+            base=base,
+            new_root=new_root,
+            old_root=old_root,
+            device=device,
+            jobs=jobs,
+            python=python,
+            scenarios=scenarios,
+            timeout=timeout,
+            progress=progress,
+            say=say,
+            not_run=not_run,
+            target=target or DEFAULT_TREE_TARGET,
+            from_release=from_release,
+            requirements=requirements,
+        )
     started = time.perf_counter()
     tested = (
         models_with_tests(checkout.tests_dir, [t.model for t in targets])
-        if own_tests and checkout.tests_dir is not None else []
+        if own_tests and checkout.tests_dir is not None
+        else []
     )
     # the test dependencies also let the workers import the checkout's model testers (tiny configs)
-    environment = ensure_environment(checkout, device, python=python, tests=checkout.tests_dir is not None,
-                                     progress=say)
+    environment = ensure_environment(
+        checkout, device, python=python, tests=checkout.tests_dir is not None, progress=say
+    )
     new_tree = new_root or checkout.root
     with _base_tree(checkout, base, old_root) as old_tree:
         verdicts = verify_targets(
-            targets, old=Side.checkout(environment.python, old_tree), new=Side.checkout(environment.python, new_tree),
-            device=device, jobs=jobs, scenarios=scenarios, timeout=timeout, progress=progress,
+            targets,
+            old=Side.checkout(environment.python, old_tree),
+            new=Side.checkout(environment.python, new_tree),
+            device=device,
+            jobs=jobs,
+            scenarios=scenarios,
+            timeout=timeout,
+            progress=progress,
         )
-        own = verify_own_tests(environment.python, old_tree, new_tree, tested, jobs=jobs,
-                               timeout=own_tests_timeout, progress=say) if tested else []
+        own = (
+            verify_own_tests(
+                environment.python, old_tree, new_tree, tested, jobs=jobs, timeout=own_tests_timeout, progress=say
+            )
+            if tested
+            else []
+        )
     failed = failing_models(own)
     verdicts = [
-        dataclasses.replace(v, verdict=Verdict.CRASHED if "could not run" in failed[t.model] else Verdict.DIFFERS,
-                            detail=f"{v.detail}; {failed[t.model]}".strip("; "))
-        if t.model in failed and v.verdict is Verdict.IDENTICAL else v
-        for t, v in zip(targets, verdicts)
+        dataclasses.replace(
+            v,
+            verdict=Verdict.CRASHED if "could not run" in failed[t.model] else Verdict.DIFFERS,
+            detail=f"{v.detail}; {failed[t.model]}".strip("; "),
+        )
+        if t.model in failed and v.verdict is Verdict.IDENTICAL
+        else v
+        for t, v in zip(targets, verdicts, strict=False)
     ]
-    return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, str(environment.python),
-                        time.perf_counter() - started, base, tuple(own))
+    return VerifyReport(
+        tuple(verdicts),
+        tuple(targets),
+        tuple(not_run),
+        device,
+        str(environment.python),
+        time.perf_counter() - started,
+        base,
+        tuple(own),
+    )
 
 
 #: the release model code outside transformers is verified on when none is chosen: the first with a
@@ -363,19 +445,36 @@ def _verify_tree(
     old_release = from_release or target
     new_env, new_src = release_environment(target, device, python=python, requirements=requirements, progress=say)
     old_env, old_src = (
-        (new_env, new_src) if old_release == target
+        (new_env, new_src)
+        if old_release == target
         else release_environment(old_release, device, python=python, requirements=requirements, progress=say)
     )
     modules = [tree_module(checkout.root, OverrideId.parse(t.override_id).file) for t in targets]
     prefix = git.prefix(checkout.root)
     new_tree = new_root or checkout.root
-    with _base_tree(checkout, base, old_root) as old_repo, \
-            tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side, \
-            tree_side(new_env.python, new_src, new_tree, modules) as new_side:
-        verdicts = verify_targets(targets, old=old_side, new=new_side, device=device, jobs=jobs, scenarios=scenarios,
-                                  timeout=timeout, progress=progress, same_inputs=old_release == target)
+    with (
+        _base_tree(checkout, base, old_root) as old_repo,
+        tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side,
+        tree_side(new_env.python, new_src, new_tree, modules) as new_side,
+    ):
+        verdicts = verify_targets(
+            targets,
+            old=old_side,
+            new=new_side,
+            device=device,
+            jobs=jobs,
+            scenarios=scenarios,
+            timeout=timeout,
+            progress=progress,
+            same_inputs=old_release == target,
+        )
     where = f"{old_release} -> {target}" if old_release != target else target
-    return VerifyReport(tuple(verdicts), tuple(targets), tuple(not_run), device, f"{new_env.python} (transformers {where})",
-                        time.perf_counter() - started, base)
-
-
+    return VerifyReport(
+        tuple(verdicts),
+        tuple(targets),
+        tuple(not_run),
+        device,
+        f"{new_env.python} (transformers {where})",
+        time.perf_counter() - started,
+        base,
+    )

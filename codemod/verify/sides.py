@@ -55,9 +55,14 @@ def tree_module(root: Path, relative: str) -> TreeModule:
     return TreeModule(".".join(parts[top:]), "/".join(folders[:top]), linked=False)
 
 
-def release_environment(version: str, device: str, *, python: Path | None = None,
-                        requirements: Sequence[str] = (), progress: Callable[[str], None] | None = None
-                        ) -> tuple[Environment, Path]:
+def release_environment(
+    version: str,
+    device: str,
+    *,
+    python: Path | None = None,
+    requirements: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Environment, Path]:
     """(environment, the release's ``src``) for a transformers release, fetched and made once."""
     from codemod.checkout import resolve
     from codemod.fetch import fetch_release

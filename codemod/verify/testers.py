@@ -70,8 +70,10 @@ def tester_config(model_class: type, root: str) -> tuple[Any, str] | None:
         prepared = tester.prepare_config_and_inputs_for_common()
         config = prepared[0] if isinstance(prepared, tuple) else None
     except Exception as error:  # noqa: BLE001 - any failure means: shrink generically instead
-        print(f"testers: {name} unusable for {model_class.__name__}: {type(error).__name__}: {error}"[:500],
-              file=sys.stderr)
+        print(
+            f"testers: {name} unusable for {model_class.__name__}: {type(error).__name__}: {error}"[:500],
+            file=sys.stderr,
+        )
         return None
     if config is None or not inspect.isclass(type(config)) or not hasattr(config, "to_dict"):
         return None

@@ -76,8 +76,15 @@ class Variant:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Variant:
         scenarios = data.get("scenarios")
-        return cls(data["name"], dict(data.get("settings") or {}), tuple(scenarios) if scenarios is not None else None,
-                   data.get("composite"), dict(data.get("load") or {}), data.get("why", ""), data.get("error", ""))
+        return cls(
+            data["name"],
+            dict(data.get("settings") or {}),
+            tuple(scenarios) if scenarios is not None else None,
+            data.get("composite"),
+            dict(data.get("load") or {}),
+            data.get("why", ""),
+            data.get("error", ""),
+        )
 
     @property
     def primary(self) -> bool:
@@ -157,7 +164,13 @@ def _can_decode_for_an_encoder(model_class: type, config: Any) -> bool:
 def _reads_is_decoder(model_class: type) -> bool:
     """Whether the class, or a model class it inherits (transformers' own or a user's, not the shared bases of
     ``modeling_utils``), reads ``is_decoder``: BERT-style, where GPT-2's family needs no such switch."""
-    shared = ("builtins", "torch.", "transformers.modeling_utils", "transformers.generation", "transformers.integrations")
+    shared = (
+        "builtins",
+        "torch.",
+        "transformers.modeling_utils",
+        "transformers.generation",
+        "transformers.integrations",
+    )
     return any("is_decoder" in _source(c) for c in model_class.__mro__ if not c.__module__.startswith(shared))
 
 
@@ -185,7 +198,9 @@ LEGACY_PROMPT_ATTRIBUTES = ("image_seq_length", "video_seq_length")
 def _reads_long_rope(code: Any, model_class: type) -> bool:
     """``code`` (the class, or its method) reads ``original_max_position_embeddings``, in a module that knows
     ``longrope``: a long-context RoPE whose switch to its long factors the class's own code handles."""
-    return "original_max_position_embeddings" in _source(code) and "longrope" in _source(inspect.getmodule(model_class))
+    return "original_max_position_embeddings" in _source(code) and "longrope" in _source(
+        inspect.getmodule(model_class)
+    )
 
 
 def required_scenarios(model_class: type) -> dict[str, str]:
@@ -198,12 +213,16 @@ def required_scenarios(model_class: type) -> dict[str, str]:
     out = {}
     read = [name for name in LEGACY_PROMPT_ATTRIBUTES if f"config.{name}" in source]
     if read:
-        out["multimodal-legacy"] = (f"its prepare_inputs_for_generation reads {' and '.join(read)}: a prompt with "
-                                    "fewer image tokens takes the legacy path")
+        out["multimodal-legacy"] = (
+            f"its prepare_inputs_for_generation reads {' and '.join(read)}: a prompt with "
+            "fewer image tokens takes the legacy path"
+        )
     if _reads_long_rope(method, model_class):
         # greedy decoding passes the variant's original context on its second new token (tests/test_usage.py)
-        out[f"{LONG_ROPE}/greedy"] = ("its prepare_inputs_for_generation reads original_max_position_embeddings: only "
-                                      "a sequence that passes it takes that path")
+        out[f"{LONG_ROPE}/greedy"] = (
+            "its prepare_inputs_for_generation reads original_max_position_embeddings: only "
+            "a sequence that passes it takes that path"
+        )
     return out
 
 
@@ -221,8 +240,10 @@ def long_rope_settings(model_class: type, config: Any) -> dict[str, Any] | None:
         return None
     half = head_dim // 2
     factors = {"short_factor": [1.0] * half, "long_factor": [1.0 + (i + 1) / half for i in range(half)]}
-    return {"rope_scaling": {"type": "longrope", **factors},
-            "original_max_position_embeddings": LONG_ROPE_ORIGINAL_LENGTH}
+    return {
+        "rope_scaling": {"type": "longrope", **factors},
+        "original_max_position_embeddings": LONG_ROPE_ORIGINAL_LENGTH,
+    }
 
 
 def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Variant]:
@@ -230,29 +251,66 @@ def variants(model_class: type, config: Any, primary: dict[str, Any]) -> list[Va
     valid settings of the switches that matter."""
     out = [Variant(PRIMARY, primary, why=_why(primary))]
     if primary.get("is_decoder"):  # the config defaults to a plain model: both ways are valid
-        out.append(Variant("is_decoder=False", {**primary, "is_decoder": False}, IS_DECODER_FALSE_SCENARIOS,
-                           why="the class also runs as a plain (cache-less) model"))
+        out.append(
+            Variant(
+                "is_decoder=False",
+                {**primary, "is_decoder": False},
+                IS_DECODER_FALSE_SCENARIOS,
+                why="the class also runs as a plain (cache-less) model",
+            )
+        )
     if _sdpa_by_default(model_class, config):
-        out.append(Variant("eager", primary, EAGER_SCENARIOS, load={"attn_implementation": "eager"},
-                           why="the default attention is SDPA; eager builds its masks differently"))
+        out.append(
+            Variant(
+                "eager",
+                primary,
+                EAGER_SCENARIOS,
+                load={"attn_implementation": "eager"},
+                why="the default attention is SDPA; eager builds its masks differently",
+            )
+        )
     if _can_decode_for_an_encoder(model_class, config):
         cross = {**primary, "is_decoder": True, "add_cross_attention": True}
-        out.append(Variant("cross-attention", cross, CROSS_ATTENTION_SCENARIOS,
-                           why="a decoder attending to encoder states the caller passes to generate()"))
+        out.append(
+            Variant(
+                "cross-attention",
+                cross,
+                CROSS_ATTENTION_SCENARIOS,
+                why="a decoder attending to encoder states the caller passes to generate()",
+            )
+        )
     for switch in CACHE_LAYOUT_SWITCHES:
         value = getattr(config, switch, None)
         if isinstance(value, bool):
-            out.append(Variant(f"{switch}={not value}", {**primary, switch: not value}, CACHE_LAYOUT_SCENARIOS,
-                               why=f"{switch} picks the layout of the cache the model reads its past length from"))
+            out.append(
+                Variant(
+                    f"{switch}={not value}",
+                    {**primary, switch: not value},
+                    CACHE_LAYOUT_SCENARIOS,
+                    why=f"{switch} picks the layout of the cache the model reads its past length from",
+                )
+            )
     long_rope = long_rope_settings(model_class, config)
     if long_rope is not None:
-        out.append(Variant(LONG_ROPE, {**primary, **long_rope}, LONG_ROPE_SCENARIOS,
-                           why="a long-context RoPE switching factors within the sequence, which the class's own "
-                               "code reads (original_max_position_embeddings)"))
+        out.append(
+            Variant(
+                LONG_ROPE,
+                {**primary, **long_rope},
+                LONG_ROPE_SCENARIOS,
+                why="a long-context RoPE switching factors within the sequence, which the class's own "
+                "code reads (original_max_position_embeddings)",
+            )
+        )
     if _can_decode_for_an_encoder(model_class, config) and _registered(config):
-        out.append(Variant("encoder-decoder", {**primary, "is_decoder": True, "add_cross_attention": True},
-                           ENCODER_DECODER_SCENARIOS, composite="encoder-decoder",
-                           why="the decoder of an EncoderDecoderModel, whose override calls this one"))
+        out.append(
+            Variant(
+                "encoder-decoder",
+                {**primary, "is_decoder": True, "add_cross_attention": True},
+                ENCODER_DECODER_SCENARIOS,
+                composite="encoder-decoder",
+                why="the decoder of an EncoderDecoderModel, whose override calls this one",
+            )
+        )
     out.extend(other_decoders(model_class, config))
     return out
 
@@ -284,10 +342,18 @@ def other_decoders(model_class: type, config: Any) -> list[Variant]:
     if not is_wrapper(model_class, config):
         return []
     used = str(config.decoder.model_type)
-    return [Variant(f"decoder={kind}", {}, ENCODER_DECODER_SCENARIOS, composite=OTHER_DECODER + kind,
-                    why=f"the wrapper with a {kind} decoder (its own config's is {used}): a wrapper is built from any "
-                        "decoder, and what it prepares may come from the decoder's method")
-            for kind in WRAPPER_DECODERS if kind != used]
+    return [
+        Variant(
+            f"decoder={kind}",
+            {},
+            ENCODER_DECODER_SCENARIOS,
+            composite=OTHER_DECODER + kind,
+            why=f"the wrapper with a {kind} decoder (its own config's is {used}): a wrapper is built from any "
+            "decoder, and what it prepares may come from the decoder's method",
+        )
+        for kind in WRAPPER_DECODERS
+        if kind != used
+    ]
 
 
 def _why(settings: dict[str, Any]) -> str:
@@ -312,8 +378,13 @@ def apply_settings(config: Any, settings: dict[str, Any]) -> Any:
 
 
 #: the sizes of the halves this module builds itself: the composite's BERT encoder, a wrapper's other decoder
-TINY_BERT = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
-             "max_position_embeddings": 64}
+TINY_BERT = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+    "max_position_embeddings": 64,
+}
 TINY_GPT2 = {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64}
 
 
@@ -328,8 +399,13 @@ def with_decoder(wrapper: Any, kind: str, seed: int) -> Any:
     sizes = TINY_BERT if kind == "bert" else TINY_GPT2
     # the old decoder's special tokens, None for none (GPT-2's defaults lie outside a tiny vocabulary)
     tokens = {name: getattr(old, name, None) for name in ("pad_token_id", "bos_token_id", "eos_token_id")}
-    config = getattr(transformers, config_name)(vocab_size=old.vocab_size, is_decoder=True, add_cross_attention=True,
-                                                **sizes, **{k: v if _int(v) is not None else None for k, v in tokens.items()})
+    config = getattr(transformers, config_name)(
+        vocab_size=old.vocab_size,
+        is_decoder=True,
+        add_cross_attention=True,
+        **sizes,
+        **{k: v if _int(v) is not None else None for k, v in tokens.items()},
+    )
     torch.manual_seed(seed + 200)
     decoder = getattr(transformers, model_name)(config)
     model = type(wrapper)(encoder=wrapper.encoder, decoder=decoder)
@@ -350,8 +426,14 @@ def encoder_decoder(decoder: Any, seed: int) -> Any:
     encoder = BertModel(encoder_config)
     model = EncoderDecoderModel(encoder=encoder, decoder=decoder)
     text = decoder.config
-    start = next((v for v in (getattr(text, "bos_token_id", None), getattr(text, "pad_token_id", None), 0)
-                  if _int(v) is not None), 0)
+    start = next(
+        (
+            v
+            for v in (getattr(text, "bos_token_id", None), getattr(text, "pad_token_id", None), 0)
+            if _int(v) is not None
+        ),
+        0,
+    )
     model.config.decoder_start_token_id = start
     pad = getattr(text, "pad_token_id", None)
     model.config.pad_token_id = pad if pad is not None else 0

@@ -84,8 +84,10 @@ def _from_tester(model_class: type[Any], seed: int, settings: dict[str, Any] | N
         model.eval()
         tiny.generation_inputs(model, seed=seed)  # the tester's tokens must make valid inputs too
     except Exception as error:  # noqa: BLE001 - shrink generically instead
-        print(f"testers: {where} does not build {model_class.__name__}: {type(error).__name__}: {error}"[:500],
-              file=sys.stderr)
+        print(
+            f"testers: {where} does not build {model_class.__name__}: {type(error).__name__}: {error}"[:500],
+            file=sys.stderr,
+        )
         return None
     return model, notes, settings
 
@@ -102,8 +104,9 @@ def _built(model_class: type[Any], seed: int, settings: dict[str, Any] | None) -
         chosen.update(usage.primary_settings(cls, config))
         return chosen
 
-    model, notes = tiny.tiny_model(model_class, seed=seed, settings=settings, primary=primary,
-                                   base=repository_config(model_class))
+    model, notes = tiny.tiny_model(
+        model_class, seed=seed, settings=settings, primary=primary, base=repository_config(model_class)
+    )
     return model, notes, settings if settings is not None else chosen
 
 
@@ -159,7 +162,7 @@ def _build(model_class: type[Any], model_dir: str, seed: int) -> tuple[list[str]
                 if variant.composite == "encoder-decoder":
                     model = usage.encoder_decoder(model, seed + offset)
                 elif variant.composite and variant.composite.startswith(usage.OTHER_DECODER):
-                    model = usage.with_decoder(model, variant.composite[len(usage.OTHER_DECODER):], seed + offset)
+                    model = usage.with_decoder(model, variant.composite[len(usage.OTHER_DECODER) :], seed + offset)
                 tiny.generation_inputs(model, seed=seed)  # settles pad/eos in the generation config before saving
                 model.save_pretrained(os.path.join(_variant_dir(model_dir, index), name), safe_serialization=False)
         except Exception as error:  # noqa: BLE001 - the primary model must build; another variant may not
@@ -221,18 +224,29 @@ def handle(request: Document) -> Document:
                 result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
                 return result
             message = f"{type(error).__name__}: {error}"[:2000]
-            result["scenarios"] += [{"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
-                                    for n in request["scenarios"] if variant.scenarios is None or n in variant.scenarios]
+            result["scenarios"] += [
+                {"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
+                for n in request["scenarios"]
+                if variant.scenarios is None or n in variant.scenarios
+            ]
             continue
         for name in request["scenarios"]:
             if variant.scenarios is not None and name not in variant.scenarios:
                 continue
             began = time.perf_counter()
-            fresh, fresh_assistant = _fresh(model, path, "main", model_class, device, variant), \
-                _fresh(assistant, path, "assistant", model_class, device, variant)
+            fresh, fresh_assistant = (
+                _fresh(model, path, "main", model_class, device, variant),
+                _fresh(assistant, path, "assistant", model_class, device, variant),
+            )
             recorded = fresh.decoder if variant.composite == "encoder-decoder" else None
             outcome = scenarios.run_scenario(
-                name, fresh, fresh_assistant, seed=seed, device=device, build=build, recorded=recorded,
+                name,
+                fresh,
+                fresh_assistant,
+                seed=seed,
+                device=device,
+                build=build,
+                recorded=recorded,
                 inputs_path=os.path.join(inputs_dir, f"{index}-{name}.pt"),
             )
             del fresh, fresh_assistant
@@ -267,7 +281,8 @@ def _forward_facts(model_class: type[Any]) -> dict[str, Any]:
         "caches": any(name in names for name in (*scenarios.CACHE_KEYS, "use_cache")),
         "forward_optional": sorted(p.name for p in parameters if p.kind in named and p.default is None),
         "forward_absorbs": sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
-        if var_keyword else None,
+        if var_keyword
+        else None,
     }
 
 

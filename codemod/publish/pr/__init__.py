@@ -34,7 +34,17 @@ from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
 from codemod.migration import Migration
 from codemod.publish.pr import branches, publish
 from codemod.publish.pr.branches import BOT, Identity
-from codemod.publish.pr.plan import GROUP_BY, Action, BranchState, PrError, PrReport, decide, describe_plan, outcome, plan_prs
+from codemod.publish.pr.plan import (
+    GROUP_BY,
+    Action,
+    BranchState,
+    PrError,
+    PrReport,
+    decide,
+    describe_plan,
+    outcome,
+    plan_prs,
+)
 
 Migrate = Callable[[Path, list[str], list[str]], Migration]
 
@@ -91,14 +101,20 @@ def run_pr(
             outcomes = []
             for branch in plan.branches:
                 remote_branch = branches.remote_branch(git, remote_branches.get(branch.branch), base_sha, identity)
-                decision = decide(branch, BranchState(remote_branch, publish.pulls_of(client, branch.branch)),
-                                  open_count=open_count, max_open=max_open)
+                decision = decide(
+                    branch,
+                    BranchState(remote_branch, publish.pulls_of(client, branch.branch)),
+                    open_count=open_count,
+                    max_open=max_open,
+                )
                 if dry_run:
                     echo(describe_plan(branch, decision))
                 if dry_run or not decision.writes:
                     result = outcome(branch, decision)
                 else:
-                    pushed = branches.push_branch(git, tree / subdir, base_sha, remote, branch, decision.lease, identity)
+                    pushed = branches.push_branch(
+                        git, tree / subdir, base_sha, remote, branch, decision.lease, identity
+                    )
                     result = publish.write(client, branch, decision, plan.labels, journal, remote if pushed else None)
                 if decision.action == Action.CREATE:
                     open_count += 1
@@ -107,6 +123,6 @@ def run_pr(
     except (GitHubError, PrError) as error:
         raise PrError(redact(f"{error}{journal.suffix()}", secrets)) from None
     report = PrReport(tuple(outcomes), plan.withheld, plan.reverted, dry_run)
-    for line in report.lines()[len(outcomes):]:
+    for line in report.lines()[len(outcomes) :]:
         echo(line)
     return report

@@ -58,7 +58,10 @@ def fetch(git: Git, remote: str, base: str) -> tuple[str, dict[str, str]]:
     """``git fetch REMOTE BASE`` plus the bot's branches; the base SHA and ``{branch: sha}`` on the remote."""
     tracking = f"refs/remotes/{remote}/"
     git.run(
-        "fetch", "--no-tags", "--prune", remote,
+        "fetch",
+        "--no-tags",
+        "--prune",
+        remote,
         f"+refs/heads/{base}:{tracking}{base}",
         f"+refs/heads/{BRANCH_PREFIX}*:{tracking}{BRANCH_PREFIX}*",
     )
@@ -123,7 +126,9 @@ def build_branch(git: Git, root: Path, base_sha: str, plan: BranchPlan, identity
     return parent
 
 
-def push_branch(git: Git, root: Path, base_sha: str, remote: str, plan: BranchPlan, lease: str, identity: Identity) -> bool:
+def push_branch(
+    git: Git, root: Path, base_sha: str, remote: str, plan: BranchPlan, lease: str, identity: Identity
+) -> bool:
     """Build the branch and force-push it, unless the remote's already holds the same tree; whether it pushed.
 
     The push has a lease on the SHA observed (``lease``; "" = the branch must not exist), so nobody's work is lost.

@@ -55,8 +55,11 @@ def screen(models: Sequence[ModelOutcome]) -> tuple[tuple[ModelOutcome, ...], tu
         bad = next((c for c in changed_classes(model) if c.verdict is not Verdict.IDENTICAL), None)
         if bad is not None:
             detail = f" ({bad.detail})" if bad.detail else ""
-            reasons[model.model] = Held(model.model, HeldCause.NOT_IDENTICAL,
-                                        f"{bad.class_name} was not verified identical: {bad.verdict}{detail}")
+            reasons[model.model] = Held(
+                model.model,
+                HeldCause.NOT_IDENTICAL,
+                f"{bad.class_name} was not verified identical: {bad.verdict}{detail}",
+            )
     for _ in range(len(models)):
         tainted = {f: m.model for m in models if m.model in reasons for f in m.files}
         newly = {
@@ -236,7 +239,9 @@ def model_table(model: ModelOutcome) -> str:
             f"| {c.lines_removed} | {_cell(c.verdict)} | {_cell(_scenarios(c))} |"
         )
     if len(rows) == 2:
-        what, action = ("mixin", "generic implementation added") if model.model == MIXIN_MODEL else ("generated", "update")
+        what, action = (
+            ("mixin", "generic implementation added") if model.model == MIXIN_MODEL else ("generated", "update")
+        )
         rows.append(f"| — | {', '.join(f'`{_cell(f)}`' for f in model.files)} | {what} | {action} | 0 | — | — |")
         return "\n".join(rows)
     # files the change touches outside its classes: copies of a removed method lose their
@@ -245,8 +250,10 @@ def model_table(model: ModelOutcome) -> str:
     others = [f for f in model.files if f not in own]
     if others:
         rows.append("")
-        rows.append("Also touched (copies that lose their `# Copied from` marker, files generated from a modular "
-                    f"source): {', '.join(f'`{_cell(f)}`' for f in others)}")
+        rows.append(
+            "Also touched (copies that lose their `# Copied from` marker, files generated from a modular "
+            f"source): {', '.join(f'`{_cell(f)}`' for f in others)}"
+        )
     return "\n".join(rows)
 
 
@@ -332,7 +339,9 @@ def plan_prs(migration: Migration, group_by: str, base: str, labels: Sequence[st
     # Every removed override relies on the mixin's new implementation: it goes first into every
     # branch (the same commit content in each, so the branches merge in any order), never alone.
     mixin = tuple(m for m in kept if m.model == MIXIN_MODEL)
-    groups = tuple(Group(g.name, (*mixin, *g.models)) for g in group_models([m for m in kept if m.model != MIXIN_MODEL], group_by))
+    groups = tuple(
+        Group(g.name, (*mixin, *g.models)) for g in group_models([m for m in kept if m.model != MIXIN_MODEL], group_by)
+    )
     names = [branch_name(g.name) for g in groups]
     if len(set(names)) != len(names):
         raise PrError(f"two groups map to the same branch name: {sorted(n for n in names if names.count(n) > 1)[0]}")
@@ -443,7 +452,6 @@ def decide(plan: BranchPlan, state: BranchState, *, open_count: int, max_open: i
     return Decision(Action.CREATE, f"new plan {plan.plan_hash}", lease=lease)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # How the outcome reads.
 # ---------------------------------------------------------------------------------------------
@@ -484,11 +492,20 @@ class PrReport:
         return lines
 
 
-def outcome(plan: BranchPlan, decision: Decision, pull: PullRequest | None = None, pushed: bool = False) -> GroupOutcome:
+def outcome(
+    plan: BranchPlan, decision: Decision, pull: PullRequest | None = None, pushed: bool = False
+) -> GroupOutcome:
     """How a branch ended; ``pull`` is the pull request written (default: the one the decision is about)."""
     pull = pull or decision.pull
-    return GroupOutcome(plan.branch, plan.model_names, decision.action, decision.reason,
-                        pull.number if pull else None, pull.html_url if pull else "", pushed)
+    return GroupOutcome(
+        plan.branch,
+        plan.model_names,
+        decision.action,
+        decision.reason,
+        pull.number if pull else None,
+        pull.html_url if pull else "",
+        pushed,
+    )
 
 
 def describe_plan(plan: BranchPlan, decision: Decision) -> str:
@@ -502,4 +519,3 @@ def describe_plan(plan: BranchPlan, decision: Decision) -> str:
     )
     target = f"edit #{decision.pull.number}" if decision.pull else "open pull request"
     return f"{head}\n{commits}\n-- {target}: {plan.title}\n{plan.body}"
-

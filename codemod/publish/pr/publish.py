@@ -36,7 +36,11 @@ def pulls_of(client: GitHubClient, branch: str) -> tuple[PullRequest, ...]:
 
 
 def write(
-    client: GitHubClient, plan: BranchPlan, decision: Decision, labels: tuple[str, ...], journal: Journal,
+    client: GitHubClient,
+    plan: BranchPlan,
+    decision: Decision,
+    labels: tuple[str, ...],
+    journal: Journal,
     pushed_to: str | None,
 ) -> GroupOutcome:
     """Open or update the branch's pull request (a CREATE or UPDATE decision) and label it; ``pushed_to``

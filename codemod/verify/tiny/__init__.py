@@ -23,7 +23,20 @@ from .multimodal import legacy_image_inputs, multimodal_inputs
 from .shrink import GROUPS, SIZES, scale_sections
 from .tokens import random_ids, special_token_ids
 
-__all__ = ["TinyModelError", "tiny_config", "tiny_model", "generation_inputs", "multimodal_inputs", "legacy_image_inputs",
-           "special_token_ids",
-           "random_ids",
-           "seed_everything", "portable", "scale_sections", "text_config", "GROUPS", "SIZES", "FIXUPS"]
+__all__ = [
+    "TinyModelError",
+    "tiny_config",
+    "tiny_model",
+    "generation_inputs",
+    "multimodal_inputs",
+    "legacy_image_inputs",
+    "special_token_ids",
+    "random_ids",
+    "seed_everything",
+    "portable",
+    "scale_sections",
+    "text_config",
+    "GROUPS",
+    "SIZES",
+    "FIXUPS",
+]

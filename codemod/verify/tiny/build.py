@@ -23,8 +23,16 @@ if TYPE_CHECKING:
     from .common import ConfigDict, Size
 
 #: attributes that every PretrainedConfig has and that don't describe the model
-_BOOKKEEPING = {"transformers_version", "_name_or_path", "architectures", "_commit_hash",
-                "_attn_implementation_autoset", "_attn_implementation_internal", "torch_dtype", "dtype"}
+_BOOKKEEPING = {
+    "transformers_version",
+    "_name_or_path",
+    "architectures",
+    "_commit_hash",
+    "_attn_implementation_autoset",
+    "_attn_implementation_internal",
+    "torch_dtype",
+    "dtype",
+}
 _MISSING = object()
 #: config flags that select CUDA-only kernels (Jamba's fast Mamba path raises on CPU); off, both
 #: sides take the reference implementation on any device
@@ -110,7 +118,11 @@ def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigD
         if isinstance(value, dict):
             continue
         current = getattr(config, key, _MISSING)
-        if current is not _MISSING and current != value and GROUP_OF.get(key) in {"layers", "hidden", "heads", "intermediate"}:
+        if (
+            current is not _MISSING
+            and current != value
+            and GROUP_OF.get(key) in {"layers", "hidden", "heads", "intermediate"}
+        ):
             try:
                 setattr(config, key, value)
                 notes.append(f"{key}: forced to {value} after __init__ made it {current}")
@@ -196,13 +208,19 @@ def _open_gates(model: Any, notes: list[str]) -> None:
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             leaf = name.rsplit(".", 1)[-1]
-            if (any(word in leaf for word in _GATE_WORDS) and not leaf.endswith("bias")
-                    and parameter.numel() <= 64 and bool((parameter == 0).all())):
+            if (
+                any(word in leaf for word in _GATE_WORDS)
+                and not leaf.endswith("bias")
+                and parameter.numel() <= 64
+                and bool((parameter == 0).all())
+            ):
                 parameter.fill_(1.0)
                 opened.append(name)
     if opened:
-        notes.append(f"{len(opened)} zero-initialised gates opened (set to 1), e.g. {opened[0]}: closed, "
-                     "the paths behind them would not reach the output")
+        notes.append(
+            f"{len(opened)} zero-initialised gates opened (set to 1), e.g. {opened[0]}: closed, "
+            "the paths behind them would not reach the output"
+        )
 
 
 def _sub_configs(model_class: type, config: Any) -> list[tuple[str, Any]]:
@@ -246,15 +264,19 @@ def _from_sub_config(
         builds.append((name, sub))
     if len(builds) != 1:
         if builds:
-            notes.append(f"{model_class.__name__} builds from several sub-configs of {type(config).__name__} "
-                         f"({', '.join(name for name, _ in builds)}): none is taken")
+            notes.append(
+                f"{model_class.__name__} builds from several sub-configs of {type(config).__name__} "
+                f"({', '.join(name for name, _ in builds)}): none is taken"
+            )
         return None
     name, sub = builds[0]
     chosen = settings if settings is not None else (primary(model_class, sub) if primary else {})
     # the notes say what the settings were set on: they were set on the composite, not this part
     notes[:] = [note for note in notes if not note.endswith(f"(how {model_class.__name__} is used)")]
-    notes.append(f"config: {type(config).__name__}.{name} ({type(sub).__name__}): {model_class.__name__} "
-                 f"does not build from its config_class {type(config).__name__}, only from this sub-config")
+    notes.append(
+        f"config: {type(config).__name__}.{name} ({type(sub).__name__}): {model_class.__name__} "
+        f"does not build from its config_class {type(config).__name__}, only from this sub-config"
+    )
     for key, value in chosen.items():
         setattr(sub, key, value)
         notes.append(f"{key}: {value!r} (how {model_class.__name__} is used)")

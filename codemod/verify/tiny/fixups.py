@@ -25,9 +25,11 @@ FIXUPS: dict[str, Fixup] = {}
 
 def fixup(*model_types: str, why: str) -> Callable[[Apply], Apply]:
     """Registers the decorated function as the fixup of ``model_types``; ``why``: what breaks without it."""
+
     def register(apply: Apply) -> Apply:
         FIXUPS.update(dict.fromkeys(model_types, Fixup(apply, why)))
         return apply
+
     return register
 
 
@@ -36,26 +38,62 @@ def fixup_values(*model_types: str, why: str, **settings: Any) -> None:
     fixup(*model_types, why=why)(lambda d, size: d.update(copy.deepcopy(settings)))
 
 
-fixup_values("speecht5", why="the conv feature encoder and positional conv are sized for long speech (here the "
-             "raw audio is downsampled 5*2*2=20x)", conv_dim=[32, 32, 32], conv_stride=[5, 2, 2], conv_kernel=[10, 3, 3],
-             num_feat_extract_layers=3, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
-             speech_decoder_prenet_units=32, speech_decoder_postnet_units=32, speaker_embedding_dim=16,
-             max_speech_positions=512, encoder_max_relative_position=16, apply_spec_augment=False)
-fixup_values("speech_to_text", why="the conv subsampler's 1024 channels are no size the tables know (the features "
-             "per frame are the input's shape: they stay)", conv_channels=32)
-fixup_values("nllb-moe", "switch_transformers", why="only every other (or fourth) layer is sparse by default: both "
-             "are, so experts run, with room for every token in each expert", encoder_sparse_step=1,
-             decoder_sparse_step=1, expert_capacity=16)
-fixup_values("rag", why="retrieved documents are passed as context_input_ids: two per question keeps them small",
-             n_docs=2, max_combined_length=32)
-fixup_values("csm_depth_decoder_model", why="the depth decoder alone: its vocabulary is a codebook's (2051 entries)",
-             vocab_size=2051)
-fixup_values("encodec", why="the convolutions double num_filters at each of the four upsampling ratios (32 -> 512 "
-             "channels, 7M weights a side): they start from 4", num_filters=4)
+fixup_values(
+    "speecht5",
+    why="the conv feature encoder and positional conv are sized for long speech (here the "
+    "raw audio is downsampled 5*2*2=20x)",
+    conv_dim=[32, 32, 32],
+    conv_stride=[5, 2, 2],
+    conv_kernel=[10, 3, 3],
+    num_feat_extract_layers=3,
+    num_conv_pos_embeddings=16,
+    num_conv_pos_embedding_groups=2,
+    speech_decoder_prenet_units=32,
+    speech_decoder_postnet_units=32,
+    speaker_embedding_dim=16,
+    max_speech_positions=512,
+    encoder_max_relative_position=16,
+    apply_spec_augment=False,
+)
+fixup_values(
+    "speech_to_text",
+    why="the conv subsampler's 1024 channels are no size the tables know (the features "
+    "per frame are the input's shape: they stay)",
+    conv_channels=32,
+)
+fixup_values(
+    "nllb-moe",
+    "switch_transformers",
+    why="only every other (or fourth) layer is sparse by default: both "
+    "are, so experts run, with room for every token in each expert",
+    encoder_sparse_step=1,
+    decoder_sparse_step=1,
+    expert_capacity=16,
+)
+fixup_values(
+    "rag",
+    why="retrieved documents are passed as context_input_ids: two per question keeps them small",
+    n_docs=2,
+    max_combined_length=32,
+)
+fixup_values(
+    "csm_depth_decoder_model",
+    why="the depth decoder alone: its vocabulary is a codebook's (2051 entries)",
+    vocab_size=2051,
+)
+fixup_values(
+    "encodec",
+    why="the convolutions double num_filters at each of the four upsampling ratios (32 -> 512 "
+    "channels, 7M weights a side): they start from 4",
+    num_filters=4,
+)
 
 
-@fixup("gpt_neo", why="attention_types must expand to exactly num_layers entries, and a local window as long as "
-       "the prompt never slides")
+@fixup(
+    "gpt_neo",
+    why="attention_types must expand to exactly num_layers entries, and a local window as long as "
+    "the prompt never slides",
+)
 def _fix_gpt_neo(d: ConfigDict, size: Size) -> None:
     d["attention_types"] = [[["global", "local"], size["layers"] // 2]]  # [[pattern, repeats]]
     d.pop("attention_layers", None)
@@ -67,8 +105,11 @@ def _fix_led(d: ConfigDict, size: Size) -> None:
     d["attention_window"] = [4] * size["layers"]
 
 
-@fixup("mllama_text_model", why="cross_attention_layers are layer indices, inside the shrunk stack; the rotary "
-       "embedding reads rope_scaling['rope_type'], and the default rope_scaling is None")
+@fixup(
+    "mllama_text_model",
+    why="cross_attention_layers are layer indices, inside the shrunk stack; the rotary "
+    "embedding reads rope_scaling['rope_type'], and the default rope_scaling is None",
+)
 def _fix_mllama_text(d: ConfigDict, size: Size) -> None:
     d["cross_attention_layers"] = [size["layers"] - 1]
     if d.get("rope_scaling") is None:
@@ -100,9 +141,13 @@ def _fix_dbrx(d: ConfigDict, size: Size) -> None:
     d["attn_config"], d["ffn_config"] = attn, ffn
 
 
-@fixup("seamless_m4t", "seamless_m4t_v2", why="the vocoder's upsampling halves its channels at every stage (fed by "
-       "its unit/lang/speaker embeddings) and must end with >= 1; the conformer's depthwise conv and relative "
-       "positions are sized for long speech")
+@fixup(
+    "seamless_m4t",
+    "seamless_m4t_v2",
+    why="the vocoder's upsampling halves its channels at every stage (fed by "
+    "its unit/lang/speaker embeddings) and must end with >= 1; the conformer's depthwise conv and relative "
+    "positions are sized for long speech",
+)
 def _fix_seamless(d: ConfigDict, size: Size) -> None:
     d["upsample_initial_channel"] = 64
     d["unit_embed_dim"] = d["lang_embed_dim"] = d["spkr_embed_dim"] = 16
@@ -116,18 +161,30 @@ def _fix_seamless(d: ConfigDict, size: Size) -> None:
     d["t2u_max_new_tokens"] = 16
 
 
-@fixup("chameleon", why="the VQ image tokenizer is sized for real images (its GroupNorms have 32 groups, so every "
-       "channel count stays a multiple of 32); VQ codes map to BPE tokens through vocabulary_map, None by default")
+@fixup(
+    "chameleon",
+    why="the VQ image tokenizer is sized for real images (its GroupNorms have 32 groups, so every "
+    "channel count stays a multiple of 32); VQ codes map to BPE tokens through vocabulary_map, None by default",
+)
 def _fix_chameleon(d: ConfigDict, size: Size) -> None:
     vq = dict(d.get("vq_config") or {})
-    vq.update(embed_dim=32, num_embeddings=64, latent_channels=32, resolution=32, base_channels=32,
-              channel_multiplier=[1, 2], num_res_blocks=1)
+    vq.update(
+        embed_dim=32,
+        num_embeddings=64,
+        latent_channels=32,
+        resolution=32,
+        base_channels=32,
+        channel_multiplier=[1, 2],
+        num_res_blocks=1,
+    )
     d["vq_config"] = vq
     # each code named as the real tokenizer does (IMGIMG + the code's digits as letters A-J + Z), the
     # codes' tokens and <image> past the ids used for text
     codes = int(vq["num_embeddings"])
     first = max(MIN_VOCAB, int(d.get("vocab_size", MIN_VOCAB)))
-    mapping = {"IMGIMG" + "".join(chr(ord("A") + int(c)) for c in str(code)) + "Z": first + code for code in range(codes)}
+    mapping = {
+        "IMGIMG" + "".join(chr(ord("A") + int(c)) for c in str(code)) + "Z": first + code for code in range(codes)
+    }
     mapping["<image>"] = first + codes
     d["vocabulary_map"] = mapping
     d["vocab_size"] = first + codes + 1
@@ -136,16 +193,27 @@ def _fix_chameleon(d: ConfigDict, size: Size) -> None:
 @fixup("fuyu", why="Fuyu keeps text sizes both at top level and in text_config; they must agree")
 def _fix_fuyu(d: ConfigDict, size: Size) -> None:
     text = dict(d.get("text_config") or {})
-    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "max_position_embeddings", "vocab_size"):
+    for key in (
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "max_position_embeddings",
+        "vocab_size",
+    ):
         if key in d and key in text:
             text[key] = d[key]
     d["text_config"] = text
 
 
-@fixup("llava_onevision", "llava_next", "llava_next_video", why="anyres pinpoints must be multiples of the tiny "
-       "image size: with the defaults (336 x 672, ...) a tiny image is cut into hundreds of patches that the two "
-       "given tiles cannot fill")
+@fixup(
+    "llava_onevision",
+    "llava_next",
+    "llava_next_video",
+    why="anyres pinpoints must be multiples of the tiny "
+    "image size: with the defaults (336 x 672, ...) a tiny image is cut into hundreds of patches that the two "
+    "given tiles cannot fill",
+)
 def _fix_anyres_pinpoints(d: ConfigDict, size: Size) -> None:
     s = size["image"]
     d["image_grid_pinpoints"] = [[s, s], [s, 2 * s], [2 * s, s], [2 * s, 2 * s]]
@@ -157,18 +225,24 @@ def _fix_xmod(d: ConfigDict, size: Size) -> None:
         d["default_language"] = list(d["languages"])[0]
 
 
-@fixup("bamba", why="attn_layer_indices defaults to None: every layer is Mamba and generate() finds no attention "
-       "cache to measure (real checkpoints mix them: the last layer is attention); and the Mamba mixer is sized "
-       "as below (_tiny_mamba_mixer)")
+@fixup(
+    "bamba",
+    why="attn_layer_indices defaults to None: every layer is Mamba and generate() finds no attention "
+    "cache to measure (real checkpoints mix them: the last layer is attention); and the Mamba mixer is sized "
+    "as below (_tiny_mamba_mixer)",
+)
 def _fix_bamba(d: ConfigDict, size: Size) -> None:
     if not d.get("attn_layer_indices"):
         d["attn_layer_indices"] = [size["layers"] - 1]
     _tiny_mamba_mixer(d, size)
 
 
-@fixup("granitemoehybrid", why="before 5.0 layer_types defaults to None, which the model reads by index (the "
-       "config's layers_block_type maps to it): the layers are Mamba, the last one attention, as in real checkpoints; "
-       "and the Mamba mixer is sized as below (_tiny_mamba_mixer)")
+@fixup(
+    "granitemoehybrid",
+    why="before 5.0 layer_types defaults to None, which the model reads by index (the "
+    "config's layers_block_type maps to it): the layers are Mamba, the last one attention, as in real checkpoints; "
+    "and the Mamba mixer is sized as below (_tiny_mamba_mixer)",
+)
 def _fix_granitemoehybrid(d: ConfigDict, size: Size) -> None:
     if "layer_types" in d and d["layer_types"] is None:
         layers = int(d.get("num_hidden_layers") or size["layers"])
@@ -215,8 +289,11 @@ def _fix_molmo2(d: ConfigDict, size: Size) -> None:
     d["adapter_config"] = adapter
 
 
-@fixup("reformer", why="the LM head needs is_decoder; axial position embeddings factor max_position_embeddings "
-       "(shape) and the hidden size (dims)")
+@fixup(
+    "reformer",
+    why="the LM head needs is_decoder; axial position embeddings factor max_position_embeddings "
+    "(shape) and the hidden size (dims)",
+)
 def _fix_reformer(d: ConfigDict, size: Size) -> None:
     d["is_decoder"] = True
     d["axial_pos_shape"] = [8, 8]
@@ -249,8 +326,9 @@ def _mrope_fixup(default_sections: list[int], old_head: int) -> Apply:
     return fix
 
 
-_MROPE_WHY = "with no rotary sections in the config, the modeling code falls back to sections sized for the " \
-    "released head"
+_MROPE_WHY = (
+    "with no rotary sections in the config, the modeling code falls back to sections sized for the released head"
+)
 fixup("hunyuan_vl_text", why=_MROPE_WHY)(_mrope_fixup([16, 16, 16, 16], 128))  # xdrope: four axes
 fixup("ernie4_5_vl_moe_text", why=_MROPE_WHY)(_mrope_fixup([22, 22, 20], 128))
 fixup("glm_image_text", "glm4v_text", why=_MROPE_WHY)(_mrope_fixup([8, 12, 12], 64))
@@ -263,10 +341,13 @@ fixup("qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_omni_moe_text", why=_MROPE_WH
 _QWEN2_VL_TOKENS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
 
 
-@fixup("qwen2_vl", why="before 5.0 the config class has no image/video/vision-start/vision-end token ids (the Hub's "
-       "config.json has them; get_rope_index reads them on every first step), and no rope_scaling, whose "
-       "mrope_section the attention reads (sections adding up to half the tiny head); its vision config, of the "
-       "same model type, and 5.x's composite, whose ids are defaults, are left as they are")
+@fixup(
+    "qwen2_vl",
+    why="before 5.0 the config class has no image/video/vision-start/vision-end token ids (the Hub's "
+    "config.json has them; get_rope_index reads them on every first step), and no rope_scaling, whose "
+    "mrope_section the attention reads (sections adding up to half the tiny head); its vision config, of the "
+    "same model type, and 5.x's composite, whose ids are defaults, are left as they are",
+)
 def _fix_qwen2_vl(d: ConfigDict, size: Size) -> None:
     if "vocab_size" not in d:
         return  # the vision config (the same model type before 5.0), or 5.x's composite: its text config has them
@@ -281,15 +362,22 @@ def _fix_qwen2_vl(d: ConfigDict, size: Size) -> None:
         d["rope_scaling"] = {"type": "mrope", "mrope_section": scale_sections([16, 24, 24], max(head // 2, 3))}
 
 
-@fixup("qwen2_5_vl_vision", "glm4v_vision", why="the vision merger projects to out_hidden_size, the text model's "
-       "hidden size (no size the tables shrink): the image features must be as wide as the tiny text embeddings")
+@fixup(
+    "qwen2_5_vl_vision",
+    "glm4v_vision",
+    why="the vision merger projects to out_hidden_size, the text model's "
+    "hidden size (no size the tables shrink): the image features must be as wide as the tiny text embeddings",
+)
 def _fix_vision_out_hidden(d: ConfigDict, size: Size) -> None:
     if is_int(d.get("out_hidden_size")):
         d["out_hidden_size"] = size["hidden"]
 
 
-@fixup("csm", why="vocab_size counts audio codebook entries (2051), the text ids (bos 128000...) are "
-       "text_vocab_size's: the codebooks keep their size (the depth decoder embeds 32 of them)")
+@fixup(
+    "csm",
+    why="vocab_size counts audio codebook entries (2051), the text ids (bos 128000...) are "
+    "text_vocab_size's: the codebooks keep their size (the depth decoder embeds 32 of them)",
+)
 def _fix_csm(d: ConfigDict, size: Size) -> None:
     d["vocab_size"] = 2051
     depth = dict(d.get("depth_decoder_config") or {})
@@ -304,15 +392,23 @@ def _fix_mimi(d: ConfigDict, size: Size) -> None:
     d["upsample_groups"] = d.get("hidden_size", size["hidden"])
 
 
-@fixup("musicgen_decoder", "musicgen_melody_decoder", why="the vocabulary is one codebook; pad/bos is one past it "
-       "on purpose (the embeddings have an extra row), so it must not grow to hold them")
+@fixup(
+    "musicgen_decoder",
+    "musicgen_melody_decoder",
+    why="the vocabulary is one codebook; pad/bos is one past it "
+    "on purpose (the embeddings have an extra row), so it must not grow to hold them",
+)
 def _fix_musicgen_decoder(d: ConfigDict, size: Size) -> None:
     if is_int(d.get("pad_token_id")):
         d["vocab_size"] = d["pad_token_id"]
 
 
-@fixup("musicgen", "musicgen_melody", why="the decoder's codes are decoded by the audio encoder's codebook: they "
-       "must be as large (the defaults disagree, 2048 vs 1024)")
+@fixup(
+    "musicgen",
+    "musicgen_melody",
+    why="the decoder's codes are decoded by the audio encoder's codebook: they "
+    "must be as large (the defaults disagree, 2048 vs 1024)",
+)
 def _fix_musicgen(d: ConfigDict, size: Size) -> None:
     decoder, audio = dict(d.get("decoder") or {}), dict(d.get("audio_encoder") or {})
     _fix_musicgen_decoder(decoder, size)
@@ -321,8 +417,11 @@ def _fix_musicgen(d: ConfigDict, size: Size) -> None:
     d["decoder"], d["audio_encoder"] = decoder, audio
 
 
-@fixup("gemma4_text", why="full-attention layers get their own head size (a __post_init__ kwarg, 512 by default), "
-       "and every layer a second, per-layer embedding table as large as the vocabulary")
+@fixup(
+    "gemma4_text",
+    why="full-attention layers get their own head size (a __post_init__ kwarg, 512 by default), "
+    "and every layer a second, per-layer embedding table as large as the vocabulary",
+)
 def _fix_gemma4_text(d: ConfigDict, size: Size) -> None:
     head_dim = d.get("head_dim")
     head = head_dim if is_int(head_dim) else size["hidden"] // size["heads"]
@@ -331,8 +430,11 @@ def _fix_gemma4_text(d: ConfigDict, size: Size) -> None:
     d["hidden_size_per_layer_input"] = 16
 
 
-@fixup("vibevoice_acoustic_tokenizer_encoder", why="the audio tokenizers (acoustic and semantic share this class) "
-       "double their filters at each downsampling stage (32 -> 2048): they start from 4, one block per stage")
+@fixup(
+    "vibevoice_acoustic_tokenizer_encoder",
+    why="the audio tokenizers (acoustic and semantic share this class) "
+    "double their filters at each downsampling stage (32 -> 2048): they start from 4, one block per stage",
+)
 def _fix_vibevoice_tokenizer(d: ConfigDict, size: Size) -> None:
     d["num_filters"] = 4
     if isinstance(d.get("depths"), list):
@@ -352,8 +454,12 @@ def _musicgen_parts(decoder_class: str) -> Callable[[], ConfigDict]:
     def parts() -> ConfigDict:
         from transformers import EncodecConfig, T5Config
 
-        return {"text_encoder": T5Config().to_dict(), "audio_encoder": EncodecConfig().to_dict(),
-                "decoder": getattr(transformers, decoder_class)().to_dict()}
+        return {
+            "text_encoder": T5Config().to_dict(),
+            "audio_encoder": EncodecConfig().to_dict(),
+            "decoder": getattr(transformers, decoder_class)().to_dict(),
+        }
+
     return parts
 
 
@@ -363,6 +469,7 @@ def _wrapper_parts(encoder_class: str, decoder_class: str) -> Callable[[], Confi
     def parts() -> ConfigDict:
         decoder = getattr(transformers, decoder_class)(is_decoder=True, add_cross_attention=True)
         return {"encoder": getattr(transformers, encoder_class)().to_dict(), "decoder": decoder.to_dict()}
+
     return parts
 
 

@@ -94,6 +94,7 @@ def _check_generative(model: Any) -> None:
 
 # Extra inputs some models need besides the main one: (model, inputs, context) -> None, editing inputs.
 
+
 def _extra_bbox(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     # layout models take one box (x0, y0, x1, y1) per token: LayoutLM-style integers in [0, 1000],
     # or UDOP's floats in [0, 1]
@@ -132,7 +133,9 @@ def _extra_rag(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
     batch = inputs["input_ids"].shape[0]
     n_docs = model.config.n_docs
     generator_config = model.config.generator
-    context = random_ids(model, (batch * n_docs, ctx["seq_len"] + 3), ctx["generator"], vocab=generator_config.vocab_size)
+    context = random_ids(
+        model, (batch * n_docs, ctx["seq_len"] + 3), ctx["generator"], vocab=generator_config.vocab_size
+    )
     inputs["context_input_ids"] = context
     inputs["context_attention_mask"] = torch.ones_like(context)
     inputs["doc_scores"] = torch.randn((batch, n_docs), generator=ctx["generator"])
@@ -165,11 +168,18 @@ def _extra_codebooks(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
 
 EXTRA_INPUTS: tuple[Callable[[Any, Inputs, dict[str, Any]], None], ...] = (
     _extra_codebooks,
-    _extra_bbox, _extra_tgt_lang, _extra_rag, _extra_pop2piano, _extra_backbone_state, extra_audio,
+    _extra_bbox,
+    _extra_tgt_lang,
+    _extra_rag,
+    _extra_pop2piano,
+    _extra_backbone_state,
+    extra_audio,
 )
 
 
-def generation_inputs(model: Any, *, batch_size: int = 1, seq_len: int = 7, seed: int = 0, left_pad: int = 0) -> Inputs:
+def generation_inputs(
+    model: Any, *, batch_size: int = 1, seq_len: int = 7, seed: int = 0, left_pad: int = 0
+) -> Inputs:
     """The main input for ``generate()`` (``input_ids`` + ``attention_mask`` for text models).
 
     Ids are random and avoid every special token. ``left_pad`` pad tokens (masked out) start the

@@ -143,7 +143,7 @@ class _ScatterProbe:
     def __init__(self) -> None:
         self.sizes: list[int] = []
 
-    def __enter__(self) -> "_ScatterProbe":
+    def __enter__(self) -> _ScatterProbe:
         self._original = torch.Tensor.masked_scatter
         probe = self
 
@@ -159,8 +159,9 @@ class _ScatterProbe:
         torch.Tensor.masked_scatter = self._original
 
 
-def _with_image_tokens(inputs: Inputs, token: int, count: int, *, start: int | None = None,
-                       end: int | None = None, after: int = 0) -> Inputs:
+def _with_image_tokens(
+    inputs: Inputs, token: int, count: int, *, start: int | None = None, end: int | None = None, after: int = 0
+) -> Inputs:
     """``inputs`` with ``count`` image tokens after each row's left padding and the first ``after`` of
     its tokens, between ``start`` and ``end`` where given (the tokens a processor puts around an image)."""
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
@@ -170,7 +171,7 @@ def _with_image_tokens(inputs: Inputs, token: int, count: int, *, start: int | N
     if end is not None:
         placed.append(end)
     rows, masks = [], []
-    for row, row_mask in zip(ids, mask):
+    for row, row_mask in zip(ids, mask, strict=False):
         pad = int((row_mask == 0).long().cumprod(0).sum())
         at = pad + min(after, len(row) - pad)
         rows.append(torch.cat([row[:at], torch.tensor(placed, dtype=row.dtype), row[at:]]))
@@ -304,10 +305,18 @@ def _qwen2_vl(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     vision = getattr(config, "vision_config", None)
     token = getattr(config, "image_token_id", None)
     # the tokens around an image: Qwen's vision start/end, GLM-4V's image start/end
-    start = next((v for v in (getattr(config, n, None) for n in ("vision_start_token_id", "image_start_token_id"))
-                  if is_int(v)), None)
-    end = next((v for v in (getattr(config, n, None) for n in ("vision_end_token_id", "image_end_token_id"))
-                if is_int(v)), None)
+    start = next(
+        (
+            v
+            for v in (getattr(config, n, None) for n in ("vision_start_token_id", "image_start_token_id"))
+            if is_int(v)
+        ),
+        None,
+    )
+    end = next(
+        (v for v in (getattr(config, n, None) for n in ("vision_end_token_id", "image_end_token_id")) if is_int(v)),
+        None,
+    )
     if vision is None or not is_int(token):
         return None
     merge = int(getattr(vision, "spatial_merge_size", 2))
@@ -424,8 +433,10 @@ def _roc_bert(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs 
     config = model.config
     candidate = dict(inputs)
     shape = inputs["input_ids"].shape
-    for key, vocabulary in (("input_shape_ids", config.shape_vocab_size),
-                            ("input_pronunciation_ids", config.pronunciation_vocab_size)):
+    for key, vocabulary in (
+        ("input_shape_ids", config.shape_vocab_size),
+        ("input_pronunciation_ids", config.pronunciation_vocab_size),
+    ):
         candidate[key] = torch.randint(0, vocabulary, shape, generator=generator)
     return candidate if _try_generate(model, candidate) is None else None
 

@@ -30,28 +30,79 @@ SLIDING_WINDOW = 16
 #: attribute names of each kind of size (exact names; a sub-config is shrunk with the same table)
 GROUPS: dict[str, tuple[str, ...]] = {
     "layers": (
-        "num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_encoder_layers", "num_decoder_layers",
-        "encoder_layers", "decoder_layers", "speech_encoder_layers", "t2u_encoder_layers", "t2u_decoder_layers",
-        "num_text_layers", "num_vision_layers", "text_layers", "vision_layers", "depth",
+        "num_hidden_layers",
+        "num_layers",
+        "n_layer",
+        "n_layers",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "encoder_layers",
+        "decoder_layers",
+        "speech_encoder_layers",
+        "t2u_encoder_layers",
+        "t2u_decoder_layers",
+        "num_text_layers",
+        "num_vision_layers",
+        "text_layers",
+        "vision_layers",
+        "depth",
     ),
     "hidden": (
-        "hidden_size", "d_model", "n_embd", "n_embed", "embed_dim", "model_dim", "word_embed_proj_dim",
-        "embedding_size", "input_embedding_size", "output_embedding_size", "encoder_hidden_size",
-        "projection_dim", "shared_representation_size", "ema_projection_size", "hidden_dim", "dim",
-        "vision_embed_dim", "text_embed_dim", "projector_hidden_size",
-        "backbone_hidden_size", "emb_dim",
+        "hidden_size",
+        "d_model",
+        "n_embd",
+        "n_embed",
+        "embed_dim",
+        "model_dim",
+        "word_embed_proj_dim",
+        "embedding_size",
+        "input_embedding_size",
+        "output_embedding_size",
+        "encoder_hidden_size",
+        "projection_dim",
+        "shared_representation_size",
+        "ema_projection_size",
+        "hidden_dim",
+        "dim",
+        "vision_embed_dim",
+        "text_embed_dim",
+        "projector_hidden_size",
+        "backbone_hidden_size",
+        "emb_dim",
     ),
     "heads": (
-        "num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
-        "decoder_attention_heads", "speech_encoder_attention_heads", "t2u_encoder_attention_heads",
-        "t2u_decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads",
+        "num_attention_heads",
+        "n_head",
+        "n_heads",
+        "num_heads",
+        "encoder_attention_heads",
+        "decoder_attention_heads",
+        "speech_encoder_attention_heads",
+        "t2u_encoder_attention_heads",
+        "t2u_decoder_attention_heads",
+        "num_encoder_attention_heads",
+        "num_decoder_attention_heads",
     ),
     "kv_heads": ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv", "multi_query_group_num"),
     "intermediate": (
-        "intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "dff",
-        "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size", "nffn_hidden_size",
-        "speech_encoder_intermediate_size", "t2u_encoder_ffn_dim", "t2u_decoder_ffn_dim", "intermediate_dim",
-        "vision_intermediate_size", "mlp_dim", "feed_forward_size",
+        "intermediate_size",
+        "ffn_dim",
+        "encoder_ffn_dim",
+        "decoder_ffn_dim",
+        "d_ff",
+        "n_inner",
+        "dff",
+        "ffn_hidden_size",
+        "moe_intermediate_size",
+        "shared_expert_intermediate_size",
+        "nffn_hidden_size",
+        "speech_encoder_intermediate_size",
+        "t2u_encoder_ffn_dim",
+        "t2u_decoder_ffn_dim",
+        "intermediate_dim",
+        "vision_intermediate_size",
+        "mlp_dim",
+        "feed_forward_size",
     ),
     "head_dim": ("head_dim", "d_kv", "kv_channels", "attention_head_size", "head_size"),
     # rotary dims are a part of the head: half of the new head
@@ -59,9 +110,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "experts": ("num_experts", "num_local_experts", "moe_num_experts", "n_routed_experts"),
     "top_k": ("num_experts_per_tok", "moe_top_k", "num_selected_experts", "num_experts_per_token", "moe_k"),
     "positions": (
-        "max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_sequence_length",
-        "max_source_positions", "max_target_positions", "max_encoder_position_embeddings",
-        "max_decoder_position_embeddings", "t2u_max_position_embeddings", "max_text_positions",
+        "max_position_embeddings",
+        "n_positions",
+        "n_ctx",
+        "max_seq_len",
+        "max_sequence_length",
+        "max_source_positions",
+        "max_target_positions",
+        "max_encoder_position_embeddings",
+        "max_decoder_position_embeddings",
+        "t2u_max_position_embeddings",
+        "max_text_positions",
     ),
     "vocab": ("vocab_size", "src_vocab_size", "tgt_vocab_size", "decoder_vocab_size", "text_vocab_size"),
 }
@@ -78,7 +137,9 @@ class Fixup(NamedTuple):
     why: str
 
 
-def shrink(d: ConfigDict, size: Size, vocab: int, notes: list[str], path: str, fixups: Mapping[str, Fixup]) -> ConfigDict:
+def shrink(
+    d: ConfigDict, size: Size, vocab: int, notes: list[str], path: str, fixups: Mapping[str, Fixup]
+) -> ConfigDict:
     """A copy of config dict ``d`` with every size in :data:`GROUPS` made tiny (recursively), and each
     level's fixup (``fixups`` by model type) applied; what changed, and why a fixup ran, go to ``notes``."""
     out = dict(d)
@@ -197,7 +258,11 @@ def _shrink_rope(rope: ConfigDict, old_half: int, new_half: int) -> ConfigDict:
     for key, value in rope.items():
         if isinstance(value, dict):
             out[key] = _shrink_rope(value, old_half, new_half)
-        elif key in ("mrope_section", "mrope_sections", "rope_section") and isinstance(value, list) and all(is_int(v) for v in value):
+        elif (
+            key in ("mrope_section", "mrope_sections", "rope_section")
+            and isinstance(value, list)
+            and all(is_int(v) for v in value)
+        ):
             total = max(len(value), sum(value) * new_half // old_half)
             out[key] = scale_sections(value, total)
         elif key == "freq_allocation" and is_int(value):

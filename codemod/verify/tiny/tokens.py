@@ -18,8 +18,16 @@ MIN_VOCAB = 99
 #: keys whose value (or values) is a special token id, by suffix
 _TOKEN_SUFFIXES = ("token_id", "token_ids", "token_index", "_token")
 #: sub-config keys that are not configs of a model part (never recursed into)
-NOT_SUBCONFIGS = {"rope_scaling", "rope_parameters", "quantization_config", "id2label", "label2id",
-                  "task_specific_params", "vocabulary_map", "ffn_act_fn"}
+NOT_SUBCONFIGS = {
+    "rope_scaling",
+    "rope_parameters",
+    "quantization_config",
+    "id2label",
+    "label2id",
+    "task_specific_params",
+    "vocabulary_map",
+    "ffn_act_fn",
+}
 
 
 def is_token_key(key: object) -> bool:
@@ -36,8 +44,13 @@ def token_ids(value: Any) -> Iterator[int]:
 
 
 def is_subconfig(key: object, value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(key, str) and key not in NOT_SUBCONFIGS and (
-        "model_type" in value or key.endswith(("_config", "config")) or key in ("encoder", "decoder", "generator")
+    return (
+        isinstance(value, dict)
+        and isinstance(key, str)
+        and key not in NOT_SUBCONFIGS
+        and (
+            "model_type" in value or key.endswith(("_config", "config")) or key in ("encoder", "decoder", "generator")
+        )
     )
 
 
@@ -71,7 +84,9 @@ def vocab_size(model: Any) -> int:
     raise TinyModelError(f"{type(model).__name__}: no vocabulary size")
 
 
-def random_ids(model: Any, shape: tuple[int, int], generator: torch.Generator, *, vocab: int | None = None) -> torch.Tensor:
+def random_ids(
+    model: Any, shape: tuple[int, int], generator: torch.Generator, *, vocab: int | None = None
+) -> torch.Tensor:
     """Random ids below :data:`MIN_VOCAB` (and the vocabulary size) that are no special token."""
     vocab = vocab or vocab_size(model)
     banned = special_token_ids(model.config) | special_token_ids(model.generation_config.to_dict())
