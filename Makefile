@@ -37,7 +37,7 @@ goldens: $(STAMP)
 	$(BIN)/python -m tests.goldens
 
 rules-doc: $(STAMP)
-	$(BIN)/python -m rules.doc
+	$(BIN)/python -m codemod.rules.doc
 
 bench: $(STAMP)
 	$(BIN)/python bench/scan.py

@@ -563,7 +563,7 @@ def explain(
     ] = None,
 ) -> None:
     """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases. Without CODE, list the rules."""
-    from rules import doc
+    from codemod.rules import doc
 
     if code is None:
         text = doc.listing()

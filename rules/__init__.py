@@ -10,7 +10,7 @@ the engine understands; ``rules.doc`` renders the rules (``codemod explain``, ``
 
 from __future__ import annotations
 
-from rules.base import Kind, Rule, discover
+from codemod.rules.base import Kind, Rule, discover
 
 #: the modules of this package that are not rules
 HELPERS = frozenset({"base", "doc", "generic_mixin", "guards", "values"})

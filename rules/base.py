@@ -32,7 +32,7 @@ from codemod.analyse.analysis import Delegation
 from codemod.contracts import Value as Value
 from codemod.contracts import ValueOrigin as ValueOrigin
 from codemod.contracts import Vocabulary
-from rules._pattern import Captures, Template
+from codemod.rules._pattern import Captures, Template
 
 
 class Kind(Vocabulary):

@@ -11,7 +11,7 @@ Example::
         model_inputs["past_key_values"] = past_key_values
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,

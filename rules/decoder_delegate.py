@@ -20,8 +20,8 @@ Example::
 
 from collections.abc import Mapping
 
-from rules._pattern import Captures
-from rules.base import (
+from codemod.rules._pattern import Captures
+from codemod.rules.base import (
     IDS_SLICING,
     Case,
     Context,
@@ -36,8 +36,8 @@ from rules.base import (
     ValueOrigin,
     claim,
 )
-from rules.guards import PAST_NAMES
-from rules.values import entry
+from codemod.rules.guards import PAST_NAMES
+from codemod.rules.values import entry
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:

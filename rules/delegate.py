@@ -17,9 +17,9 @@ import libcst.matchers as m
 
 from codemod.analyse.analysis import Delegation
 from codemod.contracts import ValueOrigin
-from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
-from rules.values import value_of
+from codemod.rules._pattern import node_code
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
+from codemod.rules.values import value_of
 
 _METHOD = "prepare_inputs_for_generation"
 

@@ -2,7 +2,7 @@
 
 Everything here is rendered from the rule modules (their docstrings, ``ERAS`` and ``CASES``, see
 ``rules.base``) as Markdown, which reads as plain text in a terminal or a log too. The page is
-generated, never edited: ``python -m rules.doc`` (``make rules-doc``) rewrites it, ``--check`` says
+generated, never edited: ``python -m codemod.rules.doc`` (``make rules-doc``) rewrites it, ``--check`` says
 whether the committed page is current (and a test fails when it is not).
 """
 
@@ -15,12 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import rules
-from rules.base import Case, Kind, NoOp, Rule
+from codemod import rules
+from codemod.rules.base import Case, Kind, NoOp, Rule
 
 #: where the page lives in the repository
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
-REFRESH = "python -m rules.doc"
+REFRESH = "python -m codemod.rules.doc"
 
 KINDS = {
     Kind.STANDARD: "standard input preparation: a generic mixin may do the same",
@@ -71,7 +71,7 @@ def _noop(case: NoOp) -> list[str]:
 def explain(rule: Rule) -> str:
     """A rule's section: code, name, summary, kind, description, what the mixins do, example, cases."""
     lines = [f"## {rule.code} {rule.name}", "", _markdown(rule.summary[0].upper() + rule.summary[1:]), ""]
-    lines += [f"*{KINDS[rule.kind]}* · `{rule.module.replace('.', '/')}.py`", ""]
+    lines += [f"*{KINDS[rule.kind]}* · `{rule.module.removeprefix('codemod.').replace('.', '/')}.py`", ""]
     if rule.description:
         lines += [_markdown(rule.description), ""]
     if rule.eras:
@@ -150,7 +150,7 @@ def unknown(query: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rules.doc", description="Write docs/rules.md from the rule modules."
+        prog="python -m codemod.rules.doc", description="Write docs/rules.md from the rule modules."
     )
     parser.add_argument(
         "-o", "--output", type=Path, default=PAGE, help="where to write the page (default: %(default)s)"

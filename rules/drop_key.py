@@ -8,8 +8,8 @@ Example::
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import string_key
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
+from codemod.rules._pattern import string_key
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
 
 #: the facet of a drop that raises KeyError where the key is missing (``del d[key]``, ``d.pop(key)``)
 _RAISES = {"missing": "raises"}

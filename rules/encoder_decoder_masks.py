@@ -9,7 +9,7 @@ Example::
     attention_mask = kwargs.pop("decoder_attention_mask", None) if self.config.is_encoder_decoder else attention_mask
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,

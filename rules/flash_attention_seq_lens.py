@@ -22,7 +22,7 @@ Example::
         )
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 _KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k")
 

@@ -7,8 +7,8 @@ Example::
             model_inputs[key] = value
 """
 
-from rules._pattern import Captures
-from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, claim
+from codemod.rules._pattern import Captures
+from codemod.rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, claim
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import Template, string_key
+from codemod.rules._pattern import Template, string_key
 
 if TYPE_CHECKING:
-    from rules.base import Context
+    from codemod.rules.base import Context
 
 PAST_NAMES = ("past_key_values", "past", "past_key_value")
 

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 import libcst as cst
 
 from codemod.contracts import ValueOrigin
-from rules._pattern import Template, string_key
-from rules.base import (
+from codemod.rules._pattern import Template, string_key
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,
@@ -33,9 +33,9 @@ from rules.base import (
     Value,
     parse_docstring,
 )
-from rules.guards import PAST_NAMES
-from rules.slice_by_cache_length import RULE as CACHE_LENGTH
-from rules.values import value_of
+from codemod.rules.guards import PAST_NAMES
+from codemod.rules.slice_by_cache_length import RULE as CACHE_LENGTH
+from codemod.rules.values import value_of
 
 _TESTS = {
     "first step by cache_position": Template.expression("inputs_embeds is not None and cache_position[0] == 0"),

@@ -7,8 +7,8 @@ Example::
     attention_mask_key = "decoder_attention_mask" if self.config.is_encoder_decoder else "attention_mask"
 """
 
-from rules._pattern import Captures
-from rules.base import Case, Context, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules._pattern import Captures
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:

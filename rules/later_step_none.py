@@ -23,7 +23,19 @@ import ast
 import libcst as cst
 import libcst.matchers as m
 
-from rules.base import Case, Context, EraNote, Kind, Match, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from codemod.rules.base import (
+    Case,
+    Context,
+    EraNote,
+    Kind,
+    Match,
+    NoOp,
+    Rule,
+    Statements,
+    Value,
+    ValueOrigin,
+    parse_docstring,
+)
 
 #: the cache tests a reduction can repeat after super() (as the last-token cut does): an empty Cache is
 #: falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step

@@ -9,7 +9,7 @@ Example::
     raise AttributeError("Not needed for this model")
 """
 
-from rules.base import Case, Kind, NoOp, TemplateRule, claim
+from codemod.rules.base import Case, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,

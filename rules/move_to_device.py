@@ -9,7 +9,7 @@ Example::
         model_inputs = move_to_device(model_inputs, self.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, claim
 
 RULE = TemplateRule(
     __doc__,

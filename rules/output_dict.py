@@ -19,9 +19,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.contracts import ValueOrigin
-from rules._pattern import node_code, string_key
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
-from rules.values import step_value, value_of
+from codemod.rules._pattern import node_code, string_key
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, parse_docstring
+from codemod.rules.values import step_value, value_of
 
 
 def _dict_items(node: cst.Dict, ctx: Context) -> tuple[dict[str, Value], dict[str, str], bool] | None:

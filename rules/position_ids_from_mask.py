@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from rules._pattern import Template, string_key
-from rules.base import (
+from codemod.rules._pattern import Template, string_key
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,
@@ -34,8 +34,8 @@ from rules.base import (
     ValueOrigin,
     parse_docstring,
 )
-from rules.default_attention_mask import RULE as DEFAULT_MASK
-from rules.guards import guard_of
+from codemod.rules.default_attention_mask import RULE as DEFAULT_MASK
+from codemod.rules.guards import guard_of
 
 _TESTS = {
     "": Template.expression("attention_mask is not None and position_ids is None"),

@@ -11,9 +11,9 @@ Example::
 
 import libcst as cst
 
-from rules._pattern import Template, node_code, string_key
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
-from rules.values import kwargs_key
+from codemod.rules._pattern import Template, node_code, string_key
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, Value, ValueOrigin, parse_docstring
+from codemod.rules.values import kwargs_key
 
 _CONFIG_DEFAULT = Template.parse(
     """

@@ -9,7 +9,7 @@ Example::
         model_inputs["cache_position"] = cache_position
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,

@@ -7,9 +7,9 @@ Example::
 
 import libcst as cst
 
-from rules._pattern import node_code
-from rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
-from rules.values import kwargs_key, step_value, value_of
+from codemod.rules._pattern import node_code
+from codemod.rules.base import Case, Context, Kind, Match, NoOp, Rule, Statements, parse_docstring
+from codemod.rules.values import kwargs_key, step_value, value_of
 
 
 class SetKwarg(Rule):

@@ -39,8 +39,8 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from rules._pattern import Template
-from rules.base import (
+from codemod.rules._pattern import Template
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,
@@ -55,7 +55,7 @@ from rules.base import (
     ValueOrigin,
     parse_docstring,
 )
-from rules.guards import PAST_NAMES, guard_of, never_runs
+from codemod.rules.guards import PAST_NAMES, guard_of, never_runs
 
 #: the locals the idiom counts with
 _LENGTHS = frozenset({"past_length", "cache_length", "max_cache_length"})

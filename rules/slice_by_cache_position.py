@@ -16,8 +16,8 @@ Example::
             input_ids = input_ids[:, cache_position]
 """
 
-from rules._pattern import Captures
-from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules._pattern import Captures
+from codemod.rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 _SLICE = """
     $ids = $ids[:, -cache_position.shape[0] :]

@@ -8,8 +8,8 @@ Example::
     input_ids = input_ids[:, -next_sequence_length:] if next_sequence_length is not None else input_ids
 """
 
-from rules._pattern import Captures
-from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules._pattern import Captures
+from codemod.rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:

@@ -22,9 +22,9 @@ Example::
 
 import libcst as cst
 
-from rules._pattern import Captures, Template
-from rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
-from rules.guards import PAST_NAMES
+from codemod.rules._pattern import Captures, Template
+from codemod.rules.base import Case, Context, EraNote, Kind, Match, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.guards import PAST_NAMES
 
 #: what a legacy tuple cache's length is called in the detail (``past length from the legacy tuple cache``): the
 #: generic mixin a stub era gets counts it so too, given no cache_position (``classify._withholds_positions``)

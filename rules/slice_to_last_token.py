@@ -12,8 +12,8 @@ Example::
 
 from collections.abc import Mapping
 
-from rules._pattern import Captures
-from rules.base import (
+from codemod.rules._pattern import Captures
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from rules._pattern import Captures, string_key
-from rules.base import (
+from codemod.rules._pattern import Captures, string_key
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,
@@ -31,7 +31,7 @@ from rules.base import (
     ValueOrigin,
     claim,
 )
-from rules.guards import guard_of
+from codemod.rules.guards import guard_of
 
 #: what a key variable in a mixin's list of names stands for
 _KEY_VARIABLES = {"position_ids_key": ("position_ids", "decoder_position_ids")}

@@ -25,7 +25,7 @@ Example::
             cache_position = torch.arange(0, self.config.conv_kernel, device=input_ids.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,

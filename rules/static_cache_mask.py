@@ -34,8 +34,8 @@ from collections.abc import Mapping
 import libcst as cst
 import libcst.matchers as m
 
-from rules._pattern import Template, findall_of, node_code
-from rules.base import (
+from codemod.rules._pattern import Template, findall_of, node_code
+from codemod.rules.base import (
     Case,
     Context,
     Coverage,

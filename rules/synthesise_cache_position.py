@@ -13,7 +13,7 @@ Example::
         cache_position = torch.arange(past_length, input_ids.shape[1], dtype=torch.long, device=input_ids.device)
 """
 
-from rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
+from codemod.rules.base import Case, EraNote, Kind, NoOp, TemplateRule, Value, ValueOrigin, claim
 
 RULE = TemplateRule(
     __doc__,

@@ -6,9 +6,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.contracts import ValueOrigin
-from rules._pattern import node_code, string_key
-from rules.base import Context, Value
-from rules.guards import guard_of
+from codemod.rules._pattern import node_code, string_key
+from codemod.rules.base import Context, Value
+from codemod.rules.guards import guard_of
 
 _CONTIGUOUS = m.Call(
     func=m.Attribute(attr=m.Name("contiguous") | m.Name("clone")),

@@ -62,7 +62,7 @@ def make_target_package(dest: Path, version: str, *, pretrained_generative: bool
     """A stand-in ``transformers`` package to judge trees against (``--mixin``): this tool's own generic
     implementation as its mixin, and a ``PreTrainedModel`` that is a GenerationMixin (as until 4.51) or not
     (as from 4.52). Returns the package directory."""
-    from rules.generic_mixin import MODULE_SOURCE
+    from codemod.rules.generic_mixin import MODULE_SOURCE
 
     package = dest / "transformers"
     files = {

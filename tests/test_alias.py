@@ -18,12 +18,12 @@ import pytest
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
 from codemod.analyse.scan import ScanResult
+from codemod.rules.generic_mixin import HOIST_SOURCE, METHOD_SOURCE, REFUSING_EMBEDS, REFUSING_EMBEDS_SOURCE
 from codemod.sources import FileKind
 from codemod.transform.alias import ASSIGNMENT, may_alias, with_aliases
 from codemod.transform.apply import initial_plan
 from codemod.transform.plan import Edit, EditKind, Plan, Shard
 from codemod.transform.rewrite import rewrite_source
-from rules.generic_mixin import HOIST_SOURCE, METHOD_SOURCE, REFUSING_EMBEDS, REFUSING_EMBEDS_SOURCE
 
 PATH = "src/transformers/models/foo/modeling_foo.py"
 CLS = "FooForCausalLM"

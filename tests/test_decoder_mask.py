@@ -19,11 +19,11 @@ import pytest
 from codemod.analyse.classify import Action, Category, Extra, classify_override
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.contracts import ExtraHow
+from codemod.rules.generic_mixin import METHOD_SOURCE
 from codemod.transform.plan import reduce_override, slim_parameters
-from rules.generic_mixin import METHOD_SOURCE
 
 from .test_classify import override
-from .test_tiny import _run, verify_env  # noqa: F401 - the session fixture, shared
+from .test_tiny import _run
 
 WRAPPER = """
 def prepare_inputs_for_generation(

@@ -13,11 +13,11 @@ import black
 import pytest
 
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
+from codemod.rules.generic_mixin import MODULE_SOURCE
 from codemod.transform.formatting import fitted_mark, laid_out
 from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
-from rules.generic_mixin import MODULE_SOURCE
 
 MIXIN = "src/transformers/generation/utils.py"
 MODE = black.Mode(line_length=119)

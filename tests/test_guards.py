@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rules.guards import _ATOMS, PAST_NAMES, guard_of
+from codemod.rules.guards import _ATOMS, PAST_NAMES, guard_of
 
 
 def guards(test: str) -> tuple[str, str] | None:
@@ -153,8 +153,8 @@ def test_negation_swaps_the_branches_where_the_negation_is_an_atom(atom: tuple[s
 
 # ------------------------------------------------------------------------------------------ never_true
 
-from rules.base import Context  # noqa: E402
-from rules.guards import never_runs, never_true  # noqa: E402
+from codemod.rules.base import Context  # noqa: E402
+from codemod.rules.guards import never_runs, never_true  # noqa: E402
 
 _CTX = Context(params=("input_ids", "attention_mask", "kwargs"), ids_param="input_ids", var_kwargs="kwargs")
 

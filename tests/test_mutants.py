@@ -35,10 +35,10 @@ from typer.testing import CliRunner
 
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
 from codemod.cli import app
+from codemod.rules.generic_mixin import METHOD_SOURCE, MODULE_SOURCE
 from codemod.transform.hooks import Atom, Idiom, ValueKind, hook_for
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
-from rules.generic_mixin import METHOD_SOURCE, MODULE_SOURCE
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "mutants" / "modeling_mutant_lm.py"

@@ -11,7 +11,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from rules._pattern import Captures, Template, any_template, node_code
+from codemod.rules._pattern import Captures, Template, any_template, node_code
 
 
 def statements(source: str) -> list[cst.BaseStatement]:

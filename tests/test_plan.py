@@ -23,11 +23,11 @@ from codemod.analyse.mixin import Era
 from codemod.analyse.scan import ScanResult, scan
 from codemod.checkout import resolve
 from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
+from codemod.rules.generic_mixin import HOIST_SOURCE
 from codemod.transform.apply import initial_plan
 from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
 from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
-from rules.generic_mixin import HOIST_SOURCE
 
 from .conftest import MINI_CHECKOUT, copy_fixture
 

@@ -12,10 +12,10 @@ import textwrap
 import libcst as cst
 import pytest
 
-import rules
+from codemod import rules
 from codemod.analyse.analysis import Param
 from codemod.analyse.recognise import analyse_source, analyse_statements, parameters
-from rules.base import Kind, Match, Rule
+from codemod.rules.base import Kind, Match, Rule
 
 
 def analyse(source: str, **kwargs) -> object:

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from codemod.analyse.analysis import Nested
+from codemod.rules.generic_mixin import METHOD_SOURCE
 from codemod.transform.plan import METHOD, Edit, EditKind
 from codemod.transform.rewrite import FileRewrite, rewrite_source
-from rules.generic_mixin import METHOD_SOURCE
 
 from .conftest import FIXTURES
 

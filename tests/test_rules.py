@@ -25,10 +25,10 @@ import textwrap
 import libcst as cst
 import pytest
 
-import rules
+from codemod import rules
 from codemod.analyse.analysis import BodyAnalysis
 from codemod.analyse.recognise import analyse_statements
-from rules.base import Case, Coverage, Kind, NoOp, RuleModuleError, discover, parse_docstring
+from codemod.rules.base import Case, Coverage, Kind, NoOp, RuleModuleError, discover, parse_docstring
 
 #: the parameters of the override the loose statements are analysed in
 PARAMS = (
@@ -87,7 +87,7 @@ def _modules() -> list[str]:
 @pytest.mark.parametrize("name", _modules())
 def test_every_module_is_a_rule_or_a_helper(name: str) -> None:
     """Rules are discovered: every module but the helpers is one, with its docstring's code, name and example."""
-    module = importlib.import_module(f"rules.{name}")
+    module = importlib.import_module(f"codemod.rules.{name}")
     if name in rules.HELPERS:
         assert not hasattr(module, "RULE")
         return
@@ -99,7 +99,9 @@ def test_every_module_is_a_rule_or_a_helper(name: str) -> None:
 
 
 def test_discovery_finds_every_rule_module() -> None:
-    assert sorted(r.module for r in rules.ALL) == [f"rules.{name}" for name in _modules() if name not in rules.HELPERS]
+    assert sorted(r.module for r in rules.ALL) == [
+        f"codemod.rules.{name}" for name in _modules() if name not in rules.HELPERS
+    ]
     assert rules.HELPERS <= set(_modules())
 
 
@@ -110,7 +112,7 @@ Example::
     x = 1
 """
 
-from rules.base import Kind, TemplateRule, claim
+from codemod.rules.base import Kind, TemplateRule, claim
 
 RULE = TemplateRule(__doc__, Kind.PLUMBING, {"x": "x = 1"}, lambda captures, ctx, variant: claim())
 '''
@@ -134,7 +136,7 @@ RULE = TemplateRule(__doc__, Kind.PLUMBING, {"x": "x = 1"}, lambda captures, ctx
         pytest.param(GOOD_RULE.replace("PI901", "PI904"), "repeats the code or the name", id="name-taken"),
         pytest.param(GOOD_RULE + "CASES = ({'source': 'x = 1'},)\n", "only Case and NoOp", id="cases-not-cases"),
         pytest.param(
-            GOOD_RULE + "from rules.base import Case\nCASES = (Case('a', 'x = 1', detail=''),) * 2\n",
+            GOOD_RULE + "from codemod.rules.base import Case\nCASES = (Case('a', 'x = 1', detail=''),) * 2\n",
             "case ids repeat",
             id="case-ids-repeat",
         ),

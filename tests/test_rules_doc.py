@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import rules
+from codemod import rules
 from codemod.cli import app
-from rules import doc
+from codemod.rules import doc
 
 from .conftest import REPO
 
@@ -72,7 +72,7 @@ def test_refresh_writes_the_page_and_check_tells_when_it_is_stale(tmp_path: Path
 
 def test_module_entry_point_checks_the_committed_page() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rules.doc", "--check"], cwd=REPO, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "codemod.rules.doc", "--check"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == done.stderr == ""

@@ -26,11 +26,11 @@ from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.contracts import ScenarioStatus
 from codemod.fetch import fetch_release
+from codemod.rules.generic_mixin import METHOD_SOURCE
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 from codemod.verify.runner import Target
 from codemod.verify.session import verify_change
-from rules.generic_mixin import METHOD_SOURCE
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

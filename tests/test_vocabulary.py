@@ -10,8 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import rules
-from codemod import contracts
+from codemod import contracts, rules
 
 CODEMOD = Path(__file__).resolve().parent.parent / "codemod"
 #: modules that define a vocabulary (and may spell its values), and the worker side, which runs in

@@ -35,9 +35,9 @@ from codemod.analyse.fallback import UPDATE_METHOD, FallbackKind
 from codemod.analyse.index import Index, Override
 from codemod.analyse.mixin import Era, MixinProfile, profile_from_analysis
 from codemod.contracts import CACHE_NAMES, ExtraHow, ParamKind, ReasonKind, ValueOrigin, Vocabulary
+from codemod.rules.base import IDS_SLICING
+from codemod.rules.slice_by_past_length import LEGACY_TUPLE_DETAIL
 from codemod.sources import FileKind
-from rules.base import IDS_SLICING
-from rules.slice_by_past_length import LEGACY_TUPLE_DETAIL
 
 #: behaviours that only cut tensors to the new tokens (the ids, and the inputs sliced with them)
 SLICING = frozenset({*IDS_SLICING, "slice-to-last-token", "slice-with-ids"})
@@ -293,8 +293,8 @@ class _Judge:
         return True
 
     def behaviours(self) -> None:
-        import rules
-        from rules.base import Kind
+        from codemod import rules
+        from codemod.rules.base import Kind
 
         for r in self.a.recognised:
             rule = rules.BY_NAME.get(r.behaviour)
@@ -759,7 +759,7 @@ class _Judge:
         Electra decoder builds its default without counting the cache); and a decoder that slices its ids its own way
         still slices them (BigBird's reads its past length off a cache that stops growing: the oracle's tokens differed
         when the mixin sliced them). The rest (the cache, the other keys) is the mixin's. None for any other shape."""
-        from rules.decoder_delegate import RULE as DECODER_DELEGATE
+        from codemod.rules.decoder_delegate import RULE as DECODER_DELEGATE
 
         a = self.a
         if (self.fallback is not None and self.fallback.kind is not FallbackKind.MIXIN) or a.delegation is not None:

@@ -29,6 +29,7 @@ from codemod.analyse.target import Target, for_checkout
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, CheckoutKind, real_path
 from codemod.contracts import CopyScope, OverrideId, ValueOrigin
+from codemod.rules.base import Kind
 from codemod.sources import (
     MARK,
     METHOD,
@@ -40,7 +41,6 @@ from codemod.sources import (
     python_files,
     read_source,
 )
-from rules.base import Kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,7 +362,7 @@ def tool_fingerprint() -> str:
     paths = [
         *sorted(stage.glob("*.py")),
         *(package / name for name in _RESULT_MODULES),
-        *sorted((package.parent / "rules").glob("*.py")),
+        *sorted((package / "rules").glob("*.py")),
     ]
     for path in paths:
         digest.update(path.name.encode())

@@ -206,7 +206,7 @@ def _never_forwarded(analysis: BodyAnalysis) -> set[str]:
 
 def hoisted_profile() -> MixinProfile:
     """The profile of the generic implementation ``apply`` installs into a stub mixin."""
-    from rules import generic_mixin  # the implementation we ship, as source text
+    from codemod.rules import generic_mixin  # the implementation we ship, as source text
 
     profile = profile_from_source(generic_mixin.MODULE_SOURCE, "rules/generic_mixin.py", hoisted=True)
     return profile

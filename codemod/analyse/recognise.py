@@ -20,7 +20,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-import rules
+from codemod import rules
 from codemod.analyse.analysis import (
     DROPPED,
     BodyAnalysis,
@@ -33,9 +33,9 @@ from codemod.analyse.analysis import (
     Unrecognised,
 )
 from codemod.contracts import ParamKind
-from rules._pattern import findall_of, node_code
-from rules.base import Context, Match, Rule, Statements, Value, ValueOrigin
-from rules.guards import guard_of
+from codemod.rules._pattern import findall_of, node_code
+from codemod.rules.base import Context, Match, Rule, Statements, Value, ValueOrigin
+from codemod.rules.guards import guard_of
 
 
 def parameters(function: cst.FunctionDef) -> tuple[Param, ...]:

@@ -33,9 +33,9 @@ import libcst.matchers as m
 
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import Override
+from codemod.rules.generic_mixin import REFUSING_EMBEDS
 from codemod.sources import METHOD, MIXIN_CLASS, FileKind
 from codemod.transform.plan import Edit, EditKind, Plan, mixin_import
-from rules.generic_mixin import REFUSING_EMBEDS
 
 #: the class-level line that takes the place of the method
 ASSIGNMENT = f"{METHOD} = {MIXIN_CLASS}.{REFUSING_EMBEDS}"

@@ -25,12 +25,12 @@ from codemod.analyse.scan import ScanResult
 from codemod.checkout import Checkout, real_path
 from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
 from codemod.errors import CodemodError
+from codemod.rules.generic_mixin import REFUSING_EMBEDS
 from codemod.sources import read_source
 from codemod.style import checkout_line_length
 from codemod.transform.alias import with_aliases
 from codemod.transform.plan import Edit, Plan, Trim, make_plan
 from codemod.transform.rewrite import FileRewrite, rewrite_source
-from rules.generic_mixin import REFUSING_EMBEDS
 
 _MAX_ROUNDS = 8
 

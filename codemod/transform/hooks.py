@@ -2329,7 +2329,7 @@ def extend(plan: Plan, report: HookReport) -> Plan:
 
 
 def _hoist(mixin_file: str) -> Edit:
-    from rules.generic_mixin import HOIST_SOURCE
+    from codemod.rules.generic_mixin import HOIST_SOURCE
 
     return Edit(
         mixin_file,

@@ -291,7 +291,7 @@ def _double_quoted(expression: str) -> str:
 def _last_token_guard(override: Override) -> str | None:
     """The test under which the override cut its ids to the last token (``slice-to-last-token``), on its
     cache parameter; None when the scan saw no such cut, or one under another test."""
-    from rules.slice_to_last_token import RULE as LAST_TOKEN
+    from codemod.rules.slice_to_last_token import RULE as LAST_TOKEN
 
     cut = next((r for r in override.analysis.recognised if r.code == LAST_TOKEN.code), None)
     return _cache_test(override, cut)
@@ -301,7 +301,7 @@ def _later_step_none(override: Override, key: str) -> Recognised | None:
     """The statement that set the parameter the override passes as ``key`` to None under a cache test
     (``later-step-none``); None when no such statement gives the key its value (a dict written under the
     test itself)."""
-    from rules.later_step_none import RULE as LATER_STEP_NONE
+    from codemod.rules.later_step_none import RULE as LATER_STEP_NONE
 
     a = override.analysis
     final = [o for o in a.outputs if o.key == key and o.value.origin is not ValueOrigin.DROPPED]
@@ -315,7 +315,7 @@ def _cache_test(override: Override, recognised: Recognised | None) -> str | None
     """The cache test a recognised statement stood under (its ``guard`` facet), written on the override's
     cache parameter (a name the guards know as a cache), for a reduction to repeat after super(); a test of
     the step's position (``later-step``) as it was written; None without either."""
-    from rules.guards import PAST_NAMES
+    from codemod.rules.guards import PAST_NAMES
 
     if recognised is None:
         return None
@@ -402,7 +402,7 @@ def swap_parameters(override: Override) -> tuple[str, ...]:
     a = override.analysis
     if not a.forwards_kwargs:
         return ()
-    from rules.delegate import RULE as DELEGATE
+    from codemod.rules.delegate import RULE as DELEGATE
 
     call_lines = {r.line for r in a.recognised if r.code == DELEGATE.code}
     others = {n for t in a.top_level if t.line not in call_lines for n in t.reads}
@@ -1369,7 +1369,7 @@ def make_plan(
     changes = any(a is not Action.KEEP for _, a in actions)
     hoist = None
     if planner.hoist_needed and changes and mixin_file is not None:
-        from rules.generic_mixin import HOIST_SOURCE
+        from codemod.rules.generic_mixin import HOIST_SOURCE
 
         hoist = Edit(
             mixin_file,

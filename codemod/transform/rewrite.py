@@ -21,11 +21,11 @@ import libcst.matchers as m
 from codemod.analyse.analysis import Nested
 from codemod.analyse.copies import IGNORE_COPY, parse_marker
 from codemod.errors import CodemodError
+from codemod.rules._pattern import findall_of
 from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from codemod.transform.alias import ASSIGNMENT, bare_forwarding
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 from codemod.transform.plan import Edit, EditKind, HookCode
-from rules._pattern import findall_of
 
 
 @dataclasses.dataclass(frozen=True)
