@@ -80,6 +80,9 @@ class DecoderDelegate(TemplateRule):
 
 _PREPARE = "$out = self.decoder.prepare_inputs_for_generation($ids, past_key_values=$past)"
 
+#: what an override that only does this becomes where it passes the decoder's mask (rules.doc)
+BECOMES = "reduced: `super()`, then the decoder asked for its mask and ids after it"
+
 RULE = DecoderDelegate(
     __doc__,
     Kind.STANDARD,

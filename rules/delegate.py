@@ -121,6 +121,12 @@ def _stored_method(name: str) -> bool:
 
 RULE = Delegate()
 
+#: what an override that only does this becomes (rules.doc)
+BECOMES = (
+    "deleted when it asks `super()` and changes nothing; a sub-model's method of the release becomes `super()` "
+    "(reduced); a method stored on the instance, or a sub-model outside transformers, is kept"
+)
+
 CASES = (
     Case(
         "super",

@@ -9,10 +9,13 @@ whether the committed page is current (and a test fails when it is not).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
+import functools
+import importlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from codemod import rules
@@ -68,6 +71,93 @@ def _noop(case: NoOp) -> list[str]:
     return _item(f"- `{case.id}`: {case.why}", case.source)
 
 
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What an override that only does a rule's behaviour becomes, and whether the edit is safe."""
+
+    becomes: str
+    edit: str
+
+
+#: why an edit counts as safe: it is applied without --verify (which still checks it when asked)
+SAFE = "safe: applied without `--verify`"
+KEPT = "none: left as it is"
+
+
+@functools.cache
+def _built_in_behaviours() -> Mapping[str, Sequence[Mapping[str, str]]]:
+    """The behaviours of the generic mixin this tool installs into a stub (and judges a tree against)."""
+    from codemod.analyse.mixin import built_in_profile  # the analysis imports the rules: not at import time
+
+    return built_in_profile().behaviour_facets()
+
+
+def _stated(rule: Rule) -> str:
+    """The rule module's own ``BECOMES``: what an override that only does this becomes where the mixin does not
+    simply do the same (plumbing that sets or drops keys, a behaviour the mixin lacks or does differently)."""
+    return str(getattr(importlib.import_module(rule.module), "BECOMES", "")) if rule.module else ""
+
+
+def _outcome(rule: Rule, case: Case) -> Outcome:
+    """One case judged as the scan judges it against the built-in mixin (``Rule.coverage``)."""
+    stated = _stated(rule)
+    if rule.kind is Kind.PLUMBING:
+        return Outcome(stated or "deleted: it has no behaviour of its own", SAFE)
+    coverage = rule.coverage(dict(case.facets), _built_in_behaviours())
+    if not coverage.covered:
+        if rule.kind is Kind.BESPOKE:
+            return Outcome("kept: model-specific", KEPT)
+        return Outcome(stated, SAFE) if stated else Outcome(f"kept: {_markdown(coverage.missing)}", KEPT)
+    if coverage.flow_differences:
+        flow = "; ".join(coverage.flow_differences)
+        return Outcome(stated or "deleted", f"needs `--verify` (held back without it outside transformers): {flow}")
+    if coverage.differences:
+        return Outcome("deleted", f"{SAFE}; `--verify` judges the near miss: " + "; ".join(coverage.differences))
+    return Outcome("deleted", SAFE)
+
+
+def outcomes(rule: Rule) -> list[tuple[Outcome, list[str]]]:
+    """Each distinct outcome of the rule's own positive cases, with the ids of the cases that give it."""
+    grouped: dict[Outcome, list[str]] = {}
+    for case in rule.positives:
+        if case.behaviour in ("", rule.name):
+            grouped.setdefault(_outcome(rule, case), []).append(case.id)
+    return list(grouped.items())
+
+
+def _in_short(rule: Rule) -> str:
+    """Two table cells: what the rule's cases become (first words), and whether any edit needs --verify."""
+    found = [outcome for outcome, _ in outcomes(rule)]
+    words = [word for o in found for word in re.findall(r"\b(deleted|reduced|kept)\b", o.becomes)]
+    becomes = " or ".join(dict.fromkeys(words))
+    if all(o.edit == KEPT for o in found):
+        edit = "none"
+    elif any(o.edit.startswith("needs") for o in found):
+        edit = "needs `--verify`" + ("" if all(o.edit.startswith("needs") for o in found) else " (some cases)")
+    else:
+        edit = "safe"
+    return f"{becomes or 'n/a'} | {edit}"
+
+
+def _becomes(rule: Rule) -> list[str]:
+    found = outcomes(rule)
+    if not found:
+        return []
+    lines = [
+        "What an override that only does this becomes, against the generic mixin `apply` installs into a "
+        "≤ 4.45 stub (and a tree without `--target` is judged against):",
+        "",
+    ]
+    if len(found) == 1:
+        outcome = found[0][0]
+        return [*lines, f"- becomes: {outcome.becomes}", f"- edit: {_markdown(outcome.edit)}", ""]
+    lines += ["| cases | becomes | edit |", "|---|---|---|"]
+    for outcome, ids in found:
+        cases = ", ".join(f"`{case}`" for case in ids)
+        lines.append(f"| {cases} | {_cell(outcome.becomes)} | {_cell(outcome.edit)} |")
+    return [*lines, ""]
+
+
 def explain(rule: Rule) -> str:
     """A rule's section: code, name, summary, kind, description, what the mixins do, example, cases."""
     lines = [f"## {rule.code} {rule.name}", "", _markdown(rule.summary[0].upper() + rule.summary[1:]), ""]
@@ -78,6 +168,7 @@ def explain(rule: Rule) -> str:
         lines += ["What the mixins do:", "", "| releases | |", "|---|---|"]
         lines += [f"| {_cell(note.releases)} | {_cell(note.does)} |" for note in rule.eras]
         lines.append("")
+    lines += _becomes(rule)
     lines += ["Example:", "", *_code(rule.example), ""]
     positives, noops = rule.positives, rule.noops
     if positives:
@@ -111,10 +202,18 @@ def page() -> str:
         "recognises, with the detail and facets it reports, and near misses it does not, with why.",
         "`codemod explain CODE` prints one rule's section.",
         "",
-        "| code | name | kind | summary |",
-        "|---|---|---|---|",
+        "Each section also says what an override that does nothing but this behaviour becomes (deleted, reduced to",
+        "`super()` plus what the mixin does not do, or kept) and whether that edit is safe, that is applied without",
+        "`--verify`, or needs `--verify`: outside transformers, `apply` holds such an edit back unless it verifies it.",
+        "The columns below sum this up.",
+        "",
+        "| code | name | kind | only this: becomes | edit | summary |",
+        "|---|---|---|---|---|---|",
     ]
-    head += [f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.kind.value} | {_cell(r.summary)} |" for r in rules.ALL]
+    head += [
+        f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.kind.value} | {_in_short(r)} | {_cell(r.summary)} |"
+        for r in rules.ALL
+    ]
     return "\n".join([*head, "", *(explain(r) for r in rules.ALL)]).rstrip("\n") + "\n"
 
 

@@ -93,6 +93,9 @@ def _subscript_key(node: cst.Subscript) -> str | None:
 
 RULE = DropKey()
 
+#: what an override that only does this becomes (rules.doc)
+BECOMES = "deleted where the mixin drops the key too (`labels`); otherwise reduced: `super()`, then the key removed"
+
 CASES = (
     Case(
         "pop",

@@ -108,6 +108,9 @@ def _repeatable(test: str, ctx: Context) -> bool:
 
 RULE = LaterStepNone()
 
+#: what an override that only does this becomes (rules.doc); the mixin does not do it
+BECOMES = "reduced: `super()`, then the key set to None under the same test"
+
 ERAS = (
     EraNote(
         "4.x", "no mixin knows which inputs a model takes on the first step only: the reduction sets the key itself"

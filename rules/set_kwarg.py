@@ -40,6 +40,9 @@ class SetKwarg(Rule):
 
 RULE = SetKwarg()
 
+#: what an override that only does this becomes (rules.doc)
+BECOMES = "reduced: `super()`, then the key set as the override sets it"
+
 CASES = (
     Case(
         "from-the-config",

@@ -119,6 +119,9 @@ for model_input_name in $names:
         model_inputs[model_input_name] = model_input
 """
 
+#: what an override that only does this becomes where the mixin does not cut the input (rules.doc)
+BECOMES = "reduced: `super()`, then the input cut to the new tokens like the ids"
+
 RULE = SliceWithIds(
     __doc__,
     Kind.STANDARD,
