@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -137,8 +138,10 @@ def worktree(
     name: str = "tree",
 ) -> Iterator[Path]:
     """A detached worktree of ``revision`` in a new temporary directory (under ``parent`` if given),
-    removed and pruned whatever happens: the user's repository keeps no trace of it."""
-    scratch = Path(tempfile.mkdtemp(prefix="codemod-worktree-", dir=parent))
+    removed and pruned whatever happens: the user's repository keeps no trace of it. The worktrees a killed
+    run left (its process is gone) are pruned first."""
+    prune_stale_worktrees(repo)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{WORKTREE_PREFIX}{os.getpid()}-", dir=parent))
     path = scratch / name
     try:
         run(repo, "worktree", "add", "--detach", "--quiet", str(path), revision, error=error, secrets=secrets)
@@ -149,3 +152,38 @@ def worktree(
         shutil.rmtree(scratch, ignore_errors=True)
         with contextlib.suppress(CodemodError):
             run(repo, "worktree", "prune", check=False)
+
+
+#: the name of a worktree's temporary directory starts with this and the pid of the process that made it
+WORKTREE_PREFIX = "codemod-worktree-"
+_OWNER = re.compile(re.escape(WORKTREE_PREFIX) + r"(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def prune_stale_worktrees(repo: Path) -> list[Path]:
+    """Remove the worktrees of ``repo`` that a run of this tool made and could not remove (it was killed): their
+    directory names the process, which is gone. Returns the worktrees removed; a failure is left for later."""
+    listed = output(repo, "worktree", "list", "--porcelain")
+    removed = []
+    for line in (listed or "").splitlines():
+        path = Path(line.removeprefix("worktree ")) if line.startswith("worktree ") else None
+        owner = _OWNER.match(path.parent.name) if path is not None else None
+        if path is None or owner is None or _alive(int(owner.group(1))):
+            continue
+        with contextlib.suppress(CodemodError):
+            run(repo, "worktree", "remove", "--force", str(path), check=False)
+        shutil.rmtree(path.parent, ignore_errors=True)
+        removed.append(path)
+    if removed:
+        with contextlib.suppress(CodemodError):
+            run(repo, "worktree", "prune", check=False)
+    return removed

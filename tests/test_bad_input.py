@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.errors import CodemodError, redact
-from codemod.transform import apply as apply_module
+from codemod import writes as writes_module
 from codemod.transform.apply import WriteError, write
 from codemod.transform.rewrite import FileRewrite
 
@@ -218,7 +218,7 @@ def _refuse_directory(directory: Path):
             raise PermissionError(errno.EACCES, "Permission denied", str(directory / "x.codemod"))
         return real(*args, **kwargs)
 
-    return mock.patch.object(apply_module.tempfile, "mkstemp", mkstemp)
+    return mock.patch.object(writes_module.tempfile, "mkstemp", mkstemp)
 
 
 def test_apply_on_a_directory_it_cannot_write_changes_nothing(repo: Path) -> None:
@@ -287,10 +287,10 @@ class _Faults:
             return real_replace(*args, **kwargs)
 
         return [
-            mock.patch.object(apply_module.tempfile, "mkstemp", mkstemp),
-            mock.patch.object(apply_module.os, "fdopen", lambda fd, mode: File(real_fdopen(fd, mode))),
-            mock.patch.object(apply_module.os, "chmod", chmod),
-            mock.patch.object(apply_module.os, "replace", replace),
+            mock.patch.object(writes_module.tempfile, "mkstemp", mkstemp),
+            mock.patch.object(writes_module.os, "fdopen", lambda fd, mode: File(real_fdopen(fd, mode))),
+            mock.patch.object(writes_module.os, "chmod", chmod),
+            mock.patch.object(writes_module.os, "replace", replace),
         ]
 
 

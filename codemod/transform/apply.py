@@ -12,7 +12,6 @@ import codecs
 import dataclasses
 import difflib
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -24,13 +23,14 @@ from codemod.analyse.mixin import Era, MixinProfile
 from codemod.analyse.scan import ScanResult
 from codemod.checkout import Checkout, real_path
 from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
-from codemod.errors import CodemodError
 from codemod.rules.generic_mixin import REFUSING_EMBEDS
 from codemod.sources import read_source
 from codemod.style import checkout_line_length
 from codemod.transform.alias import with_aliases
 from codemod.transform.plan import Edit, Plan, Trim, make_plan
 from codemod.transform.rewrite import FileRewrite, rewrite_source
+from codemod.writes import Replacement, put_back, replace_all
+from codemod.writes import WriteError as WriteError  # raised by write, caught by its callers
 
 _MAX_ROUNDS = 8
 
@@ -413,67 +413,17 @@ def _diff_lines(r: FileRewrite) -> list[str]:
     return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
 
 
-class WriteError(CodemodError):
-    """A changed file could not be written; the tree was put back as it was."""
-
-
 def write(checkout: Checkout, changes: Changes) -> list[str]:
-    """Write every changed file, all or nothing; returns the paths written.
+    """Write every changed file, all or nothing; returns the paths written (``codemod.writes.replace_all``).
 
-    Each new text is staged beside its file first (same directory, same mode), then every staged file
-    is moved over its original: a failure at any point removes what was staged and puts back each
-    original already replaced, so the tree is either fully written or unchanged. A symlink is written
-    through (its target changes, the link stays a link)."""
+    A file that changed on disk since it was read stops the write (its edit is never overwritten); Ctrl-C and
+    any failure put back each original already replaced. A symlink is written through (its target changes,
+    the link stays a link)."""
     changed = [r for r in changes.rewrites if r.changed]
-    staged: list[tuple[Path, Path]] = []  # (temporary file, the file it replaces)
-    replaced: dict[str, bytes] = {}
-    current = ""
-    try:
-        for r in changed:
-            current = r.path
-            target = real_path(checkout.root / r.path)
-            staged.append((_stage(target, r.new), target))
-        for r, (tmp, target) in zip(changed, staged, strict=False):
-            current = r.path
-            _commit(tmp, target)
-            replaced[r.path] = r.old
-    except BaseException as error:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        lost = restore(checkout, replaced)
-        if not isinstance(error, OSError):
-            raise
-        outcome = f"could not put back {', '.join(lost)}" if lost else "no file was changed"
-        raise WriteError(f"cannot write {current} in {checkout.root}: {error.strerror or error}; {outcome}") from error
+    replace_all(checkout.root, [Replacement(real_path(checkout.root / r.path), r.path, r.old, r.new) for r in changed])
     return [r.path for r in changed]
 
 
 def restore(checkout: Checkout, originals: dict[str, bytes]) -> list[str]:
     """Put ``originals`` (path -> bytes) back, each atomically; returns the paths that could not be."""
-    lost = []
-    for path, data in originals.items():
-        target = real_path(checkout.root / path)
-        try:
-            _commit(_stage(target, data), target)
-        except OSError:
-            lost.append(path)
-    return lost
-
-
-def _stage(target: Path, data: bytes) -> Path:
-    """``data`` in a new file beside ``target``, with its mode: ready to be moved over it."""
-    mode = target.stat().st_mode
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".codemod")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode & 0o7777)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
-def _commit(staged: Path, target: Path) -> None:
-    """Move a staged file over ``target`` (a rename: atomic, readers see the old file or the new)."""
-    os.replace(staged, target)
+    return put_back({real_path(checkout.root / path): (path, data) for path, data in originals.items()})

