@@ -4,7 +4,7 @@
 
 BASE is a pristine checkout (a release's sdist from ``codemod fetch``), MIGRATED the same after
 ``codemod apply`` (with or without ``--verify``). Counts the *current* overrides (modeling files,
-not ``models/deprecated``), as the README's "Measured" table does: how many are deleted, reduced
+not ``models/deprecated``), as ``docs/measurements.md`` does: how many are deleted, reduced
 (the method's code changed) or kept, and the lines of override code before and after (in all and by
 the scan's category of the override in BASE), then the
 overrides that keep the most lines. Code a hook moved out of an override into a method of its class

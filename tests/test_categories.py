@@ -1,7 +1,7 @@
 """Category agreement with a careful reading of each override (issue 11: honest categories, separate from actions).
 
 ``tests/data/categories-<release>.json`` is the ground truth: every override of the release, read by hand
-(not from the tool's output) and given the category the README's definitions give ("What the scan
+(not from the tool's output) and given the category docs/scan.md's definitions give ("What the scan
 decides"): generic, kwargs-forwarding or bespoke, each with a one-line why. The network tests scan the real
 release and require the scan's category to agree on at least ``AGREEMENT`` of them; a failure lists every
 disagreement. The remaining known disagreements (where the recognisers do not see what a reader sees) are

@@ -124,7 +124,7 @@ def test_nothing_is_silently_ignored(release: Release) -> None:
 
 
 def test_every_finding_is_explained(release: Release) -> None:
-    # a category is what the override does, an action what the tool does (README, What the scan decides):
+    # a category is what the override does, an action what the tool does (docs/scan.md):
     # a generic one is reduced when a guard stays in front of super(); a bespoke one is reduced when its own
     # handling stays in front of super(), and deleted when a difference in the standard flow is all it has
     actions = {

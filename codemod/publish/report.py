@@ -1,6 +1,6 @@
 """Render a scan: a rich table on the terminal, JSON for machines, Markdown for pull requests.
 
-``scan_document`` builds the JSON document (its schema is in the README); the table and the
+``scan_document`` builds the JSON document (its schema is in docs/json.md); the table and the
 Markdown are views of the same findings.
 """
 
@@ -91,7 +91,7 @@ def finding_record(f: Finding) -> dict[str, Any]:
 
 
 def fallback_record(fallback: Fallback | None) -> dict[str, Any] | None:
-    """What a deletion or super() reaches (``codemod.analyse.fallback``), as the README's schema says."""
+    """What a deletion or super() reaches (``codemod.analyse.fallback``), as docs/json.md's schema says."""
     if fallback is None:
         return None
     return {
