@@ -4,13 +4,21 @@ Equivalent to slicing by the cache while one token is generated per step, but no
 tokens are new at once: assisted decoding feeds the candidate tokens together, and this keeps only
 the last of them. Deleting such an override changes what the model sees there.
 
+It is model-specific where the target's ``generate()`` makes the cache before the first step (the
+mixin's ``cache-before-first-step``): from 4.54.0 for every model, an empty cache, so that
+``is not None`` holds on the prompt step; from 4.56.0 one with a layer per hidden layer, true while
+empty, so that ``if past_key_values:`` holds there too. The cut then keeps only the prompt's last
+token, which the mixin keeps whole: the override stays as it is. A decoder's ids (``decoder_input_ids``,
+or an override that takes ``encoder_outputs``) are the exception: ``generate()`` starts them with the
+start token alone, so the cut changes nothing there but a prompt the caller gives the decoder.
+
 Example::
 
     if past_key_values is not None:
         input_ids = input_ids[:, -1:]
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from codemod.rules._pattern import Captures
 from codemod.rules.base import (
@@ -30,6 +38,11 @@ from codemod.rules.base import (
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
+#: the mixin's behaviour (read from its release by ``codemod.analyse.mixin``): ``generate()`` makes the cache before
+#: the first step, for a model that declares nothing about caches; its ``empty`` facet says whether the still-empty
+#: cache is true (``truthy``) or not (``falsy``)
+CACHE_BEFORE_FIRST_STEP = "cache-before-first-step"
+
 
 def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     ids = captures.code("ids")
@@ -38,20 +51,47 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
     # the test it is cut under, innermost first: a reduction that cuts again after super() uses the same one
     # (an empty Cache is falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step)
     guard = next(g for g in reversed(ctx.guards) if g.startswith("past"))
-    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")}, facets={"guard": guard})
+    facets = {"guard": guard}
+    if ids == "decoder_input_ids" or "encoder_outputs" in ctx.params:
+        facets["decoder"] = "true"  # a decoder's prompt: one start token in the standard flow
+    return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")}, facets=facets)
 
 
 class SliceToLastToken(TemplateRule):
     def coverage(self, facets: Mapping[str, str], mixin: MixinBehaviours) -> Coverage:
         if not any(name in mixin for name in _SLICERS):
             return Coverage(False, missing="the mixin does not slice the ids by the cache")
-        return Coverage(
-            True,
-            differences=(
-                "keeps only the last token where the mixin keeps every uncached token: assisted decoding "
-                "(several candidate tokens per step) sees different inputs",
-            ),
+        assisted = (
+            "keeps only the last token where the mixin keeps every uncached token: assisted decoding "
+            "(several candidate tokens per step) sees different inputs"
         )
+        on_prompt = _holds_on_the_prompt(facets.get("guard", ""), mixin.get(CACHE_BEFORE_FIRST_STEP, ()))
+        if on_prompt and facets.get("decoder"):
+            # generate() starts a decoder with its start token alone: cutting that prompt changes nothing there
+            prompt = f"{on_prompt}: this cuts a decoder prompt of several tokens (given by the caller) to its last"
+            return Coverage(True, differences=(assisted, prompt))
+        if on_prompt:
+            return Coverage(
+                False, missing=f"{on_prompt}: this cuts the prompt to its last token, the mixin keeps it whole"
+            )
+        return Coverage(True, differences=(assisted,))
+
+
+def _holds_on_the_prompt(guard: str, made: Sequence[Mapping[str, str]]) -> str:
+    """Why the cut's test holds on the prompt step, or "" where it does not: ``made`` is the facets of the mixin's
+    ``cache-before-first-step`` (none where ``generate()`` makes no cache before the first step)."""
+    if guard == "past-or-use-cache":
+        return "its test holds on the prompt step whenever a cache is used (use_cache)"
+    if not made:
+        return ""
+    if guard == "past-not-none":
+        return "the target's generate() makes the cache before the first step (not None there)"
+    if guard == "past-truthy" and any(f.get("empty") == "truthy" for f in made):
+        return (
+            "the target's generate() makes the cache before the first step, true while empty (a layer per hidden "
+            "layer)"
+        )
+    return ""
 
 
 RULE = SliceToLastToken(
@@ -69,6 +109,16 @@ ERAS = (
         "4.46 +",
         "the mixins keep every new token: the same while one token is generated per step, not under assisted "
         "decoding, which feeds several",
+    ),
+    EraNote(
+        "4.54 +",
+        "generate() makes an empty cache before the first step for every model: a cut under `is not None` cuts "
+        "the prompt (kept)",
+    ),
+    EraNote(
+        "4.56 +",
+        "that cache has a layer per hidden layer, true while empty: a cut under `if past_key_values:` cuts the "
+        "prompt too (kept)",
     ),
 )
 
@@ -118,7 +168,26 @@ CASES = (
             decoder_input_ids = decoder_input_ids[:, -1:]
         """,
         detail="[:, -1:]",
-        facets={"guard": "past-truthy"},
+        facets={"guard": "past-truthy", "decoder": "true"},
+    ),
+    Case(
+        "or-use-cache",
+        """
+        if past_key_values is not None or use_cache:
+            input_ids = input_ids[:, -1:]
+        """,
+        detail="[:, -1:]",
+        facets={"guard": "past-or-use-cache"},
+    ),
+    NoOp(
+        "step-position",
+        """
+        if cache_position[0] != 0:
+            input_ids = input_ids[:, -1:]
+        """,
+        why="a test of the step's position, not of the cache: false on the prompt step whatever cache generate() "
+        "made before it",
+        unrecognised="input_ids[:, -1:]",
     ),
     NoOp(
         "two-tokens",

@@ -20,6 +20,7 @@ from codemod.analyse.analysis import BodyAnalysis, Unrecognised
 from codemod.analyse.target import Target, TargetOrigin, for_checkout, pretrained_model_generative
 from codemod.checkout import Checkout
 from codemod.contracts import Vocabulary
+from codemod.rules.slice_to_last_token import CACHE_BEFORE_FIRST_STEP
 from codemod.sources import METHOD, MIXIN_CLASS, READ_ERRORS, read_source
 
 __all__ = [
@@ -129,7 +130,8 @@ def profile_from_source(text: str, source: str, *, hoisted: bool = False, helper
     wrapper = MetadataWrapper(cst.parse_module(snippet))
     function = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
     analysis = analyse_function(function, wrapper.resolve(PositionProvider), line_offset=start - 1)
-    outside = _generate_behaviours(tree) if "position-ids-from-mask" not in analysis.behaviours else ()
+    positions = _positions_in_generate(tree) if "position-ids-from-mask" not in analysis.behaviours else ()
+    outside = positions + _cache_before_first_step(tree)
     return profile_from_analysis(
         analysis,
         located,
@@ -171,28 +173,50 @@ def profile_from_analysis(
     )
 
 
-def _generate_behaviours(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+def _mixin_methods(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The methods of the module's ``GenerationMixin``, by name."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == MIXIN_CLASS:
+            return {item.name: item for item in node.body if isinstance(item, ast.FunctionDef)}
+    return {}
+
+
+def _cache_before_first_step(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """Whether ``generate()`` makes the cache before the first step for a model that declares nothing about caches
+    (remote code), and whether that still-empty cache is true.
+
+    Read from ``_prepare_cache_for_generation`` (4.42 on): until 4.53 a cache is made only for a model that sets
+    ``_supports_cache_class`` (``_supports_default_dynamic_cache`` asks it); from 4.54.0 for every model but the
+    stateful ones, an empty ``DynamicCache()`` (``len()`` 0: false); from 4.56.0 built from the model's config
+    (``{"config": self.config}``), a layer per hidden layer: true while still empty. Then an override's cache test
+    holds on the prompt step.
+    """
+    methods = _mixin_methods(tree)
+    prepare, supports = methods.get("_prepare_cache_for_generation"), methods.get("_supports_default_dynamic_cache")
+    if prepare is None or supports is None or "_supports_cache_class" in ast.unparse(supports):
+        return ()
+    empty = "truthy" if "'config': self.config" in ast.unparse(prepare) else "falsy"
+    return ((CACHE_BEFORE_FIRST_STEP, (("empty", empty), ("where", "generate(), before the first step"))),)
+
+
+def _positions_in_generate(tree: ast.Module) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
     """Input preparation that later mixins moved into ``generate()``: position_ids built once.
 
     5.x builds ``position_ids`` from the mask in ``_prepare_position_ids_for_generation`` (padding
     set to 0, not 1) and only slices them here.
     """
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == MIXIN_CLASS:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "_prepare_position_ids_for_generation":
-                    code = ast.unparse(item)
-                    if ".cumsum(-1) - 1" not in code:
-                        return ()
-                    padding = "0" if "masked_fill(attention_mask == 0, 0)" in code else "1"
-                    facets = (
-                        ("padding", padding),
-                        ("slice", "new tokens"),
-                        ("when", "forward accepts position_ids"),
-                        ("where", "once, in generate()"),
-                    )
-                    return (("position-ids-from-mask", facets),)
-    return ()
+    item = _mixin_methods(tree).get("_prepare_position_ids_for_generation")
+    code = ast.unparse(item) if item is not None else ""
+    if ".cumsum(-1) - 1" not in code:
+        return ()
+    padding = "0" if "masked_fill(attention_mask == 0, 0)" in code else "1"
+    facets = (
+        ("padding", padding),
+        ("slice", "new tokens"),
+        ("when", "forward accepts position_ids"),
+        ("where", "once, in generate()"),
+    )
+    return (("position-ids-from-mask", facets),)
 
 
 def _never_forwarded(analysis: BodyAnalysis) -> set[str]:
