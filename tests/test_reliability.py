@@ -245,3 +245,131 @@ def test_the_next_worktree_prunes_those_a_killed_run_left(tmp_path: Path) -> Non
     listed = git.output(repo, "worktree", "list", "--porcelain") or ""
     assert f"worktree {stale}" not in listed and not stale.parent.exists()
     assert f"worktree {live}" in listed, "a live process's worktree is its own"
+
+
+# --------------------------------------------------------------------------------------------- odd input
+
+MODEL = """\
+import torch
+from transformers import GenerationMixin, PreTrainedModel
+
+
+class {name}ForCausalLM(PreTrainedModel, GenerationMixin):
+    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, **kwargs):
+        return input_ids
+
+{header}    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+        return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
+"""
+
+
+def model(name: str, header: str = "", tail: str = "") -> bytes:
+    return (MODEL.format(name=name, header=header) + tail).encode()
+
+
+@pytest.fixture
+def odd_tree(tmp_path: Path, codemod_cache: Path) -> Path:
+    """A tree of model code with a file named in bytes that are not UTF-8, one too deep for CPython's compiler (a
+    20,000-term sum), one with a null byte and one of Python 2: the first migrates, the others are named."""
+    root = tmp_path / "odd"
+    root.mkdir()
+    (root / "modeling_plain.py").write_bytes(model("Plain"))
+    os.makedirs(os.fsencode(root), exist_ok=True)
+    with open(os.fsencode(root) + b"/modeling_\xffodd.py", "wb") as handle:
+        handle.write(model("Odd"))
+    (root / "modeling_deep.py").write_bytes(model("Deep", tail="x = " + " + ".join(["1"] * 20000) + "\n"))
+    (root / "modeling_nul.py").write_bytes(model("Nul", tail="\x00\n"))
+    (root / "modeling_py2.py").write_bytes(model("Old", tail='print "hello"\n'))
+    return root
+
+
+UNREAD = ("modeling_deep.py", "modeling_nul.py", "modeling_py2.py")
+
+
+def test_odd_files_are_named_never_a_traceback(odd_tree: Path) -> None:
+    """scan, diff and apply end as documented (0, 1, 0) with no traceback; diff and apply name the three files they
+    cannot parse, with the count, in their summary; the file named in odd bytes is migrated like any other."""
+    from typer.testing import CliRunner
+
+    from codemod.cli import app
+
+    runner = CliRunner()
+    scanned = runner.invoke(app, ["scan", str(odd_tree)])
+    assert scanned.exit_code == 0, (scanned.output, scanned.exception)
+    for command, status in (("diff", 1), ("apply", 0)):
+        done = runner.invoke(app, [command, str(odd_tree)])
+        assert done.exit_code == status, (command, done.output, done.exception)
+        assert "Traceback" not in done.output
+        (line,) = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+        assert line.startswith("skipped 3 files it cannot read or parse (an override in them is not migrated): ")
+        assert all(name in line for name in UNREAD)
+        assert "modeling_deep.py: cannot parse: nested too deeply to compile" in line
+    odd = os.fsencode(odd_tree) + b"/modeling_\xffodd.py"
+    with open(odd, "rb") as handle:
+        assert b"def prepare_inputs_for_generation" not in handle.read(), "migrated"
+
+
+def test_a_file_too_deep_to_compile_is_a_file_error() -> None:
+    from codemod.analyse.index import file_facts
+    from codemod.sources import FileKind
+
+    facts = file_facts("modeling_deep.py", "x = " + " + ".join(["1"] * 20000) + "\n", FileKind.MODELING)
+    assert facts.error == "cannot parse: nested too deeply to compile"
+    assert facts.overrides == ()
+
+
+# --------------------------------------------------------------------------------------------- what the rules do not model
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        pytest.param("    async def f(self):\n", "async def: it returns a coroutine", id="async"),
+        pytest.param("    @log_calls\n    def f(self):\n", "decorated with @log_calls, which a deletion", id="custom"),
+        pytest.param("    @cached(size=3)\n    def f(self):\n", "decorated with @cached(size=3)", id="custom-call"),
+        pytest.param("    @torch.no_grad()\n    @trace\n    def f(self):\n", "decorated with @trace", id="one-of-two"),
+    ],
+)
+def test_what_the_rules_do_not_model_is_named(header: str, why: str) -> None:
+    from codemod.analyse.unmodelled import unmodelled
+
+    (reason,) = unmodelled(header.splitlines(keepends=True))
+    assert reason.startswith(why)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param("    def f(self):\n", id="plain: nothing outside the body"),
+        pytest.param("    @torch.no_grad()\n    def f(self):\n", id="no_grad: no gradients, same inputs"),
+        pytest.param("    @torch.inference_mode\n    def f(self):\n", id="inference_mode: the same"),
+        pytest.param(
+            "    @torch.jit.unused\n    def f(\n        self,\n    ):\n", id="jit.unused, signature on lines"
+        ),
+    ],
+)
+def test_known_no_ops_leave_the_method_to_the_rules(header: str) -> None:
+    from codemod.analyse.unmodelled import unmodelled
+
+    assert unmodelled(header.splitlines(keepends=True)) == []
+
+
+def test_async_and_custom_decorated_overrides_are_kept(tmp_path: Path, codemod_cache: Path) -> None:
+    """The same generic body three ways: under ``@torch.no_grad()`` it is deleted as usual; async, or under a
+    decorator of its own, it is kept, with the reason, and nothing edits it."""
+    from codemod.analyse.classify import Action
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "modeling_ngd.py").write_bytes(model("Ngd", "    @torch.no_grad()\n"))
+    (root / "modeling_asy.py").write_bytes(model("Asy").replace(b"    def prepare", b"    async def prepare"))
+    (root / "modeling_dec.py").write_bytes(model("Dec", "    @log_calls\n"))
+    result = scan(resolve(root), use_cache=False)
+    actions = {f.override.class_name: f.action for f in result.findings}
+    assert actions == {"NgdForCausalLM": Action.DELETE, "AsyForCausalLM": Action.KEEP, "DecForCausalLM": Action.KEEP}
+    kept = [f for f in result.findings if f.action is Action.KEEP]
+    assert all(f.extras == () and any("kept as it is" in r.text for r in f.reasons) for f in kept)
+    changes = compute_changes(result, jobs=1)
+    assert [r.path for r in changes.rewrites if r.changed] == ["modeling_ngd.py"]

@@ -20,6 +20,7 @@ from codemod.analyse.classify import Finding, classify, select
 from codemod.analyse.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.analyse.mixin import MixinProfile, read_profile
 from codemod.analyse.target import Target, for_checkout
+from codemod.analyse.unmodelled import keep_unmodelled
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout
 from codemod.errors import CodemodError
@@ -61,8 +62,20 @@ class ScanResult:
             self.index,
             skipped=tuple(s for s in self.index.skipped if wanted_here(s.path, s.classes)),
             bound=tuple(b for b in self.index.bound if wanted_here(b.path, (b.class_name,))),
+            errors=tuple(e for e in self.index.errors if wanted_here(e.path, ())),
         )
         return dataclasses.replace(self, index=index, findings=findings)
+
+
+def unread_line(result: ScanResult) -> str | None:
+    """The files the scan could not read or parse, in one line for ``diff`` and ``apply`` to end with: an
+    override in them is not migrated, and that must not pass in silence (None: there are none)."""
+    errors = result.index.errors
+    if not errors:
+        return None
+    files = "file" if len(errors) == 1 else "files"
+    listed = "; ".join(f"{e.path}: {e.error}" for e in errors)
+    return f"skipped {len(errors)} {files} it cannot read or parse (an override in them is not migrated): {listed}"
 
 
 class SelectionError(CodemodError):
@@ -88,7 +101,7 @@ def check_names(option: str, names: Iterable[str], known: Iterable[str]) -> None
 def _digest(texts: Iterable[tuple[str, str]]) -> str:
     digest = hashlib.sha256()
     for name, text in texts:
-        digest.update(name.encode())
+        digest.update(name.encode("utf-8", "surrogateescape"))  # a file name may be any bytes
         digest.update(b"\0")
         digest.update(text.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
@@ -187,7 +200,8 @@ def scan(
         target=target,
     )
     profile = read_profile(checkout, target)
-    result = ScanResult(index, profile, tuple(classify(index, profile)))
+    findings = keep_unmodelled(classify(index, profile), found.read, checkout.root)  # async, decorated: kept
+    result = ScanResult(index, profile, tuple(findings))
     # Files read after discovery (copy targets, modular parents outside the tree, the mixin) are
     # checked on the next load; files read in discovery are part of the key already.
     extras = {str(p): _digest([("", t)]) for p, t in found.read.texts.items() if p not in discovered}
