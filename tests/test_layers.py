@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
 #: commands as functions (api), and the CLI that parses their arguments and renders their results
 LAYERS: dict[str, tuple[str, ...]] = {
     "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
-    "edges": ("fetch", "checkout", "sources", "environment", "tools", "github", "style"),
+    "edges": ("fetch", "checkout", "sources", "environment", "tools", "github", "style", "writes"),
     "analyse": (
         "analyse",
         "analyse.analysis",
@@ -31,6 +31,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.mixin",
         "analyse.index",
         "analyse.classify",
+        "analyse.unmodelled",
         "analyse.soundness",
         "analyse.scan",
     ),

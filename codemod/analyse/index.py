@@ -295,6 +295,8 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as error:
         return FileFacts(path, kind, sha, generated, (), (), (), error=f"cannot parse: {error}")
+    except (RecursionError, MemoryError):  # a 20,000-term sum: deeper than CPython's compiler goes
+        return FileFacts(path, kind, sha, generated, (), (), (), error="cannot parse: nested too deeply to compile")
     lines = text.splitlines(keepends=True)
     plain = [line.rstrip("\r\n") for line in lines]
     classes: list[ClassFacts] = []
@@ -406,7 +408,9 @@ class FactsCache:
 
 def _cache_key(rel: str, text: str) -> str:
     # The relative path is part of the key: ids and reported paths are inside the facts.
-    return hashlib.sha256(rel.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(
+        rel.encode("utf-8", "surrogateescape") + b"\0" + text.encode("utf-8", "surrogatepass")
+    ).hexdigest()
 
 
 def _facts_job(job: tuple[str, str, FileKind]) -> FileFacts:
