@@ -271,6 +271,10 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
         stderr.print(
             f"held back {held.subject}: {held.detail}", style="yellow", markup=False, highlight=False, soft_wrap=True
         )
+    from codemod.analyse.scan import unread_line
+
+    if (unread := unread_line(result)) is not None:  # files that do not parse are named, never passed over
+        stderr.print(unread, style="yellow", markup=False, highlight=False, soft_wrap=True)
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
@@ -532,24 +536,16 @@ def pr(
     ] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
-    from codemod.publish.pr import run_pr
+    from codemod.publish.pr import PrOptions, PrRuntime, run_pr
     from codemod.publish.pr.plan import GROUP_BY
 
     if group_by not in GROUP_BY:
         raise typer.BadParameter(f"unknown grouping {group_by!r}: use {', '.join(GROUP_BY)}", param_hint="--group-by")
+    options = PrOptions(
+        repo, remote, base, api_url, group_by, max_open, _split(only), _split(skip), dry_run, _split(label)
+    )
     run_pr(
-        path,
-        repo=repo,
-        remote=remote,
-        base=base,
-        api_url=api_url,
-        group_by=group_by,
-        max_open=max_open,
-        only=_split(only),
-        skip=_split(skip),
-        dry_run=dry_run,
-        labels=_split(label),
-        echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True),
+        path, options, PrRuntime(echo=lambda line: stdout.print(line, markup=False, highlight=False, soft_wrap=True))
     )
 
 

@@ -13,18 +13,26 @@ Safety rules this module keeps:
   token is never sent to another host;
 * every failure is a :class:`GitHubError` whose ``str`` is one line that says what to do (for a
   rate limit: when to retry).
+
+A transient failure is retried (:class:`Retry`: a few times, with a doubling wait, each retry logged): no answer
+(a timeout, a dropped connection), a 5xx, a secondary rate limit (or any ``Retry-After`` short enough to wait
+for). Only requests that can be repeated safely are retried as they are (reads, edits, adding labels); a pull
+request whose creation got no answer is first looked up by its branch (:meth:`GitHubClient.create_pull`), since
+GitHub may have made it.
 """
 
 from __future__ import annotations
 
 import datetime
+import http.client
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from http.client import HTTPMessage
 from typing import IO, Any
 
@@ -42,11 +50,48 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class GitHubError(CodemodError):
     """A failed API call, as one line a user can act on; ``status`` is the HTTP status (0: no answer)."""
 
-    def __init__(self, message: str, *, status: int = 0, method: str = "", path: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int = 0, method: str = "", path: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.method = method
         self.path = path
+        #: the wait the server asked for (``Retry-After``), when it asked
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """Whether the same request may well succeed later: no answer, a server error, a secondary rate limit."""
+        return self.status in (0, 500, 502, 503, 504) or (self.status in (403, 429) and self.retry_after is not None)
+
+
+def _no_log(line: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How transient failures are retried: ``attempts`` tries in all, waiting ``first_wait_s`` then twice as long
+    each time (or what ``Retry-After`` asks, up to ``max_wait_s``: a longer wait is not waited for); ``log`` gets
+    one line per retry; ``sleep`` waits (a test's does not)."""
+
+    attempts: int = 4
+    first_wait_s: float = 2.0
+    max_wait_s: float = 60.0
+    log: Callable[[str], None] = _no_log
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def wait(self, error: GitHubError, attempt: int) -> float | None:
+        """Seconds to wait before try ``attempt + 1`` after ``error`` (None: give up)."""
+        if not error.transient or attempt >= self.attempts:
+            return None
+        wait = error.retry_after if error.retry_after is not None else self.first_wait_s * 2 ** (attempt - 1)
+        return wait if wait <= self.max_wait_s else None
+
+    def pause(self, error: GitHubError, attempt: int, wait: float) -> None:
+        self.log(f"{error}; retry {attempt} of {self.attempts - 1} in {wait:g} s")
+        self.sleep(wait)
 
 
 @dataclass(frozen=True)
@@ -76,7 +121,15 @@ def _origin(url: str) -> tuple[str, str]:
 class GitHubClient:
     """The endpoints of one repository (``owner/name``) on one API host (github.com or an Enterprise server)."""
 
-    def __init__(self, repo: str, token: str | None, api_url: str = DEFAULT_API_URL, *, timeout: float = _TIMEOUT_S):
+    def __init__(
+        self,
+        repo: str,
+        token: str | None,
+        api_url: str = DEFAULT_API_URL,
+        *,
+        timeout: float = _TIMEOUT_S,
+        retry: Retry = Retry(),
+    ):
         if not _REPO.match(repo):
             raise GitHubError(f"--repo must look like OWNER/NAME, not {repo!r}")
         parts = urllib.parse.urlsplit(api_url)
@@ -89,6 +142,7 @@ class GitHubClient:
         self.api_url = api_url.rstrip("/")
         self._token = token
         self._timeout = timeout
+        self.retry = retry
         self._opener = urllib.request.build_opener(_SameHostRedirects())
 
     def __repr__(self) -> str:  # the token stays out of tracebacks and logs
@@ -105,9 +159,28 @@ class GitHubClient:
         return self._paginate(f"/repos/{self.repo}/pulls", {"state": "open"})
 
     def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict[str, Any]:
+        """Open a pull request. A creation is not repeated blindly: after a try that got no clear answer (a
+        timeout, a 5xx) the open pull request of ``head`` is looked up, and it is the answer when GitHub made it."""
         payload = {"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": True}
-        pull: dict[str, Any] = self.request("POST", f"/repos/{self.repo}/pulls", body=payload).data
-        return pull
+        attempt = 1
+        while True:
+            try:
+                pull: dict[str, Any] = self._send_once(
+                    "POST", self._url(f"/repos/{self.repo}/pulls", {}), payload, f"/repos/{self.repo}/pulls"
+                ).data
+                return pull
+            except GitHubError as error:
+                wait = self.retry.wait(error, attempt)
+                if wait is None:
+                    raise
+                made = next(
+                    (p for p in self.pulls_for_branch(head, "open") if p.get("head", {}).get("ref") == head), None
+                )
+                if made is not None:
+                    self.retry.log(f"{error}; GitHub made the pull request all the same: #{made.get('number')}")
+                    return made
+                self.retry.pause(error, attempt, wait)
+                attempt += 1
 
     def update_pull(self, number: int, *, title: str | None = None, body: str | None = None) -> dict[str, Any]:
         payload = {k: v for k, v in (("title", title), ("body", body)) if v is not None}
@@ -117,7 +190,7 @@ class GitHubClient:
     def add_labels(self, number: int, labels: Iterable[str]) -> list[dict[str, Any]]:
         """Add labels to an issue or pull request (existing ones stay; GitHub creates missing labels)."""
         added: list[dict[str, Any]] = self.request(
-            "POST", f"/repos/{self.repo}/issues/{number}/labels", body={"labels": list(labels)}
+            "POST", f"/repos/{self.repo}/issues/{number}/labels", body={"labels": list(labels)}, repeatable=True
         ).data
         return added
 
@@ -152,9 +225,18 @@ class GitHubClient:
             raise GitHubError(f"GET {path}: the next page is on another host; not sending the token there")
         return url
 
-    def request(self, method: str, path: str, *, query: Mapping[str, str] | None = None, body: Any = None) -> Response:
-        """One call; ``path`` is relative to ``api_url`` (``/repos/…``)."""
-        return self._send(method, self._url(path, query or {}), body, path)
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        repeatable: bool | None = None,
+    ) -> Response:
+        """One call; ``path`` is relative to ``api_url`` (``/repos/…``). ``repeatable``: whether the call may be
+        sent again after a transient failure (default: for every method but POST)."""
+        return self._send(method, self._url(path, query or {}), body, path, repeatable)
 
     def _url(self, path: str, query: Mapping[str, str]) -> str:
         return self.api_url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
@@ -171,7 +253,21 @@ class GitHubClient:
             headers["Content-Type"] = "application/json"
         return headers
 
-    def _send(self, method: str, url: str, body: Any, path: str) -> Response:
+    def _send(self, method: str, url: str, body: Any, path: str, repeatable: bool | None = None) -> Response:
+        """``_send_once``, retried on a transient failure when the request can be repeated safely."""
+        repeatable = method != "POST" if repeatable is None else repeatable
+        attempt = 1
+        while True:
+            try:
+                return self._send_once(method, url, body, path)
+            except GitHubError as error:
+                wait = self.retry.wait(error, attempt) if repeatable else None
+                if wait is None:
+                    raise
+                self.retry.pause(error, attempt, wait)
+                attempt += 1
+
+    def _send_once(self, method: str, url: str, body: Any, path: str) -> Response:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(url, data=data, method=method, headers=self._headers(data is not None))
         try:
@@ -181,14 +277,16 @@ class GitHubClient:
         except urllib.error.HTTPError as error:
             raw = error.read() if error.fp is not None else b""
             raise self._error(method, path, error.code, dict(error.headers.items()), raw) from None
-        except (urllib.error.URLError, OSError, TimeoutError) as error:
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as error:
             reason = getattr(error, "reason", error)
             text = redact(f"could not reach {self.api_url} ({method} {path}): {reason}", [self._token])
             raise GitHubError(text, method=method, path=path) from None
 
     def _error(self, method: str, path: str, status: int, headers: Mapping[str, str], raw: bytes) -> GitHubError:
         text = redact(describe_error(method, path, status, headers, raw), [self._token])
-        return GitHubError(text, status=status, method=method, path=path)
+        return GitHubError(
+            text, status=status, method=method, path=path, retry_after=_retry_after(status, headers, raw)
+        )
 
 
 def _json(raw: bytes) -> Any:
@@ -228,6 +326,19 @@ def describe_error(method: str, path: str, status: int, headers: Mapping[str, st
         details = validation_errors(data)
         return f"GitHub rejected {where} (422 {message or 'Validation Failed'})" + (f": {details}" if details else "")
     return f"GitHub answered {where} with {status}" + (f": {message}" if message else "")
+
+
+def _retry_after(status: int, headers: Mapping[str, str], raw: bytes) -> float | None:
+    """The wait a refusal asks for: its ``Retry-After``; for a secondary rate limit that names none, a minute
+    (GitHub's advice); None for anything else (a primary limit's reset is too far off to wait for here)."""
+    lower = {k.lower(): v.strip() for k, v in headers.items()}
+    if lower.get("retry-after", "").isdigit():
+        return float(lower["retry-after"])
+    data = _json(raw)
+    message = str(data.get("message", "")) if isinstance(data, dict) else str(data or "")
+    if status in (403, 429) and "secondary rate limit" in message.lower():
+        return 60.0
+    return None
 
 
 def _is_rate_limited(headers: Mapping[str, str], message: str) -> bool:

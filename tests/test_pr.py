@@ -18,10 +18,10 @@ import pytest
 
 from codemod.contracts import Held, HeldCause
 from codemod.errors import redact
-from codemod.github import GitHubClient, GitHubError, retry_hint, validation_errors
+from codemod.github import GitHubClient, GitHubError, Retry, retry_hint, validation_errors
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.publish import pr
-from codemod.publish.pr import run_pr
+from codemod.publish.pr import PrOptions, PrRuntime, run_pr
 from codemod.publish.pr.plan import (
     BRANCH_PREFIX,
     Action,
@@ -206,16 +206,16 @@ class World:
     def run(self, migrate: Any = None, **kwargs: Any) -> PrReport:
         kwargs.setdefault("token", TOKEN)
         kwargs.setdefault("api_url", self.github.url)
-        return run_pr(
-            self.checkout,
-            repo=REPO,
-            remote="origin",
-            base="main",
+        kwargs.setdefault("retry", Retry(sleep=lambda seconds: None))
+        wiring = {f.name for f in dataclasses.fields(PrRuntime)}
+        options = PrOptions(REPO, "origin", "main", **{k: v for k, v in kwargs.items() if k not in wiring})
+        runtime = PrRuntime(
             migrate=migrate or FakeMigrate(),
             echo=self.output.append,
             scratch=self.scratch,
-            **kwargs,
+            **{k: v for k, v in kwargs.items() if k in wiring},
         )
+        return run_pr(self.checkout, options, runtime)
 
     def remote_refs(self) -> dict[str, str]:
         lines = git(self.bare, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
@@ -673,6 +673,7 @@ def test_rate_limit_says_when_to_retry(world: World) -> None:
         403,
         body={"message": "You have exceeded a secondary rate limit."},
         headers={"Retry-After": "60"},
+        times=4,  # one more than the retries: a single one is waited out (tests/test_reliability.py)
     )
     with pytest.raises(PrError, match="retry after 60 s"):
         world.run(only=["llama"])
@@ -805,7 +806,7 @@ def test_end_to_end_the_way_ci_runs_it(
     """``codemod pr . --repo … --remote origin --base main --only llama,gpt2,mistral --api-url …`` twice."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.chdir(world.checkout)
-    arguments: dict[str, Any] = dict(
+    options = PrOptions(
         repo=REPO,
         remote="origin",
         base="main",
@@ -816,17 +817,16 @@ def test_end_to_end_the_way_ci_runs_it(
         skip=[],
         dry_run=False,
         labels=["ci"],
-        migrate=FakeMigrate(),
-        scratch=world.scratch,
     )
-    first = run_pr(Path("."), **arguments)
+    runtime = PrRuntime(migrate=FakeMigrate(), scratch=world.scratch)
+    first = run_pr(Path("."), options, runtime)
     assert sorted(o.pr_number for o in first.outcomes) == [1, 2, 3]
     assert {o.action for o in first.outcomes} == {Action.CREATE}
     for number in (1, 2, 3):
         assert world.github.labels(number) == ["transformers-codemod", "ci"]
     out, _ = capfd.readouterr()
     assert out.count("opened #") == 3 and TOKEN not in out
-    second = run_pr(Path("."), **arguments)
+    second = run_pr(Path("."), options, runtime)
     assert {o.action for o in second.outcomes} == {Action.UNCHANGED}
     out, err = capfd.readouterr()
     assert TOKEN not in out + err

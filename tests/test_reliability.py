@@ -22,10 +22,15 @@ import pytest
 from codemod import git, writes
 from codemod.analyse.scan import scan
 from codemod.checkout import resolve
+from codemod.github import GitHubClient, GitHubError, Retry
+from codemod.publish.pr.plan import Action, PrError
 from codemod.transform.apply import Changes, WriteError, compute_changes, write
 
+from . import test_pr
 from .conftest import MINI_CHECKOUT, REPO, copy_fixture
+from .fake_github import FakeGitHub
 from .test_apply import make_repo, snapshot
+from .test_pr import TOKEN, FakeMigrate, World
 
 
 @pytest.fixture
@@ -125,6 +130,8 @@ import os, sys
 from codemod import writes
 from codemod.analyse.scan import scan
 from codemod.checkout import resolve
+from codemod.github import GitHubClient, GitHubError, Retry
+from codemod.publish.pr.plan import Action, PrError
 from codemod.transform.apply import compute_changes, write
 
 from pathlib import Path
@@ -373,3 +380,132 @@ def test_async_and_custom_decorated_overrides_are_kept(tmp_path: Path, codemod_c
     assert all(f.extras == () and any("kept as it is" in r.text for r in f.reasons) for f in kept)
     changes = compute_changes(result, jobs=1)
     assert [r.path for r in changes.rewrites if r.changed] == ["modeling_ngd.py"]
+
+
+# --------------------------------------------------------------------------------------------- the PR bot
+
+#: the PR bot's world (a bare remote, a clone, the fake GitHub): test_pr's fixture
+world = test_pr.world
+
+LABELS = ["transformers-codemod"]
+SECONDARY = {"message": "You have exceeded a secondary rate limit."}
+
+#: each call the bot makes, by the first request that makes it (method, path), and each way it fails once
+CALLS = [
+    ("GET", r"/pulls$", "the open pull requests, then each branch's"),
+    ("POST", r"/pulls$", "opening a pull request"),
+    ("POST", r"/labels$", "labelling it"),
+]
+FAILURES = [(500, None), (502, None), (503, None), (403, SECONDARY)]
+
+
+@pytest.mark.parametrize(("method", "path", "call"), CALLS, ids=[c[2] for c in CALLS])
+@pytest.mark.parametrize(("status", "body"), FAILURES, ids=["500", "502", "503", "secondary-rate-limit"])
+def test_one_transient_failure_of_any_call_is_retried(
+    world: World, method: str, path: str, call: str, status: int, body: object
+) -> None:
+    """Each call the bot makes fails once (a 5xx, a secondary rate limit): the run waits, retries (one logged line)
+    and ends as it would have, every pull request opened once and labelled."""
+    world.github.fail(method, path, status, body=body)
+    report = world.run(only=["llama", "gpt2"])
+    assert [o.action for o in report.outcomes] == [Action.CREATE, Action.CREATE]
+    assert sorted(world.github.pulls) == [1, 2]
+    assert all(world.github.labels(n) == LABELS for n in (1, 2))
+    retries = [line for line in world.output if "retry 1 of 3 in " in line]
+    assert len(retries) == 1 and f"{status}" in retries[0] and TOKEN not in retries[0]
+
+
+def test_an_update_is_retried(world: World) -> None:
+    world.run(only=["llama"])
+    world.github.fail("PATCH", r"/pulls/\d+$", 502)
+    report = world.run(FakeMigrate(version=2), only=["llama"])
+    assert [o.action for o in report.outcomes] == [Action.UPDATE]
+    assert any("retry 1 of 3" in line for line in world.output)
+
+
+def test_retries_are_bounded(world: World) -> None:
+    """A server that keeps failing: four tries in all, three logged retries, then one line that says what failed."""
+    world.github.fail("GET", r"/pulls$", 503, times=10)
+    with pytest.raises(PrError, match=r"^GitHub answered GET /repos/acme/transformers/pulls with 503$"):
+        world.run(only=["llama"])
+    assert len([r for r in world.github.requests if r.method == "GET"]) == 4
+    assert len([line for line in world.output if " retry " in line]) == 3
+
+
+class _CreatesThenDrops(FakeGitHub):
+    """GitHub that makes the pull request and then never answers (the connection drops: a timed-out create)."""
+
+    drops = 1
+
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], raw_body: bytes
+    ) -> tuple[int, object, dict[str, str]]:
+        answer = super().handle(method, raw_path, headers, raw_body)
+        if method == "POST" and raw_path.endswith("/pulls") and self.drops > 0:
+            self.drops -= 1
+            raise ConnectionAbortedError("no answer")
+        return answer
+
+
+def test_a_create_without_an_answer_is_looked_up_not_repeated(world: World) -> None:
+    """The create reached GitHub but its answer did not come back: the bot looks the branch's pull request up,
+    finds it, says so, and labels it; no second pull request, no error."""
+    world.github.stop()
+    github = _CreatesThenDrops(test_pr.REPO, TOKEN, world.github.bare).start()
+    try:
+        world.github = github
+        report = world.run(only=["llama"])
+        assert [(o.action, o.pr_number) for o in report.outcomes] == [(Action.CREATE, 1)]
+        assert list(github.pulls) == [1] and github.labels(1) == LABELS
+        assert any("GitHub made the pull request all the same: #1" in line for line in world.output)
+        assert len([r for r in github.requests if r.method == "POST" and r.path.endswith("/pulls")]) == 1
+    finally:
+        github.stop()
+
+
+def test_a_timeout_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that times out (urllib raises ``TimeoutError``) is tried again."""
+    client = GitHubClient(test_pr.REPO, TOKEN, "https://api.test", retry=Retry(sleep=lambda s: None))
+    answers: list[object] = [TimeoutError("timed out"), _Answer(b"[]")]
+
+    def open_(request: object, timeout: float) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(client._opener, "open", open_)
+    assert client.open_pulls() == [] and answers == []
+    answers[:] = [TimeoutError("timed out")] * 4
+    with pytest.raises(GitHubError, match="could not reach https://api.test"):
+        client.open_pulls()
+
+
+class _Answer:
+    status = 200
+    headers: dict[str, str] = {}
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __enter__(self) -> _Answer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def read(self) -> bytes:
+        return self.raw
+
+
+def test_a_rerun_adds_the_labels_a_failed_run_left_out(world: World) -> None:
+    """The labels cannot be added (the call keeps failing past the retries): the run says the next one adds them;
+    the next run finds the pull request up to date and adds them."""
+    world.github.fail("POST", r"/labels$", 502, times=4)
+    with pytest.raises(PrError, match=r"#1 \(codemod/prepare-inputs/llama\) is open but has no labels yet; the next"):
+        world.run(only=["llama"])
+    assert world.github.labels(1) == []
+    report = world.run(only=["llama"])
+    assert [o.action for o in report.outcomes] == [Action.UNCHANGED]
+    assert world.github.labels(1) == LABELS
+    assert "added the labels an earlier run left out: transformers-codemod" in report.outcomes[0].reason

@@ -25,12 +25,13 @@ GitHub say about each branch, decides what it needs; :mod:`.branches` then pushe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codemod.errors import redact
-from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError
+from codemod.github import DEFAULT_API_URL, GitHubClient, GitHubError, Retry
 from codemod.migration import Migration
 from codemod.publish.pr import branches, publish
 from codemod.publish.pr.branches import BOT, Identity
@@ -55,32 +56,53 @@ def _default_migrate(root: Path, only: list[str], skip: list[str]) -> Migration:
     return run_migration(root, only=only, skip=skip)
 
 
-def run_pr(
-    path: Path,
-    *,
-    repo: str,
-    remote: str,
-    base: str,
-    api_url: str = DEFAULT_API_URL,
-    group_by: str = "model",
-    max_open: int | None = None,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    dry_run: bool = False,
-    labels: Sequence[str] = (),
-    token: str | None = None,
-    identity: Identity = BOT,
-    migrate: Migrate | None = None,
-    echo: Callable[[str], None] = print,
-    scratch: Path | None = None,
-) -> PrReport:
+@dataclasses.dataclass(frozen=True)
+class PrOptions:
+    """What ``codemod pr`` publishes, and where: the repository (``OWNER/NAME``) on ``api_url``, the git
+    ``remote`` to fetch ``base`` from and push to, one pull request per ``group_by``, at most ``max_open`` of
+    the bot's open at once, the models (``only`` / ``skip``), ``labels`` besides the bot's; ``dry_run`` writes
+    nothing."""
+
+    repo: str
+    remote: str
+    base: str
+    api_url: str = DEFAULT_API_URL
+    group_by: str = "model"
+    max_open: int | None = None
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    dry_run: bool = False
+    labels: Sequence[str] = ()
+
+
+def _print(line: str) -> None:
+    print(line)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrRuntime:
+    """How a run is wired: ``token`` (default: ``$GITHUB_TOKEN``; optional with ``dry_run``, which makes only GET
+    requests), the commits' ``identity``, the engine (``migrate``), where lines go (``echo``: the dry-run
+    listing, one line per group, each retry of the API), the temporary worktree's parent (``scratch``) and how
+    the API's transient failures are retried (``retry``; its log goes to ``echo``)."""
+
+    token: str | None = None
+    identity: Identity = BOT
+    migrate: Migrate | None = None
+    echo: Callable[[str], None] = _print
+    scratch: Path | None = None
+    retry: Retry = Retry()
+
+
+def run_pr(path: Path, options: PrOptions, runtime: PrRuntime = PrRuntime()) -> PrReport:
     """scan → apply → verify in a throwaway worktree of ``REMOTE/BASE``, then publish one PR per group.
 
-    ``token`` defaults to ``$GITHUB_TOKEN`` (optional with ``dry_run``, which makes only GET requests).
-    ``echo`` receives the dry-run listing and one line per group; the returned report says the same.
+    ``runtime.echo`` receives the dry-run listing and one line per group; the returned report says the same.
     Raises :class:`PrError` (one line, no secrets) on any git or API failure.
     """
-    token = token if token is not None else os.environ.get("GITHUB_TOKEN") or None
+    repo, remote, base, labels = options.repo, options.remote, options.base, options.labels
+    max_open, dry_run, group_by, echo = options.max_open, options.dry_run, options.group_by, runtime.echo
+    token = runtime.token if runtime.token is not None else os.environ.get("GITHUB_TOKEN") or None
     if token is None and not dry_run:
         raise PrError("GITHUB_TOKEN is not set: codemod pr needs a token that can push and open pull requests")
     if max_open is not None and max_open < 0:
@@ -90,17 +112,21 @@ def run_pr(
     secrets = (token,) if token else ()
     journal = publish.Journal()
     try:  # every git or API failure becomes one redacted line that says what was already written
-        client = GitHubClient(repo, token, api_url)
+        retry = dataclasses.replace(runtime.retry, log=echo)
+        client = GitHubClient(repo, token, options.api_url, retry=retry)
         top, subdir = branches.repository_root(path)
         git = branches.Git(top, secrets)
         open_count = publish.open_by_bot(client)
         base_sha, remote_branches = branches.fetch(git, remote, base)
-        with branches.worktree(git, base_sha, scratch) as tree:
-            migration = (migrate or _default_migrate)(tree / subdir, list(only), list(skip))
+        with branches.worktree(git, base_sha, runtime.scratch) as tree:
+            migrate = runtime.migrate or _default_migrate
+            migration = migrate(tree / subdir, list(options.only), list(options.skip))
             plan = plan_prs(migration, group_by, base, labels)
             outcomes = []
             for branch in plan.branches:
-                remote_branch = branches.remote_branch(git, remote_branches.get(branch.branch), base_sha, identity)
+                remote_branch = branches.remote_branch(
+                    git, remote_branches.get(branch.branch), base_sha, runtime.identity
+                )
                 decision = decide(
                     branch,
                     BranchState(remote_branch, publish.pulls_of(client, branch.branch)),
@@ -109,11 +135,13 @@ def run_pr(
                 )
                 if dry_run:
                     echo(describe_plan(branch, decision))
-                if dry_run or not decision.writes:
+                if decision.action == Action.UNCHANGED and not dry_run:
+                    result = publish.complete(client, branch, decision, plan.labels, journal)  # labels left out
+                elif dry_run or not decision.writes:
                     result = outcome(branch, decision)
                 else:
                     pushed = branches.push_branch(
-                        git, tree / subdir, base_sha, remote, branch, decision.lease, identity
+                        git, tree / subdir, base_sha, remote, branch, decision.lease, runtime.identity
                     )
                     result = publish.write(client, branch, decision, plan.labels, journal, remote if pushed else None)
                 if decision.action == Action.CREATE:

@@ -363,6 +363,7 @@ class PullRequest:
     head_ref: str
     head_sha: str
     html_url: str
+    labels: tuple[str, ...] = ()
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> PullRequest:
@@ -375,6 +376,7 @@ class PullRequest:
             head_ref=str(head.get("ref", "")),
             head_sha=str(head.get("sha", "")),
             html_url=str(data.get("html_url", "")),
+            labels=tuple(str(label.get("name", "")) for label in data.get("labels") or () if isinstance(label, dict)),
         )
 
     @property

@@ -3,7 +3,8 @@ updating one (with its labels) once its branch is pushed, every call through :cl
 
 A write that fails after a push says what it left (a pushed branch without its pull request, a pull
 request without labels) and that the next run picks it up; :class:`Journal` keeps what the run wrote
-before, so that any error can say that too.
+before, so that any error can say that too. The next run completes it: it opens the pull request of a
+pushed branch, and gives an up-to-date pull request the labels it lacks (:func:`complete`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,20 @@ def write(
     except GitHubError as error:
         state = "updated" if decision.pull else "open"
         raise PrError(
-            f"{error} — #{pull.number} ({plan.branch}) is {state} but has no labels yet; "
-            f"add {', '.join(labels)} by hand"
+            f"{error} — #{pull.number} ({plan.branch}) is {state} but has no labels yet; the next run adds them"
         ) from None
     return outcome(plan, decision, pull, pushed=pushed_to is not None)
+
+
+def complete(
+    client: GitHubClient, plan: BranchPlan, decision: Decision, labels: tuple[str, ...], journal: Journal
+) -> GroupOutcome:
+    """An up-to-date pull request (an UNCHANGED decision) with the labels an earlier run could not add."""
+    pull = decision.pull
+    missing = tuple(label for label in labels if pull is not None and label not in pull.labels)
+    if pull is None or not missing:
+        return outcome(plan, decision)
+    client.add_labels(pull.number, missing)
+    journal.done.append(f"labelled #{pull.number}")
+    reason = f"{decision.reason}; added the labels an earlier run left out: {', '.join(missing)}"
+    return outcome(plan, dataclasses.replace(decision, reason=reason))
