@@ -26,6 +26,7 @@ from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
+from codemod.writes import clear_unverified, mark_unverified
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +208,7 @@ def run_migration_on(
         write(checkout, changes)
         return changes
 
+    mark_unverified(checkout.root, originals)  # what a kill in verification leaves is reported
     try:
         write(checkout, first)
         report = verify(first)
@@ -260,6 +262,7 @@ def run_migration_on(
     except BaseException:
         _restore(checkout, originals)
         raise
+    clear_unverified(checkout.root)
     kept = {s.id for s in final.plan.shards}
     reverted = {
         m: (
@@ -406,6 +409,7 @@ def _hooks_after(
         return run
     before = {r.path: r.old for r in changes.rewrites if r.changed}  # what the first pass left
     drops: dict[str, Held] = {}
+    mark_unverified(checkout.root, before)
     try:
         write(checkout, changes)
         report = verify(changes, None, result)
@@ -430,6 +434,7 @@ def _hooks_after(
     except BaseException:
         _restore(checkout, before)
         raise
+    clear_unverified(checkout.root)
     stays = "; what the first pass made of it stays"
     undone = tuple(
         dataclasses.replace(
