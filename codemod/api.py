@@ -110,11 +110,11 @@ def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
 
 def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> Target | None:
     """The release a tree or file is judged against (``--target`` / ``--mixin``); None: the default."""
-    from codemod.analyse.target import from_path, from_release
+    from codemod.analyse.target import default_target, from_path, from_release
     from codemod.checkout import CheckoutKind
 
     if source.target is None and source.mixin is None:
-        return None
+        return default_target(checkout, progress=feedback.say)  # a tree: the release it runs with
     if source.target is not None and source.mixin is not None:
         raise ToolError("give --target or --mixin, not both")
     if checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):

@@ -383,7 +383,7 @@ def test_bad_format_exits_2_via_the_module(mini_checkout: Path, codemod_cache: P
 
 
 def test_single_remote_code_file(remote_code: Path) -> None:
-    document = scan_json(remote_code / "modeling_custom.py")
+    document = scan_json(remote_code / "modeling_custom.py", "--target", "built-in")
     assert document["checkout"]["kind"] == "file"
     assert document["checkout"]["root"] == str(remote_code.resolve())
     assert document["checkout"]["version"] is None

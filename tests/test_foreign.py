@@ -289,7 +289,7 @@ def apply_tree(root: Path, *args: str) -> str:
 
 def test_apply_on_the_tree_writes_only_code_that_can_run(foreign: Path, tmp_path: Path) -> None:
     before = copy_fixture(FOREIGN, tmp_path / "before")
-    output = apply_tree(foreign)
+    output = apply_tree(foreign, "--target", "built-in")
     changed = sorted(p.name for p in foreign.glob("*.py") if p.read_text() != (before / p.name).read_text())
     assert changed == CHANGED, output
     assert sorted(set(p.name for p in foreign.glob("*.py")) - set(changed)) == sorted(NOOP)
@@ -357,7 +357,7 @@ def scan_json(*args: str) -> dict:
 
 
 def test_the_report_says_what_the_tree_is_judged_against(foreign: Path, targets: dict[str, Path]) -> None:
-    built_in = scan_json(str(foreign))["mixin"]
+    built_in = scan_json(str(foreign), "--target", "built-in")["mixin"]
     assert (built_in["judged_against"], built_in["release"], built_in["hoisted"]) == ("built-in", None, False)
     assert built_in["pretrained_model_generative"] is None and built_in["era"] == "cache-position"
     document = scan_json(str(foreign), "--mixin", str(targets[POST_452]))

@@ -26,6 +26,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.recognise",
         "analyse.modular",
         "analyse.copies",
+        "analyse.declared",
         "analyse.target",
         "analyse.fallback",
         "analyse.mixin",

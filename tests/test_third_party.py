@@ -96,7 +96,7 @@ def test_peft_wrappers_are_kept_untouched(tmp_path: Path, target: str | None) ->
     without one PushToHubMixin cannot be resolved), so a deletion or super() would raise. Nothing is written,
     not even a mark (nothing is overwritten)."""
     source = unpacked("peft==0.21.2", "peft")
-    changed, output = apply_copy(source, tmp_path / "peft", *(["--target", target] if target else []))
+    changed, output = apply_copy(source, tmp_path / "peft", "--target", target or "built-in")
     assert changed == [], output
     assert "0 overrides deleted, 0 reduced, 2 kept" in output
 
@@ -118,7 +118,7 @@ def test_lavis_keeps_every_override_and_says_why(tmp_path: Path, target: str | N
     """salesforce-lavis 1.0.2: five overrides in four files, all kept: nothing changes. With --mark the
     only edits are the `# Overwritten --` marks giving each reason (no code changes: 0 deleted, 0 reduced)."""
     source = unpacked("salesforce-lavis==1.0.2", "lavis")
-    targeted = ["--target", target] if target else []
+    targeted = ["--target", target or "built-in"]
     changed, output = apply_copy(source, tmp_path / "plain", *targeted)
     assert "0 overrides deleted, 0 reduced, 5 kept" in output
     assert changed == [], output

@@ -3,14 +3,17 @@
 A transformers checkout (or installed package) is judged against itself. Any other tree or file of
 model code is judged against a release chosen with ``--target VERSION`` (its wheel fetched from
 PyPI and cached) or ``--mixin PATH`` (a checkout or an installed package); without either, against
-the generic implementation this tool ships (``rules/generic_mixin.py``), and then a base imported
-from ``transformers`` other than ``GenerationMixin`` and ``PreTrainedModel`` cannot be resolved.
+the transformers it runs with (``for_tree``): the highest release its metadata allows, else the one
+installed beside this tool, else the newest release known. ``--target built-in`` asks for the generic
+implementation this tool ships (``rules/generic_mixin.py``), and then a base imported from
+``transformers`` other than ``GenerationMixin`` and ``PreTrainedModel`` cannot be resolved.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,12 @@ if TYPE_CHECKING:  # fetching is imported where a release is fetched
     from codemod.fetch import Progress
 
 PRETRAINED_CLASS = "PreTrainedModel"
+
+#: ``--target built-in``: the generic implementation this tool ships, asked for by name
+BUILT_IN_NAME = "built-in"
+
+#: the newest release this tool knows (its goldens' release): a tree's target when nothing else says one
+NEWEST_KNOWN = "5.23.0"
 
 
 class TargetOrigin(Vocabulary):
@@ -43,6 +52,8 @@ class Target:
     package_dir: Path | None = None
     #: its ``__version__`` (None: built-in, or a package that does not say)
     release: str | None = None
+    #: why a tree is judged against this release when no option named it (``for_tree``); "" otherwise
+    basis: str = ""
 
     @property
     def key(self) -> str:
@@ -62,7 +73,7 @@ class Target:
         name = f"transformers {self.release}" if self.release else f"transformers at {self.package_dir}"
         return {
             TargetOrigin.CHECKOUT: f"this checkout ({name})",
-            TargetOrigin.RELEASE: f"{name} (--target)",
+            TargetOrigin.RELEASE: f"{name} ({self.basis or '--target'})",
             TargetOrigin.PATH: f"{name} (--mixin {self.package_dir})",
         }[self.origin]
 
@@ -78,15 +89,89 @@ def for_checkout(checkout: Checkout) -> Target:
     return Target(TargetOrigin.BUILT_IN)
 
 
-def from_release(version: str, progress: Progress | None = None) -> Target:
-    """``--target VERSION``: the release's package, fetched once (a wheel) and cached."""
+def from_release(version: str, progress: Progress | None = None, basis: str = "") -> Target:
+    """``--target VERSION``: the release's package, fetched once (a wheel) and cached; ``--target built-in``: the
+    generic implementation this tool ships."""
     from codemod.fetch import FetchError, fetch_package
 
+    if version == BUILT_IN_NAME:
+        return Target(TargetOrigin.BUILT_IN)
     try:
         package = fetch_package(version, progress=progress)
     except FetchError as error:
         raise TargetError(str(error)) from error
-    return Target(TargetOrigin.RELEASE, package, version)
+    return Target(TargetOrigin.RELEASE, package, version, basis)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sources:
+    """Where ``for_tree`` learns releases: the ones PyPI lists (none when it cannot be asked), and the one
+    installed beside this tool (None: none)."""
+
+    releases: Callable[[], Iterable[str]]
+    installed: Callable[[], str | None]
+
+
+def _released() -> Iterable[str]:
+    from codemod.fetch import _released_versions
+
+    return _released_versions() or ()
+
+
+def _installed() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+SOURCES = Sources(_released, _installed)
+
+
+def for_tree(checkout: Checkout, sources: Sources = SOURCES) -> tuple[str, str]:
+    """The release a tree or file runs with, and why: the one its metadata pins, or the highest it allows
+    (``codemod.analyse.declared``); else the one installed beside this tool; else the newest release known
+    (PyPI's, or ``NEWEST_KNOWN`` when PyPI cannot be asked)."""
+    from codemod.analyse.declared import declared
+
+    releases = tuple(sources.releases())
+    newest = _highest((*releases, NEWEST_KNOWN))
+    found = declared(checkout.target_file or checkout.root)
+    if found is not None:
+        why = found.describe(checkout.root)
+        pinned = found.pinned()
+        if pinned is not None:
+            return pinned, why
+        highest = found.highest((*releases, NEWEST_KNOWN))
+        if highest is not None:
+            return highest, f"{why}: the highest release it allows"
+    installed = sources.installed()
+    if installed is not None and (found is None or found.allows(installed)):
+        return installed, "the transformers installed beside this tool"
+    return newest, "the newest release known" + (f" ({found.describe(checkout.root)} allows none)" if found else "")
+
+
+def _highest(releases: Iterable[str]) -> str:
+    from codemod.analyse.declared import highest_allowed
+
+    return highest_allowed("", releases) or NEWEST_KNOWN
+
+
+def default_target(checkout: Checkout, progress: Progress | None = None, sources: Sources = SOURCES) -> Target:
+    """What a scan without ``--target`` or ``--mixin`` is judged against: a checkout or package itself; a tree or
+    file the release it runs with (``for_tree``), fetched once and cached."""
+    if not checkout.is_tree:
+        return for_checkout(checkout)
+    version, why = for_tree(checkout, sources)
+    try:
+        return from_release(version, progress, basis=f"runs with it: {why}")
+    except TargetError as error:
+        raise TargetError(
+            f"{error} (transformers {version} is what the tree runs with: {why}); "
+            "give --target VERSION, or --target built-in for the generic implementation this tool ships"
+        ) from error
 
 
 def from_path(path: Path) -> Target:
