@@ -57,6 +57,10 @@ DEFAULT_SCENARIOS = (
     "position-ids",
     "prefilled-cache",
     "long",
+    "beam-search-returned",
+    "prompt-lookup",
+    "continue-from-cache",
+    "multimodal-continue",
 )
 
 

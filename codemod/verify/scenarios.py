@@ -533,6 +533,54 @@ def long_generation(model: Any, assistant: Any, seed: int) -> Kwargs:
     return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, NEW_TOKENS: LONG_NEW_TOKENS}
 
 
+def beam_returned(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """Beam search that returns both beams of each row (``num_return_sequences=2``): the rows of the batch are
+    expanded twice over, and what an override prepares must follow each beam's own ids and mask."""
+    return {**beam_search(model, assistant, seed), "num_return_sequences": 2}
+
+
+def prompt_lookup(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """Prompt lookup decoding: candidate tokens copied from the prompt (no assistant model), several new tokens per
+    step as in assisted decoding, and a prompt whose n-grams repeat so that candidates are found."""
+    inputs = tiny.generation_inputs(model, seed=seed)
+    ids = inputs.get("input_ids")
+    if ids is None or not torch.is_tensor(ids) or ids.dim() != 2:
+        raise Skip("the main input is not input_ids")
+    half = ids.shape[1] // 2 + 1
+    inputs["input_ids"] = torch.cat([ids[:, :half], ids[:, : ids.shape[1] - half]], 1)  # the prompt repeats itself
+    return {**inputs, "prompt_lookup_num_tokens": 2, "do_sample": False}
+
+
+#: new tokens of the first generate() call of the continued scenarios; the second makes the scenario's count
+FIRST_CALL_TOKENS = 3
+#: saved-input key of the continued scenarios: the first call's new-token count (the run makes two calls)
+CONTINUE = "__continue__"
+
+
+def continue_from_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """Generation continued from a returned cache, as a chat goes on: ``generate(return_dict_in_generate=True)``,
+    then ``generate()`` again with the returned ``past_key_values`` and the longer ids (a mask over them). The
+    second call starts with a cache that holds all but the last token, and where a model's cache holds more than its
+    ids (Musicgen's delay pattern, Qwen2-Audio's expanded audio) with more: code that cut the ids to the last token
+    then, and code that slices by ``cache_position``, part."""
+    _caches(model)
+    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, CONTINUE: FIRST_CALL_TOKENS}
+
+
+def multimodal_continue(model: Any, assistant: Any, seed: int) -> Kwargs:
+    """:func:`continue_from_cache` with the model's image (or audio) in the prompt: the second call gives the ids
+    and the cache, whose image features the cache holds (an audio token expands into many cached positions)."""
+    _caches(model)
+    return {**multimodal(model, assistant, seed), CONTINUE: FIRST_CALL_TOKENS}
+
+
+def _caches(model: Any) -> None:
+    if not _accepts(model, "past_key_values") or not _accepts(model, "use_cache"):
+        raise Skip("forward takes no past_key_values and use_cache: no cache to continue from")
+    if "return_dict_in_generate" not in _output_flags(model):
+        raise Skip("a two-stage speech model: its generate() returns no cache to continue from")
+
+
 #: name -> builder of generate() kwargs; the order is the report's
 SCENARIOS: dict[str, Builder] = {
     "greedy": greedy,
@@ -562,6 +610,10 @@ SCENARIOS: dict[str, Builder] = {
     "position-ids": position_ids,
     "prefilled-cache": prefilled_cache,
     "long": long_generation,
+    "beam-search-returned": beam_returned,
+    "prompt-lookup": prompt_lookup,
+    "continue-from-cache": continue_from_cache,
+    "multimodal-continue": multimodal_continue,
 }
 
 #: the keys a model's cache goes by in prepared inputs: a scenario whose later steps pass one with a
@@ -689,6 +741,7 @@ def run_scenario(
     kwargs = _to(dict(kwargs), device)
     settings = kwargs.pop(CONFIG, {})
     new_tokens = int(kwargs.pop(NEW_TOKENS, MAX_NEW_TOKENS))
+    first_tokens = int(kwargs.pop(CONTINUE, 0))
     assistant_calls: list[Call] = []
     received: list[Call] = []
     named: set[str] = set()
@@ -705,9 +758,12 @@ def run_scenario(
         given = {**describe(kwargs), **({"config": settings} if settings else {}), "max_new_tokens": new_tokens}
         torch.manual_seed(seed)
         with torch.no_grad(), _Settings(model, settings):
-            out = model.generate(
-                **kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **_output_flags(model)
-            )
+            if first_tokens:
+                out = continued(model, kwargs, first_tokens, new_tokens)
+            else:
+                out = model.generate(
+                    **kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **_output_flags(model)
+                )
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
         return {
             **_failure(name, error, calls),
@@ -738,6 +794,40 @@ def run_scenario(
     }
 
 
+class Continued:
+    """What a continued run generated: the second call's sequences, and both calls' scores in order."""
+
+    def __init__(self, sequences: Any, scores: tuple[Any, ...]) -> None:
+        self.sequences, self.scores = sequences, scores
+
+
+def continued(model: Any, kwargs: Kwargs, first_tokens: int, new_tokens: int) -> Continued:
+    """Two generate() calls: ``first_tokens`` new tokens with the cache returned, then the rest of ``new_tokens``
+    from the returned ids and cache (the encoder's inputs given again to an encoder-decoder, its decoder continuing
+    from the returned ids; a decoder-only model's other inputs left to the cache, its mask grown over the ids)."""
+    flags = _output_flags(model)
+    first = model.generate(**kwargs, max_new_tokens=first_tokens, min_new_tokens=first_tokens, **flags)
+    cache: Any = getattr(first, "past_key_values", None)
+    sequences: Any = getattr(first, "sequences", None)
+    if cache is None or not torch.is_tensor(sequences) or sequences.is_floating_point():
+        raise RuntimeError("the first call returned no cache, or no ids to continue from")
+    ids = sequences.reshape(-1, sequences.shape[-1])  # a codebook decoder's (batch, codebooks, length) too
+    rest = new_tokens - first_tokens
+    if getattr(model.config, "is_encoder_decoder", False):
+        second = {**kwargs, "decoder_input_ids": ids}
+    else:
+        second = {key: value for key, value in kwargs.items() if not torch.is_tensor(value) or key == "attention_mask"}
+        second["input_ids"] = ids
+        mask = second.get("attention_mask")
+        if mask is not None:
+            grown = ids.shape[1] - mask.shape[1]
+            second["attention_mask"] = (
+                torch.cat([mask, mask.new_ones((mask.shape[0], grown))], 1) if grown >= 0 else mask[:, : ids.shape[1]]
+            )
+    out = model.generate(**second, past_key_values=cache, max_new_tokens=rest, min_new_tokens=rest, **flags)
+    return Continued(out.sequences, tuple(first.scores or ()) + tuple(out.scores or ()))
+
+
 def _output_flags(model: Any) -> dict[str, bool]:
     """Ask generate() for scores in a dict. Speech models that generate text, then units from it
     (seamless: ``generate_speech``, ``return_intermediate_token_ids``) pass unprefixed kwargs to both
@@ -752,10 +842,13 @@ def _output_flags(model: Any) -> dict[str, bool]:
 
 def outputs(out: Any) -> tuple[list[Any], list[list[list[float]]]]:
     """(token sequences, float outputs per step) of whatever generate() returned: a generation output
-    with scores, or (speech models) a tuple of tensors such as waveforms, compared like scores."""
+    with scores, or (speech models, composites such as CLVP's) tensors such as waveforms or logits, compared
+    like scores."""
     if hasattr(out, "sequences"):
         steps = [[compact_row(row) for row in step.detach().float().cpu()] for step in (out.scores or ())]
         return out.sequences.detach().cpu().tolist(), steps
+    if hasattr(out, "to_tuple"):  # a composite's own output (CLVP's: speech ids, similarity logits, embeddings)
+        out = out.to_tuple()
     tensors = [t.detach().cpu() for t in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(t)]
     ids = [t for t in tensors if not t.is_floating_point()]
     floats = [t for t in tensors if t.is_floating_point()]
