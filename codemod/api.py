@@ -131,8 +131,12 @@ def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> T
 def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResult:
     """checkout → index → classify; where every command but ``verify`` starts."""
     from codemod.analyse.scan import scan as scan_checkout
+    from codemod.writes import recovered
 
     checkout = _checkout(source, feedback, writable)
+    checkout, notes = recovered(checkout, recover=writable)  # what a stopped run left: undone before a write
+    for line in notes:
+        feedback.say(line)
     judged_against = _judged_against(checkout, source, feedback)
     with feedback.scanning() as progress:
         result = scan_checkout(
@@ -195,8 +199,11 @@ def verify(
     from codemod.git import worktree
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
+    from codemod.writes import attend
 
     checkout = _checkout(source, feedback, writable=False)
+    for line in attend(checkout.root, recover=False):  # unverified changes a stopped apply --verify left
+        feedback.say(line)
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
     _check_releases(checkout, source.target, run.from_release)

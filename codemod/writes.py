@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 
 from codemod.cache import cache_dir
+from codemod.checkout import Checkout, git_state
 from codemod.errors import CodemodError
 
 #: the suffix of a staged file: ``.<name>.<run token><random>.codemod`` beside the file it replaces
@@ -385,3 +386,12 @@ def attend(root: Path, *, recover: bool) -> list[str]:
             f"an earlier run on {root} was stopped while writing: the next `codemod apply` puts back what it replaced"
         )
     return lines + _unverified(root)
+
+
+def recovered(checkout: Checkout, *, recover: bool) -> tuple[Checkout, list[str]]:
+    """``attend`` for a checkout: the lines to show, and the checkout with its git state read again when an
+    earlier run's write was undone (it was dirty with that write)."""
+    lines = attend(checkout.root, recover=recover)
+    if lines and recover and checkout.git is not None:
+        checkout = dataclasses.replace(checkout, git=git_state(checkout.root))
+    return checkout, lines

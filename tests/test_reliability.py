@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,6 +169,58 @@ def test_a_killed_write_is_undone_by_the_next_run(repo: Path, step: str, at: int
     assert writes.attend(repo, recover=True) == [], "said once"
 
 
+def cli(*args: str | Path) -> Any:
+    from typer.testing import CliRunner
+
+    from codemod.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_ctrl_c_in_apply_is_one_line_and_exit_130(repo: Path, hook: None) -> None:
+    """Through the CLI: Ctrl-C at the third rename puts back the two files replaced and says so in one line."""
+    _, paths = planned(repo)
+
+    def interrupt(name: str, label: str) -> None:
+        if (name, label) == ("replace", paths[2]):
+            raise KeyboardInterrupt
+
+    writes.step_hook = interrupt
+    before = snapshot(repo)
+    done = cli("apply", repo)
+    assert done.exit_code == 130, (done.output, done.exception)
+    assert done.stderr == (
+        f"error: interrupted: no file was changed (put back 2 already replaced: {paths[0]}, {paths[1]})\n"
+    )
+    assert snapshot(repo) == before
+
+
+def test_the_next_apply_undoes_a_killed_write_then_migrates(repo: Path) -> None:
+    """After a write killed at its third rename, ``codemod apply`` says what it put back, then migrates the tree
+    as if nothing had happened."""
+    _, paths = planned(repo)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", KILLER, str(repo), "replace", "2"], env=env, check=False)
+    assert done.returncode == 9
+    applied = cli("apply", repo)
+    assert applied.exit_code == 0, (applied.output, applied.exception)
+    assert f"an earlier run on {repo} was stopped while writing: removed " in applied.stderr
+    assert f"put back 2 files it had replaced ({paths[0]}, {paths[1]})" in applied.stderr
+    assert staged_left(repo) == []
+    assert sorted(git.run(repo, "diff", "--name-only").stdout.split()) == sorted(paths)
+
+
+def test_scan_and_verify_report_unverified_changes(repo: Path) -> None:
+    """A stopped ``apply --verify`` left its note: ``scan`` and ``verify`` say which files, and the way out."""
+    changes, paths = planned(repo)
+    writes.mark_unverified(repo, {r.path: r.old for r in changes.rewrites if r.changed})
+    write(resolve(repo), changes)
+    for command in ("scan", "verify"):
+        done = cli(command, repo, *(["--only", "nomodel"] if command == "verify" else []))
+        assert f"{repo} holds unverified changes: an `apply --verify` started " in done.stderr, command
+        assert f"git -C {repo} checkout -- " in done.stderr
+
+
 # --------------------------------------------------------------------------------------------- one run at a time
 
 
@@ -262,13 +315,37 @@ from transformers import GenerationMixin, PreTrainedModel
 
 
 class {name}ForCausalLM(PreTrainedModel, GenerationMixin):
-    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, **kwargs):
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, **kwargs):
         return input_ids
 
-{header}    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+{header}    def prepare_inputs_for_generation(
+        self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None, cache_position=None,
+        position_ids=None, use_cache=True, **kwargs,
+    ):
         if past_key_values is not None:
-            input_ids = input_ids[:, -1:]
-        return {{"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}}
+            if inputs_embeds is not None:
+                input_ids = input_ids[:, -cache_position.shape[0] :]
+            elif input_ids.shape[1] != cache_position.shape[0]:
+                input_ids = input_ids[:, cache_position]
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1] :]
+        if inputs_embeds is not None and cache_position[0] == 0:
+            model_inputs = {{"inputs_embeds": inputs_embeds, "input_ids": None}}
+        else:
+            model_inputs = {{"input_ids": input_ids.contiguous(), "inputs_embeds": None}}
+        model_inputs.update(
+            {{
+                "position_ids": position_ids,
+                "cache_position": cache_position,
+                "past_key_values": past_key_values,
+                "use_cache": use_cache,
+                "attention_mask": attention_mask,
+            }}
+        )
+        return model_inputs
 """
 
 
@@ -364,7 +441,7 @@ def test_known_no_ops_leave_the_method_to_the_rules(header: str) -> None:
 
 
 def test_async_and_custom_decorated_overrides_are_kept(tmp_path: Path, codemod_cache: Path) -> None:
-    """The same generic body three ways: under ``@torch.no_grad()`` it is deleted as usual; async, or under a
+    """The same generic body (llama's in 4.45) three ways: under ``@torch.no_grad()`` it is deleted as usual; async, or under a
     decorator of its own, it is kept, with the reason, and nothing edits it."""
     from codemod.analyse.classify import Action
 
