@@ -244,7 +244,7 @@ CHECKS = textwrap.dedent(
             text = tiny.generation_inputs(model, seed=0)
             inputs = tiny.multimodal_inputs(model, text, seed=0)
             result[name] = None if inputs is None else {
-                "extra": {k: v for k, v in inputs.items() if k not in text},
+                "extra": {k: list(v.shape) if torch.is_tensor(v) else v for k, v in inputs.items() if k not in text},
                 "text_kept": all(inputs[k] is text[k] for k in text),
                 "greedy": generate(model, **inputs),
             }
@@ -473,10 +473,13 @@ def test_qwen2_audio_gets_mel_features_behind_one_audio_token(results):
 @pytest.mark.network
 @pytest.mark.slow
 def test_musicgen_gets_a_guidance_scale_above_one(results):
+    """Musicgen's guidance; Musicgen-Melody's composite also its melody, chroma features (batch, frames, num_chroma),
+    as its users condition it (issue 41: without one its reduction that rebuilt the conditioning every step passed)."""
     entry = _ok(results, "musicgen_guidance")
-    for name in ("MusicgenForCausalLM", "MusicgenMelodyForConditionalGeneration"):
+    melody = {"MusicgenForCausalLM": {}, "MusicgenMelodyForConditionalGeneration": {"input_features": [1, 5, 12]}}
+    for name, extra in melody.items():
         assert entry[name] is not None, name
-        assert entry[name]["extra"] == {"guidance_scale": 3.0} and entry[name]["text_kept"]
+        assert entry[name]["extra"] == {"guidance_scale": 3.0, **extra} and entry[name]["text_kept"]
         assert entry[name]["greedy"]
 
 

@@ -35,6 +35,7 @@ from codemod.verify.runner import (
     verify_targets,
 )
 from codemod.verify.sides import release_environment, tree_module, tree_side
+from codemod.verify.users import user_targets
 
 METHOD = "prepare_inputs_for_generation"
 
@@ -83,7 +84,7 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
             targets.append(Target(override_id, module, o.class_name, o.model or "", needs=needs))
     needs_of = {t.override_id: t.needs for t in targets}
     inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
-    return targets + inheriting, not_run + not_run_inheriting
+    return targets + inheriting + user_targets(result, targets + inheriting), not_run + not_run_inheriting
 
 
 def inheriting_targets(
@@ -246,7 +247,7 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
             targets.append(Target(o.id, module, o.class_name, o.model or "", needs=needs))
     needs_of = {t.override_id: t.needs for t in targets}
     inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
-    return targets + inheriting, not_run + not_run_inheriting
+    return targets + inheriting + user_targets(result, targets + inheriting), not_run + not_run_inheriting
 
 
 def change_needs(override: Override, old: Method, new: Method) -> tuple[frozenset[str], ...]:

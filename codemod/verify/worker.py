@@ -151,6 +151,8 @@ def _build(model_class: type[Any], model_dir: str, seed: int) -> tuple[list[str]
     """Build and save every variant's model and assistant; the variants, primary first."""
     notes: list[str] = []
     main, built_notes, primary = _built(model_class, seed, None)
+    with open(os.path.join(model_dir, DRIVEN_PART), "w", encoding="utf-8") as handle:
+        json.dump({"part": driven_part(main)}, handle)
     chosen = usage.variants(model_class, main.config, primary)
     for index, variant in enumerate(chosen):
         try:
@@ -173,6 +175,25 @@ def _build(model_class: type[Any], model_dir: str, seed: int) -> tuple[list[str]
     with open(os.path.join(model_dir, "variants.json"), "w", encoding="utf-8") as handle:
         json.dump([v.to_json() for v in chosen], handle)
     return notes, chosen
+
+
+#: where the build side writes which part of the model a composite generates through (its attribute, "" for none)
+DRIVEN_PART = "part.json"
+
+
+def driven_part(model: Any) -> str:
+    """The attribute of the part a composite generates through, where its own ``prepare_inputs_for_generation`` is
+    the mixin's (it has none, and drives a part's ``generate()``: CLVP's speech decoder): the first child with a method
+    of its own. That part's prepared inputs are the ones recorded and compared; "" for a class with its own method.
+    Decided on the build side, from the old code, so that both sides record the same part."""
+    method = getattr(type(model), "prepare_inputs_for_generation", None)
+    if not str(getattr(method, "__qualname__", "")).startswith("GenerationMixin."):
+        return ""
+    for name, child in model.named_children():
+        own = getattr(type(child), "prepare_inputs_for_generation", None)
+        if own is not None and hasattr(child, "generate") and not own.__qualname__.startswith("GenerationMixin."):
+            return str(name)
+    return ""
 
 
 def _saved_variants(model_dir: str) -> list[usage.Variant]:
@@ -198,6 +219,7 @@ def handle(request: Document) -> Document:
             result["notes"], chosen = _build(model_class, model_dir, seed)
         else:
             chosen = _saved_variants(model_dir)
+        part = _part(model_dir)
     except tiny.TinyModelError as error:
         result.update(status="unbuildable", error=str(error))
         return result
@@ -238,7 +260,13 @@ def handle(request: Document) -> Document:
                 _fresh(model, path, "main", model_class, device, variant),
                 _fresh(assistant, path, "assistant", model_class, device, variant),
             )
-            recorded = fresh.decoder if variant.composite == "encoder-decoder" else None
+            recorded = (
+                fresh.decoder
+                if variant.composite == "encoder-decoder"
+                else getattr(fresh, part)
+                if part and not variant.composite
+                else None
+            )
             outcome = scenarios.run_scenario(
                 name,
                 fresh,
@@ -257,6 +285,15 @@ def handle(request: Document) -> Document:
         del model, assistant
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def _part(model_dir: str) -> str:
+    """:func:`driven_part` of the primary model, as the build side saved it ("" where it saved none)."""
+    path = os.path.join(model_dir, DRIVEN_PART)
+    if not os.path.isfile(path):
+        return ""
+    with open(path, encoding="utf-8") as handle:
+        return str(json.load(handle).get("part", ""))
 
 
 def _forward_facts(model_class: type[Any]) -> dict[str, Any]:

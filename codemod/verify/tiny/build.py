@@ -189,6 +189,7 @@ def tiny_model(
                 errors.append(f"build: {one_line(error)}")
                 continue
         _open_gates(model, notes)
+        random_codebooks(model, seed, notes)
         if index:
             notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
         return model, notes
@@ -220,6 +221,33 @@ def _open_gates(model: Any, notes: list[str]) -> None:
         notes.append(
             f"{len(opened)} zero-initialised gates opened (set to 1), e.g. {opened[0]}: closed, "
             "the paths behind them would not reach the output"
+        )
+
+
+#: the buffers a vector quantizer's codebook keeps its code vectors in (EnCodec's ``embed`` and the running average
+#: it is trained by, ``embed_avg``)
+_CODEBOOK_BUFFERS = ("embed", "embed_avg")
+
+
+def random_codebooks(model: Any, seed: int, notes: list[str]) -> None:
+    """Codebooks a model initialises to zeros (an audio codec's quantizer: EnCodec's, Musicgen's audio decoder), filled
+    with random vectors under ``seed``. All zeros, every code decodes to the same vector, so a composite that decodes
+    its generated codes to a waveform returns the same audio whatever codes it generated: a change that makes other
+    codes would hide behind it."""
+    filled = []
+    generator = torch.Generator().manual_seed(seed + 7)
+    with torch.no_grad():
+        for module_name, module in model.named_modules():
+            if "Codebook" not in type(module).__name__:
+                continue
+            for name, buffer in module.named_buffers(recurse=False):
+                if name in _CODEBOOK_BUFFERS and buffer.is_floating_point() and not bool(buffer.any()):
+                    buffer.copy_(torch.randn(buffer.shape, generator=generator, dtype=buffer.dtype))
+                    filled.append(f"{module_name}.{name}")
+    if filled:
+        notes.append(
+            f"{len(filled)} all-zero codebook buffers filled with random codes, e.g. {filled[0]}: all zero, every "
+            "code decodes to the same audio"
         )
 
 

@@ -387,6 +387,17 @@ def _fix_csm(d: ConfigDict, size: Size) -> None:
         d["depth_decoder_config"] = depth
 
 
+@fixup(
+    "clvp_encoder",
+    why="the rotary embedding covers max(projection_dim // (2 x heads), 32) dimensions of each head: "
+    "heads of 32 dimensions at least, or the rotation does not fit them",
+)
+def _fix_clvp_encoder(d: ConfigDict, size: Size) -> None:
+    hidden = d.get("hidden_size", size["hidden"])
+    if is_int(hidden):
+        d["num_attention_heads"] = max(1, min(d.get("num_attention_heads") or 1, hidden // 32))
+
+
 @fixup("mimi", why="the codec's upsampling conv is depthwise: one group per hidden channel")
 def _fix_mimi(d: ConfigDict, size: Size) -> None:
     d["upsample_groups"] = d.get("hidden_size", size["hidden"])

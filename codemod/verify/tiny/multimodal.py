@@ -98,6 +98,13 @@ def extra_audio(model: Any, inputs: Inputs, ctx: dict[str, Any]) -> None:
         codes = (batch, config.num_codebooks, length)
         inputs["user_audio_codes"] = torch.randint(0, top, codes, generator=generator)
         inputs["moshi_audio_codes"] = torch.randint(0, top, codes, generator=generator)
+    elif takes(model.generate, "input_features") and is_int(
+        getattr(getattr(config, "decoder_config", None), "feature_size", None)
+    ):
+        # CLVP's composite conditions its speech decoder on the speaker's voice: mel features (batch, bins, frames)
+        inputs["input_features"] = torch.randn(
+            (batch, config.decoder_config.feature_size, tokens), generator=generator
+        )
     elif takes(model.forward, "input_features") and is_int(getattr(config, "audio_length_per_tok", None)):
         audio = _audio_encoder(config)
         mel = audio.num_mel_bins if audio is not None else 128
@@ -464,6 +471,19 @@ def _melody_conditioning(model: Any, inputs: Inputs, generator: torch.Generator)
     return {**_guided(model, inputs, generator), "encoder_hidden_states": states}
 
 
+def _melody(model: Any, inputs: Inputs, generator: torch.Generator) -> Inputs | None:
+    """Musicgen-Melody's composite conditioned on a melody, as its processor gives one: chroma features (batch,
+    frames, ``num_chroma``), which its generate() turns into the conditioning once, with the guidance (``_guided``).
+    Without a melody it conditions on a one-hot placeholder, and an override that hands the features to every step
+    (the forward then rebuilds the conditioning and puts it in front again) takes another path only with one."""
+    chroma = getattr(model.config, "num_chroma", None)
+    if not is_int(chroma):
+        return None
+    batch = inputs["input_ids"].shape[0]
+    melody = torch.rand((batch, 5, chroma), generator=generator)
+    return {**_guided(model, inputs, generator), "input_features": melody}
+
+
 #: model_type -> builder of multimodal inputs, for the layouts the generic one can't guess; the multimodal
 #: scenarios are where a model's own inputs beside its text go, so the builders for what is not an image
 #: (conditioning embeddings, RoCBert's shape and pronunciation ids, Musicgen's guidance) are here too
@@ -489,7 +509,7 @@ MULTIMODAL: dict[str, Callable[[Any, Inputs, torch.Generator], Inputs | None]] =
     "roc_bert": _roc_bert,
     "musicgen": _guided,
     "musicgen_decoder": _guided,
-    "musicgen_melody": _guided,
+    "musicgen_melody": _melody,
     "musicgen_melody_decoder": _melody_conditioning,
 }
 
