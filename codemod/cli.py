@@ -559,12 +559,15 @@ def explain(
     ] = None,
 ) -> None:
     """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases. Without CODE, list the rules."""
+    from codemod.analyse import blockers
     from codemod.rules import doc
 
     if code is None:
         text = doc.listing()
     elif (rule := doc.find(code)) is not None:
         text = doc.explain(rule)
+    elif (blocker := blockers.explain(code)) is not None:  # TB001 …: what blocks a tree on its target
+        text = blocker
     else:
         stderr.print(f"error: {doc.unknown(code)}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)

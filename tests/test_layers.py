@@ -34,6 +34,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.classify",
         "analyse.unmodelled",
         "analyse.soundness",
+        "analyse.blockers",
+        "analyse.blocker_rules",
         "analyse.scan",
     ),
     "transform": (

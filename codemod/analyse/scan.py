@@ -16,6 +16,7 @@ import pickle
 from collections.abc import Iterable
 from pathlib import Path
 
+from codemod.analyse.blockers import Blocker, find_blockers
 from codemod.analyse.classify import Finding, classify, select
 from codemod.analyse.index import Discovery, FactsCache, Index, Progress, build_index, discover, tool_fingerprint
 from codemod.analyse.mixin import MixinProfile, read_profile
@@ -32,6 +33,8 @@ class ScanResult:
     index: Index
     profile: MixinProfile
     findings: tuple[Finding, ...]
+    #: what stops a tree running on its target beyond the overrides (``codemod.analyse.blockers``)
+    blockers: tuple[Blocker, ...] = ()
 
     def select(self, only: Iterable[str] = (), skip: Iterable[str] = ()) -> ScanResult:
         """The same result for some models only (``--only`` / ``--skip``). A name that is neither a model
@@ -201,7 +204,7 @@ def scan(
     )
     profile = read_profile(checkout, target)
     findings = keep_unmodelled(classify(index, profile), found.read, checkout.root)  # async, decorated: kept
-    result = ScanResult(index, profile, tuple(findings))
+    result = ScanResult(index, profile, tuple(findings), find_blockers(checkout, found.read.texts, target))
     # Files read after discovery (copy targets, modular parents outside the tree, the mixin) are
     # checked on the next load; files read in discovery are part of the key already.
     extras = {str(p): _digest([("", t)]) for p, t in found.read.texts.items() if p not in discovered}

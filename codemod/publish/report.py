@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
+from codemod.analyse.blockers import report_lines, report_markdown
 from codemod.analyse.classify import Action, Category, Finding, Reason
 from codemod.analyse.fallback import Fallback, FallbackKind
 from codemod.analyse.index import FileError, SkippedFile
@@ -169,6 +170,8 @@ def scan_document(result: ScanResult) -> dict[str, Any]:
         "bound_by_assignment": [dataclasses.asdict(b) for b in result.index.bound],
         "errors": [dataclasses.asdict(e) for e in result.index.errors],
         "copy_groups": [dataclasses.asdict(g) for g in result.index.copy_groups],
+        # what blocks a tree on its target beyond the overrides (codemod.analyse.blockers), only where something does
+        **({"blockers": [b.record() for b in result.blockers]} if result.blockers else {}),
     }
 
 
@@ -283,6 +286,8 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
             table.add_row(where, str(o.lines), f.action.value, Text(why))
         console.print(table)
     _render_problems(result, console, verbose)
+    for line in report_lines(result.blockers):
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 #: why a class that binds the method by assignment is listed and left as it is
@@ -366,6 +371,7 @@ def to_markdown(result: ScanResult) -> str:
     if problems:
         out += ["", "## Not scanned", ""]
         out += [f"- `{p.path}`: {_md_escape(p.reason if isinstance(p, SkippedFile) else p.error)}" for p in problems]
+    out += report_markdown(result.blockers)
     return "\n".join(out) + "\n"
 
 
