@@ -94,7 +94,7 @@ class LaterStepNone(Rule):
 def _repeatable(test: str, ctx: Context) -> bool:
     """Whether a later-step test can be written again after super() and mean the same: it reads only the step's
     parameters (``STEP_NAMES``), each still as the caller gave it. (That the body after it leaves them alone too is
-    the plan's to check: ``codemod.transform.plan._cache_test``.)"""
+    the plan's to check: ``codemod.transform.reduce._cache_test``.)"""
     try:
         names = {n.id for n in ast.walk(ast.parse(test, mode="eval")) if isinstance(n, ast.Name)}
     except SyntaxError:

@@ -1287,7 +1287,7 @@ def test_the_mixin_reaches_forward_with_cache_position_for_a_class_with_cache_cl
     and whose forward takes no ``cache_position`` (remote Phi-3 of the 4.40 era) would get a TypeError, which the
     soundness check must see (it refuses, or drops the key where verification follows)."""
     from codemod.analyse import soundness
-    from codemod.transform.apply import mixin_reach
+    from codemod.transform.plan import mixin_reach
 
     reach = mixin_reach(hoisted)
     assert ("cache_position", "_supports_cache_class") in reach.when_attribute

@@ -143,7 +143,7 @@ def test_noop(hoisted: MixinProfile, source: str, action: Action, why: str) -> N
     ],
 )
 def test_a_recorded_expression_is_written_in_double_quotes(recorded: str, written: str) -> None:
-    from codemod.transform.plan import _double_quoted
+    from codemod.transform.reduce import _double_quoted
 
     assert _double_quoted(recorded) == written
     ast.parse(written)

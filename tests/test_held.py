@@ -137,7 +137,7 @@ def test_a_generated_override_whose_method_comes_from_nowhere_it_can_follow_is_u
 def test_a_reduction_that_cannot_be_written_is_not_recreatable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemod.transform import plan as plan_module
+    from codemod.transform import planner as plan_module
 
     result = scan_tree(copy_fixture(FIXTURES / "foreign", tmp_path / "foreign"))
     reduced = {

@@ -168,7 +168,7 @@ def test_the_repaired_last_token_cut_shares_the_later_step_block(hoisted: MixinP
     ],
 )
 def test_blocks_under_one_test_stay_apart_where_merging_could_change_them(lines: list[str], why: str) -> None:
-    from codemod.transform.plan import _merged_tests
+    from codemod.transform.reduce import _merged_tests
 
     assert _merged_tests(lines) == lines, why
 

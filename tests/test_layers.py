@@ -40,6 +40,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "transform": (
         "transform",
+        "transform.edits",
+        "transform.reduce",
+        "transform.planner",
         "transform.plan",
         "transform.alias",
         "transform.rewrite",

@@ -26,7 +26,7 @@ from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.rules.generic_mixin import HOIST_SOURCE
 from codemod.transform.apply import initial_plan
 from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
-from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, make_plan, reduce_override
+from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, PlanOptions, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
 
 from .conftest import MINI_CHECKOUT, copy_fixture
@@ -282,7 +282,7 @@ def test_hoist_only_when_the_mixin_is_a_stub_and_something_changes(
     fixture_result: ScanResult, only: list[str], era: Era, mixin_file: str | None, hoisted: bool
 ) -> None:
     selected = fixture_result.select(only)
-    plan = make_plan(selected.index, selected.findings, mixin_era=era, mixin_file=mixin_file)
+    plan = make_plan(selected.index, selected.findings, PlanOptions(mixin_era=era, mixin_file=mixin_file))
     assert (plan.hoist is not None) is hoisted
     if hoisted:
         assert plan.edits()[0] is plan.hoist
@@ -887,9 +887,11 @@ def test_repairs_turn_a_deletion_into_a_reduction(fixture_result: ScanResult) ->
     plan = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
+        PlanOptions(
+            mixin_era=Era.STUB,
+            mixin_file=MIXIN_FILE,
+            repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
+        ),
     )
     assert plan.action_of(OTTER) is Action.REDUCE
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
@@ -910,9 +912,9 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
     plan = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(passthrough=("attention_mask",))},
+        PlanOptions(
+            mixin_era=Era.STUB, mixin_file=MIXIN_FILE, repairs={OTTER: Repair(passthrough=("attention_mask",))}
+        ),
     )
     assert plan.action_of(OTTER) is Action.REDUCE
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
@@ -923,9 +925,7 @@ def test_a_pass_through_repair_restores_the_parameter_after_super(fixture_result
     other = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(passthrough=("pixel_values",))},
+        PlanOptions(mixin_era=Era.STUB, mixin_file=MIXIN_FILE, repairs={OTTER: Repair(passthrough=("pixel_values",))}),
     )
     assert edit_of(other, OTTER, EditKind.REDUCE).text.endswith(
         'model_inputs["pixel_values"] = kwargs.get("pixel_values")\nreturn model_inputs\n'
@@ -950,9 +950,7 @@ def test_a_pass_through_repair_needs_a_name_to_read_the_callers_value_from(fixtu
     plan = make_plan(
         fixture_result.index,
         findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(passthrough=("pixel_values",))},
+        PlanOptions(mixin_era=Era.STUB, mixin_file=MIXIN_FILE, repairs={OTTER: Repair(passthrough=("pixel_values",))}),
     )
     assert plan.action_of(OTTER) is Action.DELETE
 
@@ -973,9 +971,9 @@ def test_a_pass_through_repair_of_the_ids_reads_the_ids_parameter(fixture_result
     plan = make_plan(
         fixture_result.index,
         findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(passthrough=("decoder_input_ids",))},
+        PlanOptions(
+            mixin_era=Era.STUB, mixin_file=MIXIN_FILE, repairs={OTTER: Repair(passthrough=("decoder_input_ids",))}
+        ),
     )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     assert body.endswith('model_inputs["decoder_input_ids"] = decoder_input_ids\nreturn model_inputs\n')
@@ -988,9 +986,11 @@ def test_a_key_named_as_none_where_the_caller_gave_none_is_passed_on_as_given(fi
     plan = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(ungiven=("attention_mask", "token_type_ids"))},
+        PlanOptions(
+            mixin_era=Era.STUB,
+            mixin_file=MIXIN_FILE,
+            repairs={OTTER: Repair(ungiven=("attention_mask", "token_type_ids"))},
+        ),
     )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     ast.parse(body)
@@ -999,9 +999,11 @@ def test_a_key_named_as_none_where_the_caller_gave_none_is_passed_on_as_given(fi
     removed = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(ungiven=("token_type_ids",)) | Repair(remove=("token_type_ids",))},
+        PlanOptions(
+            mixin_era=Era.STUB,
+            mixin_file=MIXIN_FILE,
+            repairs={OTTER: Repair(ungiven=("token_type_ids",)) | Repair(remove=("token_type_ids",))},
+        ),
     )
     body = edit_of(removed, OTTER, EditKind.REDUCE).text
     assert 'model_inputs.pop("token_type_ids", None)' in body and "kwargs.get" not in body
@@ -1014,9 +1016,11 @@ def test_a_key_passed_through_and_also_missing_is_passed_through_only_when_given
     plan = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(passthrough=("position_ids",)) | Repair(keep=("position_ids",))},
+        PlanOptions(
+            mixin_era=Era.STUB,
+            mixin_file=MIXIN_FILE,
+            repairs={OTTER: Repair(passthrough=("position_ids",)) | Repair(keep=("position_ids",))},
+        ),
     )
     body = edit_of(plan, OTTER, EditKind.REDUCE).text
     assert body.endswith(
@@ -1073,9 +1077,11 @@ def test_a_key_ignored_when_given_is_none_again_under_the_callers_value(fixture_
             make_plan(
                 fixture_result.index,
                 fixture_result.findings,
-                mixin_era=Era.STUB,
-                mixin_file=MIXIN_FILE,
-                repairs={OTTER: Repair(none_when_given=("position_ids",))},
+                PlanOptions(
+                    mixin_era=Era.STUB,
+                    mixin_file=MIXIN_FILE,
+                    repairs={OTTER: Repair(none_when_given=("position_ids",))},
+                ),
             ),
             OTTER,
             EditKind.MARK,
@@ -1117,9 +1123,11 @@ def test_a_deleted_copy_gets_no_mark(fixture_result: ScanResult) -> None:
     plan = make_plan(
         fixture_result.index,
         fixture_result.findings,
-        mixin_era=Era.STUB,
-        mixin_file=MIXIN_FILE,
-        repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
+        PlanOptions(
+            mixin_era=Era.STUB,
+            mixin_file=MIXIN_FILE,
+            repairs={OTTER: Repair(remove=("token_type_ids",), set_none=("position_ids",))},
+        ),
     )
     for oid in (BADGER, FERRET):
         assert edits_by_override(plan)[oid] == [EditKind.DELETE]
@@ -1403,7 +1411,7 @@ def test_a_copy_check_copies_compares_with_another_class_loses_its_marker_with_t
         None,
         alpha_id,
     )
-    plan = make_plan(result.index, result.findings, mixin_era=Era.STUB, mixin_file=MIXIN_FILE)
+    plan = make_plan(result.index, result.findings, PlanOptions(mixin_era=Era.STUB, mixin_file=MIXIN_FILE))
     assert plan.action_of(alpha_id) is Action.DELETE
     alpha_shard = next(s for s in plan.shards if alpha_id in s.members)
     assert beta_id not in alpha_shard.members  # no copy group: it is nobody's copy by name

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from codemod.analyse.analysis import Nested
 from codemod.rules.generic_mixin import METHOD_SOURCE
-from codemod.transform.plan import METHOD, Edit, EditKind
+from codemod.sources import METHOD
+from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 
 from .conftest import FIXTURES

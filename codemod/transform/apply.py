@@ -12,22 +12,25 @@ import codecs
 import dataclasses
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from codemod.analyse import copies, soundness
 from codemod.analyse.classify import Action
 from codemod.analyse.index import Override
-from codemod.analyse.mixin import Era, MixinProfile
+from codemod.analyse.mixin import Era
 from codemod.analyse.scan import ScanResult
 from codemod.checkout import Checkout, real_path
-from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause, Repair, ValueOrigin
+from codemod.contracts import CopyScope, CopyStatus, Held, HeldCause
 from codemod.rules.generic_mixin import REFUSING_EMBEDS
 from codemod.sources import read_source
 from codemod.style import checkout_line_length
 from codemod.transform.alias import with_aliases
-from codemod.transform.plan import Edit, Plan, Trim, make_plan
+from codemod.transform.hooks import hooked_result, mine, plan_with_hooks
+from codemod.transform.plan import Edit, Plan
+from codemod.transform.plan import checkout_era as _checkout_era
+from codemod.transform.plan import initial_plan as initial_plan  # where migrate and the tests import it from
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.writes import Replacement, put_back, replace_all
 from codemod.writes import WriteError as WriteError  # raised by write, caught by its callers
@@ -209,58 +212,6 @@ def _span_in(tree: ast.Module, o: Override, scope: str) -> tuple[int, int] | Non
     return None
 
 
-def initial_plan(
-    result: ScanResult,
-    repairs: dict[str, Repair] | None = None,
-    *,
-    mark_kept: bool = False,
-    hold_unproven: bool = False,
-    trims: dict[str, Trim] | None = None,
-    moved_whole: frozenset[str] = frozenset(),
-    left_out: Mapping[str, frozenset[str]] | None = None,
-) -> Plan:
-    checkout = result.index.checkout
-    mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
-    return make_plan(
-        result.index,
-        result.findings,
-        mixin_era=_checkout_era(result),
-        mixin_file=mixin_file,
-        repairs=repairs,
-        override_enables_generation=result.profile.override_enables_generation,
-        mixin_reach=mixin_reach(result.profile),
-        mark_kept=mark_kept,
-        hold_unproven=hold_unproven,
-        trims=trims,
-        moved_whole=moved_whole,
-        left_out=left_out,
-    )
-
-
-def mixin_reach(profile: MixinProfile) -> soundness.Reach:
-    """What the mixin itself passes to ``forward``: the keys its body always sets (``inputs_embeds`` for
-    decoder-only models, ``cache_position`` where it passes the parameter on); every model kwarg besides."""
-    analysis = profile.analysis
-    if analysis is None:
-        return soundness.Reach(True, frozenset())
-    sets = {
-        o.key
-        for o in analysis.outputs
-        if not o.guards and not o.conditions and o.value.origin in (ValueOrigin.PARAM, ValueOrigin.FIRST_STEP)
-    }
-    # a behaviour that passes its key only for a class whose attribute says so (the mixin's
-    # ``if self._supports_cache_class: model_inputs["cache_position"] = cache_position``, synthesise-cache-position)
-    claimed = {o.value.name: o.key for o in analysis.outputs if o.value.origin is ValueOrigin.BEHAVIOUR}
-    when = {
-        (claimed[r.behaviour], attribute)
-        for r in analysis.recognised
-        if r.behaviour in claimed and (attribute := r.facet("passed_when")) is not None
-    }
-    return soundness.Reach(
-        True, frozenset(sets), frozenset(profile.never_forwarded), soundness.inputs_read(analysis), frozenset(when)
-    )
-
-
 def compute_changes(
     result: ScanResult,
     jobs: int | None = None,
@@ -273,8 +224,6 @@ def compute_changes(
     overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``;
     ``hooks``: the hooks mined from them too, ``codemod.transform.hooks``: the hook in the mixin, its members rewritten)."""
     if hooks:
-        from codemod.transform.hooks import hooked_result, mine, plan_with_hooks
-
         report = mine(result)
         plan = plan_with_hooks(result, report, mark_kept=mark_kept, hold_unproven=hold_unproven)
         return settle(hooked_result(result, report), plan, jobs)
@@ -369,12 +318,6 @@ def _carries_variant(result: ScanResult) -> bool:
         return True
     mixin_file = result.index.checkout.mixin_file
     return mixin_file is not None and mixin_file.is_file() and f"def {REFUSING_EMBEDS}(" in read_source(mixin_file)
-
-
-def _checkout_era(result: ScanResult) -> Era:
-    # The profile of a stub mixin is the hoisted implementation's; the hoist is needed when the
-    # checkout's own method is the stub, which the profile's source says.
-    return Era.STUB if result.profile.hoisted and result.index.checkout.mixin_file is not None else result.profile.era
 
 
 # --------------------------------------------------------------------------------------------- output

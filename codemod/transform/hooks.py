@@ -66,7 +66,7 @@ from codemod.contracts import (
     ValueOrigin,
     Vocabulary,
 )
-from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim, unnamable
+from codemod.transform.plan import Edit, EditKind, HookCode, Plan, Trim, initial_plan, unnamable
 from codemod.transform.rewrite import negated
 
 #: a hook is proposed where at least this many models share an idiom
@@ -2230,8 +2230,6 @@ def plan_with_hooks(
     (the planner's deletion or reduction, or the trim), the class attribute, and the hook in the mixin
     (the same edit in every member's shard, written once: the hook stays as long as one member does).
     ``keep_signature``: members trimmed (of these statements) rather than deleted (:func:`signature_trims`)."""
-    from codemod.transform.apply import initial_plan
-
     kept = dict(keep_signature or {})
     plan = initial_plan(
         hooked_result(result, report, kept),
