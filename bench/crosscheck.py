@@ -999,6 +999,9 @@ def plan_cases(
         cases.append(_case("caller-positions", "b2", extra="caller_positions"))
     if not encoder_decoder and text and _forward_takes(model, "past_key_values"):
         cases.append(_case("prefilled-cache", "b1", extra="prefilled_cache"))
+        # a chat that goes on: generate() again from the returned cache and the longer ids (issue 41)
+        cases.append(_case("continue-returned-cache", "b2", extra="continue_cache", reference="greedy-padded"))
+    cases.append(_case("beam-2-returned", "b2", gen={"num_beams": 2, "num_return_sequences": 2}))
     if getattr(model, "_supports_static_cache", False):
         cases.append(_case("static-cache", "b2", gen={"cache_implementation": "static"}))
     if encoder_decoder and text and embeddable:
@@ -1480,6 +1483,8 @@ def run_case(case: dict, models: dict, target: dict, work: str, inputs: dict, pa
             kwargs["past_key_values"] = cache.to_legacy_cache() if type(cache).__name__ == "DynamicCache" else cache
         except Exception as error:  # noqa: BLE001 - no cache to continue from: the case fails alike on both sides
             return {"ok": False, "error": "no prefilled cache: " + _error(error), "seconds": 0.0}
+    elif case["extra"] == "continue_cache":
+        pass  # two calls, made below
     elif case["extra"]:
         kwargs[case["extra"].replace("decoder_prompt", "decoder_input_ids")] = inputs[case["inputs"]][
             case["extra"].replace("decoder_prompt", "decoder_input_ids") + "@"
@@ -1502,12 +1507,43 @@ def run_case(case: dict, models: dict, target: dict, work: str, inputs: dict, pa
     started = time.perf_counter()
     try:
         with torch.no_grad():
-            out = model.generate(**kwargs)
+            out = (
+                continue_returned_cache(model, kwargs)
+                if case["extra"] == "continue_cache"
+                else model.generate(**kwargs)
+            )
         result = {"ok": True, "out": serialise(out)}
     except Exception as error:  # noqa: BLE001 - the side's failure is the result
         result = {"ok": False, "error": _error(error)}
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def continue_returned_cache(model: Any, kwargs: dict) -> Any:
+    """``generate(**kwargs)`` made in two calls: half the new tokens with the cache returned, then the rest from the
+    returned sequences (the mask grown over them) and that cache, as a caller continues a conversation."""
+    import torch
+
+    total = kwargs.pop("max_new_tokens")
+    kwargs.pop("min_new_tokens", None)
+    first_tokens = total // 2
+    first = model.generate(
+        **kwargs, max_new_tokens=first_tokens, min_new_tokens=first_tokens, return_dict_in_generate=True
+    )
+    sequences = first.sequences.reshape(-1, first.sequences.shape[-1])
+    second = {k: v for k, v in kwargs.items() if not torch.is_tensor(v)}
+    mask = kwargs.get("attention_mask")
+    if mask is not None:
+        grown = sequences.shape[1] - mask.shape[1]
+        second["attention_mask"] = torch.cat([mask, mask.new_ones((mask.shape[0], grown))], 1) if grown >= 0 else mask
+    rest = total - first_tokens
+    return model.generate(
+        input_ids=sequences,
+        past_key_values=first.past_key_values,
+        max_new_tokens=rest,
+        min_new_tokens=rest,
+        **second,
+    )
 
 
 def worker_run(target: dict, work: str, cases: list[dict] | None = None) -> dict:

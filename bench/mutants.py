@@ -24,6 +24,9 @@ pattern is not found exactly once:
 - in the reduced overrides: ``first-step-input-every-step`` (``if cache_position[0] == 0:``
   around ``pixel_values`` & co. made unconditional), ``caller-input-honoured`` (a key set to None
   when the caller gives it, GPT-2's positions, left as the caller gave it);
+- in the overrides kept whole: ``last-token-cut-by-position`` (a cut to the last token made by generate()'s
+  ``cache_position``, as reducing 4.45's Musicgen decoders did); ``CATCHERS`` names, for each scenario issue 41
+  added, the kinds it catches;
 - ``upstream-4.46``: upstream's own deletions, applied to a pristine 4.45.2 (every override that
   4.45.2 has and 4.46.3 no longer has is deleted), with 4.46.3's
   ``GenerationMixin.prepare_inputs_for_generation`` installed into 4.45.2's stub mixin. Its source
@@ -312,6 +315,57 @@ def withheld_position_passed_on(root: Path) -> list[str]:
     )
 
 
+def _kept_spans(text: str) -> list[tuple[int, int, str]]:
+    """(first, last, the name of its ``**kwargs``) of every ``prepare_inputs_for_generation`` in ``text`` that is kept
+    whole (calls no ``super()``'s) and takes ``**kwargs`` (where generate()'s ``cache_position`` lands)."""
+    reduced = set(_reduced_spans(text))
+    spans = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == METHOD and item.args.kwarg is not None:
+                    span = (item.lineno, item.end_lineno or item.lineno)
+                    if span not in reduced:
+                        spans.append((*span, item.args.kwarg.arg))
+    return spans
+
+
+#: a kept override's cut of the ids to the last token once there is a cache (4.45's Musicgen decoders)
+LAST_TOKEN_CUT = "input_ids = input_ids[:, -1:]"
+
+
+def last_token_cut_by_position(root: Path) -> list[str]:
+    """In every kept override that cuts the ids to the last token once there is a cache, the cut is made by
+    generate()'s ``cache_position`` instead, as the mixin cuts them (what reducing 4.45's Musicgen decoders did). Every
+    step of one generate() call is the same; continuing from a returned cache that holds more than the ids (the delay
+    pattern's trimmed sequences) leaves no ids at all."""
+    changed = []
+    for path in sorted((root / "src" / "transformers" / "models").rglob("modeling_*.py")):
+        if path.name.startswith(("modeling_tf_", "modeling_flax_")):
+            continue  # generate() passes no cache_position there
+        text = path.read_text(encoding="utf-8")
+        if LAST_TOKEN_CUT not in text:
+            continue
+        lines = text.splitlines(keepends=True)
+        hits = [
+            (i, kwargs)
+            for first, last, kwargs in _kept_spans(text)
+            for i in range(first - 1, last)
+            if lines[i].strip() == LAST_TOKEN_CUT
+        ]
+        for i, kwargs in hits:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            lines[i] = (
+                f'{indent}input_ids = input_ids[:, {kwargs}["cache_position"]]  # mutant: was `{LAST_TOKEN_CUT}`\n'
+            )
+        if hits:
+            path.write_text("".join(lines), encoding="utf-8")
+            changed.append(path.relative_to(root).as_posix())
+    if not changed:
+        raise MutantError(f"no kept override with **kwargs cuts the ids to the last token (`{LAST_TOKEN_CUT}`)")
+    return changed
+
+
 MUTANTS = [
     Mutant(
         "ids-unsliced",
@@ -413,6 +467,12 @@ MUTANTS = [
         "withheld-position-passed-on",
         "a reduced override's stale cache_position, withheld from super(), is handed on (the mixin slices by it)",
         edit=withheld_position_passed_on,
+    ),
+    Mutant(
+        "last-token-cut-by-position",
+        "a kept override's cut to the last token made by generate()'s cache_position (as the mixin cuts): the same on "
+        "every step of one call, no ids left when a returned cache holds more than them",
+        edit=last_token_cut_by_position,
     ),
     Mutant(
         "cache-key-renamed",
@@ -541,6 +601,19 @@ MUTANTS = [
     ),
 ]
 KINDS = {m.name: m for m in MUTANTS}
+
+#: the scenarios issue 41 added to verification (``codemod.verify.scenarios``), each with the mutant kinds it catches
+#: alone (what no other scenario of its class's run need give): every new scenario is a catcher of at least one kind
+CATCHERS: dict[str, tuple[str, ...]] = {
+    # the second call starts from a cache that holds all but the last token, or (Musicgen, Qwen2-Audio) more
+    "continue-from-cache": ("last-token-cut-by-position",),
+    "multimodal-continue": ("last-token-cut-by-position",),
+    # candidate tokens from the prompt without an assistant model (a class whose assistant cannot be built); a tiny
+    # random model rarely accepts one, so what it catches is what every cached step shows
+    "prompt-lookup": ("ids-unsliced",),
+    # beams of a left-padded batch, both returned: the rows' own positions
+    "beam-search-returned": ("positions-none", "positions-off-by-one"),
+}
 
 
 def hook_setters(root: Path, hook: str) -> set[str]:

@@ -423,6 +423,7 @@ STRATEGY_CASES = {
     "group-beam": "b2",
     "sampling-2-sequences": "b2",
     "extra-outputs": "b2",
+    "beam-2-returned": "b2",
 }
 
 
@@ -511,3 +512,102 @@ def test_the_verifier_catches_the_mutant(mutant_verdicts, name, kind, expected) 
         assert verdict["verdict"] == "identical", verdict
     else:
         assert verdict["verdict"] != "identical", f"{kind} missed on {name}: {verdict['detail']}"
+
+
+# ----------------------------------------------------------------------------------- issue 41's scenarios
+
+KEPT_MUSICGEN = (
+    "class LynxForCausalLM(LynxPreTrainedModel):\n"
+    "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **model_kwargs):\n"
+    "        if past_key_values is not None:\n"
+    "            input_ids = input_ids[:, -1:]\n"
+    "        return {'input_ids': input_ids, 'past_key_values': past_key_values}\n"
+)
+REDUCED_WITH_THE_SAME_CUT = (
+    "class LynxReduced(LynxPreTrainedModel):\n"
+    "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):\n"
+    "        model_inputs = super().prepare_inputs_for_generation(input_ids, past_key_values, **kwargs)\n"
+    "        input_ids = input_ids[:, -1:]\n"
+    "        return model_inputs\n"
+)
+CLOSED_WITHOUT_KWARGS = (
+    "class LynxClosed(LynxPreTrainedModel):\n"
+    "    def prepare_inputs_for_generation(self, input_ids, past_key_values=None):\n"
+    "        input_ids = input_ids[:, -1:]\n"
+    "        return {'input_ids': input_ids}\n"
+)
+
+
+def test_the_last_token_mutant_cuts_kept_overrides_by_generates_positions(tmp_path) -> None:
+    """What reducing 4.45's Musicgen decoders did, as a mutant of the overrides a migration keeps whole: the cut to
+    the last token made by the ``cache_position`` generate() passes in ``**kwargs`` (under whatever name). A reduced
+    override, and one without ``**kwargs`` (no position reaches it), are left alone."""
+    model = lynx(tmp_path, "\n\n".join([KEPT_MUSICGEN, REDUCED_WITH_THE_SAME_CUT, CLOSED_WITHOUT_KWARGS]))
+    assert mutants.last_token_cut_by_position(tmp_path) == ["src/transformers/models/lynx/modeling_lynx.py"]
+    text = model.read_text()
+    assert 'input_ids = input_ids[:, model_kwargs["cache_position"]]  # mutant' in text
+    assert text.count("input_ids = input_ids[:, -1:]\n") == 2  # the reduced one and the closed one
+    compile(text, "modeling_lynx.py", "exec")
+    with pytest.raises(mutants.MutantError, match="cuts the ids to the last token"):
+        mutants.last_token_cut_by_position(tmp_path)
+
+
+def test_every_scenario_issue_41_added_catches_a_mutant_kind() -> None:
+    """Each scenario added for the wide check's cases is the catcher of at least one mutant kind of the kill-rate
+    suite (a scenario no mutant needs proves nothing), and names only kinds that exist."""
+    added = {"continue-from-cache", "multimodal-continue", "prompt-lookup", "beam-search-returned"}
+    source = (REPO / "codemod" / "verify" / "scenarios.py").read_text()
+    assert all(f'"{name}":' in source for name in added)
+    assert set(mutants.CATCHERS) == added
+    assert all(kinds and set(kinds) <= set(mutants.KINDS) for kinds in mutants.CATCHERS.values())
+
+
+CATCHER_SCRIPT = r"""
+import json, os, sys, tempfile, warnings
+warnings.filterwarnings("ignore")
+import inspect
+import scenarios, tiny
+from transformers.models.llama import modeling_llama
+
+sources = json.loads(open(sys.argv[1]).read())
+folder = tempfile.mkdtemp()
+
+
+def with_method(name, source):
+    namespace = dict(vars(modeling_llama), inspect=inspect, __package__="transformers.generation")
+    exec(f"class {name}(LlamaForCausalLM):\n{source}", namespace)
+    return namespace[name]
+
+
+out = {}
+for key, (scenario, source) in sources.items():
+    model, _ = tiny.tiny_model(with_method("Checked", source), seed=0)
+    result = scenarios.run_scenario(
+        scenario, model, model, seed=0, device="cpu", inputs_path=os.path.join(folder, key), build=True
+    )
+    out[key] = {k: result.get(k) for k in ("status", "error", "sequences", "scores", "calls")}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_each_new_scenario_alone_catches_its_mixin_mutant_kinds(verify_env, tmp_path) -> None:
+    """A tiny Llama whose method is the generic mixin, and one whose method is each mixin mutant a new scenario is
+    named the catcher of: that scenario alone tells them apart (tokens, scores, prepared inputs or a crash)."""
+    from tests.test_tiny import _run
+
+    pairs = [
+        (scenario, kind)
+        for scenario, kinds in mutants.CATCHERS.items()
+        for kind in kinds
+        if mutants.KINDS[kind].edit is None and not mutants.KINDS[kind].hook
+    ]
+    assert pairs, "the catchers name mixin mutants"
+    sources = {f"{scenario}|-": (scenario, METHOD_SOURCE) for scenario, _ in pairs}
+    sources.update({f"{s}|{k}": (s, mutants.KINDS[k].mutate(METHOD_SOURCE, "Checked")) for s, k in pairs})
+    (tmp_path / "sources.json").write_text(json.dumps(sources))
+    script = CATCHER_SCRIPT.replace("sys.argv[1]", repr(str(tmp_path / "sources.json")))
+    results = _run(verify_env, script, tmp_path)
+    for scenario, kind in pairs:
+        plain, mutated = results[f"{scenario}|-"], results[f"{scenario}|{kind}"]
+        assert plain["status"] == "ok", plain["error"]
+        assert mutated != plain, f"{scenario} does not tell {kind} from the mixin"
