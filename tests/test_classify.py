@@ -16,10 +16,11 @@ import textwrap
 
 import pytest
 
-from codemod.analyse.classify import Action, Category, Extra, Finding, _handles_inputs, classify_override, select
+from codemod.analyse.classify import Action, Category, Extra, Finding, classify_override, select
 from codemod.analyse.index import Override
 from codemod.analyse.mixin import Era, MixinProfile, hoisted_profile, profile_from_source
 from codemod.analyse.recognise import analyse_source
+from codemod.analyse.reduction import handles_inputs
 from codemod.contracts import ExtraHow
 from codemod.sources import FileKind
 
@@ -459,7 +460,7 @@ def test_which_kept_statements_are_own_input_handling(statements: str, own: bool
             "attention_mask",
         }
     )
-    assert _handles_inputs(statements, params) is own
+    assert handles_inputs(statements, params) is own
 
 
 def test_a_non_standard_cache_key_is_bespoke(hoisted: MixinProfile) -> None:

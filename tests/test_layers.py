@@ -31,6 +31,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.fallback",
         "analyse.mixin",
         "analyse.index",
+        "analyse.reduction",
+        "analyse.findings",
         "analyse.classify",
         "analyse.unmodelled",
         "analyse.soundness",
