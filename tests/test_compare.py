@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.verify.compare import Repair, compare, compare_scenario, repair_for, same_summary
+from codemod.contracts import Repair
+from codemod.verify.compare import compare, compare_scenario
+from codemod.verify.repair import repair_for
+from codemod.verify.values import same_summary
 
 
 def tensor(values, dtype="torch.int64", shape=None):

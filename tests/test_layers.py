@@ -58,6 +58,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "verify": (
         "verify",
+        "verify.documents",
+        "verify.values",
+        "verify.repair",
+        "verify.extensions",
         "verify.compare",
         "verify.owntests",
         "verify.runner",
