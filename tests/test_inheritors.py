@@ -1,4 +1,4 @@
-"""Classes that take a changed override from a base are verified too (``codemod.analyse.index.inheritors``)."""
+"""Classes that take a changed override from a base are verified too (``codemod.analyse.inheritors``)."""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.fallback",
         "analyse.mixin",
         "analyse.index",
+        "analyse.inheritors",
         "analyse.reduction",
         "analyse.findings",
         "analyse.classify",

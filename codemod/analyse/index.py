@@ -15,7 +15,6 @@ import dataclasses
 import hashlib
 import os
 import pickle
-import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -594,6 +593,8 @@ def _assemble(
     target: Target | None = None,
     cache: FactsCache | None = None,
 ) -> Index:
+    """The index from every candidate file's facts: each override with what its class, its bases and the
+    target release say about it, its copy link, the copy groups and the modular pairs."""
     target = target if target is not None else for_checkout(checkout)
     known = {checkout.root / f.path: f.symbols for f in all_facts if f.symbols is not None}
     resolver = Resolver(
@@ -604,25 +605,17 @@ def _assemble(
         known,
         exists=read.exists,
     )
-    in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
     overrides: list[Override] = []
     skipped: list[SkippedFile] = []
     bound: list[BoundMethod] = []
-    pending_links: list[tuple[int, CopyScope, copies.CopyMarker, int, int]] = []
+    pending_links: list[_PendingLink] = []
     for facts in all_facts:
         if facts.error is not None:
             errors.append(FileError(facts.path, facts.error))
             continue
         if facts.kind.skipped:
             if facts.overrides:
-                skipped.append(
-                    SkippedFile(
-                        facts.path,
-                        facts.kind,
-                        f"{facts.kind.value} code: this tool migrates PyTorch models",
-                        tuple(o.class_name for o in facts.overrides),
-                    )
-                )
+                skipped.append(_skipped(facts))
             continue
         classes = {c.name: c for c in facts.classes}
         bound.extend(
@@ -630,99 +623,13 @@ def _assemble(
             for c in facts.classes
             if METHOD not in c.methods and (value := dict(c.attributes).get(METHOD)) is not None
         )
-        path = checkout.root / facts.path
         for found in facts.overrides:
-            chain = _resolved_in_file(classes, found.class_name)
-            owner = chain[0]
-            forward = next((c.forward_params for c in chain if c.forward_params is not None), None)
-            attributes: dict[str, str] = {}
-            for cls in reversed(chain):
-                attributes.update(cls.attributes)
-            inherits = _inherits_generation_mixin(chain, classes)
-            # whether the nearest own ``_update_model_kwargs_for_generation`` of the same-file chain moves
-            # cache_position on: read once per class, with the file's symbols (``ClassSymbols``)
-            own = (facts.symbols.class_named(c.name) if facts.symbols is not None else None for c in chain)
-            update = next(
-                (s.advances_cache_position for s in own if s is not None and s.advances_cache_position is not None),
-                None,
-            )
-            view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
-            if view is not None:
-                if not in_library:
-                    # outside the library, forward is often in another file of the tree or in the target
-                    # release; a checkout keeps the same-file lookup its findings (and goldens) were made with
-                    forward = forward if forward is not None else view.forward_params
-                    # and a class's own update of the model kwargs is often in a base of another file
-                    if update is None and view.stale_cache_position:
-                        update = False
-                inherits = view.inherits_mixin_directly
-            override_id = OverrideId.of(facts.path, found.class_name)
-            origin = None
-            if facts.generated_from is not None:
-                origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
-            delegate_work = None
-            delegate = found.analysis.delegates_to or ""
-            if delegate.startswith("self.") and found.analysis.delegation is Delegation.SUBMODEL:
-                built = {a: c for cls in reversed(chain) for a, c in cls.submodels}.get(delegate.removeprefix("self."))
-                theirs = next((o for o in facts.overrides if o.class_name == built), None)
-                work = _own_work(theirs.analysis) if theirs is not None else None
-                delegate_work = (theirs.class_name, work) if theirs is not None and work is not None else None
-            inherited = None
-            if facts.kind is FileKind.MODULAR:
-                trap = modular.inherited_origin(checkout, path, found.class_name, METHOD, read)
-                inherited = trap.source_id if trap is not None else None
-            overrides.append(
-                Override(
-                    id=override_id,
-                    file=facts.path,
-                    kind=facts.kind,
-                    model=model_name(checkout, path),
-                    class_name=found.class_name,
-                    line=found.line,
-                    start_line=found.start_line,
-                    end_line=found.end_line,
-                    bases=owner.bases,
-                    analysis=found.analysis,
-                    forward_params=forward,
-                    attributes=tuple(sorted(attributes.items())),
-                    module_functions=facts.functions,
-                    copied_from=None,
-                    copy_group=None,
-                    generated_from=origin,
-                    overwritten=found.overwritten,
-                    deprecated="/models/deprecated/" in f"/{facts.path}",
-                    ignore_copy=found.ignore_copy,
-                    stale_cache_position=update is False,
-                    inherits_generation_mixin=inherits,
-                    fallback=view.fallback if view is not None else None,
-                    in_library=in_library,
-                    inherited_from=inherited,
-                    delegate_work=delegate_work,
-                )
-            )
-            if found.marker is not None:
-                pending_links.append(
-                    (len(overrides) - 1, CopyScope.METHOD, found.marker, found.start_line, found.end_line)
-                )
-            elif owner.marker is not None and not found.ignored_in_class_copy:
-                pending_links.append(
-                    (len(overrides) - 1, CopyScope.CLASS, owner.marker, owner.start_line, owner.end_line)
-                )
+            overrides.append(_override(checkout, resolver, read, facts, classes, found))
+            link = _pending_link(len(overrides) - 1, found, classes[found.class_name])
+            if link is not None:
+                pending_links.append(link)
 
-    ids = {o.id for o in overrides}
-    for position, scope, marker, start, end in pending_links:
-        override = overrides[position]
-        lines = [line.rstrip("\r\n") for line in read(checkout.root / override.file).splitlines()]
-        check = copies.check_copy(checkout, marker, lines, start, end, read)
-        source_id = None
-        if check.target_file is not None and check.target_class is not None:
-            candidate = OverrideId.of(check.target_file, check.target_class)
-            source_id = candidate if candidate in ids else None
-        follows = source_id if check.loose else None
-        overrides[position] = dataclasses.replace(
-            override, copied_from=CopyLink(scope, marker, check, None if check.loose else source_id, follows)
-        )
-
+    overrides = _with_copy_links(checkout, read, overrides, pending_links)
     groups = copies.copy_groups((o.id, o.copied_from.source_id if o.copied_from else None) for o in overrides)
     group_of = {member: group.source for group in groups for member in group.members}
     overrides = [dataclasses.replace(o, copy_group=group_of.get(o.id)) for o in overrides]
@@ -745,55 +652,131 @@ def _assemble(
     )
 
 
-# --------------------------------------------------------------------------------------------- inheritors
-
-_CLASS_HEADER = re.compile(r"^class\s+(\w+)\s*\(([^)]*)\)\s*:", re.MULTILINE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Inheritor:
-    """A class that takes a changed ``prepare_inputs_for_generation`` from a base: it does not define
-    the method, or defines it by calling ``super()``. It generates differently when that base's
-    method changes, so verification runs it too."""
-
-    file: str  # relative to the checkout root
-    class_name: str
-    #: the id of the changed override it inherits
-    inherits_from: str
+#: an override's ``# Copied from`` marker waiting to be checked: (its position among the overrides, the
+#: marker's scope, the marker, the first and last line of what it marks)
+_PendingLink = tuple[int, CopyScope, copies.CopyMarker, int, int]
 
 
-def inheritors(index: Index, changed: Iterable[str]) -> list[Inheritor]:
-    """The classes of the checkout that inherit one of the ``changed`` overrides (ids), found by the
-    names of their bases in every model file (a class in a file that never mentions the method
-    inherits it as well). By name, so two classes of one name in two models both count: running
-    one class too many costs a little time, missing one hides a change."""
-    by_class: dict[str, str] = {}
-    for override_id in changed:
-        by_class.setdefault(OverrideId.parse(override_id).class_name, override_id)
-    own = {o.class_name: o for o in index.overrides}
-    headers: list[tuple[str, str, tuple[str, ...]]] = []
-    for path in python_files(index.checkout):
-        try:
-            text = read_source(path)
-        except READ_ERRORS:
-            continue
-        rel = Path(os.path.relpath(path, index.checkout.root)).as_posix()
-        for match in _CLASS_HEADER.finditer(text):
-            bases = tuple(b.strip().split("[")[0].rsplit(".", 1)[-1] for b in match.group(2).split(",") if b.strip())
-            headers.append((rel, match.group(1), bases))
-    found: list[Inheritor] = []
-    reached = dict(by_class)  # class name -> the changed override it inherits
-    grew = True
-    while grew:  # through chains of subclasses
-        grew = False
-        for rel, name, bases in headers:
-            if name in reached:
-                continue
-            parent = next((reached[b] for b in bases if b in reached), None)
-            mine = own.get(name)
-            if parent is None or (mine is not None and mine.analysis.delegation is not Delegation.SUPER):
-                continue  # unrelated, or its own method shadows the changed one
-            reached[name] = parent
-            found.append(Inheritor(rel, name, parent))
-            grew = True
-    return found
+def _skipped(facts: FileFacts) -> SkippedFile:
+    return SkippedFile(
+        facts.path,
+        facts.kind,
+        f"{facts.kind.value} code: this tool migrates PyTorch models",
+        tuple(o.class_name for o in facts.overrides),
+    )
+
+
+def _pending_link(position: int, found: OverrideFacts, owner: ClassFacts) -> _PendingLink | None:
+    """The ``# Copied from`` marker an override is checked against: its own, else its class's (unless the
+    class's copy ignores the method)."""
+    if found.marker is not None:
+        return (position, CopyScope.METHOD, found.marker, found.start_line, found.end_line)
+    if owner.marker is not None and not found.ignored_in_class_copy:
+        return (position, CopyScope.CLASS, owner.marker, owner.start_line, owner.end_line)
+    return None
+
+
+def _override(
+    checkout: Checkout,
+    resolver: Resolver,
+    read: Reader,
+    facts: FileFacts,
+    classes: dict[str, ClassFacts],
+    found: OverrideFacts,
+) -> Override:
+    """One override with what its class and the same-file bases say of it (forward's parameters, the class
+    attributes, GenerationMixin, the update of the model kwargs), what the resolver finds beyond the file,
+    where a generated or modular method comes from, and what a sub-model it delegates to does."""
+    in_library = checkout.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE)
+    path = checkout.root / facts.path
+    chain = _resolved_in_file(classes, found.class_name)
+    forward = next((c.forward_params for c in chain if c.forward_params is not None), None)
+    attributes: dict[str, str] = {}
+    for cls in reversed(chain):
+        attributes.update(cls.attributes)
+    inherits = _inherits_generation_mixin(chain, classes)
+    # whether the nearest own ``_update_model_kwargs_for_generation`` of the same-file chain moves
+    # cache_position on: read once per class, with the file's symbols (``ClassSymbols``)
+    own = (facts.symbols.class_named(c.name) if facts.symbols is not None else None for c in chain)
+    update = next(
+        (s.advances_cache_position for s in own if s is not None and s.advances_cache_position is not None),
+        None,
+    )
+    view = resolver.view(path, found.class_name, flattened=facts.kind is FileKind.MODULAR)
+    if view is not None:
+        if not in_library:
+            # outside the library, forward is often in another file of the tree or in the target
+            # release; a checkout keeps the same-file lookup its findings (and goldens) were made with
+            forward = forward if forward is not None else view.forward_params
+            # and a class's own update of the model kwargs is often in a base of another file
+            if update is None and view.stale_cache_position:
+                update = False
+        inherits = view.inherits_mixin_directly
+    origin = None
+    if facts.generated_from is not None:
+        origin = modular.method_origin(checkout, path, found.class_name, METHOD, read)
+    inherited = None
+    if facts.kind is FileKind.MODULAR:
+        trap = modular.inherited_origin(checkout, path, found.class_name, METHOD, read)
+        inherited = trap.source_id if trap is not None else None
+    return Override(
+        id=OverrideId.of(facts.path, found.class_name),
+        file=facts.path,
+        kind=facts.kind,
+        model=model_name(checkout, path),
+        class_name=found.class_name,
+        line=found.line,
+        start_line=found.start_line,
+        end_line=found.end_line,
+        bases=chain[0].bases,
+        analysis=found.analysis,
+        forward_params=forward,
+        attributes=tuple(sorted(attributes.items())),
+        module_functions=facts.functions,
+        copied_from=None,
+        copy_group=None,
+        generated_from=origin,
+        overwritten=found.overwritten,
+        deprecated="/models/deprecated/" in f"/{facts.path}",
+        ignore_copy=found.ignore_copy,
+        stale_cache_position=update is False,
+        inherits_generation_mixin=inherits,
+        fallback=view.fallback if view is not None else None,
+        in_library=in_library,
+        inherited_from=inherited,
+        delegate_work=_delegate_work(facts, chain, found),
+    )
+
+
+def _delegate_work(facts: FileFacts, chain: list[ClassFacts], found: OverrideFacts) -> tuple[str, str] | None:
+    """For an override that takes its inputs from a sub-model ``__init__`` builds from a class of the same
+    file: that class's name and the model-specific work its own override does (None: none)."""
+    delegate = found.analysis.delegates_to or ""
+    if not (delegate.startswith("self.") and found.analysis.delegation is Delegation.SUBMODEL):
+        return None
+    built = {a: c for cls in reversed(chain) for a, c in cls.submodels}.get(delegate.removeprefix("self."))
+    theirs = next((o for o in facts.overrides if o.class_name == built), None)
+    work = _own_work(theirs.analysis) if theirs is not None else None
+    return (theirs.class_name, work) if theirs is not None and work is not None else None
+
+
+def _with_copy_links(
+    checkout: Checkout, read: Reader, overrides: list[Override], pending: list[_PendingLink]
+) -> list[Override]:
+    """The overrides with each ``# Copied from`` marker checked (``copies.check_copy``) and linked to the
+    override it copies when that is one of the index's."""
+    overrides = list(overrides)
+    ids = {o.id for o in overrides}
+    for position, scope, marker, start, end in pending:
+        override = overrides[position]
+        lines = [line.rstrip("\r\n") for line in read(checkout.root / override.file).splitlines()]
+        check = copies.check_copy(checkout, marker, lines, start, end, read)
+        source_id = None
+        if check.target_file is not None and check.target_class is not None:
+            candidate = OverrideId.of(check.target_file, check.target_class)
+            source_id = candidate if candidate in ids else None
+        follows = source_id if check.loose else None
+        overrides[position] = dataclasses.replace(
+            override, copied_from=CopyLink(scope, marker, check, None if check.loose else source_id, follows)
+        )
+    return overrides

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from codemod import git
 from codemod.analyse.classify import Action, Finding
-from codemod.analyse.index import Override, inheritors
+from codemod.analyse.index import Override
+from codemod.analyse.inheritors import inheritors
 from codemod.analyse.scan import ScanResult
 from codemod.checkout import Checkout
 from codemod.contracts import OverrideId, Verdict
@@ -92,7 +93,7 @@ def inheriting_targets(
     changed: Sequence[str],
     needs_of: Mapping[str, tuple[frozenset[str], ...]] | None = None,
 ) -> tuple[list[Target], list[tuple[str, str]]]:
-    """The classes that take a changed override from a base (see ``index.inheritors``), run too; each needs what
+    """The classes that take a changed override from a base (see ``inheritors.inheritors``), run too; each needs what
     the override it inherits needs (``needs_of``: override id -> ``Target.needs``), since it runs that code. And
     those not run, with why: a class of a modular source inherits only there (4.57's Gemma3n from PaliGemma,
     PerceptionLM from LLaVA); the class the converter generates from it has bases of its own (and importing a
