@@ -28,6 +28,7 @@ from codemod.checkout import resolve  # noqa: E402
 from codemod.environment import ensure_environment  # noqa: E402
 from codemod.fetch import fetch_release  # noqa: E402
 from codemod.transform.apply import compute_changes, write  # noqa: E402
+from codemod.verify.options import VerifyOptions  # noqa: E402
 from codemod.verify.session import targets_from_plan, verify_change  # noqa: E402
 
 
@@ -49,7 +50,8 @@ def main() -> int:
         changes = compute_changes(result)
         write(checkout, changes)
         targets, _ = targets_from_plan(result, changes.plan)
-        report = verify_change(checkout, targets, device=args.device, jobs=args.jobs, python=environment.python)
+        options = VerifyOptions(device=args.device, jobs=args.jobs, python=environment.python)
+        report = verify_change(checkout, targets, options=options)
 
     counts = Counter(v.verdict for v in report.verdicts)
     per_class = [v.seconds for v in report.verdicts if v.seconds]

@@ -197,6 +197,7 @@ def verify(
     from codemod.analyse.scan import scan as scan_checkout
     from codemod.checkout import resolve
     from codemod.git import worktree
+    from codemod.verify.options import VerifyOptions
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
     from codemod.writes import attend
@@ -212,21 +213,24 @@ def verify(
         base_result = scan_checkout(resolve(old_root, with_git=False)).select(source.only, source.skip)
         base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
         targets, not_run = targets_from_diff(base_result, base)
-        return verify_change(
-            checkout,
-            take_shard(targets, shard),
-            base=base,
-            old_root=old_root,
+        options = VerifyOptions(
             device=run.device,
             jobs=source.jobs or 1,
             python=run.python,
-            progress=progress,
-            say=feedback.say,
-            not_run=not_run,
             own_tests=run.own_tests,
             target=source.target,
             from_release=run.from_release,
             requirements=run.requirements,
+        )
+        return verify_change(
+            checkout,
+            take_shard(targets, shard),
+            options=options,
+            base=base,
+            old_root=old_root,
+            progress=progress,
+            say=feedback.say,
+            not_run=not_run,
         )
 
 

@@ -24,7 +24,8 @@ from codemod.transform.apply import Changes, WriteError, initial_plan, restore, 
 from codemod.transform.formatting import CUT
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
 from codemod.verify.compare import ClassVerdict
-from codemod.verify.runner import DEFAULT_SCENARIOS, Progress
+from codemod.verify.options import DEFAULT_SCENARIOS, VerifyOptions
+from codemod.verify.runner import Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
 from codemod.writes import clear_unverified, mark_unverified
 
@@ -184,21 +185,17 @@ def run_migration_on(
         # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
         # plan's needs miss statements a hook trim leaves in place
         targets = with_written_needs(planned_from, targets, originals)
-        return verify_change(
-            checkout,
-            targets,
+        options = VerifyOptions(
             device=device,
             jobs=jobs,
             python=python,
             scenarios=scenarios,
-            progress=progress,
-            say=say,
-            not_run=not_run,
             own_tests=own_tests,
             target=target_release,
             from_release=from_release,
             requirements=requirements,
         )
+        return verify_change(checkout, targets, options=options, progress=progress, say=say, not_run=not_run)
 
     def rewrite(plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""

@@ -59,6 +59,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "verify": (
         "verify",
+        "verify.options",
         "verify.documents",
         "verify.values",
         "verify.repair",

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from codemod.verify import runner
+from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Side, Target, verify_targets
 
+#: verification as the command runs it by default
+OPTIONS = VerifyOptions()
 SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "calls": []}
 
 
@@ -58,7 +61,7 @@ def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(
         _targets("AForCausalLM", "BrokenForCausalLM", "CForCausalLM"),
         old=side(tmp_path),
         new=side(tmp_path),
-        jobs=jobs,
+        options=VerifyOptions(jobs=jobs),
         work_dir=tmp_path,
     )
     assert [(v.override_id, v.verdict) for v in verdicts] == [
@@ -72,16 +75,22 @@ def test_a_harness_failure_is_that_class_unverified_and_the_others_still_run(
 def test_the_scratch_directory_goes_unless_logs_are_kept(
     fake_workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
+    verify_targets(
+        _targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), options=OPTIONS, work_dir=tmp_path
+    )
     assert not list(tmp_path.glob("codemod-verify-*"))
     monkeypatch.setenv("CODEMOD_KEEP_LOGS", "1")
-    verify_targets(_targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
+    verify_targets(
+        _targets("AForCausalLM"), old=side(tmp_path), new=side(tmp_path), options=OPTIONS, work_dir=tmp_path
+    )
     (kept,) = tmp_path.glob("codemod-verify-*")
     assert sorted(p.name for p in kept.iterdir()) == ["new-0.log", "old-0.log"]  # the models are gone either way
 
 
 def test_logs_a_verdict_points_at_are_kept(fake_workers, tmp_path: Path) -> None:
-    (verdict,) = verify_targets(_targets("DiesForCausalLM"), old=side(tmp_path), new=side(tmp_path), work_dir=tmp_path)
+    (verdict,) = verify_targets(
+        _targets("DiesForCausalLM"), old=side(tmp_path), new=side(tmp_path), options=OPTIONS, work_dir=tmp_path
+    )
     assert verdict.verdict == "unverified" and "Segmentation fault" in verdict.detail
     log = Path(verdict.detail.rsplit("see ", 1)[1])
     assert log.read_text() == "started\n"

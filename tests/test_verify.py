@@ -29,6 +29,7 @@ from codemod.fetch import fetch_release
 from codemod.rules.generic_mixin import METHOD_SOURCE
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
+from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Target
 from codemod.verify.session import verify_change
 
@@ -80,7 +81,7 @@ def fixture_verdicts(tmp_path_factory):
     rewrite(root, LLAMA, [Edit(LLAMA, "LlamaForCausalLM", EditKind.DELETE, None, "test")])
     rewrite(root, MIXIN, [Edit(MIXIN, "GenerationMixin", EditKind.HOIST, None, "test", METHOD_SOURCE)])
     targets = [Target(f"{FILE}::{c}", MODULE, c, "fixture_lm") for c in classes]
-    report = verify_change(resolve(root), targets, base="HEAD", jobs=2)
+    report = verify_change(resolve(root), targets, options=VerifyOptions(jobs=2), base="HEAD")
     return {v.override_id.split("::")[1]: v for v in report.verdicts}
 
 
@@ -221,7 +222,7 @@ def test_a_reduction_that_drops_the_llava_legacy_condition_is_caught_by_the_lega
         "LlavaForConditionalGeneration",
         "llava",
     )
-    (verdict,) = verify_change(resolve(root), [target], base="HEAD", jobs=1, own_tests=False).verdicts
+    (verdict,) = verify_change(resolve(root), [target], options=VerifyOptions(own_tests=False), base="HEAD").verdicts
     assert verdict.verdict in ("differs", "crashed"), verdict.detail
     failing = sorted(
         {
@@ -251,13 +252,16 @@ def test_the_llava_legacy_path_is_required_evidence(tmp_path) -> None:
     )
     chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-padded")
     (without,) = verify_change(
-        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen
+        resolve(root), [target], options=VerifyOptions(own_tests=False, scenarios=chosen), base="HEAD"
     ).verdicts
     assert without.verdict == "unverified", without.detail
     assert "reads image_seq_length" in without.detail and "no multimodal-legacy scenario" in without.detail
     assert {s.name for s in without.scenarios if s.status is ScenarioStatus.SAME} >= set(chosen)
     (with_legacy,) = verify_change(
-        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=(*chosen, "multimodal-legacy")
+        resolve(root),
+        [target],
+        options=VerifyOptions(own_tests=False, scenarios=(*chosen, "multimodal-legacy")),
+        base="HEAD",
     ).verdicts
     assert with_legacy.verdict == "identical", with_legacy.detail
 
@@ -323,7 +327,7 @@ def test_the_melody_decoders_conditioning_is_evidence(tmp_path, conditioning_eve
     )
     chosen = ("greedy", "greedy-no-cache", "multimodal", "multimodal-no-cache", "prefilled-cache")
     (verdict,) = verify_change(
-        resolve(root), [target], base="HEAD", jobs=1, own_tests=False, scenarios=chosen
+        resolve(root), [target], options=VerifyOptions(own_tests=False, scenarios=chosen), base="HEAD"
     ).verdicts
     if not conditioning_every_step:
         assert verdict.verdict == "identical", verdict.detail

@@ -116,7 +116,7 @@ def test_every_behaviour_name_the_engine_spells_is_a_rule() -> None:
         )
     }
     # phrases and keys that share a prefix with a behaviour name but are not one (scenario names)
-    from codemod.verify.runner import DEFAULT_SCENARIOS
+    from codemod.verify.options import DEFAULT_SCENARIOS
 
     known_other = {"slice-with-ids:", *DEFAULT_SCENARIOS}
     unknown = sorted(n for n in shaped - names - known_other if " " not in n and ":" not in n)

@@ -27,41 +27,9 @@ from typing import Any, TypedDict
 from codemod.contracts import Verdict, WorkerStatus
 from codemod.errors import CodemodError
 from codemod.verify.compare import ClassVerdict, ResultDocument, compare
+from codemod.verify.options import VerifyOptions
 
 VERIFY_DIR = Path(__file__).resolve().parent
-DEFAULT_SCENARIOS = (
-    "greedy",
-    "greedy-no-cache",
-    "left-padded-batch",
-    "sampling",
-    "beam-search",
-    "assisted",
-    "inputs-embeds",
-    "inputs-embeds-padded",
-    "static-cache",
-    "encoder-outputs",
-    "multimodal",
-    "multimodal-assisted",
-    "multimodal-padded",
-    "multimodal-no-cache",
-    "multimodal-legacy",
-    "contrastive",
-    "config-no-cache",
-    "config-no-cache-generate-cache",
-    "no-attention-mask",
-    "token-type-ids",
-    "encoder-hidden-states",
-    "head-masks",
-    "decoder-inputs-embeds",
-    "decoder-prompt",
-    "position-ids",
-    "prefilled-cache",
-    "long",
-    "beam-search-returned",
-    "prompt-lookup",
-    "continue-from-cache",
-    "multimodal-continue",
-)
 
 
 #: One request to a worker (one JSON line on its stdin; see ``worker.py``): build or load one class's
@@ -91,7 +59,7 @@ class Target:
     module: str  # dotted module to import it from
     class_name: str
     model: str
-    #: for a class that inherits a changed override (``index.Inheritor``): that override's id
+    #: for a class that inherits a changed override (``inheritors.Inheritor``): that override's id
     inherits_from: str = ""
     #: one group per statement the change keeps that reads the model's own optional inputs
     #: (``plan.kept_inputs``): an identical verdict needs a compared scenario to have given one of each
@@ -245,10 +213,7 @@ def verify_targets(
     *,
     old: Side,
     new: Side,
-    device: str = "cpu",
-    jobs: int = 1,
-    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
-    timeout: float = 600.0,
+    options: VerifyOptions,
     seed: int = 0,
     progress: Progress | None = None,
     work_dir: Path | None = None,
@@ -268,9 +233,9 @@ def verify_targets(
 
     def pair(number: int) -> None:
         nonlocal done_count
-        memory_mb = worker_memory_mb(device, jobs)
-        old_worker = Worker(old, device, scratch / f"old-{number}.log", memory_mb)
-        new_worker = Worker(new, device, scratch / f"new-{number}.log", memory_mb)
+        memory_mb = worker_memory_mb(options.device, options.jobs)
+        old_worker = Worker(old, options.device, scratch / f"old-{number}.log", memory_mb)
+        new_worker = Worker(new, options.device, scratch / f"new-{number}.log", memory_mb)
         old_worker.start()
         new_worker.start()
         try:
@@ -282,36 +247,7 @@ def verify_targets(
                 if progress:
                     progress(target.class_name, None, done_count, len(targets))
                 model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
-                try:
-                    model_dir.mkdir(parents=True)
-                    request: WorkerRequest = {
-                        "module": target.module,
-                        "class": target.class_name,
-                        "model_dir": str(model_dir),
-                        "scenarios": list(scenarios),
-                        "seed": seed,
-                    }
-                    old_result = old_worker.request(
-                        {**request, "mode": "build", "result": str(model_dir / "old.json")}, timeout
-                    )
-                    if old_result.get("status") == WorkerStatus.OK:
-                        new_result = new_worker.request(
-                            {**request, "mode": "load", "result": str(model_dir / "new.json")}, timeout
-                        )
-                    else:
-                        new_result = {"status": WorkerStatus.NOT_RUN}
-                    verdict = compare(
-                        target.override_id, old_result, new_result, same_inputs=same_inputs, needs=target.needs
-                    )
-                    verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
-                except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
-                    verdict = ClassVerdict(
-                        target.override_id,
-                        Verdict.UNVERIFIED,
-                        detail=f"the verification harness failed: {type(error).__name__}: {error}",
-                    )
-                for heavy in ("variants", "inputs"):  # weights and tensors are large; results stay
-                    shutil.rmtree(model_dir / heavy, ignore_errors=True)
+                verdict = _verify_one(target, model_dir, (old_worker, new_worker), options, seed, same_inputs)
                 with lock:
                     verdicts[position] = verdict
                     done_count += 1
@@ -321,7 +257,8 @@ def verify_targets(
             old_worker.stop()
             new_worker.stop()
 
-    threads = [threading.Thread(target=pair, args=(n,), daemon=True) for n in range(max(1, min(jobs, len(targets))))]
+    pairs = max(1, min(options.jobs, len(targets)))
+    threads = [threading.Thread(target=pair, args=(n,), daemon=True) for n in range(pairs)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -331,6 +268,48 @@ def verify_targets(
     keep_logs = os.environ.get("CODEMOD_KEEP_LOGS") or any(str(scratch) in v.detail for v in verdicts.values())
     shutil.rmtree(scratch / "models" if keep_logs else scratch, ignore_errors=True)
     return [verdicts[i] for i in range(len(targets))]
+
+
+def _verify_one(
+    target: Target,
+    model_dir: Path,
+    workers: tuple[Worker, Worker],
+    options: VerifyOptions,
+    seed: int,
+    same_inputs: bool,
+) -> ClassVerdict:
+    """One class on a pair of workers: the old side builds the tiny models in ``model_dir``, the new side loads
+    them, ``compare`` judges; a failure of the harness itself is that class's verdict, not the run's."""
+    old_worker, new_worker = workers
+    try:
+        model_dir.mkdir(parents=True)
+        request: WorkerRequest = {
+            "module": target.module,
+            "class": target.class_name,
+            "model_dir": str(model_dir),
+            "scenarios": list(options.scenarios),
+            "seed": seed,
+        }
+        old_result = old_worker.request(
+            {**request, "mode": "build", "result": str(model_dir / "old.json")}, options.timeout
+        )
+        if old_result.get("status") == WorkerStatus.OK:
+            new_result = new_worker.request(
+                {**request, "mode": "load", "result": str(model_dir / "new.json")}, options.timeout
+            )
+        else:
+            new_result = {"status": WorkerStatus.NOT_RUN}
+        verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs, needs=target.needs)
+        verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
+    except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
+        verdict = ClassVerdict(
+            target.override_id,
+            Verdict.UNVERIFIED,
+            detail=f"the verification harness failed: {type(error).__name__}: {error}",
+        )
+    for heavy in ("variants", "inputs"):  # weights and tensors are large; results stay
+        shutil.rmtree(model_dir / heavy, ignore_errors=True)
+    return verdict
 
 
 def module_of(path: str) -> str | None:

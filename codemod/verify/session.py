@@ -25,9 +25,9 @@ from codemod.environment import ensure_environment
 from codemod.sources import FileKind, file_kind, model_name
 from codemod.transform.plan import MIXIN_KEYS, Plan, kept_inputs, own_inputs_read
 from codemod.verify.compare import ClassVerdict
+from codemod.verify.options import VerifyOptions
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
-    DEFAULT_SCENARIOS,
     Progress,
     Side,
     Target,
@@ -309,88 +309,89 @@ def verify_change(
     checkout: Checkout,
     targets: Sequence[Target],
     *,
+    options: VerifyOptions,
     base: str = "HEAD",
     new_root: Path | None = None,
     old_root: Path | None = None,
-    device: str = "cpu",
-    jobs: int = 1,
-    python: Path | None = None,
-    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
-    timeout: float = 600.0,
+    not_run: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
-    not_run: Sequence[tuple[str, str]] = (),
-    own_tests: bool = True,
-    own_tests_timeout: float = 900.0,
-    target: str | None = None,
-    from_release: str | None = None,
-    requirements: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``targets``: ``base`` (a revision of the checkout's git repo) against ``new_root``
     (default: the working tree); ``old_root``: the base already checked out by the caller (a
-    worktree it holds, so that one run makes one), else a worktree of ``base`` is made. When the checkout has ``tests/models/<m>/``, that model's own
-    generate tests run before and after too; a regression fails every changed class of the model
-    (a test failure cannot be traced to one class).
+    worktree it holds, so that one run makes one), else a worktree of ``base`` is made. When the checkout has
+    ``tests/models/<m>/``, that model's own generate tests run before and after too; a regression fails every
+    changed class of the model (a test failure cannot be traced to one class).
 
-    Model code outside transformers (a tree or a file) runs on releases: the new code on ``target``
-    (default :data:`DEFAULT_TREE_TARGET`), the old code on ``from_release`` (default: the same), in
-    environments with ``requirements`` besides each release's own pins. Across two releases the
-    generated tokens and scores must match; the prepared inputs are reported, not required to
-    match (``generate()`` itself prepares other keys in another release)."""
+    Model code outside transformers (a tree or a file) runs on releases (``options.target`` and
+    ``options.from_release``). Across two releases the generated tokens and scores must match; the prepared
+    inputs are reported, not required to match (``generate()`` itself prepares other keys in another release)."""
     if checkout.git is None:
         raise VerificationError(
             f"{checkout.root} is not a git work tree: verification compares against a base revision"
         )
+    trees = _Trees(base, new_root or checkout.root, old_root)
     if checkout.is_tree:
-        return _verify_tree(
-            checkout,
-            targets,
-            base=base,
-            new_root=new_root,
-            old_root=old_root,
-            device=device,
-            jobs=jobs,
-            python=python,
-            scenarios=scenarios,
-            timeout=timeout,
-            progress=progress,
-            say=say,
-            not_run=not_run,
-            target=target or DEFAULT_TREE_TARGET,
-            from_release=from_release,
-            requirements=requirements,
-        )
+        return _verify_tree(checkout, targets, options, trees, not_run=not_run, progress=progress, say=say)
     started = time.perf_counter()
     tested = (
         models_with_tests(checkout.tests_dir, [t.model for t in targets])
-        if own_tests and checkout.tests_dir is not None
+        if options.own_tests and checkout.tests_dir is not None
         else []
     )
     # the test dependencies also let the workers import the checkout's model testers (tiny configs)
     environment = ensure_environment(
-        checkout, device, python=python, tests=checkout.tests_dir is not None, progress=say
+        checkout, options.device, python=options.python, tests=checkout.tests_dir is not None, progress=say
     )
-    new_tree = new_root or checkout.root
     with _base_tree(checkout, base, old_root) as old_tree:
         verdicts = verify_targets(
             targets,
             old=Side.checkout(environment.python, old_tree),
-            new=Side.checkout(environment.python, new_tree),
-            device=device,
-            jobs=jobs,
-            scenarios=scenarios,
-            timeout=timeout,
+            new=Side.checkout(environment.python, trees.new),
+            options=options,
             progress=progress,
         )
         own = (
             verify_own_tests(
-                environment.python, old_tree, new_tree, tested, jobs=jobs, timeout=own_tests_timeout, progress=say
+                environment.python,
+                old_tree,
+                trees.new,
+                tested,
+                jobs=options.jobs,
+                timeout=options.own_tests_timeout,
+                progress=say,
             )
             if tested
             else []
         )
+    return VerifyReport(
+        tuple(_failing_own_tests(targets, verdicts, own)),
+        tuple(targets),
+        tuple(not_run),
+        options.device,
+        str(environment.python),
+        time.perf_counter() - started,
+        base,
+        tuple(own),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Trees:
+    """The two trees a run compares: the ``base`` revision (``old``: already checked out by the caller, else
+    a worktree is made) and the tree with the change (``new``)."""
+
+    base: str
+    new: Path
+    old: Path | None
+
+
+def _failing_own_tests(
+    targets: Sequence[Target], verdicts: Sequence[ClassVerdict], own: Sequence[OwnTestsVerdict]
+) -> list[ClassVerdict]:
+    """The verdicts with a regression of the model's own tests failing each identical class of that model."""
     failed = failing_models(own)
-    verdicts = [
+    return [
         dataclasses.replace(
             v,
             verdict=Verdict.CRASHED if "could not run" in failed[t.model] else Verdict.DIFFERS,
@@ -400,16 +401,6 @@ def verify_change(
         else v
         for t, v in zip(targets, verdicts, strict=False)
     ]
-    return VerifyReport(
-        tuple(verdicts),
-        tuple(targets),
-        tuple(not_run),
-        device,
-        str(environment.python),
-        time.perf_counter() - started,
-        base,
-        tuple(own),
-    )
 
 
 #: the release model code outside transformers is verified on when none is chosen: the first with a
@@ -427,24 +418,17 @@ def _base_tree(checkout: Checkout, base: str, held: Path | None) -> contextlib.A
 def _verify_tree(
     checkout: Checkout,
     targets: Sequence[Target],
+    options: VerifyOptions,
+    trees: _Trees,
     *,
-    base: str,
-    new_root: Path | None,
-    old_root: Path | None,
-    device: str,
-    jobs: int,
-    python: Path | None,
-    scenarios: Sequence[str],
-    timeout: float,
+    not_run: Sequence[tuple[str, str]],
     progress: Progress | None,
     say: Callable[[str], None] | None,
-    not_run: Sequence[tuple[str, str]],
-    target: str,
-    from_release: str | None,
-    requirements: Sequence[str],
 ) -> VerifyReport:
     started = time.perf_counter()
-    old_release = from_release or target
+    target = options.target or DEFAULT_TREE_TARGET
+    old_release = options.from_release or target
+    device, python, requirements = options.device, options.python, options.requirements
     new_env, new_src = release_environment(target, device, python=python, requirements=requirements, progress=say)
     old_env, old_src = (
         (new_env, new_src)
@@ -453,20 +437,16 @@ def _verify_tree(
     )
     modules = [tree_module(checkout.root, OverrideId.parse(t.override_id).file) for t in targets]
     prefix = git.prefix(checkout.root)
-    new_tree = new_root or checkout.root
     with (
-        _base_tree(checkout, base, old_root) as old_repo,
+        _base_tree(checkout, trees.base, trees.old) as old_repo,
         tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side,
-        tree_side(new_env.python, new_src, new_tree, modules) as new_side,
+        tree_side(new_env.python, new_src, trees.new, modules) as new_side,
     ):
         verdicts = verify_targets(
             targets,
             old=old_side,
             new=new_side,
-            device=device,
-            jobs=jobs,
-            scenarios=scenarios,
-            timeout=timeout,
+            options=options,
             progress=progress,
             same_inputs=old_release == target,
         )
@@ -478,5 +458,5 @@ def _verify_tree(
         device,
         f"{new_env.python} (transformers {where})",
         time.perf_counter() - started,
-        base,
+        trees.base,
     )
