@@ -61,88 +61,93 @@ class OutputDict(Rule):
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
         small = statement.body[0]
-        outputs = ctx.output_names
-
-        # return {...} / return model_inputs
         if isinstance(small, cst.Return) and small.value is not None:
-            if isinstance(small.value, cst.Dict):
-                parsed = _dict_items(small.value, ctx)
-                if parsed is None:
-                    return None
-                items, codes, spread = parsed
-                return Match(
-                    1,
-                    self.name,
-                    "returns a dict literal",
-                    outputs=items,
-                    resets_outputs=True,
-                    forwards_kwargs=spread,
-                    returns=True,
-                    output_code=codes,
-                )
-            if isinstance(small.value, cst.Name) and small.value.value in outputs:
-                return Match(1, self.name, "returns the dict", returns=True)
-            return None
-
-        # model_inputs = {...}
+            return self._returned(small.value, ctx)
         if isinstance(small, cst.Assign) and len(small.targets) == 1:
-            target = small.targets[0].target
-            if isinstance(target, cst.Name) and target.value in outputs and isinstance(small.value, cst.Dict):
-                parsed = _dict_items(small.value, ctx)
-                if parsed is None:
-                    return None
-                items, codes, spread = parsed
-                return Match(
-                    1,
-                    self.name,
-                    "builds the dict",
-                    outputs=items,
-                    resets_outputs=True,
-                    forwards_kwargs=spread,
-                    output_code=codes,
-                )
-            # model_inputs["key"] = value
-            if (
-                isinstance(target, cst.Subscript)
-                and isinstance(target.value, cst.Name)
-                and target.value.value in outputs
-                and len(target.slice) == 1
-                and isinstance(target.slice[0].slice, cst.Index)
-            ):
-                key = _key(target.slice[0].slice.value, ctx)
-                if key is None:
-                    return None
-                return Match(
-                    1,
-                    self.name,
-                    "sets a key",
-                    outputs={key: step_value(value_of(small.value, ctx), ctx)},
-                    output_code={key: node_code(small.value)},
-                )
-            return None
-
+            return self._assigned(small.targets[0].target, small.value, ctx)
         if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
             return None
-        call = small.value
-        method = m.Attribute(value=m.OneOf(*(m.Name(n) for n in outputs)))
-        # model_inputs.update({...}) / model_inputs.update(key=value)
-        if m.matches(call.func, m.Attribute(value=method.value, attr=m.Name("update"))):
-            if len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Dict):
-                parsed = _dict_items(call.args[0].value, ctx)
-                if parsed is None:
-                    return None
-                items, codes, spread = parsed
-                return Match(
-                    1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes
-                )
-            keywords = [arg.keyword for arg in call.args if arg.keyword is not None and not arg.star]
-            if len(keywords) == len(call.args):  # every argument a keyword
-                items = {
-                    kw.value: step_value(value_of(arg.value, ctx), ctx)
-                    for kw, arg in zip(keywords, call.args, strict=False)
-                }
-                codes = {kw.value: node_code(arg.value) for kw, arg in zip(keywords, call.args, strict=False)}
-                return Match(1, self.name, "updates the dict", outputs=items, output_code=codes)
+        return self._updated(small.value, ctx)
+
+    def _returned(self, value: cst.BaseExpression, ctx: Context) -> Match | None:
+        """``return {...}`` / ``return model_inputs``."""
+        if isinstance(value, cst.Dict):
+            parsed = _dict_items(value, ctx)
+            if parsed is None:
+                return None
+            items, codes, spread = parsed
+            return Match(
+                1,
+                self.name,
+                "returns a dict literal",
+                outputs=items,
+                resets_outputs=True,
+                forwards_kwargs=spread,
+                returns=True,
+                output_code=codes,
+            )
+        if isinstance(value, cst.Name) and value.value in ctx.output_names:
+            return Match(1, self.name, "returns the dict", returns=True)
+        return None
+
+    def _assigned(
+        self, target: cst.BaseAssignTargetExpression, value: cst.BaseExpression, ctx: Context
+    ) -> Match | None:
+        """``model_inputs = {...}`` / ``model_inputs["key"] = value``."""
+        outputs = ctx.output_names
+        if isinstance(target, cst.Name) and target.value in outputs and isinstance(value, cst.Dict):
+            parsed = _dict_items(value, ctx)
+            if parsed is None:
+                return None
+            items, codes, spread = parsed
+            return Match(
+                1,
+                self.name,
+                "builds the dict",
+                outputs=items,
+                resets_outputs=True,
+                forwards_kwargs=spread,
+                output_code=codes,
+            )
+        if (
+            isinstance(target, cst.Subscript)
+            and isinstance(target.value, cst.Name)
+            and target.value.value in outputs
+            and len(target.slice) == 1
+            and isinstance(target.slice[0].slice, cst.Index)
+        ):
+            key = _key(target.slice[0].slice.value, ctx)
+            if key is None:
+                return None
+            return Match(
+                1,
+                self.name,
+                "sets a key",
+                outputs={key: step_value(value_of(value, ctx), ctx)},
+                output_code={key: node_code(value)},
+            )
+        return None
+
+    def _updated(self, call: cst.Call, ctx: Context) -> Match | None:
+        """``model_inputs.update({...})`` / ``model_inputs.update(key=value)``."""
+        if not m.matches(
+            call.func, m.Attribute(value=m.OneOf(*(m.Name(n) for n in ctx.output_names)), attr=m.Name("update"))
+        ):
+            return None
+        if len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Dict):
+            parsed = _dict_items(call.args[0].value, ctx)
+            if parsed is None:
+                return None
+            items, codes, spread = parsed
+            return Match(1, self.name, "updates the dict", outputs=items, forwards_kwargs=spread, output_code=codes)
+        keywords = [arg.keyword for arg in call.args if arg.keyword is not None and not arg.star]
+        if len(keywords) == len(call.args):  # every argument a keyword
+            items = {
+                kw.value: step_value(value_of(arg.value, ctx), ctx)
+                for kw, arg in zip(keywords, call.args, strict=False)
+            }
+            codes = {kw.value: node_code(arg.value) for kw, arg in zip(keywords, call.args, strict=False)}
+            return Match(1, self.name, "updates the dict", outputs=items, output_code=codes)
         return None
 
 

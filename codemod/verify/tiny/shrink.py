@@ -144,6 +144,34 @@ def shrink(
     level's fixup (``fixups`` by model type) applied; what changed, and why a fixup ran, go to ``notes``."""
     out = dict(d)
     old_layers = {v for k, v in d.items() if GROUP_OF.get(k) == "layers" and is_int(v) and v > size["layers"]}
+    _cap_sizes(d, out, size, vocab)
+    _derive_from_heads(d, out, size)
+    # attention windows shorter than a long scenario's sequence, so that what changes past the window
+    # (masks, cache slicing) runs too
+    for key in ("sliding_window",):
+        value = d.get(key)
+        if is_int(value) and value > SLIDING_WINDOW:
+            out[key] = SLIDING_WINDOW
+    _shrink_images(out, size)
+    _follow_layers(d, out, old_layers, size["layers"])
+    # sub-configs, recursively
+    for key, value in d.items():
+        if is_subconfig(key, value):
+            out[key] = shrink(value, size, vocab, notes, f"{path}{key}.", fixups)
+    fixup = fixups.get(str(d.get("model_type", "")))
+    if fixup is not None:
+        fixup.apply(out, size)
+        notes.append(f"{path or 'config'}: fixup for {d.get('model_type')}: {fixup.why}")
+    for key in d:
+        if out.get(key) != d[key] and not is_subconfig(key, d[key]):
+            notes.append(f"{path}{key}: {_short(d[key])} -> {_short(out.get(key))}")
+    for key in out.keys() - d.keys():
+        notes.append(f"{path}{key}: set to {_short(out[key])}")
+    return out
+
+
+def _cap_sizes(d: ConfigDict, out: ConfigDict, size: Size, vocab: int) -> None:
+    """Each size of a capped kind (and the positions) at most the tiny one; the vocabulary the one given."""
     limits = {**{group: size[group] for group in CAPPED}, "positions": MAX_POSITIONS}
     for key, value in d.items():
         group = GROUP_OF.get(key.lstrip("_"))
@@ -151,7 +179,11 @@ def shrink(
             out[key] = vocab
         elif is_int(value) and group in limits:
             out[key] = min(value, limits[group])
-    # kinds that depend on the shrunk heads/hidden of the same level
+
+
+def _derive_from_heads(d: ConfigDict, out: ConfigDict, size: Size) -> None:
+    """The kinds that depend on the shrunk heads and hidden size of the same level: kv heads, head sizes,
+    rotary dims, and the rotary sections of a multimodal rope."""
     shrunk_heads, shrunk_hidden, old_heads = _first(out, "heads"), _first(out, "hidden"), _first(d, "heads")
     heads = size["heads"] if shrunk_heads is None else shrunk_heads
     hidden = size["hidden"] if shrunk_hidden is None else shrunk_hidden
@@ -181,13 +213,10 @@ def shrink(
             if is_int(out.get("head_dim")):
                 new_half = out["head_dim"] // 2
             out[key] = _shrink_rope(rope, old_half, new_half)
-    # attention windows shorter than a long scenario's sequence, so that what changes past the window
-    # (masks, cache slicing) runs too
-    for key in ("sliding_window",):
-        value = d.get(key)
-        if is_int(value) and value > SLIDING_WINDOW:
-            out[key] = SLIDING_WINDOW
-    # images: small, with patches dividing them
+
+
+def _shrink_images(out: ConfigDict, size: Size) -> None:
+    """Images small, with patches dividing them."""
     image, patch = out.get("image_size"), out.get("patch_size")
     if is_int(image) and image > size["image"]:
         out["image_size"] = size["image"]
@@ -200,32 +229,21 @@ def shrink(
                 out["patch_size"] = [size["patch"], size["patch"]]
             elif is_int(patch):
                 out["patch_size"] = size["patch"]
-    # per-layer lists: as long as the old stack, now as long as the new one (every kind of layer kept)
+
+
+def _follow_layers(d: ConfigDict, out: ConfigDict, old_layers: set[int], layers: int) -> None:
+    """Per-layer lists (as long as the old stack) made as long as the new one, every kind of layer kept; layer
+    indices (``hybrid_layer_ids``, ``cross_attention_layers``...) moved into the new stack."""
     for key, value in d.items():
         if isinstance(value, (list, tuple)) and len(value) in old_layers and not is_token_key(key):
-            out[key] = type(value)(_per_layer(list(value), size["layers"]))
-    # layer indices (hybrid_layer_ids, cross_attention_layers...): into the new stack
+            out[key] = type(value)(_per_layer(list(value), layers))
     reference = max(old_layers) if old_layers else _vision_layers(d)
     if reference:
         for key, value in d.items():
             if _is_layer_index_key(key) and key not in GROUPS["layers"] and out.get(key) == value:
-                remapped = _remap_layer_indices(value, reference, size["layers"])
+                remapped = _remap_layer_indices(value, reference, layers)
                 if remapped is not None:
                     out[key] = remapped
-    # sub-configs, recursively
-    for key, value in d.items():
-        if is_subconfig(key, value):
-            out[key] = shrink(value, size, vocab, notes, f"{path}{key}.", fixups)
-    fixup = fixups.get(str(d.get("model_type", "")))
-    if fixup is not None:
-        fixup.apply(out, size)
-        notes.append(f"{path or 'config'}: fixup for {d.get('model_type')}: {fixup.why}")
-    for key in d:
-        if out.get(key) != d[key] and not is_subconfig(key, d[key]):
-            notes.append(f"{path}{key}: {_short(d[key])} -> {_short(out.get(key))}")
-    for key in out.keys() - d.keys():
-        notes.append(f"{path}{key}: set to {_short(out[key])}")
-    return out
 
 
 def _first(d: ConfigDict, group: str) -> int | None:
