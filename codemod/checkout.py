@@ -1,7 +1,9 @@
-"""Where the code to migrate lives: a checkout, an installed package, a directory or one file.
+"""Where the code to migrate lives: a checkout, an installed package, a directory, one file or several.
 
-``resolve(path)`` looks at a path and says what it is. Every path the tool reports is relative to
-``Checkout.root`` (the directory given, or a single file's directory), with forward slashes.
+``resolve(path)`` looks at a path and says what it is; ``resolve_paths(paths)`` makes one checkout of
+several (files and directories of model code: a tree, as ruff takes paths). Every path the tool reports
+is relative to ``Checkout.root`` (the directory given, a single file's directory, or the directory that
+several paths share), with forward slashes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import dataclasses
 import errno
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from codemod import git
@@ -24,7 +27,7 @@ class CheckoutKind(Vocabulary):
     CHECKOUT = "checkout"
     #: a ``transformers`` package directory, e.g. in site-packages
     PACKAGE = "package"
-    #: any other directory of model code (e.g. a model repo with remote code)
+    #: any other directory of model code (e.g. a model repo with remote code), or several paths of it
     TREE = "tree"
     #: a single file
     FILE = "file"
@@ -48,6 +51,8 @@ class Checkout:
     #: for ``FILE``: the file itself
     target_file: Path | None = None
     git: GitState | None = None
+    #: for ``FILE`` and a tree of several paths: the files to work on (empty: every Python file below the root)
+    files: tuple[Path, ...] = ()
 
     @property
     def is_tree(self) -> bool:
@@ -135,7 +140,7 @@ def resolve(path: Path, with_git: bool = True) -> Checkout:
     except OSError as error:
         raise CheckoutError(f"cannot read {given}: {(error.strerror or str(error)).lower()}") from None
     if path.is_file():
-        return Checkout(root=path.parent, kind=CheckoutKind.FILE, package_dir=None, version=None, target_file=path)
+        return Checkout(path.parent, CheckoutKind.FILE, None, None, target_file=path, files=(path,))
     state = git_state(path) if with_git else None
     if _is_package_dir(path / "src" / "transformers"):
         package = path / "src" / "transformers"
@@ -143,3 +148,20 @@ def resolve(path: Path, with_git: bool = True) -> Checkout:
     if _is_package_dir(path):
         return Checkout(path, CheckoutKind.PACKAGE, path, _version(path), git=state)
     return Checkout(path, CheckoutKind.TREE, None, None, git=state)
+
+
+def resolve_paths(paths: Sequence[Path], with_git: bool = True) -> Checkout:
+    """One checkout of ``paths``: one path is what ``resolve`` says it is; several (files and directories of
+    model code) are a tree rooted where they meet, holding their Python files only. A transformers checkout
+    or package is given alone: it is judged against its own mixin, which a tree of parts of it would not be."""
+    if len(paths) == 1:
+        return resolve(paths[0], with_git)
+    parts = [resolve(path, with_git=False) for path in paths]
+    for part in parts:
+        if part.kind in (CheckoutKind.CHECKOUT, CheckoutKind.PACKAGE):
+            raise CheckoutError(f"{part.root} is a transformers {part.kind.value}: give it as the only path")
+    from codemod.sources import python_files  # sources reads checkouts: imported when needed, not at the top
+
+    files = sorted(dict.fromkeys(file for part in parts for file in python_files(part)))
+    root = Path(os.path.commonpath([part.root for part in parts]))
+    return Checkout(root, CheckoutKind.TREE, None, None, git=git_state(root) if with_git else None, files=tuple(files))

@@ -100,9 +100,8 @@ def model_names(checkout: Checkout) -> set[str]:
 
 def python_files(checkout: Checkout) -> Iterator[Path]:
     """Every Python file that may hold model code, once each, in a stable order."""
-    if checkout.kind is CheckoutKind.FILE:
-        assert checkout.target_file is not None
-        yield checkout.target_file
+    if checkout.files:  # one file, or the paths a tree was made of
+        yield from checkout.files
         return
     top = checkout.package_dir / "models" if checkout.package_dir is not None else checkout.root
     found: list[Path] = []

@@ -198,7 +198,7 @@ def _ordered_reasons(f: Finding) -> list[Reason]:
     return sorted(f.reasons, key=lambda r: _REASON_ORDER.get(r.kind, 9))
 
 
-def _short_reasons(f: Finding) -> str:
+def short_reasons(f: Finding) -> str:
     """The most telling reason, and how many of each kind there are."""
     reasons = _ordered_reasons(f)
     if not reasons:
@@ -282,7 +282,7 @@ def render_table(result: ScanResult, console: Console, verbose: bool = False) ->
             where.append(f"\n{_short_path(o.file)}:{o.line}", style="dim")
             if verbose and _origin(f):
                 where.append(f"\n{_origin(f)}", style="dim")
-            why = "\n".join(map(str, _ordered_reasons(f))) if verbose else _short_reasons(f)
+            why = "\n".join(map(str, _ordered_reasons(f))) if verbose else short_reasons(f)
             table.add_row(where, str(o.lines), f.action.value, Text(why))
         console.print(table)
     _render_problems(result, console, verbose)
