@@ -126,6 +126,52 @@ def test_a_real_sigint_in_the_middle_of_a_rename_rolls_back(repo: Path, monkeypa
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the caller's handler is back"
 
 
+def test_an_interrupt_the_instant_a_rename_is_done_puts_that_file_back(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``KeyboardInterrupt`` raised right as the second rename returns (no step in between): the file is already
+    recorded as replaced, so it is put back with the first. Recorded after its rename, it would stay changed."""
+    changes, paths = planned(repo)
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace_then_interrupt(src: str | Path, dst: str | Path) -> None:
+        real_replace(src, dst)
+        calls.append(str(dst))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(writes.os, "replace", replace_then_interrupt)
+    before = snapshot(repo)
+    with pytest.raises(writes.Interrupted, match=rf"put back 2 already replaced: {paths[0]}, {paths[1]}\)$"):
+        write(resolve(repo), changes)
+    monkeypatch.undo()
+    assert snapshot(repo) == before
+
+
+def test_ctrl_c_during_the_rollback_does_not_stop_it(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third file was edited by another process: the write stops and puts back the two it replaced. A SIGINT
+    that arrives while the first is being put back waits: both are put back, and the line says why it stopped."""
+    changes, paths = planned(repo)
+    edited = repo / paths[2]
+    edited.write_bytes(edited.read_bytes() + b"# another process's line\n")
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace_with_a_signal(src: str | Path, dst: str | Path) -> None:
+        real_replace(src, dst)
+        calls.append(str(dst))
+        if len(calls) == 3:  # the first put-back
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(writes.os, "replace", replace_with_a_signal)
+    before = snapshot(repo)
+    with pytest.raises(WriteError, match=rf"^{paths[2]} changed on disk since it was read"):
+        write(resolve(repo), changes)
+    monkeypatch.undo()
+    assert snapshot(repo) == before
+
+
 KILLER = """
 import os, sys
 from codemod import writes
