@@ -8,7 +8,8 @@ It is model-specific where the target's ``generate()`` makes the cache before th
 mixin's ``cache-before-first-step``): from 4.54.0 for every model, an empty cache, so that
 ``is not None`` holds on the prompt step; from 4.56.0 one with a layer per hidden layer, true while
 empty, so that ``if past_key_values:`` holds there too. The cut then keeps only the prompt's last
-token, which the mixin keeps whole: the override stays as it is. A decoder's ids (``decoder_input_ids``,
+token, which the mixin keeps whole: the override stays as it is (not so a test of another name than
+``past_key_values``, the ``cache`` facet: ``generate()`` fills none other). A decoder's ids (``decoder_input_ids``,
 or an override that takes ``encoder_outputs``) are the exception: ``generate()`` starts them with the
 start token alone, so the cut changes nothing there but a prompt the caller gives the decoder.
 
@@ -18,6 +19,7 @@ Example::
         input_ids = input_ids[:, -1:]
 """
 
+import re
 from collections.abc import Mapping, Sequence
 
 from codemod.rules._pattern import Captures
@@ -35,6 +37,7 @@ from codemod.rules.base import (
     ValueOrigin,
     claim,
 )
+from codemod.rules.guards import PAST_NAMES
 
 _SLICERS = ("slice-by-cache-position", "slice-by-next-sequence-length")
 
@@ -50,8 +53,14 @@ def _check(captures: Captures, ctx: Context, variant: str) -> Match | None:
         return None
     # the test it is cut under, innermost first: a reduction that cuts again after super() uses the same one
     # (an empty Cache is falsy, so ``if past_key_values:`` and ``is not None`` differ on the first step)
-    guard = next(g for g in reversed(ctx.guards) if g.startswith("past"))
+    index = max(i for i, g in enumerate(ctx.guards) if g.startswith("past"))
+    guard = ctx.guards[index]
     facets = {"guard": guard}
+    # generate() fills past_key_values alone: a test of another name (``past``, 4.2x's) never sees its cache
+    test = ctx.tests[index] if len(ctx.tests) == len(ctx.guards) else ""
+    tested = next((n for n in re.findall(r"\w+", test) if n in PAST_NAMES), "past_key_values")
+    if tested != "past_key_values":
+        facets["cache"] = tested
     if ids == "decoder_input_ids" or "encoder_outputs" in ctx.params:
         facets["decoder"] = "true"  # a decoder's prompt: one start token in the standard flow
     return claim(detail=variant, defines={ids: Value(ValueOrigin.IDS, "last token")}, facets=facets)
@@ -65,7 +74,8 @@ class SliceToLastToken(TemplateRule):
             "keeps only the last token where the mixin keeps every uncached token: assisted decoding "
             "(several candidate tokens per step) sees different inputs"
         )
-        on_prompt = _holds_on_the_prompt(facets.get("guard", ""), mixin.get(CACHE_BEFORE_FIRST_STEP, ()))
+        made = mixin.get(CACHE_BEFORE_FIRST_STEP, ()) if "cache" not in facets else ()
+        on_prompt = _holds_on_the_prompt(facets.get("guard", ""), made)
         if on_prompt and facets.get("decoder"):
             # generate() starts a decoder with its start token alone: cutting that prompt changes nothing there
             prompt = f"{on_prompt}: this cuts a decoder prompt of several tokens (given by the caller) to its last"
@@ -148,7 +158,7 @@ CASES = (
             input_ids = input_ids[ :, -1 : ]  # only the last token
         """,
         detail="[:, -1:]",
-        facets={"guard": "past-not-none"},
+        facets={"guard": "past-not-none", "cache": "past"},
     ),
     Case(
         "in-else-of-no-cache",

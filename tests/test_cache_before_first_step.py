@@ -200,3 +200,16 @@ def test_a_decoder_prompt_cut_is_a_difference_outside_the_standard_flow() -> Non
     finding = classify_override(override(source), profile(FROM_4_56))
     assert finding.category is not Category.BESPOKE
     assert any("cuts a decoder prompt of several tokens" in d.text for d in finding.differences)
+
+
+def test_a_cut_under_a_name_generate_never_fills_is_not_kept_for_it() -> None:
+    """``past`` (4.2x's name) is never given the cache generate() makes: the cut never runs on the target, before the
+    first step or after (another reason keeps such an override: it passes past_key_values from ``past``)."""
+    source = """
+    def prepare_inputs_for_generation(self, input_ids, past=None, **kwargs):
+        if past is not None:
+            input_ids = input_ids[:, -1:]
+        return {"input_ids": input_ids, "past_key_values": past, **kwargs}
+    """
+    finding = classify_override(override(source), profile(FROM_4_56))
+    assert not any("cuts the prompt" in r.text for r in finding.reasons)
