@@ -159,3 +159,12 @@ def test_explain_a_blocker_rule() -> None:
     assert explain("legacy-cache-concat") is not None and explain("PI101") is None
     done = CliRunner().invoke(app, ["explain", "TB002"])
     assert done.exit_code == 0 and "past_key_value.update" in done.stdout
+
+
+def test_the_tree_s_own_warnings_are_not_printed(recwarn: pytest.WarningsRecorder) -> None:
+    [rule] = [r for r in RULES if r.code == "TB005"]
+    found = run_rules(
+        [rule], {"m.py": 'PATTERN = "\\d+"\nhead_mask = self.get_head_mask(h, 2)\n'}, TreeFacts(), "5.0.0"
+    )
+    assert [b.line for b in found] == [2]
+    assert not [w for w in recwarn if issubclass(w.category, (DeprecationWarning, SyntaxWarning))]

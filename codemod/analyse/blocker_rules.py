@@ -20,6 +20,9 @@ from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFa
 _PAST = re.compile(r"^(layer_)?past(_key_values?|_kv|_key_value_layer)?$")
 _PRESENTS = re.compile(r"^(presents|present_key_values|next_decoder_cache|next_cache|new_past|next_past)$")
 
+#: the token ids 4.57's ``PretrainedConfig`` set on every config; transformers' own model configs take them themselves
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+
 #: generation settings 4.57's ``PretrainedConfig.__init__`` set on every config (``_get_global_generation_defaults``
 #: and the token ids), which 5.0's no longer does
 GENERATION_SETTINGS = frozenset(
@@ -49,10 +52,7 @@ GENERATION_SETTINGS = frozenset(
         "exponential_decay_length_penalty",
         "suppress_tokens",
         "begin_suppress_tokens",
-        "pad_token_id",
-        "bos_token_id",
-        "eos_token_id",
-        "decoder_start_token_id",
+        *TOKEN_IDS,
     }
 )
 
@@ -196,10 +196,16 @@ def _config_settings(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
         is_config = (isinstance(owner, ast.Name) and owner.id == "config") or (
             isinstance(owner, ast.Attribute) and owner.attr == "config"
         )
-        if is_config and node.attr in GENERATION_SETTINGS and node.attr not in facts.config_attributes:
-            if _line(node) not in lines:
-                lines.add(_line(node))
-                yield Hit(_line(node), _code(node), detail=f"config.{node.attr}")
+        if not is_config or node.attr not in GENERATION_SETTINGS:
+            continue
+        # transformers' own model configs take the token ids: read on them (a tree without a config of its own)
+        # the attribute is there on every release
+        own = facts.config_attributes
+        if (own is None and node.attr in TOKEN_IDS) or (own is not None and node.attr in own):
+            continue
+        if _line(node) not in lines:
+            lines.add(_line(node))
+            yield Hit(_line(node), _code(node), detail=f"config.{node.attr}")
 
 
 def _removed_imports(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
@@ -220,16 +226,19 @@ def _removed_imports(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
 # ------------------------------------------------------------------------------------------- tree facts
 
 
-def config_attributes(trees: Iterable[ast.Module | None]) -> frozenset[str]:
+def config_attributes(trees: Iterable[ast.Module | None]) -> frozenset[str] | None:
     """Attributes the tree's config classes set (``self.x = …``), take (``__init__`` parameters) or hand their base
-    (``super().__init__(x=…)``): read on the target, they exist whatever its ``PretrainedConfig`` sets."""
+    (``super().__init__(x=…)``): read on the target, they exist whatever its ``PretrainedConfig`` sets. None when
+    the tree defines no config class."""
     found: set[str] = set()
+    configs = 0
     for tree in trees:
         if tree is None:
             continue
         for cls in ast.walk(tree):
             if not (isinstance(cls, ast.ClassDef) and (cls.name.endswith("Config") or _config_base(cls))):
                 continue
+            configs += 1
             for node in ast.walk(cls):
                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _code(node.value) == "self":
                     found.add(node.attr)
@@ -237,7 +246,7 @@ def config_attributes(trees: Iterable[ast.Module | None]) -> frozenset[str]:
                     found.update(a.arg for a in (*node.args.args, *node.args.kwonlyargs))
                 elif isinstance(node, ast.Call) and _code(node.func).endswith("__init__"):
                     found.update(k.arg for k in node.keywords if k.arg)
-    return frozenset(found)
+    return frozenset(found) if configs else None
 
 
 def _config_base(cls: ast.ClassDef) -> bool:
@@ -459,7 +468,12 @@ RULES: tuple[BlockerRule, ...] = (
         _config_settings,
         (
             Example("max-length", "max_length = self.config.max_length\n"),
-            Example("pad", "pad = config.pad_token_id\n"),
+            Example(
+                "pad-own-config",
+                "class ToyConfig(PretrainedConfig):\n    def __init__(self, hidden_size=8, **kwargs):\n"
+                "        super().__init__(**kwargs)\n"
+                "pad = config.pad_token_id\n",
+            ),
         ),
         (
             NearMiss("generation-config", "max_length = self.generation_config.max_length\n", "the generation config"),
@@ -471,6 +485,11 @@ RULES: tuple[BlockerRule, ...] = (
                 "the tree's own config takes it: 5.0.0 keeps the keyword as an attribute",
             ),
             NearMiss("model-setting", "n = self.config.hidden_size\n", "not a generation setting"),
+            NearMiss(
+                "library",
+                "pad = self.config.pad_token_id\n",
+                "no config class of its own: transformers' model configs take the token ids",
+            ),
         ),
     ),
     BlockerRule(

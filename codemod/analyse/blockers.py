@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -58,8 +59,9 @@ class NearMiss:
 class TreeFacts:
     """What a rule may know about the whole tree besides the file it reads."""
 
-    #: attributes the tree's config classes set or take (``self.pad_token_id = …``, ``pad_token_id=None``)
-    config_attributes: frozenset[str] = frozenset()
+    #: attributes the tree's config classes set or take (``self.pad_token_id = …``, ``pad_token_id=None``); None
+    #: when the tree defines no config class (its models use transformers' own configs)
+    config_attributes: frozenset[str] | None = frozenset()
     #: the names a ``transformers`` module of the target defines (None: unknown, or no target package)
     module_names: Callable[[str], frozenset[str] | None] = lambda module: None
     #: the target release ("" for none)
@@ -137,10 +139,13 @@ def run_rules(
 
 
 def _parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a file too deep to compile: no blockers read
-        return None
+    # the tree's own warnings (an invalid escape in a string) are not the scan's to print
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # a file too deep to compile: no blockers read
+            return None
 
 
 def find_blockers(checkout: Checkout, texts: Mapping[Path, str], target: Target) -> tuple[Blocker, ...]:
