@@ -6,6 +6,13 @@ which release, what it refuses, the worktree ``verify`` compares with) is here. 
 together raise :class:`ToolError`, a ``CodemodError`` like every stage's errors, which the CLI reports
 once; progress goes to a :class:`Feedback`. ``fetch`` and ``pr`` add nothing to their stages' own
 functions (``codemod.fetch.fetch_release``, ``codemod.publish.pr.run_pr``): the CLI calls those as they are.
+
+Every function runs quietly unless given a ``Feedback``::
+
+    from codemod import api
+
+    result = api.scan(api.Source(["modeling_custom.py"]))
+    result, changes = api.diff(api.Source(["."]))
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import contextlib
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from codemod.contracts import Held
 from codemod.errors import CodemodError
@@ -27,9 +34,30 @@ if TYPE_CHECKING:  # the stages are imported by the functions that run them (``-
     from codemod.tools import ToolRun
     from codemod.transform.apply import Changes
     from codemod.transform.hook_changes import HookChanges
+    from codemod.verify.options import VerifyOptions
     from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
 
+__all__ = [
+    "DEFAULT_RELEASE",
+    "QUIET",
+    "Applied",
+    "Edits",
+    "Feedback",
+    "Quiet",
+    "Run",
+    "Source",
+    "ToolError",
+    "apply",
+    "diff",
+    "fetch",
+    "hooks",
+    "run_tools",
+    "scan",
+    "verify",
+]
+
+#: the release ``make run`` and ``make scan`` migrate (``--release``)
 DEFAULT_RELEASE = "4.45.2"
 
 
@@ -48,14 +76,38 @@ class Feedback(Protocol):
     def verifying(self) -> contextlib.AbstractContextManager[VerifyProgress]: ...
 
 
+class Quiet:
+    """The feedback of a caller that wants none: no notes, no progress (every function's default)."""
+
+    def say(self, message: str) -> None:
+        pass
+
+    def scanning(self) -> contextlib.AbstractContextManager[ScanProgress | None]:
+        return contextlib.nullcontext()
+
+    def verifying(self) -> contextlib.AbstractContextManager[VerifyProgress]:
+        return contextlib.nullcontext(_no_progress)
+
+
+def _no_progress(*_: object) -> None:
+    """A verification progress callback that shows nothing."""
+
+
+QUIET = Quiet()
+
+#: what ``Source`` takes as its paths: one, or several (a str is one path, not its letters)
+Paths: TypeAlias = "Path | str | Sequence[Path | str]"
+
+
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """The code a command works on: ``path`` (None: the pristine ``release``, fetched and cached), the
-    models it keeps, and for a tree or file of model code the release it is judged against (``target``,
-    or the transformers at ``mixin``), which ``verify`` and ``apply --verify`` also run the new code on."""
+    """The code a command works on: ``paths`` (files and directories; none: the current directory), or
+    the pristine ``release`` fetched from PyPI and cached; the models it keeps; and for model code
+    outside transformers the release it runs on and is judged against (``target``, or for the scan
+    alone the transformers at ``mixin``)."""
 
-    path: Path | None = None
-    release: str = DEFAULT_RELEASE
+    paths: Paths = ()
+    release: str | None = None
     only: Sequence[str] = ()
     skip: Sequence[str] = ()
     jobs: int | None = None
@@ -63,17 +115,43 @@ class Source:
     target: str | None = None
     mixin: Path | None = None
 
+    def __post_init__(self) -> None:
+        given = [self.paths] if isinstance(self.paths, (str, Path)) else self.paths
+        object.__setattr__(self, "paths", tuple(Path(p) for p in given))
+
+    @property
+    def path_list(self) -> tuple[Path, ...]:
+        """The paths, as ``__post_init__`` made them: a tuple of ``Path``."""
+        assert isinstance(self.paths, tuple)
+        return self.paths
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:
     """How ``verify`` and ``apply --verify`` run the changed classes on tiny models; outside transformers,
-    ``from_release`` is the release the old code runs on."""
+    ``from_release`` is the release the old code runs on. ``keep_unverified`` (``apply`` only): keep the
+    changes to classes that could not be verified."""
 
     device: str = "cpu"
     python: Path | None = None
     own_tests: bool = True
     from_release: str | None = None
     requirements: Sequence[str] = ()
+    keep_unverified: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Edits:
+    """What ``diff`` and ``apply`` write besides the migration: ``mark`` every override that stays with
+    ``# Overwritten -- <reason>``; ``hooks``: add the hooks mined from repeated overrides to the mixin
+    and rewrite their members (a transformers checkout only)."""
+
+    mark: bool = False
+    hooks: bool = False
+
+
+RUN = Run()
+EDITS = Edits()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,23 +167,26 @@ class Applied:
 
 
 def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
-    """The checkout to work on; without a path, the pristine release (a fresh copy when it will be written)."""
+    """The checkout to work on: the paths (none: the current directory), or the pristine release (a fresh
+    copy when it will be written)."""
     import shutil
 
     from codemod.cache import cache_dir
-    from codemod.checkout import resolve
+    from codemod.checkout import resolve, resolve_paths
     from codemod.fetch import fetch_release
 
-    path = source.path
-    if path is None and writable:
+    if source.release is None:
+        return resolve_paths(source.path_list or (Path.cwd(),))
+    if source.path_list:
+        raise ToolError("give PATHS or --release, not both: --release fetches a pristine transformers to work on")
+    if writable:
         path = cache_dir("work") / f"transformers-{source.release}"
         if path.exists():
             shutil.rmtree(path)
         path = fetch_release(source.release, path, progress=feedback.say)
         feedback.say(f"working on a copy: {path}")
-    elif path is None:
-        path = fetch_release(source.release, progress=feedback.say)
-    return resolve(path)
+        return resolve(path)
+    return resolve(fetch_release(source.release, progress=feedback.say))
 
 
 def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> Target | None:
@@ -128,7 +209,7 @@ def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> T
     return from_path(source.mixin)
 
 
-def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResult:
+def scan(source: Source, feedback: Feedback = QUIET, writable: bool = False) -> ScanResult:
     """checkout → index → classify; where every command but ``verify`` starts."""
     from codemod.analyse.scan import scan as scan_checkout
     from codemod.writes import recovered
@@ -145,7 +226,7 @@ def scan(source: Source, feedback: Feedback, writable: bool = False) -> ScanResu
     return result.select(source.only, source.skip)
 
 
-def hooks(source: Source, feedback: Feedback) -> tuple[ScanResult, HookChanges]:
+def hooks(source: Source, feedback: Feedback = QUIET) -> tuple[ScanResult, HookChanges]:
     """The scan, and the hooks mined from its overrides with each cluster's changes."""
     from codemod.transform.hook_changes import compute
     from codemod.transform.hooks import mine
@@ -154,17 +235,18 @@ def hooks(source: Source, feedback: Feedback) -> tuple[ScanResult, HookChanges]:
     return result, compute(result, mine(result), source.jobs)
 
 
-def _changes(result: ScanResult, jobs: int | None, mark: bool, hooks: bool) -> Changes:
+def _changes(result: ScanResult, jobs: int | None, edits: Edits) -> Changes:
     from codemod.transform.apply import compute_changes
 
     # outside transformers nothing verifies a plain apply: what only verification proves is held back
-    return compute_changes(result, jobs, mark_kept=mark, hold_unproven=result.index.checkout.is_tree, hooks=hooks)
+    hold = result.index.checkout.is_tree
+    return compute_changes(result, jobs, mark_kept=edits.mark, hold_unproven=hold, hooks=edits.hooks)
 
 
-def diff(source: Source, feedback: Feedback, *, mark: bool = False, hooks: bool = False) -> tuple[ScanResult, Changes]:
+def diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS) -> tuple[ScanResult, Changes]:
     """The scan, and what ``apply`` would write (in memory)."""
     result = scan(source, feedback)
-    return result, _changes(result, source.jobs, mark, hooks)
+    return result, _changes(result, source.jobs, edits)
 
 
 def _refuse_dirty(checkout: Checkout) -> None:
@@ -190,14 +272,13 @@ def _check_releases(checkout: Checkout, target: str | None, from_release: str | 
 
 
 def verify(
-    source: Source, run: Run, feedback: Feedback, *, base: str = "HEAD", shard: str | None = None
+    source: Source, run: Run = RUN, feedback: Feedback = QUIET, *, base: str = "HEAD", shard: str | None = None
 ) -> VerifyReport:
     """Compare the working tree with ``base`` for every model class the change touches (``shard``: I/N
     of them), on tiny random models."""
     from codemod.analyse.scan import scan as scan_checkout
     from codemod.checkout import resolve
     from codemod.git import worktree
-    from codemod.verify.options import VerifyOptions
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
     from codemod.writes import attend
@@ -213,19 +294,10 @@ def verify(
         base_result = scan_checkout(resolve(old_root, with_git=False)).select(source.only, source.skip)
         base_result = dataclasses.replace(base_result, index=dataclasses.replace(base_result.index, checkout=checkout))
         targets, not_run = targets_from_diff(base_result, base)
-        options = VerifyOptions(
-            device=run.device,
-            jobs=source.jobs or 1,
-            python=run.python,
-            own_tests=run.own_tests,
-            target=source.target,
-            from_release=run.from_release,
-            requirements=run.requirements,
-        )
         return verify_change(
             checkout,
             take_shard(targets, shard),
-            options=options,
+            options=_verify_options(source, run),
             base=base,
             old_root=old_root,
             progress=progress,
@@ -236,70 +308,82 @@ def verify(
 
 def apply(
     source: Source,
-    feedback: Feedback,
-    run: Run = Run(),
+    feedback: Feedback = QUIET,
+    edits: Edits = EDITS,
+    run: Run | None = None,
     *,
-    verify: bool = False,
-    keep_unverified: bool = False,
     allow_dirty: bool = False,
-    mark: bool = False,
-    hooks: bool = False,
 ) -> Applied:
-    """Rewrite the checkout (for a pristine release: a fresh copy of it); with ``verify``, verify every
-    changed class and revert what is not identical (``keep_unverified``: keep what could not be verified)."""
+    """Rewrite the checkout (for a pristine release: a fresh copy of it); with a ``run``, verify every changed
+    class and revert what is not identical (``run.keep_unverified``: keep what could not be verified).
+    ``allow_dirty``: rewrite a git tree with uncommitted changes."""
     from codemod.transform.apply import write
 
-    if verify and source.mixin is not None:
+    if run is not None and source.mixin is not None:
         raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
-    if run.from_release is not None and not verify:
-        raise ToolError("--from says which release the old code runs on: it needs --verify")
-    if verify and source.path is not None and source.target is None:
-        from codemod.checkout import resolve
+    if run is None:
+        result = scan(source, feedback, writable=True)
+        _check_writable(result.index.checkout, source, RUN, edits, allow_dirty)
+        changes = _changes(result, source.jobs, edits)
+        return Applied(result, changes, write(result.index.checkout, changes))
+    if source.release is None and source.target is None:
+        from codemod.checkout import resolve_paths
         from codemod.verify.session import DEFAULT_TREE_TARGET
 
-        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with the path
-            if resolve(source.path, with_git=False).is_tree:
+        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with the paths
+            if resolve_paths(source.path_list or (Path.cwd(),), with_git=False).is_tree:
                 source = dataclasses.replace(source, target=DEFAULT_TREE_TARGET)  # classified against what it runs on
     result = scan(source, feedback, writable=True)
     checkout = result.index.checkout
-    _check_releases(checkout, source.target, run.from_release)
-    if not allow_dirty:
-        _refuse_dirty(checkout)
-    if hooks and checkout.mixin_file is None:
-        raise ToolError(
-            f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout"
-        )
-    if not verify:
-        changes = _changes(result, source.jobs, mark, hooks)
-        return Applied(result, changes, write(checkout, changes))
-    from codemod.migrate import run_migration_on
-
+    _check_writable(checkout, source, run, edits, allow_dirty)
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
+    from codemod.migrate import MigrationOptions, run_migration_on
+
+    options = MigrationOptions(source.only, source.skip, run.keep_unverified, edits.mark, edits.hooks)
     with feedback.verifying() as progress:
         migration = run_migration_on(
-            checkout,
-            only=source.only,
-            skip=source.skip,
-            jobs=source.jobs or 1,
-            device=run.device,
-            python=run.python,
-            keep_unverified=keep_unverified,
-            progress=progress,
-            say=feedback.say,
-            own_tests=run.own_tests,
-            scanned=result,
-            target_release=source.target,
-            from_release=run.from_release,
-            requirements=run.requirements,
-            mark_kept=mark,
-            hooks=hooks,
+            checkout, options, _verify_options(source, run), progress=progress, say=feedback.say, scanned=result
         )
     written = [r.path for r in migration.final.rewrites if r.changed]
     return Applied(migration.result, migration.final, written, migration.report, migration.reverted)
 
 
-def run_tools(applied: Applied, python: Path | None, feedback: Feedback) -> list[ToolRun]:
+def _check_writable(checkout: Checkout, source: Source, run: Run, edits: Edits, allow_dirty: bool) -> None:
+    """What ``apply`` refuses before it writes: releases to run a transformers checkout on, a dirty tree,
+    hooks without a mixin to add them to."""
+    _check_releases(checkout, source.target, run.from_release)
+    if not allow_dirty:
+        _refuse_dirty(checkout)
+    if edits.hooks and checkout.mixin_file is None:
+        raise ToolError(
+            f"{checkout.root} has no mixin of its own to add hooks to: --hooks needs a transformers checkout"
+        )
+
+
+def _verify_options(source: Source, run: Run) -> VerifyOptions:
+    """How verification runs, from the command's options: one class at a time unless ``--jobs`` says."""
+    from codemod.verify.options import VerifyOptions
+
+    return VerifyOptions(
+        device=run.device,
+        jobs=source.jobs or 1,
+        python=run.python,
+        own_tests=run.own_tests,
+        target=source.target,
+        from_release=run.from_release,
+        requirements=run.requirements,
+    )
+
+
+def fetch(version: str, dest: Path | None = None, feedback: Feedback = QUIET) -> Path:
+    """A transformers release from PyPI as a one-commit git checkout (``dest``; default: the user cache)."""
+    from codemod.fetch import fetch_release
+
+    return fetch_release(version, dest, progress=feedback.say)
+
+
+def run_tools(applied: Applied, python: Path | None = None, feedback: Feedback = QUIET) -> list[ToolRun]:
     """After ``apply``: the checkout's own modular converter and check_copies on the files it wrote, when
     it has them (a git clone). Raises ``EnvironmentSetupError`` when they cannot be run."""
     from codemod.tools import after_rewrite

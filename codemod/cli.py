@@ -1,5 +1,5 @@
 """The command line: parse arguments, call :mod:`codemod.api`'s commands, render what they return and choose
-the exit code. Nothing else lives here.
+the exit code. Nothing else lives here (help and usage errors are laid out by :mod:`codemod.cli_help`).
 
 Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed verification;
 2 usage or tool errors: every ``CodemodError`` is caught once, in ``_Commands.invoke``, and printed as one line.
@@ -26,9 +26,37 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from typer.core import TyperGroup
 
 from codemod import __version__, api
+from codemod.cli_help import Command, Group
+from codemod.cli_options import (
+    OUTPUT,
+    VERIFICATION,
+    AllowDirtyOpt,
+    ApplyJobsOpt,
+    ApplyTargetOpt,
+    CacheOpt,
+    DeviceOpt,
+    DiffFormatOpt,
+    FromOpt,
+    HooksOpt,
+    MarkOpt,
+    MixinOpt,
+    OnlyOpt,
+    OutputOpt,
+    OwnTestsOpt,
+    PathsArg,
+    PythonOpt,
+    ReleaseOpt,
+    ReportFormatOpt,
+    RequirementOpt,
+    ScanFormatOpt,
+    ScanJobsOpt,
+    ScanTargetOpt,
+    SkipOpt,
+    VerifyJobsOpt,
+    VerifyTargetOpt,
+)
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
@@ -56,7 +84,7 @@ def error_line(error: BaseException) -> str:
     return one_line(redact(text))
 
 
-class _Commands(TyperGroup):
+class _Commands(Group):
     """Every command, laid out for where its output goes, with its errors reported in one line."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's click Context (typer.Context is a subclass)
@@ -79,51 +107,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_Commands,
 )
+command = app.command
 
 
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
-
-
-PathArg = Annotated[
-    Path | None,
-    typer.Argument(
-        help="A transformers checkout, an installed transformers package, a directory of model code or one file. "
-        "Default: the pristine release given by --release (fetched from PyPI and cached).",
-        show_default=False,
-    ),
-]
-ReleaseOpt = Annotated[str, typer.Option("--release", help="Release to fetch when PATH is not given.")]
-OnlyOpt = Annotated[list[str] | None, typer.Option("--only", help="Only these models (comma-separated, repeatable).")]
-SkipOpt = Annotated[list[str] | None, typer.Option("--skip", help="Skip these models (comma-separated, repeatable).")]
-MarkOpt = Annotated[
-    bool,
-    typer.Option(
-        "--mark",
-        help="Also mark every override that stays as it is with '# Overwritten -- <reason>' "
-        "(comment-only edits; off by default: a migration changes code, not comments).",
-    ),
-]
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")]
-TargetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--target",
-        help="For a tree or file: judge it against this transformers release (fetched from PyPI "
-        "and cached). Default: the built-in generic implementation.",
-    ),
-]
-MixinOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--mixin",
-        help="For a tree or file: judge it against this transformers checkout or installed "
-        "package instead of a --target release.",
-    ),
-]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to this file.")]
-CacheOpt = Annotated[bool, typer.Option(help="Use the content-hash cache in the user cache dir.")]
 
 
 @contextmanager
@@ -190,9 +178,15 @@ class _Screen:
 screen = _Screen()
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in ("table", "json", "markdown"):
-        raise typer.BadParameter(f"unknown format {fmt!r}: use table, json or markdown", param_hint="--format")
+def _check_format(fmt: str, formats: tuple[str, ...]) -> None:
+    if fmt not in formats:
+        raise typer.BadParameter(
+            f"unknown format {fmt!r}: use {', '.join(formats[:-1])} or {formats[-1]}", param_hint="--format"
+        )
+
+
+REPORTS = ("table", "json", "markdown")
+ANNOTATIONS = ("github", "sarif")
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -212,27 +206,56 @@ def _report(render: Callable[[Console], str | None], fmt: str, output: Path | No
         _write(text, output)
 
 
-@app.command()
+def _annotate(fmt: str, annotations: list[Any], output: Path | None) -> None:
+    """``--format github`` or ``sarif``: what would change, as code-review annotations."""
+    from codemod.publish import annotations as render
+
+    _write(render.github(annotations) if fmt == "github" else render.sarif(annotations), output)
+
+
+def _source(
+    paths: list[Path] | None,
+    release: str | None,
+    only: list[str] | None,
+    skip: list[str] | None,
+    jobs: int | None,
+    cache: bool = True,
+    target: str | None = None,
+    mixin: Path | None = None,
+) -> api.Source:
+    return api.Source(tuple(paths or ()), release, _split(only), _split(skip), jobs, cache, target, mixin)
+
+
+@command(cls=Command)
 def scan(
-    path: PathArg = None,
-    release: ReleaseOpt = api.DEFAULT_RELEASE,
-    fmt: FormatOpt = "table",
+    paths: PathsArg = None,
+    release: ReleaseOpt = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    output: OutputOpt = None,
-    jobs: JobsOpt = None,
-    cache: CacheOpt = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every reason in the table.")] = False,
-    target: TargetOpt = None,
+    target: ScanTargetOpt = None,
     mixin: MixinOpt = None,
+    fmt: ScanFormatOpt = "table",
+    output: OutputOpt = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", metavar="", help="Every reason in the table.", rich_help_panel=OUTPUT)
+    ] = False,
+    jobs: ScanJobsOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
-    """Find every prepare_inputs_for_generation override and classify it against what a deletion would reach:
-    this checkout's mixin, or for a tree or file the --target / --mixin release (default: the built-in one)."""
+    """Find every prepare_inputs_for_generation override and say what would become of it.
+
+    A transformers checkout is judged against its own mixin; model code outside transformers against the mixin of
+    the release it runs on (--target), or of the --mixin checkout."""
     from codemod.publish.report import render
 
-    _check_format(fmt)
+    _check_format(fmt, (*REPORTS, *ANNOTATIONS))
     started = time.perf_counter()
-    result = api.scan(api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen)
+    result = api.scan(_source(paths, release, only, skip, jobs, cache, target, mixin), screen)
+    if fmt in ANNOTATIONS:
+        from codemod.publish.annotations import from_scan
+
+        _annotate(fmt, from_scan(result), output)
+        return
     _report(lambda console: render(result, fmt, console, verbose), fmt, output)
     if fmt == "table":
         stderr.print(f"scanned in {time.perf_counter() - started:.2f}s", style="dim")
@@ -251,30 +274,35 @@ def _run_tools(applied: api.Applied, python: Path | None) -> None:
         stderr.print(run.describe(), style="" if run.ok else "red", highlight=False, soft_wrap=True)
 
 
-def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> None:
-    s = changes.summary(result)
-    stderr.print(
-        f"{s['deleted']} overrides deleted, {s['reduced']} reduced, {s['kept']} kept ({s['held']} held back); "
-        # a hoisted mixin can add more lines than a few reductions remove
-        f"{s['files']} files, "
-        + (
-            f"{s['lines_removed']} lines removed"
-            if s["lines_removed"] >= 0
-            else f"{-s['lines_removed']} more lines than before"
-        ),
-        highlight=False,
-    )
+def _print_summary(result: ScanResult, changes: Changes, only: list[str], written: list[str] | None) -> None:
+    """What the change does and, grouped by why, the files it writes (``written``: None for ``diff``, which
+    writes nothing); then what is held back and each generated file edited as its modular source."""
+    from codemod.analyse.scan import unread_line
+    from codemod.publish.summary import count, group_lines, held_line, totals
+
+    def say(text: str, style: str = "") -> None:
+        stderr.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+    say(totals(result, changes))
+    groups = group_lines(result, changes, only)
+    checkout = result.index.checkout
+    if written is not None:
+        say(f"wrote {count(len(written), 'file')} in {checkout.root}" + (":" if groups else ""))
+    elif groups:
+        say(f"would write {count(sum(r.changed for r in changes.rewrites), 'file')}:")
+    for line in groups:
+        say(line, "dim")
     # nothing is held back silently: the plan's own (a check refused the edit) and what settling dropped
     # each once: a dropped shard's members are in the plan's own list, with the shard's why
     said = {held.subject for held in changes.plan.held}
     for held in (*changes.plan.held, *(h for h in changes.dropped if h.subject not in said)):
-        stderr.print(
-            f"held back {held.subject}: {held.detail}", style="yellow", markup=False, highlight=False, soft_wrap=True
-        )
-    from codemod.analyse.scan import unread_line
-
+        say(held_line(held), "yellow")
     if (unread := unread_line(result)) is not None:  # files that do not parse are named, never passed over
-        stderr.print(unread, style="yellow", markup=False, highlight=False, soft_wrap=True)
+        say(unread, "yellow")
+    _print_mirrored(changes, checkout)
+
+
+def _print_mirrored(changes: Changes, checkout: Checkout) -> None:
     from codemod.tools import has_converter
 
     # the same edit in the generated file; the checkout's converter, when it has one, then has the last word
@@ -287,104 +315,95 @@ def _print_summary(result: ScanResult, changes: Changes, checkout: Checkout) -> 
         stderr.print(f"{generated}: same edit as its modular source {source} ({after})", style="dim", highlight=False)
 
 
-HooksOpt = Annotated[
-    bool,
-    typer.Option(
-        "--hooks",
-        help="Also add the hooks mined from repeated overrides (see `codemod hooks`) to the mixin "
-        "and rewrite their members.",
-    ),
-]
-
-
-@app.command()
+@command(cls=Command)
 def hooks(
-    path: PathArg = None,
-    release: ReleaseOpt = api.DEFAULT_RELEASE,
-    fmt: FormatOpt = "table",
+    paths: PathsArg = None,
+    release: ReleaseOpt = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    output: OutputOpt = None,
-    jobs: JobsOpt = None,
-    cache: CacheOpt = True,
-    diffs: Annotated[
-        bool, typer.Option("--diffs/--no-diffs", help="The table with each hook's and member's diff.")
-    ] = True,
-    target: TargetOpt = None,
+    target: ScanTargetOpt = None,
     mixin: MixinOpt = None,
+    fmt: ReportFormatOpt = "table",
+    output: OutputOpt = None,
+    diffs: Annotated[
+        bool,
+        typer.Option(
+            "--diffs/--no-diffs",
+            metavar="",
+            help="The table with each hook's and member's diff.",
+            rich_help_panel=OUTPUT,
+        ),
+    ] = True,
+    jobs: ScanJobsOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
-    """Cluster the model-specific parts of the overrides and, where three or more models share one, propose a hook on
-    the mixin: each cluster's members, the lines they save, the mixin change and each member's change as a diff."""
+    """Propose hooks on the mixin for the model-specific code that three or more overrides share.
+
+    Each cluster's members, the lines they save, the mixin change and each member's change as a diff."""
     from codemod.publish.hooks_report import render_hooks
 
-    _check_format(fmt)
-    result, changes = api.hooks(
-        api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin), screen
-    )
+    _check_format(fmt, REPORTS)
+    result, changes = api.hooks(_source(paths, release, only, skip, jobs, cache, target, mixin), screen)
     _report(lambda console: render_hooks(result, changes, fmt, console, diffs), fmt, output)
 
 
-@app.command()
+@command(cls=Command)
 def diff(
-    path: PathArg = None,
-    release: ReleaseOpt = api.DEFAULT_RELEASE,
+    paths: PathsArg = None,
+    release: ReleaseOpt = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    jobs: JobsOpt = None,
-    cache: CacheOpt = True,
-    target: TargetOpt = None,
-    mixin: MixinOpt = None,
     mark: MarkOpt = False,
     hooks: HooksOpt = False,
+    target: ScanTargetOpt = None,
+    mixin: MixinOpt = None,
+    fmt: DiffFormatOpt = "patch",
+    jobs: ScanJobsOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
-    """Print the unified diff of everything `apply` would change. Exit 1 when there are changes, 0 when none."""
-    from rich.syntax import Syntax
+    """Print the diff of what apply would write: exit 1 when there is one, 0 when there is none."""
+    _check_format(fmt, ("patch", *ANNOTATIONS))
+    source = _source(paths, release, only, skip, jobs, cache, target, mixin)
+    edits = api.Edits(mark, hooks)
+    result, changes = api.diff(source, screen, edits)
+    if fmt in ANNOTATIONS:
+        from codemod.publish.annotations import from_changes
 
-    from codemod.transform.apply import unified_diff, unified_diff_bytes
+        _annotate(fmt, from_changes(result, changes), None)
+    elif stdout.is_terminal:
+        from rich.syntax import Syntax
 
-    source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
-    result, changes = api.diff(source, screen, mark=mark, hooks=hooks)
-    if stdout.is_terminal:
+        from codemod.transform.apply import unified_diff
+
         stdout.print(Syntax(unified_diff(changes), "diff", theme="ansi_dark", background_color="default"))
     else:
+        from codemod.transform.apply import unified_diff_bytes
+
         # a patch to apply: each file's lines as its bytes are (latin-1 stays latin-1)
         sys.stdout.flush()
         sys.stdout.buffer.write(unified_diff_bytes(changes))
         sys.stdout.buffer.flush()
-    _print_summary(result, changes, result.index.checkout)
+    _print_summary(result, changes, list(source.only), None)
+    if changes.changed:
+        stderr.print(f"to write it: {_apply_command(source, edits)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if changes.changed else 0)
 
 
-DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda: where the tiny models run.")]
-PythonOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--python", help="An interpreter with torch and the checkout's dependencies (default: a cached venv)."
-    ),
-]
-OwnTestsOpt = Annotated[
-    bool, typer.Option("--own-tests/--no-own-tests", help="Also run the checkout's tests/models/<m> generate tests.")
-]
-TargetRunOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--target",
-        metavar="VERSION",
-        help="Model code outside transformers: the release the new code runs on (default: 4.46.3).",
-    ),
-]
-FromOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--from",
-        metavar="VERSION",
-        help="Model code outside transformers: the release the old code was written for (default: the same).",
-    ),
-]
-RequirementOpt = Annotated[
-    list[str] | None,
-    typer.Option("--requirement", "-r", help="A package the model code needs besides transformers (repeatable)."),
-]
+def _apply_command(source: api.Source, edits: api.Edits) -> str:
+    """The ``codemod apply`` that writes what ``diff`` showed: the same code, models and options."""
+    import shlex
+
+    words = ["codemod", "apply", *(str(p) for p in source.path_list)]
+    options = (
+        ("--release", source.release),
+        ("--only", ",".join(source.only)),
+        ("--skip", ",".join(source.skip)),
+        ("--target", source.target),
+        ("--mixin", source.mixin and str(source.mixin)),
+    )
+    words += [word for option, value in options if value for word in (option, value)]
+    words += [flag for flag, on in (("--mark", edits.mark), ("--hooks", edits.hooks)) if on]
+    return shlex.join(words)
 
 
 def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
@@ -400,139 +419,201 @@ def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
         render_verify_table(report, stdout)
 
 
-@app.command()
+@command(cls=Command)
 def verify(
-    path: PathArg = None,
-    release: ReleaseOpt = api.DEFAULT_RELEASE,
-    base: Annotated[str, typer.Option("--base", help="The revision the working tree is compared with.")] = "HEAD",
-    device: DeviceOpt = "cpu",
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Classes verified in parallel.")] = 1,
-    shard: Annotated[str | None, typer.Option("--shard", help="I/N: verify every N-th class from the I-th.")] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="PATH",
+            help="A git work tree to compare with --base: a transformers checkout, or a directory or file of model "
+            "code. Default: the current directory.",
+            show_default=False,
+        ),
+    ] = None,
+    release: ReleaseOpt = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
+    base: Annotated[
+        str,
+        typer.Option(
+            "--base",
+            metavar="REV",
+            help="The revision the working tree is compared with.",
+            rich_help_panel=VERIFICATION,
+        ),
+    ] = "HEAD",
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard", metavar="I/N", help="Verify every N-th class from the I-th.", rich_help_panel=VERIFICATION
+        ),
+    ] = None,
+    device: DeviceOpt = "cpu",
     python: PythonOpt = None,
-    fmt: FormatOpt = "table",
-    output: OutputOpt = None,
     own_tests: OwnTestsOpt = True,
-    target: TargetRunOpt = None,
+    target: VerifyTargetOpt = None,
     from_release: FromOpt = None,
     requirement: RequirementOpt = None,
+    fmt: ReportFormatOpt = "table",
+    output: OutputOpt = None,
+    jobs: VerifyJobsOpt = None,
 ) -> None:
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
     Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
-    source = api.Source(path, release, _split(only), _split(skip), jobs, target=target)
+    _check_format(fmt, REPORTS)
+    source = _source([path] if path is not None else None, release, only, skip, jobs, target=target)
     run = api.Run(device, python, own_tests, from_release, _split(requirement))
     report = api.verify(source, run, screen, base=base, shard=shard)
     _emit_verify(report, fmt, output)
     raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
 
 
-@app.command()
+def _run(verify: bool, run: api.Run) -> api.Run | None:
+    """``apply``'s verification run, or None without --verify (where the releases to run on mean nothing)."""
+    if verify:
+        return run
+    if run.from_release is not None or run.requirements:
+        raise api.ToolError("--from and --requirement say what the code runs on when verified: they need --verify")
+    return None
+
+
+@command(cls=Command)
 def apply(
-    path: PathArg = None,
-    release: ReleaseOpt = api.DEFAULT_RELEASE,
+    paths: PathsArg = None,
+    release: ReleaseOpt = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
-    jobs: JobsOpt = None,
-    allow_dirty: Annotated[
-        bool, typer.Option("--allow-dirty", help="Rewrite a git tree with uncommitted changes.")
-    ] = False,
-    cache: CacheOpt = True,
+    mark: MarkOpt = False,
+    hooks: HooksOpt = False,
+    allow_dirty: AllowDirtyOpt = False,
     verify: Annotated[
-        bool, typer.Option("--verify", help="Verify every changed class; revert what is not identical.")
+        bool,
+        typer.Option(
+            "--verify",
+            metavar="",
+            help="Verify every changed class on tiny random models; revert what is not identical.",
+            rich_help_panel=VERIFICATION,
+        ),
+    ] = False,
+    keep_unverified: Annotated[
+        bool,
+        typer.Option(
+            "--keep-unverified",
+            metavar="",
+            help="Keep changes to classes that could not be verified.",
+            rich_help_panel=VERIFICATION,
+        ),
     ] = False,
     device: DeviceOpt = "cpu",
     python: PythonOpt = None,
-    keep_unverified: Annotated[
-        bool, typer.Option("--keep-unverified", help="Keep changes to classes that could not be verified.")
-    ] = False,
-    report_file: Annotated[
-        Path | None, typer.Option("--report", help="With --verify: write the verification report (JSON) here.")
-    ] = None,
     own_tests: OwnTestsOpt = True,
-    target: TargetOpt = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", metavar="FILE", help="Write the verification report (JSON) here.", rich_help_panel=VERIFICATION
+        ),
+    ] = None,
+    target: ApplyTargetOpt = None,
     mixin: MixinOpt = None,
     from_release: FromOpt = None,
     requirement: RequirementOpt = None,
-    mark: MarkOpt = False,
-    hooks: HooksOpt = False,
+    jobs: ApplyJobsOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
-    """Rewrite the checkout: delete generic overrides, reduce those with model-specific keys (--mark: mark the rest)."""
-    source = api.Source(path, release, _split(only), _split(skip), jobs, cache, target, mixin)
-    run = api.Run(device, python, own_tests, from_release, _split(requirement))
-    applied = api.apply(
-        source,
-        screen,
-        run,
-        verify=verify,
-        keep_unverified=keep_unverified,
-        allow_dirty=allow_dirty,
-        mark=mark,
-        hooks=hooks,
-    )
-    checkout = applied.result.index.checkout
-    if applied.report is None:
-        _print_summary(applied.result, applied.changes, checkout)
-        stderr.print(f"wrote {len(applied.written)} files in {checkout.root}", highlight=False)
-    else:
+    """Rewrite model code: delete the generic overrides and reduce those with model-specific keys.
+
+    Outside transformers, an edit only verification proves is held back unless --verify runs every changed class
+    on tiny random models, old code against new, and reverts what is not identical."""
+    source = _source(paths, release, only, skip, jobs, cache, target, mixin)
+    run = _run(verify, api.Run(device, python, own_tests, from_release, _split(requirement), keep_unverified))
+    applied = api.apply(source, screen, api.Edits(mark, hooks), run, allow_dirty=allow_dirty)
+    if applied.report is not None:
         _emit_verify(applied.report, "table", None)
         if report_file is not None:
             _emit_verify(applied.report, "json", report_file)
-        _print_summary(applied.result, applied.changes, checkout)
-        for held in sorted(applied.reverted, key=lambda h: h.subject):
-            stderr.print(f"reverted {held.subject}: {held.detail}", style="yellow", highlight=False, soft_wrap=True)
+    _print_summary(applied.result, applied.changes, list(source.only), list(applied.written))
+    for held in sorted(applied.reverted, key=lambda h: h.subject):
+        from codemod.publish.summary import held_line
+
+        stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
     _run_tools(applied, python)
 
 
-@app.command()
+@command(cls=Command)
 def fetch(
-    version: Annotated[str, typer.Argument(help="A transformers release on PyPI, e.g. 4.45.2.")],
-    dest: Annotated[Path | None, typer.Argument(help="Where to lay it out (default: the user cache).")] = None,
+    version: Annotated[str, typer.Argument(metavar="VERSION", help="A transformers release on PyPI, e.g. 4.45.2.")],
+    dest: Annotated[
+        Path | None, typer.Argument(metavar="DIR", help="Where to lay it out (default: the user cache).")
+    ] = None,
 ) -> None:
-    """Download a transformers release's sdist from PyPI as a git checkout (one commit on main) and print its path."""
-    from codemod.fetch import fetch_release
-
-    root = fetch_release(version, dest, progress=screen.say)
+    """Download a transformers release from PyPI as a one-commit git checkout and print its path."""
+    root = api.fetch(version, dest, screen)
     stdout.print(str(root), highlight=False, soft_wrap=True)
 
 
-@app.command()
+def _not_negative(value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"{value} is not a number of pull requests (0 or more)")
+    return value
+
+
+@command(cls=Command)
 def pr(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A transformers git checkout; it is never modified (work happens in a temporary worktree)."
+            metavar="CHECKOUT",
+            help="A transformers git checkout; it is never modified (work happens in a temporary worktree).",
         ),
     ],
     repo: Annotated[
-        str, typer.Option("--repo", help="The GitHub repository that gets the pull requests: OWNER/NAME.")
+        str,
+        typer.Option(
+            "--repo", metavar="OWNER/NAME", help="The GitHub repository that gets the pull requests: OWNER/NAME."
+        ),
     ],
     remote: Annotated[
-        str, typer.Option("--remote", help="The git remote to fetch --base from and push the branches to.")
+        str,
+        typer.Option(
+            "--remote", metavar="REMOTE", help="The git remote to fetch --base from and push the branches to."
+        ),
     ],
-    base: Annotated[str, typer.Option("--base", help="The branch the pull requests target.")],
+    base: Annotated[str, typer.Option("--base", metavar="BRANCH", help="The branch the pull requests target.")],
     api_url: Annotated[
-        str, typer.Option("--api-url", help="GitHub's REST API; for GitHub Enterprise: https://HOST/api/v3.")
+        str,
+        typer.Option(
+            "--api-url", metavar="URL", help="GitHub's REST API; for GitHub Enterprise: https://HOST/api/v3."
+        ),
     ] = "https://api.github.com",
     group_by: Annotated[
-        str, typer.Option("--group-by", help="One pull request per model, per family, or one for all.")
+        str,
+        typer.Option("--group-by", metavar="GROUPING", help="One pull request per model, per family, or one for all."),
     ] = "model",
     max_open: Annotated[
         int | None,
-        typer.Option("--max-open", min=0, help="Open no new pull request while this many of the bot's are open."),
+        typer.Option(
+            "--max-open",
+            metavar="N",
+            callback=_not_negative,
+            help="Open no new pull request while this many of the bot's are open.",
+        ),
     ] = None,
     only: OnlyOpt = None,
     skip: SkipOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(
-            "--dry-run", help="Print the branches, commits and pull requests it would push and open; write nothing."
+            "--dry-run",
+            metavar="",
+            help="Print the branches, commits and pull requests it would push and open; write nothing.",
         ),
     ] = False,
     label: Annotated[
         list[str] | None,
-        typer.Option("--label", help="A label besides transformers-codemod (comma-separated, repeatable)."),
+        typer.Option(
+            "--label", metavar="LABELS", help="A label besides transformers-codemod (comma-separated, repeatable)."
+        ),
     ] = None,
 ) -> None:
     """Publish the verified migration as pull requests, one per group (token: $GITHUB_TOKEN)."""
@@ -549,16 +630,20 @@ def pr(
     )
 
 
-@app.command()
+@command(cls=Command)
 def explain(
     code: Annotated[
         str | None,
         typer.Argument(
-            help="A rule's code (PI111) or name (position-ids-from-mask). Without it: every rule.", show_default=False
+            metavar="CODE",
+            help="A rule's code (PI111) or name (position-ids-from-mask). Without it: every rule.",
+            show_default=False,
         ),
     ] = None,
 ) -> None:
-    """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases. Without CODE, list the rules."""
+    """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases.
+
+    Without CODE, list the rules."""
     from codemod.analyse import blockers
     from codemod.rules import doc
 
@@ -588,7 +673,10 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version and exit.")
+        bool,
+        typer.Option(
+            "--version", metavar="", callback=_version_callback, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Migrate transformers' prepare_inputs_for_generation overrides onto GenerationMixin, and prove nothing changed."""

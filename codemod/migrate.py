@@ -24,7 +24,7 @@ from codemod.transform.apply import Changes, WriteError, initial_plan, restore, 
 from codemod.transform.formatting import CUT
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
 from codemod.verify.compare import ClassVerdict
-from codemod.verify.options import DEFAULT_SCENARIOS, VerifyOptions
+from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
 from codemod.writes import clear_unverified, mark_unverified
@@ -136,147 +136,45 @@ def _contexts_alone(plan: Plan, result: ScanResult) -> Plan:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class MigrationOptions:
+    """What a migration changes and keeps: the models (``only`` / ``skip``); ``keep_unverified``: keep the
+    changes to classes that could not be verified; ``mark_kept``: also mark the overrides that stay as they
+    are; ``hooks``: with the hooks mined from the overrides (``codemod.transform.hooks``), a member that fails
+    taking its part of the hook with it, and a hook that fewer than three models would keep going altogether;
+    ``contexts_after``: the changes held back for a run of their own (``CONTEXT_CLASSES``) are made in one
+    once the rest is settled (``_contexts_after``)."""
+
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    keep_unverified: bool = False
+    mark_kept: bool = False
+    hooks: bool = False
+    contexts_after: bool = True
+
+
+MIGRATION = MigrationOptions()
+VERIFY = VerifyOptions()
+
+
 def run_migration_on(
     checkout: Checkout,
+    options: MigrationOptions = MIGRATION,
+    verifying: VerifyOptions = VERIFY,
     *,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    device: str = "cpu",
-    jobs: int = 1,
-    python: Path | None = None,
-    keep_unverified: bool = False,
-    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
-    own_tests: bool = True,
     scanned: ScanResult | None = None,
-    target_release: str | None = None,
-    from_release: str | None = None,
-    requirements: Sequence[str] = (),
-    mark_kept: bool = False,
-    hooks: bool = False,
-    contexts_after: bool = True,
 ) -> MigrationRun:
-    """The whole job. ``scanned``: the checkout's scan when the caller has it (judged against the
-    target it chose); ``target_release`` / ``from_release`` / ``requirements``: for model code
-    outside transformers, the releases the new and the old code run on (see ``verify_change``);
-    ``mark_kept``: also mark the overrides that stay as they are; ``hooks``: with the hooks mined from the overrides (``codemod.transform.hooks``), a member that fails taking
-    its part of the hook with it, and a hook that fewer than three models would keep going altogether;
-    ``contexts_after``: the changes held back for a run of their own (``CONTEXT_CLASSES``) are made in one once
-    the rest is settled (``_contexts_after``)."""
-    result = scanned.select(only, skip) if scanned is not None else scan(checkout).select(only, skip)
-    mined = hook_stage.mine(result) if hooks else None
-    planned = hook_stage.hooked_result(result, mined) if mined is not None else result
-    hook_drops: dict[str, Held] = {}
-
-    def make_plan(repairs: dict[str, Repair] | None = None) -> Plan:
-        if mined is None:
-            return _contexts_alone(initial_plan(result, repairs, mark_kept=mark_kept), result)
-        return _contexts_alone(hook_stage.plan_with_hooks(result, mined, repairs, mark_kept=mark_kept), result)
-
-    first = settle(planned, make_plan(), jobs)
-    originals: dict[str, bytes] = {r.path: r.old for r in first.rewrites if r.changed}
-
-    def verify(changes: Changes, which: set[str] | None = None, planned_from: ScanResult = result) -> VerifyReport:
-        targets, not_run = targets_from_plan(planned_from, changes.plan)
-        if which is not None:
-            # a class that inherits a re-planned override runs its new code too: its verdict on the old one is stale
-            targets = [t for t in targets if t.override_id in which or t.inherits_from in which]
-        # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
-        # plan's needs miss statements a hook trim leaves in place
-        targets = with_written_needs(planned_from, targets, originals)
-        options = VerifyOptions(
-            device=device,
-            jobs=jobs,
-            python=python,
-            scenarios=scenarios,
-            own_tests=own_tests,
-            target=target_release,
-            from_release=from_release,
-            requirements=requirements,
-        )
-        return verify_change(checkout, targets, options=options, progress=progress, say=say, not_run=not_run)
-
-    def rewrite(plan: Plan) -> Changes:
-        """Back to the original text, then the plan's changes (settle reads the files from disk)."""
-        _restore(checkout, originals)
-        changes = settle(planned, plan, jobs)
-        originals.update({r.path: r.old for r in changes.rewrites if r.changed and r.path not in originals})
-        write(checkout, changes)
-        return changes
-
-    mark_unverified(checkout.root, originals)  # what a kill in verification leaves is reported
-    try:
-        write(checkout, first)
-        report = verify(first)
-        current = first
-        # "reduced until identical": where the only difference is keys the mixin adds (or a key the
-        # forward requires that it omits), reduce the override to super() with that fixed, and
-        # verify those classes again
-        # A repair can uncover the next difference (a forward that crashed at the first step without a key
-        # reaches the second, where the ids differ): the classes that still differ only by whole keys get
-        # the union of what each round found, a few rounds at most.
-        repairs: dict[str, Repair] = {}
-
-        def grow(pending: dict[str, Repair]) -> None:
-            nonlocal current, report
-            for _ in range(REPAIR_ROUNDS):
-                grown = {oid: repairs[oid] | r if oid in repairs else r for oid, r in pending.items()}
-                grown = {oid: r for oid, r in grown.items() if r != repairs.get(oid)}
-                if not grown:
-                    break
-                repairs.update(grown)
-                current = rewrite(make_plan(repairs))
-                again = verify(current, set(grown))
-                report = _merge(report, again)
-                pending = _repairs(again, result)
-
-        grow(_repairs(report, result))
-        failed = failing(report, keep_unverified)
-        # a reduction whose cut (the ids slicing left to the mixin) does not verify is tried as it was without the
-        # cut, the slicing kept in its statements, before it goes altogether
-        cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
-        if cut:
-            # a generated class's modular source is planned uncut with it, so both files agree (as ``_repairs`` does)
-            uncut = {
-                oid: repairs.get(oid, Repair()) | Repair(uncut=True)
-                for oid in sorted(_with_modular_sources(cut, result.index.by_id()))
-            }
-            repairs.update(uncut)
-            current = rewrite(make_plan(repairs))
-            again = verify(current, set(uncut))
-            report = _merge(report, again)
-            grow(_repairs(again, result))
-            failed = failing(report, keep_unverified)
-        final = current
-        if failed:
-            drops = _shards_to_drop(current.plan, failed, result)
-            if mined is not None:
-                hook_drops = hook_stage.failing_clusters(current.plan, mined, failed)
-                for shard, held in hook_drops.items():
-                    drops.setdefault(shard, held)
-            final = rewrite(current.plan.without(drops.values(), "reverted: verification failed"))
-    except BaseException:
-        _restore(checkout, originals)
-        raise
-    clear_unverified(checkout.root)
-    kept = {s.id for s in final.plan.shards}
-    reverted = {
-        m: (
-            Held(m, HeldCause.NOT_VERIFIED, failed[m])
-            if m in failed
-            else dataclasses.replace(hook_drops[s.id], subject=m)
-            if s.id in hook_drops
-            else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard")
-        )
-        for s in current.plan.shards
-        if s.id not in kept
-        for m in s.members
-    }
-    migrated = MigrationRun(result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
-    if hooks and final.changed:
-        migrated = _hooks_after(migrated, only, skip, jobs, keep_unverified, verify)
-    if not contexts_after:
+    """The whole job, verified as ``verifying`` says (for model code outside transformers: the releases the
+    new and the old code run on, see ``verify_change``). ``scanned``: the checkout's scan when the caller
+    has it (judged against the target it chose)."""
+    result = (scanned if scanned is not None else scan(checkout)).select(options.only, options.skip)
+    job = _Job(checkout, result, options, verifying, progress, say)
+    migrated = job.first_pass()
+    if options.hooks and migrated.final.changed:
+        migrated = _hooks_after(migrated, options, verifying.jobs, job.verify)
+    if not options.contexts_after:
         return migrated
 
     def alone(held: frozenset[str]) -> MigrationRun:
@@ -284,25 +182,144 @@ def run_migration_on(
         # only the overrides held back, not what this run already changed
         current = scan(checkout, target=result.profile.target)
         current = dataclasses.replace(current, findings=tuple(f for f in current.findings if f.override.id in held))
-        return run_migration_on(
-            checkout,
-            device=device,
-            jobs=jobs,
-            python=python,
-            keep_unverified=keep_unverified,
-            scenarios=scenarios,
-            progress=progress,
-            say=say,
-            own_tests=own_tests,
-            scanned=current,
-            target_release=target_release,
-            from_release=from_release,
-            requirements=requirements,
-            mark_kept=mark_kept,
-            contexts_after=False,
-        )
+        again = dataclasses.replace(options, only=(), skip=(), hooks=False, contexts_after=False)
+        return run_migration_on(checkout, again, verifying, progress=progress, say=say, scanned=current)
 
     return _contexts_after(migrated, alone)
+
+
+class _Job:
+    """One pass of a migration while it runs: the scan and its mined hooks, the repairs verification found so
+    far, and the original bytes of every file written (put back on failure, and read by ``verify``)."""
+
+    def __init__(
+        self,
+        checkout: Checkout,
+        result: ScanResult,
+        options: MigrationOptions,
+        verifying: VerifyOptions,
+        progress: Progress | None,
+        say: Callable[[str], None] | None,
+    ) -> None:
+        self.checkout, self.result, self.options, self.verifying = checkout, result, options, verifying
+        self.progress, self.say = progress, say
+        self.mined = hook_stage.mine(result) if options.hooks else None
+        self.planned = hook_stage.hooked_result(result, self.mined) if self.mined is not None else result
+        self.originals: dict[str, bytes] = {}
+        self.repairs: dict[str, Repair] = {}
+
+    def make_plan(self, repairs: dict[str, Repair] | None = None) -> Plan:
+        mark_kept = self.options.mark_kept
+        if self.mined is None:
+            return _contexts_alone(initial_plan(self.result, repairs, mark_kept=mark_kept), self.result)
+        plan = hook_stage.plan_with_hooks(self.result, self.mined, repairs, mark_kept=mark_kept)
+        return _contexts_alone(plan, self.result)
+
+    def verify(
+        self, changes: Changes, which: set[str] | None = None, planned_from: ScanResult | None = None
+    ) -> VerifyReport:
+        planned_from = self.result if planned_from is None else planned_from
+        targets, not_run = targets_from_plan(planned_from, changes.plan)
+        if which is not None:
+            # a class that inherits a re-planned override runs its new code too: its verdict on the old one is stale
+            targets = [t for t in targets if t.override_id in which or t.inherits_from in which]
+        # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
+        # plan's needs miss statements a hook trim leaves in place
+        targets = with_written_needs(planned_from, targets, self.originals)
+        return verify_change(
+            self.checkout, targets, options=self.verifying, progress=self.progress, say=self.say, not_run=not_run
+        )
+
+    def rewrite(self, plan: Plan) -> Changes:
+        """Back to the original text, then the plan's changes (settle reads the files from disk)."""
+        _restore(self.checkout, self.originals)
+        changes = settle(self.planned, plan, self.verifying.jobs)
+        self.originals.update({r.path: r.old for r in changes.rewrites if r.changed and r.path not in self.originals})
+        write(self.checkout, changes)
+        return changes
+
+    def first_pass(self) -> MigrationRun:
+        """Apply the plan, verify it, repair what differs only by whole keys and revert what still differs."""
+        first = settle(self.planned, self.make_plan(), self.verifying.jobs)
+        self.originals = {r.path: r.old for r in first.rewrites if r.changed}
+        mark_unverified(self.checkout.root, self.originals)  # what a kill in verification leaves is reported
+        try:
+            write(self.checkout, first)
+            current, report = self.repaired(first, self.verify(first))
+            failed = failing(report, self.options.keep_unverified)
+            final, hook_drops = self.without_failed(current, failed)
+        except BaseException:
+            _restore(self.checkout, self.originals)
+            raise
+        clear_unverified(self.checkout.root)
+        reverted = _reverted(current.plan, final.plan, failed, hook_drops)
+        return MigrationRun(self.result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
+
+    def repaired(self, current: Changes, report: VerifyReport) -> tuple[Changes, VerifyReport]:
+        """ "Reduced until identical": where the only difference is keys the mixin adds (or a key the forward
+        requires that it omits), the override is reduced to super() with that fixed, and those classes are
+        verified again; a reduction whose cut (the ids slicing left to the mixin) does not verify is tried as
+        it was without the cut, the slicing kept in its statements, before it goes altogether."""
+        current, report = self.grow(_repairs(report, self.result), current, report)
+        failed = failing(report, self.options.keep_unverified)
+        cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
+        if not cut:
+            return current, report
+        # a generated class's modular source is planned uncut with it, so both files agree (as ``_repairs`` does)
+        uncut = {
+            oid: self.repairs.get(oid, Repair()) | Repair(uncut=True)
+            for oid in sorted(_with_modular_sources(cut, self.result.index.by_id()))
+        }
+        self.repairs.update(uncut)
+        current = self.rewrite(self.make_plan(self.repairs))
+        again = self.verify(current, set(uncut))
+        return self.grow(_repairs(again, self.result), current, _merge(report, again))
+
+    def grow(self, pending: dict[str, Repair], current: Changes, report: VerifyReport) -> tuple[Changes, VerifyReport]:
+        """A repair can uncover the next difference (a forward that crashed at the first step without a key
+        reaches the second, where the ids differ): the classes that still differ only by whole keys get the
+        union of what each round found, a few rounds at most."""
+        for _ in range(REPAIR_ROUNDS):
+            grown = {oid: self.repairs[oid] | r if oid in self.repairs else r for oid, r in pending.items()}
+            grown = {oid: r for oid, r in grown.items() if r != self.repairs.get(oid)}
+            if not grown:
+                break
+            self.repairs.update(grown)
+            current = self.rewrite(self.make_plan(self.repairs))
+            again = self.verify(current, set(grown))
+            report = _merge(report, again)
+            pending = _repairs(again, self.result)
+        return current, report
+
+    def without_failed(self, current: Changes, failed: dict[str, str]) -> tuple[Changes, dict[str, Held]]:
+        """The tree with every shard holding a failed class (and, with hooks, every hook it breaks) put back;
+        the hook clusters dropped, by shard."""
+        if not failed:
+            return current, {}
+        drops = _shards_to_drop(current.plan, failed, self.result)
+        hook_drops: dict[str, Held] = {}
+        if self.mined is not None:
+            hook_drops = hook_stage.failing_clusters(current.plan, self.mined, failed)
+            for shard, held in hook_drops.items():
+                drops.setdefault(shard, held)
+        return self.rewrite(current.plan.without(drops.values(), "reverted: verification failed")), hook_drops
+
+
+def _reverted(current: Plan, final: Plan, failed: dict[str, str], hook_drops: dict[str, Held]) -> dict[str, Held]:
+    """Override id -> why its change went: its own failure, its hook's, or its shard's."""
+    kept = {s.id for s in final.shards}
+    return {
+        m: (
+            Held(m, HeldCause.NOT_VERIFIED, failed[m])
+            if m in failed
+            else dataclasses.replace(hook_drops[s.id], subject=m)
+            if s.id in hook_drops
+            else Held(m, HeldCause.WITH_ITS_SHARD, "reverted with its shard")
+        )
+        for s in current.shards
+        if s.id not in kept
+        for m in s.members
+    }
 
 
 def _contexts_after(run: MigrationRun, alone: Callable[[frozenset[str]], MigrationRun]) -> MigrationRun:
@@ -332,10 +349,8 @@ def _contexts_after(run: MigrationRun, alone: Callable[[frozenset[str]], Migrati
 
 def _hooks_after(
     run: MigrationRun,
-    only: Sequence[str],
-    skip: Sequence[str],
+    options: MigrationOptions,
     jobs: int,
-    keep_unverified: bool,
     verify: Callable[[Changes, set[str] | None, ScanResult], VerifyReport],
 ) -> MigrationRun:
     """The hooks the migrated tree has to offer, verified as the first pass was.
@@ -347,59 +362,17 @@ def _hooks_after(
     base, the original code, as in the first pass. A member that does not verify goes back to what the first
     pass left, with the hook members it is needed for."""
     checkout = run.result.index.checkout
-    result = scan(checkout).select(only, skip)
+    result = scan(checkout).select(options.only, options.skip)
+    keep_unverified = options.keep_unverified
     # what the first pass reverted failed verification as it stood: not tried again as a hook member
     gone = {h.subject for h in run.reverted}
     result = dataclasses.replace(result, findings=tuple(f for f in result.findings if f.override.id not in gone))
     mined = hook_stage.mine(result)
     if not mined.applied():
         return run
-    # a reduction the first pass wrote names what it re-creates in its mark: a trim re-words it (the mark as composed:
-    # the tree's may be cut)
-    reduced = {i for i, a in run.final.plan.actions if a is Action.REDUCE}
-    first_marks = composed_marks(run.final.plan)
 
     def plan_for(keep_signature: dict[str, Trim]) -> Plan:
-        """The members' shards only (everything else stays as the first pass left it), the marks re-worded."""
-        planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined, keep_signature=keep_signature), result)
-        members = hook_stage.shards_of_members(planned, mined)
-        changing = {m for s in planned.shards if s.id in members for m in s.members}
-        remaining: dict[str, Finding] = {
-            f.override.id: f for f in hook_stage.hooked_findings(result, mined, keep_signature)
-        }
-
-        def mark(oid: str) -> str:
-            f = remaining[oid]
-            if any(r.kind.keeps for r in f.reasons) and f.override.overwritten:
-                # statements of its own stay (Fuyu's ids cut): the first pass's mark, less what the hooks do now
-                kept = reworded_mark(first_marks.get(oid) or f.override.overwritten, mined.hooked_keys(oid))
-                if kept:
-                    return kept
-            why = hook_stage.signature_kept(f.override.analysis, result.profile)
-            return extras_summary(f.extras, f) or (
-                f"keeps its signature ({why})" if why else "keeps its signature for generate()"
-            )
-
-        shards = tuple(
-            dataclasses.replace(
-                s,
-                edits=tuple(
-                    dataclasses.replace(e, text=mark(e.override_id))
-                    if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining
-                    else e
-                    for e in s.edits
-                ),
-            )
-            for s in planned.shards
-            if s.id in members
-        )
-        return dataclasses.replace(
-            planned,
-            shards=shards,
-            held=(),
-            hoist=None,
-            actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions),
-        )
+        return _members_plan(result, mined, run.final.plan, keep_signature)
 
     changes = settle(result, plan_for({}), jobs)
     if not changes.changed:
@@ -432,23 +405,81 @@ def _hooks_after(
         _restore(checkout, before)
         raise
     clear_unverified(checkout.root)
-    stays = "; what the first pass made of it stays"
-    undone = tuple(
-        dataclasses.replace(
-            drops[s.id], subject=m, detail=f"its hook change reverted ({failed.get(m, drops[s.id].detail)}){stays}"
-        )
-        if s.id in drops
-        else Held(m, HeldCause.WITH_ITS_SHARD, f"its hook change reverted with its shard{stays}")
-        for s in changes.plan.shards
-        if s.id not in {k.id for k in final.plan.shards}
-        for m in s.members
-    )
+    undone = _hook_changes_undone(changes.plan, final.plan, drops, failed)
     return MigrationRun(
         run.result,
         run.first,
         _combined(run.final, final),
         _merge(run.report, report, add=True),
         tuple(sorted((*run.reverted, *undone), key=lambda h: h.subject)),
+    )
+
+
+def _members_plan(
+    result: ScanResult, mined: hook_stage.HookReport, first: Plan, keep_signature: dict[str, Trim]
+) -> Plan:
+    """The hook members' shards only (everything else stays as the ``first`` pass left it), the marks re-worded:
+    a reduction the first pass wrote names what it re-creates in its mark, which a trim re-words (the mark as
+    composed: the tree's may be cut)."""
+    reduced = {i for i, a in first.actions if a is Action.REDUCE}
+    first_marks = composed_marks(first)
+    planned = _contexts_alone(hook_stage.plan_with_hooks(result, mined, keep_signature=keep_signature), result)
+    members = hook_stage.shards_of_members(planned, mined)
+    changing = {m for s in planned.shards if s.id in members for m in s.members}
+    remaining: dict[str, Finding] = {
+        f.override.id: f for f in hook_stage.hooked_findings(result, mined, keep_signature)
+    }
+
+    def mark(oid: str) -> str:
+        f = remaining[oid]
+        if any(r.kind.keeps for r in f.reasons) and f.override.overwritten:
+            # statements of its own stay (Fuyu's ids cut): the first pass's mark, less what the hooks do now
+            kept = reworded_mark(first_marks.get(oid) or f.override.overwritten, mined.hooked_keys(oid))
+            if kept:
+                return kept
+        why = hook_stage.signature_kept(f.override.analysis, result.profile)
+        return extras_summary(f.extras, f) or (
+            f"keeps its signature ({why})" if why else "keeps its signature for generate()"
+        )
+
+    shards = tuple(
+        dataclasses.replace(
+            s,
+            edits=tuple(
+                dataclasses.replace(e, text=mark(e.override_id))
+                if e.kind is EditKind.TRIM and e.override_id in reduced and e.override_id in remaining
+                else e
+                for e in s.edits
+            ),
+        )
+        for s in planned.shards
+        if s.id in members
+    )
+    return dataclasses.replace(
+        planned,
+        shards=shards,
+        held=(),
+        hoist=None,
+        actions=tuple((i, a if i in changing else Action.KEEP) for i, a in planned.actions),
+    )
+
+
+def _hook_changes_undone(
+    planned: Plan, final: Plan, drops: dict[str, Held], failed: dict[str, str]
+) -> tuple[Held, ...]:
+    """The members of every hook shard ``planned`` that ``final`` no longer has, with why (their own failure or
+    their shard's): what the first pass made of each stays."""
+    stays = "; what the first pass made of it stays"
+    kept = {k.id for k in final.shards}
+    return tuple(
+        dataclasses.replace(
+            drops[s.id], subject=m, detail=f"its hook change reverted ({failed.get(m, drops[s.id].detail)}){stays}"
+        )
+        if s.id in drops
+        else Held(m, HeldCause.WITH_ITS_SHARD, f"its hook change reverted with its shard{stays}")
+        for s in planned.shards
+        if s.id not in kept
+        for m in s.members
     )
 
 
@@ -538,7 +569,7 @@ def _merge(first: VerifyReport, again: VerifyReport, add: bool = False) -> Verif
 
 def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:
     """The PR bot's entry point: migrate the worktree at ``root`` and say what stayed."""
-    return run_migration_on(resolve(root), only=only, skip=skip).migration()
+    return run_migration_on(resolve(root), MigrationOptions(only=only, skip=skip)).migration()
 
 
 def to_migration(result: ScanResult, changes: Changes, report: VerifyReport, reverted: Sequence[Held]) -> Migration:

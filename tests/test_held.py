@@ -20,7 +20,7 @@ from codemod.analyse.copies import CopyCheck
 from codemod.analyse.scan import ScanResult, scan
 from codemod.checkout import resolve
 from codemod.contracts import CopyStatus, ExtraHow, Held, HeldCause, OriginKind, Verdict
-from codemod.migrate import MigrationRun, run_migration_on
+from codemod.migrate import MigrationOptions, MigrationRun, run_migration_on
 from codemod.migration import Migration
 from codemod.publish.pr.plan import PrPlan, PrReport
 from codemod.transform import apply
@@ -333,7 +333,7 @@ def test_a_class_others_are_verified_inside_is_changed_only_in_a_run_of_its_own(
     monkeypatch.setattr(migrate, "verify_change", verify_change)
     monkeypatch.setattr(migrate, "CONTEXT_CLASSES", ("OtterForCausalLM",))
     held_run = run_migration_on(
-        resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "held"), with_git=False), contexts_after=False
+        resolve(copy_fixture(MINI_CHECKOUT, tmp_path / "held"), with_git=False), MigrationOptions(contexts_after=False)
     )
     assert OTTER not in verified[0] and len(verified[0]) > 1 and len(verified) == 1
     held = {h.subject: h for h in held_run.final.plan.held}

@@ -19,7 +19,7 @@ from codemod import migrate
 from codemod.analyse.classify import Action
 from codemod.checkout import resolve
 from codemod.contracts import HeldCause, Repair, ScenarioStatus, Verdict
-from codemod.migrate import run_migration_on
+from codemod.migrate import MigrationOptions, run_migration_on
 from codemod.transform.formatting import fitted_mark
 from codemod.transform.plan import Edit, EditKind, Plan, Shard
 from codemod.verify.compare import ClassVerdict, ScenarioOutcome
@@ -84,7 +84,7 @@ def _class_source(root: Path, model: str) -> str:
 
 def test_the_repairs_repeated_across_models_become_a_hook(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = _fake_verification(monkeypatch)
-    run = run_migration_on(resolve(tree, with_git=False), hooks=True)
+    run = run_migration_on(resolve(tree, with_git=False), MigrationOptions(hooks=True))
     # the deletions, the repaired reductions, then the hook's members against the original code
     assert len(rounds) == 3 and set(_ids()) <= rounds[2]
     actions = dict(run.final.plan.actions)
@@ -109,7 +109,7 @@ def test_a_member_whose_deletion_does_not_verify_is_trimmed_instead(
     """Its signature may be what generate() reads (inputs_embeds it refused, a default a composite relied on): the
     trim keeps it, loses only the hooked statements, and its mark says what is left."""
     rounds = _fake_verification(monkeypatch, hook_fails=_ids()[0])
-    run = run_migration_on(resolve(tree, with_git=False), hooks=True)
+    run = run_migration_on(resolve(tree, with_git=False), MigrationOptions(hooks=True))
     assert rounds[3] == {_ids()[0]}  # the trim, verified on its own
     actions = dict(run.final.plan.actions)
     assert [actions[oid] for oid in _ids()] == [Action.REDUCE, Action.DELETE, Action.DELETE]
@@ -124,7 +124,7 @@ def test_a_member_whose_trim_does_not_verify_either_keeps_the_first_pass_and_the
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _fake_verification(monkeypatch, hook_fails=_ids()[0], trim_fails=True)
-    run = run_migration_on(resolve(tree, with_git=False), hooks=True)
+    run = run_migration_on(resolve(tree, with_git=False), MigrationOptions(hooks=True))
     actions = dict(run.final.plan.actions)
     # the failing member, and the two a hook of fewer than three models is not worth adding for
     assert [actions[oid] for oid in _ids()] == [Action.REDUCE] * 3
