@@ -15,7 +15,8 @@ import pytest
 from codemod.analyse.mixin import MIXIN_CLASS, profile_from_source
 from codemod.rules.generic_mixin import MODULE_SOURCE
 from codemod.transform.formatting import fitted_mark, laid_out
-from codemod.transform.hooks import Atom, Idiom, ValueKind, _whole_body_hook, hook_for
+from codemod.transform.hooks import Atom, Idiom, ValueKind, hook_for
+from codemod.transform.hooks.statements import _whole_body_hook
 from codemod.transform.plan import Edit, EditKind
 from codemod.transform.rewrite import rewrite_source
 

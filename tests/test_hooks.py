@@ -40,8 +40,6 @@ from codemod.transform.hooks import (
     HookKind,
     Idiom,
     ValueKind,
-    _context,
-    _whole_body,
     condition_code,
     failing_clusters,
     hook_for,
@@ -51,6 +49,8 @@ from codemod.transform.hooks import (
     normalised_code,
     part_of,
 )
+from codemod.transform.hooks.normalise import _context
+from codemod.transform.hooks.statements import _whole_body
 from codemod.transform.plan import Plan, Shard
 from tests.conftest import FIXTURES, copy_fixture
 
@@ -1215,7 +1215,7 @@ ASSERTED_DUMMY_TOKEN = DUMMY_TOKEN.replace(
 )
 def test_a_check_lets_the_method_go_on_under_its_condition(statement: str, condition: str) -> None:
     """``assert c`` and ``if not c: raise`` are the same check: they group alike, whatever the exception."""
-    from codemod.transform.hooks import _passes_when
+    from codemod.transform.hooks.statements import _passes_when
 
     assert _passes_when(statement) == condition
 
@@ -1231,7 +1231,7 @@ def test_a_check_lets_the_method_go_on_under_its_condition(statement: str, condi
 )
 def test_a_statement_that_does_more_than_check_is_no_check(statement: str) -> None:
     """Noop: only a statement that raises and does nothing else may stay in front of super() as the member's own."""
-    from codemod.transform.hooks import _passes_when
+    from codemod.transform.hooks.statements import _passes_when
 
     assert _passes_when(statement) is None
 

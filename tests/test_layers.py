@@ -53,6 +53,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "transform.class_edits",
         "transform.rewrite",
         "transform.apply",
+        "transform.hooks.vocabulary",
+        "transform.hooks.model",
+        "transform.hooks.normalise",
+        "transform.hooks.own_condition",
+        "transform.hooks.parts",
+        "transform.hooks.propose",
+        "transform.hooks.members",
+        "transform.hooks.statements",
+        "transform.hooks.mine",
+        "transform.hooks.planned",
         "transform.hooks",
         "transform.hook_changes",
         "transform.formatting",
@@ -80,6 +90,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "verify.tiny.multimodal",
         "verify.tiny.inputs",
         "verify.usage",
+        "verify.users",
         "verify.worker",
     ),
     "publish": (
@@ -87,6 +98,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "migrate",
         "publish",
         "publish.report",
+        "publish.summary",
+        "publish.annotations",
         "publish.hooks_report",
         "publish.pr",
         "publish.pr.plan",
@@ -94,7 +107,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "publish.pr.publish",
     ),
     "api": ("api",),
-    "cli": ("cli", "__main__"),
+    "cli": ("cli", "cli_options", "cli_help", "__main__"),
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = list(LAYERS)
