@@ -52,3 +52,48 @@ def test_the_new_scenarios_run_as_their_callers_run_them(verify_env: tuple[Path,
     # prompt lookup: no assistant model, candidates found in the prompt
     assert result["prompt-lookup"]["inputs"]["prompt_lookup_num_tokens"] == 2
     assert "assistant_model" not in result["prompt-lookup"]["inputs"]
+
+
+STATIC_SCRIPT = textwrap.dedent(
+    r"""
+    import json, warnings
+    warnings.filterwarnings("ignore")
+    import scenarios, tiny
+    from transformers.models.gpt2.modeling_gpt2 import GPT2LMHeadModel
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    class NoFlagLlama(LlamaForCausalLM):  # as 5.x's classes: no _supports_static_cache to read
+        _supports_static_cache = None
+
+        def generate(self, *args, **kwargs):  # and, as 5.x's generate(), none read there either
+            type(self)._supports_static_cache = True
+            try:
+                return super().generate(*args, **kwargs)
+            finally:
+                type(self)._supports_static_cache = None
+
+    class NoFlagGPT2(GPT2LMHeadModel):
+        _supports_static_cache = None
+
+    out = {}
+    for cls in (LlamaForCausalLM, NoFlagLlama, GPT2LMHeadModel, NoFlagGPT2):
+        model, _ = tiny.tiny_model(cls, seed=0)
+        try:
+            out[cls.__name__] = sorted(scenarios.static_cache(model, None, 0))
+        except scenarios.Skip as skip:
+            out[cls.__name__] = "skip: " + str(skip)
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+def test_without_a_static_cache_flag_a_short_run_decides(verify_env: tuple[Path, Path], tmp_path: Path) -> None:
+    """5.x's classes say nothing of a static cache (no ``_supports_static_cache``): the scenario tries it on the old
+    code instead of skipping every class. Where the flag is there (4.x), it decides as before."""
+    result = _run(verify_env, STATIC_SCRIPT, tmp_path)
+    wanted = ["attention_mask", "cache_implementation", "do_sample", "input_ids"]
+    assert result["LlamaForCausalLM"] == result["NoFlagLlama"] == wanted
+    assert result["GPT2LMHeadModel"] == "skip: the model does not support a static cache"
+    # the short run decides, not the flag: 4.45's generate() gives a model without Cache classes its legacy cache
+    # whatever the implementation asked (the scenario then runs alike on both sides)
+    assert result["NoFlagGPT2"] == wanted

@@ -10,6 +10,7 @@ raises records the error (the comparison decides whether both sides failed alike
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import inspect
@@ -225,9 +226,26 @@ def _from_embeddings(model: Any, inputs: Kwargs) -> Kwargs:
 
 
 def static_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
-    if not getattr(model, "_supports_static_cache", False):
+    """A static cache. Releases before 5.0 say whether a model supports one (``_supports_static_cache``); 5.x has no
+    such flag, and generate() makes one for any model that can hold it: there a short run on a copy of the model (on
+    the side that builds the scenario, the old code) decides. Without it every 5.x class skipped the scenario, and
+    5.23's Musicgen decoder, whose reduction takes a 4D static-cache mask over its batch x codebooks rows, passed."""
+    inputs = {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "cache_implementation": "static"}
+    supports = getattr(model, "_supports_static_cache", None)
+    if supports is None:
+        _generates_with(model, inputs)
+    elif not supports:
         raise Skip("the model does not support a static cache")
-    return {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "cache_implementation": "static"}
+    return inputs
+
+
+def _generates_with(model: Any, inputs: Kwargs) -> None:
+    """Two new tokens from ``inputs`` on a copy of ``model`` (generate() may keep a cache on the model), or Skip."""
+    try:
+        with torch.no_grad():
+            copy.deepcopy(model).generate(**inputs, max_new_tokens=2, min_new_tokens=2)
+    except Exception as error:
+        raise Skip(f"the model does not generate so: {type(error).__name__}: {str(error)[:120]}") from error
 
 
 def encoder_outputs(model: Any, assistant: Any, seed: int) -> Kwargs:
