@@ -145,7 +145,7 @@ def _becomes(rule: Rule) -> list[str]:
         return []
     lines = [
         "What an override that only does this becomes, against the generic mixin `apply` installs into a "
-        "≤ 4.45 stub (and a tree without `--target` is judged against):",
+        "≤ 4.45 stub (and `--target built-in` judges a tree against):",
         "",
     ]
     if len(found) == 1:
