@@ -201,3 +201,15 @@ def test_a_release_that_cannot_be_fetched_says_what_to_give(tmp_path: Path, monk
     root = tree(tmp_path / "repo", {"requirements.txt": "transformers==4.46.3\n"})
     with pytest.raises(TargetError, match=r"requirements.txt pins transformers==4.46.3\); give --target VERSION"):
         default_target(resolve(root / "pkg", with_git=False), sources=sources())
+
+
+def test_transformers_own_model_code_keeps_the_built_in_default(mini_checkout: Path) -> None:
+    """A file or folder inside a transformers checkout runs with that checkout: nothing is fetched for it."""
+
+    def unasked() -> tuple[str, ...]:
+        raise AssertionError("nothing is asked of PyPI")
+
+    otter = mini_checkout / "src" / "transformers" / "models" / "otter"
+    for path in (otter, otter / "modeling_otter.py"):
+        target = default_target(resolve(path, with_git=False), sources=Sources(unasked, lambda: None))
+        assert target.origin is TargetOrigin.BUILT_IN

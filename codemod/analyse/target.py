@@ -159,11 +159,25 @@ def _highest(releases: Iterable[str]) -> str:
     return highest_allowed("", releases) or NEWEST_KNOWN
 
 
+def _inside_transformers(root: Path) -> bool:
+    """Whether ``root`` lies in a transformers checkout (``src/transformers``) or package (``transformers/``)."""
+    for folder in (root.resolve(), *root.resolve().parents):
+        if folder.name == "transformers" and (folder / "generation" / "utils.py").is_file():
+            return True
+        if (folder / "src" / "transformers" / "generation" / "utils.py").is_file():
+            return True
+    return False
+
+
 def default_target(checkout: Checkout, progress: Progress | None = None, sources: Sources = SOURCES) -> Target:
     """What a scan without ``--target`` or ``--mixin`` is judged against: a checkout or package itself; a tree or
     file the release it runs with (``for_tree``), fetched once and cached."""
     if not checkout.is_tree:
         return for_checkout(checkout)
+    if _inside_transformers(checkout.root):
+        # transformers' own model code given as a file or a folder: it runs with the checkout around it, not a
+        # release to fetch; judged as before, against the built-in implementation
+        return Target(TargetOrigin.BUILT_IN)
     version, why = for_tree(checkout, sources)
     try:
         return from_release(version, progress, basis=f"runs with it: {why}")
