@@ -211,13 +211,22 @@ def _judged_against(checkout: Checkout, source: Source, feedback: Feedback) -> T
 
 def scan(source: Source, feedback: Feedback = QUIET, writable: bool = False) -> ScanResult:
     """checkout → index → classify; where every command but ``verify`` starts."""
-    from codemod.analyse.scan import scan as scan_checkout
+    return _scanned(_prepared(source, feedback, writable), source, feedback)
+
+
+def _prepared(source: Source, feedback: Feedback, writable: bool) -> Checkout:
+    """The checkout, with what a stopped run left undone before a write (and said)."""
     from codemod.writes import recovered
 
-    checkout = _checkout(source, feedback, writable)
-    checkout, notes = recovered(checkout, recover=writable)  # what a stopped run left: undone before a write
+    checkout, notes = recovered(_checkout(source, feedback, writable), recover=writable)
     for line in notes:
         feedback.say(line)
+    return checkout
+
+
+def _scanned(checkout: Checkout, source: Source, feedback: Feedback) -> ScanResult:
+    from codemod.analyse.scan import scan as scan_checkout
+
     judged_against = _judged_against(checkout, source, feedback)
     with feedback.scanning() as progress:
         result = scan_checkout(
@@ -321,23 +330,19 @@ def apply(
 
     if run is not None and source.mixin is not None:
         raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
-    if run is None:
-        result = scan(source, feedback, writable=True)
-        _check_writable(result.index.checkout, source, RUN, edits, allow_dirty)
-        changes = _changes(result, source.jobs, edits)
-        return Applied(result, changes, write(result.index.checkout, changes))
-    if source.release is None and source.target is None:
-        from codemod.checkout import resolve_paths
+    # what is refused is refused before the scan (which may fetch the release a tree runs with)
+    checkout = _prepared(source, feedback, writable=True)
+    if run is not None and source.release is None and source.target is None and checkout.is_tree:
         from codemod.verify.session import DEFAULT_TREE_TARGET
 
-        with contextlib.suppress(CodemodError):  # the scan below says what is wrong with the paths
-            if resolve_paths(source.path_list or (Path.cwd(),), with_git=False).is_tree:
-                source = dataclasses.replace(source, target=DEFAULT_TREE_TARGET)  # classified against what it runs on
-    result = scan(source, feedback, writable=True)
-    checkout = result.index.checkout
-    _check_writable(checkout, source, run, edits, allow_dirty)
-    if checkout.git is None:
+        source = dataclasses.replace(source, target=DEFAULT_TREE_TARGET)  # classified against what it runs on
+    _check_writable(checkout, source, run or RUN, edits, allow_dirty)
+    if run is not None and checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
+    result = _scanned(checkout, source, feedback)
+    if run is None:
+        changes = _changes(result, source.jobs, edits)
+        return Applied(result, changes, write(checkout, changes))
     from codemod.migrate import MigrationOptions, run_migration_on
 
     options = MigrationOptions(source.only, source.skip, run.keep_unverified, edits.mark, edits.hooks)

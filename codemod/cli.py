@@ -1,5 +1,6 @@
 """The command line: parse arguments, call :mod:`codemod.api`'s commands, render what they return and choose
-the exit code. Nothing else lives here (help and usage errors are laid out by :mod:`codemod.cli_help`).
+the exit code. Nothing else lives here: the options are declared in :mod:`codemod.cli_options`, help and
+usage errors laid out by :mod:`codemod.cli_help`, progress shown by :mod:`codemod.cli_screen`.
 
 Exit codes: 0 success; 1 reserved for "there are changes" (``diff``) and failed verification;
 2 usage or tool errors: every ``CodemodError`` is caught once, in ``_Commands.invoke``, and printed as one line.
@@ -9,23 +10,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from codemod import __version__, api
 from codemod.cli_help import Command, Group
@@ -57,21 +47,18 @@ from codemod.cli_options import (
     VerifyJobsOpt,
     VerifyTargetOpt,
 )
+from codemod.cli_screen import screen, stderr
 from codemod.contracts import Verdict
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
 if TYPE_CHECKING:  # the stages are imported by the commands that render them (``--help`` stays quick)
-    from codemod.analyse.index import Progress as ScanProgress
     from codemod.analyse.scan import ScanResult
     from codemod.checkout import Checkout
     from codemod.transform.apply import Changes
-    from codemod.verify.compare import ClassVerdict
-    from codemod.verify.runner import Progress as VerifyProgress
     from codemod.verify.session import VerifyReport
 
 stdout = Console()
-stderr = Console(stderr=True)
 
 
 def error_line(error: BaseException) -> str:
@@ -112,70 +99,6 @@ command = app.command
 
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
-
-
-@contextmanager
-def _bar(description: str, *columns: ProgressColumn) -> Iterator[Callable[[int, int, str], None]]:
-    """A transient progress bar on stderr: ``update(done, total, current)``, whose first call starts the task."""
-    with Progress(*columns, console=stderr, transient=True) as bar:
-        task: TaskID | None = None
-
-        def update(done: int, total: int, current: str) -> None:
-            nonlocal task
-            if task is None:
-                task = bar.add_task(description, total=total, current=current)
-            bar.update(task, completed=done, current=current)
-
-        yield update
-
-
-class _Screen:
-    """What the commands show while they run, on stderr: dim notes, and progress bars on a terminal only."""
-
-    def say(self, message: str) -> None:
-        stderr.print(message, style="dim")
-
-    @contextmanager
-    def scanning(self) -> Iterator[ScanProgress | None]:
-        if not stderr.is_terminal:
-            yield None
-            return
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with _bar("parsing model files", *columns) as update:
-            yield lambda stage, done, total: update(done, total, stage)
-
-    @contextmanager
-    def verifying(self) -> Iterator[VerifyProgress]:
-        """A bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
-        if stderr.is_terminal:
-            columns = (
-                TextColumn("verifying {task.fields[current]}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-            )
-            with _bar("verify", *columns) as update:
-                yield lambda current, verdict, done, total: update(done, total, current)
-            return
-        started = time.perf_counter()
-
-        def log(current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
-            if verdict is None:
-                return
-            elapsed = time.perf_counter() - started
-            eta = elapsed / done * (total - done) if done else 0
-            stderr.print(
-                f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
-                f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
-                highlight=False,
-                soft_wrap=True,
-            )
-
-        yield log
-
-
-screen = _Screen()
 
 
 def _check_format(fmt: str, formats: tuple[str, ...]) -> None:
