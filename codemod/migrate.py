@@ -27,7 +27,7 @@ from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Progress
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
-from codemod.writes import clear_unverified, mark_unverified
+from codemod.writes import clear_unverified, mark_unverified, stopped
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,9 +248,9 @@ class _Job:
             current, report = self.repaired(first, self.verify(first))
             failed = failing(report, self.options.keep_unverified)
             final, hook_drops = self.without_failed(current, failed)
-        except BaseException:
+        except BaseException as error:
             _restore(self.checkout, self.originals)
-            raise
+            stopped(error, self.originals)  # Ctrl-C: one line that says what was put back
         clear_unverified(self.checkout.root)
         reverted = _reverted(current.plan, final.plan, failed, hook_drops)
         return MigrationRun(self.result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
@@ -401,9 +401,9 @@ def _hooks_after(
             _restore(checkout, before)
             final = settle(result, changes.plan.without(drops.values(), "reverted: verification failed"), jobs)
             write(checkout, final)
-    except BaseException:
+    except BaseException as error:
         _restore(checkout, before)
-        raise
+        stopped(error, before)
     clear_unverified(checkout.root)
     undone = _hook_changes_undone(changes.plan, final.plan, drops, failed)
     return MigrationRun(

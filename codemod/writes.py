@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, git_state
@@ -395,3 +396,15 @@ def recovered(checkout: Checkout, *, recover: bool) -> tuple[Checkout, list[str]
     if lines and recover and checkout.git is not None:
         checkout = dataclasses.replace(checkout, git=git_state(checkout.root))
     return checkout, lines
+
+
+def stopped(error: BaseException, restored: Iterable[str]) -> NoReturn:
+    """End a run that has put the files ``restored`` back after ``error`` (call it where ``error`` is handled): for
+    Ctrl-C with one line that says so (exit 130); for anything else with ``error`` itself."""
+    if not isinstance(error, KeyboardInterrupt):
+        raise error
+    files = sorted(restored)
+    listed = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    raise Interrupted(
+        f"interrupted: put back the {len(files)} files it had changed ({listed}); the tree is as it was"
+    ) from None

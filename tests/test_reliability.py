@@ -332,6 +332,26 @@ def test_migration_leaves_the_note_while_it_verifies(repo: Path, monkeypatch: py
     assert writes.attend(repo, recover=False) == []
 
 
+def test_ctrl_c_in_verification_puts_the_tree_back_and_says_so(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while ``apply --verify`` verifies: the migration written for it is put back, the run ends with one
+    line that says so (exit 130), and no note of unverified changes is left to report."""
+    from codemod import migrate
+
+    _, paths = planned(repo)
+
+    def verify_change(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(migrate, "verify_change", verify_change)
+    before = snapshot(repo)
+    with pytest.raises(writes.Interrupted) as caught:
+        migrate.run_migration_on(resolve(repo))
+    assert str(caught.value).startswith(f"interrupted: put back the {len(paths)} files it had changed (")
+    assert str(caught.value).endswith("; the tree is as it was") and caught.value.exit_code == 130
+    assert snapshot(repo) == before
+    assert writes.attend(repo, recover=False) == []
+
+
 def test_the_next_worktree_prunes_those_a_killed_run_left(tmp_path: Path) -> None:
     """A worktree whose process is gone (its directory names the pid) is removed and pruned by the next one."""
     repo = tmp_path / "r"
