@@ -78,6 +78,8 @@ def sha(data: bytes) -> str:
 
 #: the checkouts this process holds the lock of: key -> the open lock file (released when the process ends)
 _held: dict[str, int] = {}
+#: at most this many locks are held at once, the most recent (each is an open file)
+_MAX_HELD = 16
 
 
 def _key(root: Path) -> str:
@@ -110,6 +112,8 @@ def hold(root: Path) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held[key] = fd
+    while len(_held) > _MAX_HELD:  # a process that works on checkout after checkout (a test session) keeps the last
+        os.close(_held.pop(next(iter(_held))))
 
 
 def _held_elsewhere(root: Path) -> bool:

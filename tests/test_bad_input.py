@@ -302,7 +302,7 @@ class _Faults:
 def test_write_is_all_or_nothing(files: list[tuple[str, bool]], at: int) -> None:
     """Whatever operation fails, the tree is fully written or unchanged, links stay links, and no
     temporary file is left: ``files`` are (folder, reached through a symlink to a file outside)."""
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, mock.patch.dict(os.environ, {"CODEMOD_CACHE_DIR": scratch}):
         root, outside = Path(scratch, "tree"), Path(scratch, "outside")
         outside.mkdir()
         rewrites = []
