@@ -201,7 +201,8 @@ def _print_summary(result: ScanResult, changes: Changes, only: list[str], writte
     """What the change does and, grouped by why, the files it writes (``written``: None for ``diff``, which
     writes nothing); then what is held back and each generated file edited as its modular source."""
     from codemod.analyse.scan import unread_line
-    from codemod.publish.summary import count, group_lines, held_line, totals
+    from codemod.publish.report import count
+    from codemod.publish.summary import group_lines, held_line, totals
 
     def say(text: str, style: str = "") -> None:
         stderr.print(text, style=style, markup=False, highlight=False, soft_wrap=True)

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from codemod import cli_help
 from codemod.cli import app
 from codemod.contracts import Held, HeldCause
-from codemod.publish.summary import count, held_line
+from codemod.publish.report import count
+from codemod.publish.summary import held_line
 
 from .conftest import FOREIGN
 

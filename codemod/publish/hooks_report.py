@@ -16,6 +16,7 @@ from rich.table import Table
 from codemod import __version__
 from codemod.analyse.scan import ScanResult
 from codemod.layout import fills_width
+from codemod.publish.report import count
 from codemod.transform.hook_changes import ClusterChanges, HookChanges, MemberChanges, MemberStatus
 from codemod.transform.hooks import MIN_MODELS
 
@@ -160,7 +161,7 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
         soft_wrap=True,
     )
     table = Table(
-        title=f"{summary['clusters']} clusters of {MIN_MODELS}+ models, {summary['applied']} with a hook to apply",
+        title=f"{count(summary['clusters'], 'cluster')} of {MIN_MODELS}+ models, {summary['applied']} with a hook to apply",
         expand=wide,
     )
     for column in ("hook", "what the members do to the inputs", "models", "changed", "lines saved", "status"):
@@ -204,8 +205,8 @@ def render_hooks_table(result: ScanResult, changes: HookChanges, console: Consol
             if text:
                 _code(console, text, "diff")
     console.print(
-        f"{summary['members_changed']} overrides changed by {summary['applied']} hooks, "
-        f"{summary['lines_saved']} lines saved (the members' lines less the mixin's)",
+        f"{count(summary['members_changed'], 'override')} changed by {count(summary['applied'], 'hook')}, "
+        f"{count(summary['lines_saved'], 'line')} saved (the members' lines less the mixin's)",
         highlight=False,
         soft_wrap=True,
     )
@@ -221,8 +222,9 @@ def hooks_markdown(result: ScanResult, changes: HookChanges) -> str:
     out = [
         f"## Hooks mined from repeated overrides ({result.index.checkout.version or result.index.checkout.root})",
         "",
-        f"{summary['clusters']} clusters of three or more models; {summary['applied']} hooks to apply, changing "
-        f"{summary['members_changed']} overrides and saving {summary['lines_saved']} lines.",
+        f"{count(summary['clusters'], 'cluster')} of three or more models; {count(summary['applied'], 'hook')} to "
+        f"apply, changing {count(summary['members_changed'], 'override')} and saving "
+        f"{count(summary['lines_saved'], 'line')}.",
         "",
         "| hook | what the members do | models | changed | lines saved | status |",
         "|---|---|---|---|---|---|",

@@ -34,6 +34,11 @@ _CATEGORY_ORDER = (Category.GENERIC, Category.KWARGS_FORWARDING, Category.BESPOK
 _STYLE = {Category.GENERIC: "green", Category.KWARGS_FORWARDING: "yellow", Category.BESPOKE: "red"}
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files``: a number and its noun, in the number it takes."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 # --------------------------------------------------------------------------------------------- JSON
 
 
@@ -237,8 +242,9 @@ def header_lines(result: ScanResult) -> list[str]:
         lines.append(f"judged against {p.target.describe()}")
     lines.append(mixin)
     lines.append(
-        f"{s['overrides']} overrides ({s['lines']} lines) in {s['candidate_files']} of {s['files_read']} files; "
-        f"{s['from_modular']} from modular sources, {s['deprecated']} deprecated; {s['copy_groups']} copy groups"
+        f"{count(s['overrides'], 'override')} ({count(s['lines'], 'line')}) in {s['candidate_files']} of "
+        f"{count(s['files_read'], 'file')}; {s['from_modular']} from modular sources, {s['deprecated']} deprecated; "
+        f"{s['copy_groups']} copy groups"  # (as the goldens have it, also for one)
     )
     if s["copy_markers"]:
         lines.append("copy markers: " + ", ".join(f"{n} {k}" for k, n in s["copy_markers"].items()))
@@ -302,8 +308,9 @@ def _render_problems(result: ScanResult, console: Console, verbose: bool) -> Non
     elif skipped:
         kinds = Counter(s.kind.value for s in skipped)
         console.print(
-            f"skipped {len(skipped)} files ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) with "
-            f"{sum(len(s.classes) for s in skipped)} overrides: this tool migrates PyTorch models (--verbose lists them)",
+            f"skipped {count(len(skipped), 'file')} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) with "
+            f"{count(sum(len(s.classes) for s in skipped), 'override')}: this tool migrates PyTorch models "
+            "(--verbose lists them)",
             style="dim",
             highlight=False,
         )
@@ -453,7 +460,7 @@ def render_verify_table(report: VerifyReport, console: Console) -> None:
     doc = verify_document(report)
     s = doc["summary"]
     console.print(
-        f"{len(report.verdicts)} classes verified on {report.device} in {report.seconds:.0f}s "
+        f"{count(len(report.verdicts), 'class', 'classes')} verified on {report.device} in {report.seconds:.0f}s "
         f"({report.classes_per_minute:.1f} classes/min) against {report.base}: "
         + ", ".join(f"{n} {k}" for k, n in s.items()),
         highlight=False,
@@ -481,7 +488,7 @@ def verify_markdown(report: VerifyReport) -> str:
     out = [
         "# Verification",
         "",
-        f"- {len(report.verdicts)} classes on {report.device}, base `{report.base}`, "
+        f"- {count(len(report.verdicts), 'class', 'classes')} on {report.device}, base `{report.base}`, "
         f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
         "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()),
         "",

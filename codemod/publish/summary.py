@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from codemod.analyse.classify import Action
 from codemod.analyse.scan import ScanResult
 from codemod.contracts import Held
+from codemod.publish.report import count
 from codemod.sources import model_name
 from codemod.transform.apply import Changes
 from codemod.transform.plan import EditKind
@@ -37,11 +38,6 @@ SELECTED = "for the selected models"
 CHANGED = "for the overrides changed"
 COPIES = "to keep copies consistent (a copy changes with its source, or is marked '# Ignore copy')"
 MIXIN = "to install code in GenerationMixin (the generic implementation every deletion relies on, or hooks)"
-
-
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 file``, ``2 files``: a number and its noun, in the number it takes."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def totals(result: ScanResult, changes: Changes) -> str:
