@@ -289,3 +289,18 @@ def test_summary_says_why_each_file_is_written(mini_checkout: Path) -> None:
     assert lines[2] == "  1 file for the selected models: otter"
     assert lines[3].startswith("  2 files to keep copies consistent") and lines[3].endswith(": badger, mink")
     assert lines[4].startswith("  1 file to install code in GenerationMixin")
+
+
+def test_apply_says_why_each_file_was_written(mini_checkout: Path) -> None:
+    result = invoke("apply", mini_checkout, "--only", "otter")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[1] == f"wrote 4 files in {mini_checkout.resolve()}:"
+    assert lines[2] == "  1 file for the selected models: otter"
+
+
+@pytest.mark.parametrize("option", [["--from", "4.45.2"], ["--requirement", "peft"]], ids=str)
+def test_releases_to_run_on_need_verify(model_repo: Path, option: list[str]) -> None:
+    result = invoke("apply", model_repo, *option)
+    assert result.exit_code == 2
+    assert "they need --verify" in result.stderr and result.stderr.count("\n") == 1
