@@ -4,10 +4,10 @@
 it returns and chooses the exit code; what a command does in between (which checkout, judged against
 which release, what it refuses, the worktree ``verify`` compares with) is here. Options that do not go
 together raise :class:`ToolError`, a ``CodemodError`` like every stage's errors, which the CLI reports
-once; progress goes to a :class:`Feedback`. ``fetch`` and ``pr`` add nothing to their stages' own
-functions (``codemod.fetch.fetch_release``, ``codemod.publish.pr.run_pr``): the CLI calls those as they are.
+once; progress goes to a :class:`Feedback`. ``fetch`` is ``codemod.fetch.fetch_release`` with a feedback;
+``pr`` adds nothing to ``codemod.publish.pr.run_pr``, which the CLI calls as it is.
 
-Every function runs quietly unless given a ``Feedback``::
+Every function runs quietly unless given a ``Feedback`` (``QUIET`` is the default)::
 
     from codemod import api
 
@@ -247,9 +247,8 @@ def hooks(source: Source, feedback: Feedback = QUIET) -> tuple[ScanResult, HookC
 def _changes(result: ScanResult, jobs: int | None, edits: Edits) -> Changes:
     from codemod.transform.apply import compute_changes
 
-    # outside transformers nothing verifies a plain apply: what only verification proves is held back
-    hold = result.index.checkout.is_tree
-    return compute_changes(result, jobs, mark_kept=edits.mark, hold_unproven=hold, hooks=edits.hooks)
+    # nothing verifies a plain apply: what only verification proves is held back, in a checkout too
+    return compute_changes(result, jobs, mark_kept=edits.mark, hold_unproven=True, hooks=edits.hooks)
 
 
 def diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS) -> tuple[ScanResult, Changes]:
