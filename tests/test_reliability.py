@@ -472,7 +472,7 @@ def test_a_file_too_deep_to_compile_is_a_file_error() -> None:
     assert facts.overrides == ()
 
 
-# --------------------------------------------------------------------------------------------- what the rules do not model
+# ----------------------------------------------------------------------------------------- what the rules do not model
 
 
 @pytest.mark.parametrize(
@@ -509,8 +509,8 @@ def test_known_no_ops_leave_the_method_to_the_rules(header: str) -> None:
 
 
 def test_async_and_custom_decorated_overrides_are_kept(tmp_path: Path, codemod_cache: Path) -> None:
-    """The same generic body (llama's in 4.45) three ways: under ``@torch.no_grad()`` it changes as usual; async, or under a
-    decorator of its own, it is kept, with the reason, and nothing edits it."""
+    """The same generic body (llama's in 4.45) three ways: under ``@torch.no_grad()`` it changes as usual; async,
+    or under a decorator of its own, it is kept, with the reason, and nothing edits it."""
     from codemod.analyse.classify import Action
 
     root = tmp_path / "tree"
