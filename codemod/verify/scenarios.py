@@ -227,12 +227,15 @@ def _from_embeddings(model: Any, inputs: Kwargs) -> Kwargs:
 
 def static_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
     """A static cache. Releases before 5.0 say whether a model supports one (``_supports_static_cache``); 5.x has no
-    such flag, and generate() makes one for any model that can hold it: there a short run on a copy of the model (on
+    such flag, and generate() makes one for any model that can hold it: there a run on a copy of the model (on
     the side that builds the scenario, the old code) decides. Without it every 5.x class skipped the scenario, and
     5.23's Musicgen decoder, whose reduction takes a 4D static-cache mask over its batch x codebooks rows, passed."""
     inputs = {**tiny.generation_inputs(model, seed=seed), "do_sample": False, "cache_implementation": "static"}
     supports = getattr(model, "_supports_static_cache", None)
     if supports is None:
+        # 5.x's generation configs leave these None, and a generate() of a model's own (Musicgen's) sizes the static
+        # cache by them as they are: given, they are what generate()'s defaults mean
+        inputs.update(num_beams=1, num_return_sequences=1)
         _generates_with(model, inputs)
     elif not supports:
         raise Skip("the model does not support a static cache")
@@ -240,10 +243,11 @@ def static_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
 
 
 def _generates_with(model: Any, inputs: Kwargs) -> None:
-    """Two new tokens from ``inputs`` on a copy of ``model`` (generate() may keep a cache on the model), or Skip."""
+    """The scenario's new tokens from ``inputs`` on a copy of ``model`` (generate() may keep a cache on the model), or
+    Skip (as many as the scenario: a static cache is sized by them, and Musicgen's fails with fewer than its delay)."""
     try:
         with torch.no_grad():
-            copy.deepcopy(model).generate(**inputs, max_new_tokens=2, min_new_tokens=2)
+            copy.deepcopy(model).generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except Exception as error:
         raise Skip(f"the model does not generate so: {type(error).__name__}: {str(error)[:120]}") from error
 
