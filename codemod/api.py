@@ -148,6 +148,9 @@ class Edits:
 
     mark: bool = False
     hooks: bool = False
+    #: without verification, also make the edits only verification proves (ruff's unsafe fixes): those that
+    #: change what the standard generate flow prepares (``Finding.flow``)
+    unsafe: bool = False
 
 
 RUN = Run()
@@ -247,8 +250,9 @@ def hooks(source: Source, feedback: Feedback = QUIET) -> tuple[ScanResult, HookC
 def _changes(result: ScanResult, jobs: int | None, edits: Edits) -> Changes:
     from codemod.transform.apply import compute_changes
 
-    # nothing verifies a plain apply: what only verification proves is held back, in a checkout too
-    return compute_changes(result, jobs, mark_kept=edits.mark, hold_unproven=True, hooks=edits.hooks)
+    # nothing verifies a plain apply: what only verification proves is held back, in a checkout too, unless asked
+    hold = not edits.unsafe
+    return compute_changes(result, jobs, mark_kept=edits.mark, hold_unproven=hold, hooks=edits.hooks)
 
 
 def diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS) -> tuple[ScanResult, Changes]:
@@ -351,6 +355,29 @@ def apply(
         )
     written = [r.path for r in migration.final.rewrites if r.changed]
     return Applied(migration.result, migration.final, written, migration.report, migration.reverted)
+
+
+def verified_diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS, run: Run = RUN) -> Applied:
+    """What ``apply`` with verification would write, without writing it: the same run on a throwaway worktree
+    of HEAD (the checkout's files are never touched), or for a pristine ``release`` on the fresh copy ``apply``
+    makes anyway. Its ``changes`` are the verified ones; its ``written`` the files the copy got."""
+    if source.release is not None:
+        return apply(source, feedback, edits, run)
+    from codemod.git import repository_root, worktree
+
+    checkout = _prepared(source, feedback, writable=False)
+    if checkout.git is None:
+        raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
+    git = checkout.git
+    if git.dirty:
+        raise ToolError(
+            f"{checkout.root} has uncommitted changes: diff --verify verifies HEAD in a worktree; commit or stash them"
+        )
+    top = repository_root(checkout.root)
+    paths = source.path_list or (Path.cwd(),)
+    with worktree(top, "HEAD", error=ToolError) as copy:
+        mapped = tuple(copy / Path(p).resolve().relative_to(top) for p in paths)
+        return apply(dataclasses.replace(source, paths=mapped), feedback, edits, run)
 
 
 def _check_writable(checkout: Checkout, source: Source, run: Run, edits: Edits, allow_dirty: bool) -> None:

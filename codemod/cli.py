@@ -30,6 +30,7 @@ from codemod.cli_options import (
     DiffFormatOpt,
     FromOpt,
     HooksOpt,
+    KeepUnverifiedOpt,
     MarkOpt,
     MixinOpt,
     OnlyOpt,
@@ -44,6 +45,8 @@ from codemod.cli_options import (
     ScanJobsOpt,
     ScanTargetOpt,
     SkipOpt,
+    UnsafeOpt,
+    VerifyFlagOpt,
     VerifyJobsOpt,
     VerifyTargetOpt,
 )
@@ -279,17 +282,38 @@ def diff(
     skip: SkipOpt = None,
     mark: MarkOpt = False,
     hooks: HooksOpt = False,
+    unsafe: UnsafeOpt = False,
+    verify: VerifyFlagOpt = False,
+    keep_unverified: KeepUnverifiedOpt = False,
+    device: DeviceOpt = "cpu",
+    python: PythonOpt = None,
+    own_tests: OwnTestsOpt = True,
     target: ScanTargetOpt = None,
     mixin: MixinOpt = None,
+    from_release: FromOpt = None,
+    requirement: RequirementOpt = None,
     fmt: DiffFormatOpt = "patch",
     jobs: ScanJobsOpt = None,
     cache: CacheOpt = True,
 ) -> None:
-    """Print the diff of what apply would write: exit 1 when there is one, 0 when there is none."""
+    """Print the diff of what apply would write: exit 1 when there is one, 0 when there is none.
+
+    With --verify, the diff apply --verify would write: verified in a throwaway worktree, nothing written here."""
     _check_format(fmt, ("patch", *ANNOTATIONS))
     source = _source(paths, release, only, skip, jobs, cache, target, mixin)
-    edits = api.Edits(mark, hooks)
-    result, changes = api.diff(source, screen, edits)
+    edits = api.Edits(mark, hooks, unsafe)
+    run = _run(verify, api.Run(device, python, own_tests, from_release, _split(requirement), keep_unverified))
+    if run is None:
+        result, changes = api.diff(source, screen, edits)
+    else:
+        verified = api.verified_diff(source, screen, edits, run)
+        result, changes = verified.result, verified.changes
+        if verified.report is not None:
+            _emit_verify(verified.report, "table", None)
+        for held in sorted(verified.reverted, key=lambda h: h.subject):
+            from codemod.publish.summary import held_line
+
+            stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
     if fmt in ANNOTATIONS:
         from codemod.publish.annotations import from_changes
 
@@ -326,7 +350,8 @@ def _apply_command(source: api.Source, edits: api.Edits) -> str:
         ("--mixin", source.mixin and str(source.mixin)),
     )
     words += [word for option, value in options if value for word in (option, value)]
-    words += [flag for flag, on in (("--mark", edits.mark), ("--hooks", edits.hooks)) if on]
+    flags = (("--mark", edits.mark), ("--hooks", edits.hooks), ("--unsafe-fixes", edits.unsafe))
+    words += [flag for flag, on in flags if on]
     return shlex.join(words)
 
 
@@ -410,25 +435,10 @@ def apply(
     skip: SkipOpt = None,
     mark: MarkOpt = False,
     hooks: HooksOpt = False,
+    unsafe: UnsafeOpt = False,
     allow_dirty: AllowDirtyOpt = False,
-    verify: Annotated[
-        bool,
-        typer.Option(
-            "--verify",
-            metavar="",
-            help="Verify every changed class on tiny random models; revert what is not identical.",
-            rich_help_panel=VERIFICATION,
-        ),
-    ] = False,
-    keep_unverified: Annotated[
-        bool,
-        typer.Option(
-            "--keep-unverified",
-            metavar="",
-            help="Keep changes to classes that could not be verified.",
-            rich_help_panel=VERIFICATION,
-        ),
-    ] = False,
+    verify: VerifyFlagOpt = False,
+    keep_unverified: KeepUnverifiedOpt = False,
     device: DeviceOpt = "cpu",
     python: PythonOpt = None,
     own_tests: OwnTestsOpt = True,
@@ -447,11 +457,11 @@ def apply(
 ) -> None:
     """Rewrite model code: delete the generic overrides and reduce those with model-specific keys.
 
-    Outside transformers, an edit only verification proves is held back unless --verify runs every changed class
-    on tiny random models, old code against new, and reverts what is not identical."""
+    An edit only verification proves is held back unless --verify runs every changed class on tiny random models,
+    old code against new, and reverts what is not identical (or --unsafe-fixes makes it unverified)."""
     source = _source(paths, release, only, skip, jobs, cache, target, mixin)
     run = _run(verify, api.Run(device, python, own_tests, from_release, _split(requirement), keep_unverified))
-    applied = api.apply(source, screen, api.Edits(mark, hooks), run, allow_dirty=allow_dirty)
+    applied = api.apply(source, screen, api.Edits(mark, hooks, unsafe), run, allow_dirty=allow_dirty)
     if applied.report is not None:
         _emit_verify(applied.report, "table", None)
         if report_file is not None:

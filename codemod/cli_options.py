@@ -100,6 +100,34 @@ AllowDirtyOpt = Annotated[
         "--allow-dirty", metavar="", help="Rewrite a git tree with uncommitted changes.", rich_help_panel=EDITS
     ),
 ]
+UnsafeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-fixes",
+        metavar="",
+        help="Without --verify, also make the edits only verification proves (they change what the standard generate "
+        "flow prepares); by default they are held back and listed.",
+        rich_help_panel=EDITS,
+    ),
+]
+VerifyFlagOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        metavar="",
+        help="Verify every changed class on tiny random models; revert what is not identical.",
+        rich_help_panel=VERIFICATION,
+    ),
+]
+KeepUnverifiedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-unverified",
+        metavar="",
+        help="Keep changes to classes that could not be verified.",
+        rich_help_panel=VERIFICATION,
+    ),
+]
 #: the release model code outside transformers runs on: one meaning for every command, each with its default
 TARGET = (
     "Model code outside transformers: the transformers release it runs on, whose mixin decides what a deletion reaches"

@@ -122,6 +122,12 @@ def show(root: Path, revision: str, path: str) -> bytes | None:
     return done.raw if done.ok else None
 
 
+def repository_root(root: Path) -> Path:
+    """The top of ``root``'s git work tree (``root`` itself outside any)."""
+    top = output(root, "rev-parse", "--show-toplevel")
+    return Path(top) if top else root
+
+
 def prefix(root: Path) -> str:
     """``root`` relative to the top of its git work tree ("" at the top, or outside any)."""
     return output(root, "rev-parse", "--show-prefix") or ""

@@ -23,6 +23,7 @@ from codemod.transform import hooks as hook_stage
 from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
 from codemod.transform.formatting import CUT
 from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
+from codemod.transform.predict import predicted_repairs
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Progress
@@ -206,7 +207,8 @@ class _Job:
         self.mined = hook_stage.mine(result) if options.hooks else None
         self.planned = hook_stage.hooked_result(result, self.mined) if self.mined is not None else result
         self.originals: dict[str, bytes] = {}
-        self.repairs: dict[str, Repair] = {}
+        # what the scan's facts already say verification would repair is planned from the first round
+        self.repairs: dict[str, Repair] = predicted_repairs(result.findings)
 
     def make_plan(self, repairs: dict[str, Repair] | None = None) -> Plan:
         mark_kept = self.options.mark_kept
@@ -240,7 +242,7 @@ class _Job:
 
     def first_pass(self) -> MigrationRun:
         """Apply the plan, verify it, repair what differs only by whole keys and revert what still differs."""
-        first = settle(self.planned, self.make_plan(), self.verifying.jobs)
+        first = settle(self.planned, self.make_plan(self.repairs or None), self.verifying.jobs)
         self.originals = {r.path: r.old for r in first.rewrites if r.changed}
         mark_unverified(self.checkout.root, self.originals)  # what a kill in verification leaves is reported
         try:

@@ -74,10 +74,12 @@ def make_repo(root: Path) -> Path:
     return root
 
 
-def invoke(*args: str | Path, mark: bool = True):
-    """The CLI in process. ``diff`` and ``apply`` run with ``--mark`` unless ``mark=False``: these
-    tests follow every decision of the fixture, the marks of what stays included."""
-    extra = ["--mark"] if mark and args and args[0] in ("diff", "apply") else []
+def invoke(*args: str | Path, mark: bool = True, unsafe: bool = True):
+    """The CLI in process. ``diff`` and ``apply`` run with ``--mark`` unless ``mark=False``, and with
+    ``--unsafe-fixes`` unless ``unsafe=False``: these tests follow every decision of the fixture, the marks of
+    what stays and the edits only verification proves (Puffin's) included."""
+    writes = bool(args) and args[0] in ("diff", "apply")
+    extra = [flag for flag, on in (("--mark", mark), ("--unsafe-fixes", unsafe)) if on and writes]
     return runner.invoke(app, [*(str(a) for a in args), *extra])
 
 
@@ -135,6 +137,22 @@ def test_diff_exits_1_and_prints_a_unified_diff(repo: Path) -> None:
     assert "11 overrides deleted, 1 reduced, 1 kept (0 held back); 13 files" in " ".join(result.stderr.split())
     assert snapshot(repo) == before, "diff wrote into the checkout"
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_without_unsafe_fixes_an_edit_only_verification_proves_is_held_back(repo: Path) -> None:
+    """Safe by default, as ruff's fixes: Puffin's override never passes the position ids its forward takes, so
+    deleting it changes what generate() feeds the model; plain diff and apply hold it back (its modular
+    source with it) and say why, and write nothing of it."""
+    result = invoke("diff", repo, mark=False, unsafe=False)
+    assert result.exit_code == 1, result.output
+    assert f"{PKG}/puffin/modular_puffin.py" not in diffed_files(result.stdout)
+    log = " ".join(result.stderr.split())
+    assert "(2 held back)" in log
+    assert "PuffinForSpeechGeneration: unproven without --verify: it would change what is prepared" in log
+    assert invoke("apply", repo, mark=False, unsafe=False).exit_code == 0
+    text = (repo / PKG / "puffin" / "modeling_puffin.py").read_text(encoding="utf-8")
+    speech = text[text.index("class PuffinForSpeechGeneration") :]
+    assert "def prepare_inputs_for_generation" in speech.split("\nclass ", 1)[0]
 
 
 def test_diff_is_a_patch_git_applies_to_what_apply_writes(repo: Path, tmp_path: Path) -> None:

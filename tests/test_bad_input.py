@@ -22,10 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from codemod import writes as writes_module
 from codemod.checkout import resolve
 from codemod.cli import app
 from codemod.errors import CodemodError, redact
-from codemod import writes as writes_module
 from codemod.transform.apply import WriteError, write
 from codemod.transform.rewrite import FileRewrite
 
@@ -40,8 +40,9 @@ LATIN1 = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite" / "lati
 
 def invoke(*args: str | Path):
     """The CLI in process; ``diff`` and ``apply`` with ``--mark``, so that an override that stays is
-    written too (its mark) and every file of the fixture shows what happens to it."""
-    extra = ["--mark"] if args and args[0] in ("diff", "apply") else []
+    written too (its mark) and every file of the fixture shows what happens to it, and with ``--unsafe-fixes``,
+    so that Puffin's edit (one only verification proves) is made too."""
+    extra = ["--mark", "--unsafe-fixes"] if args and args[0] in ("diff", "apply") else []
     return runner.invoke(app, [*(str(a) for a in args), *extra])
 
 

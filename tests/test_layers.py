@@ -44,6 +44,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "transform": (
         "transform",
         "transform.edits",
+        "transform.predict",
         "transform.reduce",
         "transform.planner",
         "transform.plan",
@@ -107,7 +108,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "publish.pr.publish",
     ),
     "api": ("api",),
-    "cli": ("cli", "cli_options", "cli_help", "__main__"),
+    "cli": ("cli", "cli_options", "cli_help", "cli_screen", "__main__"),
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = list(LAYERS)

@@ -129,3 +129,27 @@ def test_apply_verify_migrates_a_remote_code_repository_onto_the_target(tmp_path
     assert "def prepare_inputs_for_generation" not in text
     assert "class TinyLMForCausalLM(TinyLMPreTrainedModel, GenerationMixin):" in text
     compile(text, MODELING, "exec")
+
+
+def test_diff_verify_prints_what_apply_verify_writes_and_writes_nothing(tmp_path: Path) -> None:
+    """The dry run is what lands: ``diff --verify`` verifies in a throwaway worktree and prints that diff; the
+    checkout stays as it was, and ``apply --verify`` then writes exactly the printed change."""
+    root = _repository(tmp_path)
+    before = (root / MODELING).read_bytes()
+    shown = CliRunner().invoke(app, ["diff", str(root), "--verify", "--from", "4.45.2"])
+    assert shown.exit_code == 1, shown.output
+    assert (root / MODELING).read_bytes() == before
+    git = ["git", "-C", str(root)]
+    assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout == ""
+    worktrees = subprocess.run([*git, "worktree", "list"], capture_output=True, text=True).stdout
+    assert len(worktrees.splitlines()) == 1, worktrees  # the throwaway worktree is gone
+    done = CliRunner().invoke(app, ["apply", str(root), "--verify", "--from", "4.45.2"])
+    assert done.exit_code == 0, done.output
+    written = subprocess.run(["git", "-C", str(root), "diff"], capture_output=True, text=True, check=True).stdout
+    printed = shown.stdout[shown.stdout.index("--- ") :]
+    assert written and _hunks(written) == _hunks(printed)
+
+
+def _hunks(patch: str) -> list[str]:
+    """A patch's changed lines, whatever its file headers say (git's a/ b/ prefixes and index line)."""
+    return [line for line in patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]

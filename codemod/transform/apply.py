@@ -31,6 +31,7 @@ from codemod.transform.hooks import hooked_result, mine, plan_with_hooks
 from codemod.transform.plan import Edit, Plan
 from codemod.transform.plan import checkout_era as _checkout_era
 from codemod.transform.plan import initial_plan as initial_plan  # where migrate and the tests import it from
+from codemod.transform.predict import predicted_repairs
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.writes import Replacement, put_back, replace_all
 from codemod.writes import WriteError as WriteError  # raised by write, caught by its callers
@@ -222,12 +223,14 @@ def compute_changes(
 ) -> Changes:
     """Plan and rewrite (in memory) the migration of ``result.findings`` (``mark_kept``: also mark the
     overrides that stay as they are; ``hold_unproven``: no verification follows, see ``make_plan``;
-    ``hooks``: the hooks mined from them too, ``codemod.transform.hooks``: the hook in the mixin, its members rewritten)."""
+    ``hooks``: the hooks mined from them too, ``codemod.transform.hooks``: the hook in the mixin, its members rewritten).
+    The repairs the scan's facts predict (``predict``) are planned up front, as ``apply --verify`` plans them."""
+    repairs = predicted_repairs(result.findings) or None
     if hooks:
         report = mine(result)
-        plan = plan_with_hooks(result, report, mark_kept=mark_kept, hold_unproven=hold_unproven)
+        plan = plan_with_hooks(result, report, repairs, mark_kept=mark_kept, hold_unproven=hold_unproven)
         return settle(hooked_result(result, report), plan, jobs)
-    return settle(result, initial_plan(result, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
+    return settle(result, initial_plan(result, repairs, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
 
 
 def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:

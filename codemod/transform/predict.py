@@ -1,0 +1,63 @@
+"""Repairs the scan's facts predict, so that the first plan is already the one verification would keep.
+
+An override that returns a closed dict passes only the keys it lists. Where it leaves out an input that
+callers hand ``generate()`` and that ``forward`` takes (a head mask, decoder embeddings, a decoder mask,
+a decoder's cross-attention inputs),
+the old code dropped the caller's value and the mixin forwards it: BART's family then crashes on
+``decoder_inputs_embeds`` beside the decoder start ids, GPT-2 starts applying a head mask it ignored.
+Verification finds each of these by running the model and repairs the reduction by removing the key
+(``Repair.remove``). The index already knows both sides (the dict's keys, ``forward``'s parameters), so the
+planner removes them up front, and a plain ``apply`` never makes that change at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from codemod.analyse.findings import Action, Finding
+from codemod.contracts import Repair
+
+#: inputs a caller gives ``generate()`` that reach ``forward`` through the mixin as model kwargs, and that a
+#: closed dict of 4.3x-4.45 often leaves out (the verification scenarios give each of them)
+CALLER_INPUTS = (
+    "head_mask",
+    "decoder_head_mask",
+    "cross_attn_head_mask",
+    "decoder_inputs_embeds",
+    "decoder_attention_mask",
+    "encoder_hidden_states",
+    "encoder_attention_mask",
+)
+
+
+def dropped_inputs(finding: Finding) -> tuple[str, ...]:
+    """The caller inputs the old override's closed dict drops and its ``forward`` names. A ``forward`` the index
+    did not find, or the keys only its ``**kwargs`` would take, predict nothing: whether the model reads them is
+    its own code's business, which verification runs."""
+    o = finding.override
+    analysis = o.analysis
+    forward = o.forward_params
+    if analysis.forwards_kwargs or analysis.delegates_to is not None or forward is None:
+        return ()  # every model kwarg not listed reaches the model already, or nothing says which would
+    listed = set(analysis.output_values()) | {out.key for out in analysis.outputs}
+    return tuple(key for key in CALLER_INPUTS if key not in listed and key in forward)
+
+
+def predicted_repairs(findings: Iterable[Finding]) -> dict[str, Repair]:
+    """By override id, the removals a deletion or reduction needs to prepare what the old code prepared."""
+    repairs: dict[str, Repair] = {}
+    for finding in findings:
+        if finding.action is Action.KEEP:
+            continue
+        dropped = dropped_inputs(finding)
+        if dropped:
+            repairs[finding.override.id] = Repair(remove=dropped)
+    return repairs
+
+
+def with_predicted(findings: Iterable[Finding], found: Mapping[str, Repair] | None) -> dict[str, Repair]:
+    """The predicted repairs joined with those verification found (``found``), key by key."""
+    merged = predicted_repairs(findings)
+    for oid, repair in (found or {}).items():
+        merged[oid] = merged[oid] | repair if oid in merged else repair
+    return merged

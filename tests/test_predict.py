@@ -1,0 +1,128 @@
+"""The repairs the scan's facts predict (``codemod.transform.predict``): a closed dict's dropped caller inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemod.analyse.classify import classify_override
+from codemod.analyse.findings import Action
+from codemod.analyse.mixin import MixinProfile, hoisted_profile
+from codemod.contracts import Repair
+from codemod.transform.predict import dropped_inputs, predicted_repairs, with_predicted
+
+from .test_classify import override
+
+SEQ2SEQ_FORWARD = (
+    "input_ids",
+    "attention_mask",
+    "decoder_input_ids",
+    "decoder_attention_mask",
+    "head_mask",
+    "decoder_head_mask",
+    "cross_attn_head_mask",
+    "encoder_outputs",
+    "past_key_values",
+    "inputs_embeds",
+    "decoder_inputs_embeds",
+    "use_cache",
+)
+
+#: BART's 4.45 dict: every caller input but the decoder's embeddings
+BART = """
+def prepare_inputs_for_generation(
+    self, decoder_input_ids, past_key_values=None, attention_mask=None, decoder_attention_mask=None,
+    head_mask=None, decoder_head_mask=None, cross_attn_head_mask=None, use_cache=None, encoder_outputs=None, **kwargs
+):
+    if past_key_values is not None:
+        decoder_input_ids = decoder_input_ids[:, -1:]
+    return {
+        "input_ids": None,
+        "encoder_outputs": encoder_outputs,
+        "past_key_values": past_key_values,
+        "decoder_input_ids": decoder_input_ids,
+        "attention_mask": attention_mask,
+        "decoder_attention_mask": decoder_attention_mask,
+        "head_mask": head_mask,
+        "decoder_head_mask": decoder_head_mask,
+        "cross_attn_head_mask": cross_attn_head_mask,
+        "use_cache": use_cache,
+    }
+"""
+
+#: a decoder-only closed dict (OPT's shape): no head mask listed
+DECODER = """
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+    if past_key_values is not None:
+        input_ids = input_ids[:, -1:]
+    return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+"""
+
+#: the same body, its dict open: every other model kwarg goes through
+OPEN = """
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+    if past_key_values is not None:
+        input_ids = input_ids[:, -1:]
+    model_inputs = {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+    for key, value in kwargs.items():
+        if key not in model_inputs:
+            model_inputs[key] = value
+    return model_inputs
+"""
+
+DECODER_FORWARD = ("input_ids", "attention_mask", "head_mask", "past_key_values", "inputs_embeds", "use_cache")
+
+
+@pytest.fixture(scope="module")
+def hoisted() -> MixinProfile:
+    return hoisted_profile()
+
+
+@pytest.mark.parametrize(
+    ("source", "forward", "dropped"),
+    [
+        pytest.param(BART, SEQ2SEQ_FORWARD, ("decoder_inputs_embeds",), id="bart-drops-decoder-embeddings"),
+        pytest.param(DECODER, DECODER_FORWARD, ("head_mask",), id="decoder-drops-its-head-mask"),
+    ],
+)
+def test_a_closed_dict_drops_the_caller_inputs_forward_takes(
+    hoisted: MixinProfile, source: str, forward: tuple[str, ...] | None, dropped: tuple[str, ...]
+) -> None:
+    finding = classify_override(override(source, forward_params=forward), hoisted)
+    assert finding.action is not Action.KEEP
+    assert dropped_inputs(finding) == dropped
+    assert predicted_repairs([finding]) == {finding.override.id: Repair(remove=dropped)}
+
+
+@pytest.mark.parametrize(
+    ("source", "forward"),
+    [
+        pytest.param(OPEN, DECODER_FORWARD, id="an-open-dict-passes-them-on-already"),
+        pytest.param(DECODER, None, id="no-forward-found-verification-decides"),
+        pytest.param(DECODER, ("input_ids", "**kwargs"), id="only-kwargs-would-take-them-verification-decides"),
+        pytest.param(DECODER, ("input_ids", "attention_mask", "past_key_values"), id="forward-takes-none-of-them"),
+        pytest.param(BART, tuple(k for k in SEQ2SEQ_FORWARD if k != "decoder_inputs_embeds"), id="every-one-listed"),
+    ],
+)
+def test_no_repair_where_nothing_a_caller_gives_is_dropped(
+    hoisted: MixinProfile, source: str, forward: tuple[str, ...] | None
+) -> None:
+    finding = classify_override(override(source, forward_params=forward), hoisted)
+    assert dropped_inputs(finding) == ()
+    assert predicted_repairs([finding]) == {}
+
+
+def test_a_kept_override_needs_no_repair(hoisted: MixinProfile) -> None:
+    """A finding the plan keeps is left as it is: there is no reduction to repair."""
+    import dataclasses
+
+    finding = classify_override(override(DECODER, forward_params=DECODER_FORWARD), hoisted)
+    kept = dataclasses.replace(finding, action=Action.KEEP)
+    assert dropped_inputs(kept) == ("head_mask",)
+    assert predicted_repairs([kept]) == {}
+
+
+def test_verification_repairs_join_the_predicted_ones(hoisted: MixinProfile) -> None:
+    finding = classify_override(override(DECODER, forward_params=DECODER_FORWARD), hoisted)
+    oid = finding.override.id
+    merged = with_predicted([finding], {oid: Repair(set_none=("use_cache",)), "other": Repair(remove=("x",))})
+    assert merged == {oid: Repair(remove=("head_mask",), set_none=("use_cache",)), "other": Repair(remove=("x",))}
