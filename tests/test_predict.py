@@ -8,7 +8,7 @@ from codemod.analyse.classify import classify_override
 from codemod.analyse.findings import Action
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.contracts import Repair
-from codemod.transform.predict import dropped_inputs, predicted_repairs, with_predicted
+from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs, with_predicted
 
 from .test_classify import override
 
@@ -126,3 +126,46 @@ def test_verification_repairs_join_the_predicted_ones(hoisted: MixinProfile) -> 
     oid = finding.override.id
     merged = with_predicted([finding], {oid: Repair(set_none=("use_cache",)), "other": Repair(remove=("x",))})
     assert merged == {oid: Repair(remove=("head_mask",), set_none=("use_cache",)), "other": Repair(remove=("x",))}
+
+
+#: GPT-2's 4.45 positions: built from the mask when the caller gave none, else None (a caller's too)
+GPT2 = """
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+    if past_key_values:
+        input_ids = input_ids[:, -1:]
+    attention_mask = kwargs.get("attention_mask", None)
+    position_ids = kwargs.get("position_ids", None)
+    if attention_mask is not None and position_ids is None:
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -input_ids.shape[1] :]
+    else:
+        position_ids = None
+    return {
+        "input_ids": input_ids,
+        "past_key_values": past_key_values,
+        "position_ids": position_ids,
+        "attention_mask": attention_mask,
+    }
+"""
+
+#: the same positions without the else: a caller's position ids are kept, as the mixin keeps them
+GPT2_KEEPS_GIVEN = GPT2.replace("    else:\n        position_ids = None\n", "")
+
+
+@pytest.mark.parametrize(
+    ("source", "ignored"),
+    [
+        pytest.param(GPT2, ("position_ids",), id="else-none-ignores-a-callers-positions"),
+        pytest.param(GPT2_KEEPS_GIVEN, (), id="no-else-a-callers-positions-go-through"),
+    ],
+)
+def test_positions_the_old_code_set_to_none_when_given(
+    hoisted: MixinProfile, source: str, ignored: tuple[str, ...]
+) -> None:
+    forward = ("input_ids", "attention_mask", "position_ids", "past_key_values", "use_cache")
+    finding = classify_override(override(source, forward_params=forward), hoisted)
+    assert ignored_inputs(finding) == ignored
+    expected = {finding.override.id: Repair(none_when_given=ignored)} if ignored else {}
+    assert predicted_repairs([finding]) == expected

@@ -7,7 +7,8 @@ the old code dropped the caller's value and the mixin forwards it: BART's family
 ``decoder_inputs_embeds`` beside the decoder start ids, GPT-2 starts applying a head mask it ignored.
 Verification finds each of these by running the model and repairs the reduction by removing the key
 (``Repair.remove``). The index already knows both sides (the dict's keys, ``forward``'s parameters), so the
-planner removes them up front, and a plain ``apply`` never makes that change at all.
+planner removes them up front, and a plain ``apply`` never makes that change at all. So with GPT-2's position
+ids, which its override set to None whenever a caller gave them (``Repair.none_when_given``).
 """
 
 from __future__ import annotations
@@ -43,15 +44,25 @@ def dropped_inputs(finding: Finding) -> tuple[str, ...]:
     return tuple(key for key in CALLER_INPUTS if key not in listed and key in forward)
 
 
+def ignored_inputs(finding: Finding) -> tuple[str, ...]:
+    """The caller inputs the old code replaced by None whenever given: GPT-2's position ids, built from the mask
+    only when the caller gave none, and otherwise set to None (``else: position_ids = None``), where the mixin
+    passes the caller's on."""
+    analysis = finding.override.analysis
+    ignores = any(r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in analysis.recognised)
+    return ("position_ids",) if ignores else ()
+
+
 def predicted_repairs(findings: Iterable[Finding]) -> dict[str, Repair]:
-    """By override id, the removals a deletion or reduction needs to prepare what the old code prepared."""
+    """By override id, what a deletion or reduction needs to prepare what the old code prepared: the keys to
+    remove, and those to set to None when the caller gives them."""
     repairs: dict[str, Repair] = {}
     for finding in findings:
         if finding.action is Action.KEEP:
             continue
-        dropped = dropped_inputs(finding)
-        if dropped:
-            repairs[finding.override.id] = Repair(remove=dropped)
+        repair = Repair(remove=dropped_inputs(finding), none_when_given=ignored_inputs(finding))
+        if repair != Repair():
+            repairs[finding.override.id] = repair
     return repairs
 
 
