@@ -30,7 +30,8 @@ scan: $(STAMP)
 # verification workers import by path, under the names they have there (tiny, scenarios, ...)
 typecheck: $(STAMP)
 	$(BIN)/mypy
-	MYPYPATH=codemod/verify $(BIN)/mypy -p tiny -m scenarios -m testers -m usage -m worker
+	MYPYPATH=codemod/verify $(BIN)/mypy -p tiny -m scenarios -m decoding_scenarios -m input_scenarios \
+		-m recording -m testers -m usage -m worker
 
 # the code as `ruff format` lays it out, and ruff's lints (pyproject.toml's [tool.ruff])
 lint: $(STAMP)

@@ -1,7 +1,7 @@
-"""What the verifier records of each call to ``prepare_inputs_for_generation`` (``scenarios.record_calls``):
+"""What the verifier records of each call to ``prepare_inputs_for_generation`` (``recording.record_calls``):
 the prepared dict, and what the caller passed for the keys it returns, positional arguments included.
 
-``scenarios`` runs in the verification environment, next to torch; here torch and the tiny builder are
+``recording`` runs in the verification environment, next to torch; here torch and the tiny builder are
 stand-ins, as nothing recorded below is a tensor.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "codemod" / "verify" / "scenarios.py"
+SCENARIOS = Path(__file__).resolve().parent.parent / "codemod" / "verify" / "recording.py"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 from codemod.contracts import Repair, ScenarioStatus, Verdict, WorkerStatus
 
-#: a value as ``scenarios.summarize`` recorded it, decoded from JSON: a tensor (``{"tensor": shape,
+#: a value as ``recording.summarize`` recorded it, decoded from JSON: a tensor (``{"tensor": shape,
 #: "dtype": ..., "values" | "stats" | "sha256": ...}``), a cache (``{"cache": type, "length": n}``),
 #: ``{"dict": {...}}``, ``{"seq": [...]}``, ``{"object": type}`` or a scalar
 Summary = Any

@@ -1,7 +1,7 @@
 """Whether two recorded inputs hold the same thing, and where two runs' prepared inputs first differ.
 
 The workers record each value ``prepare_inputs_for_generation`` returned as a summary (see
-``scenarios.summarize``): tensors by shape, dtype and values (or statistics, or a hash), caches by type
+``recording.summarize``): tensors by shape, dtype and values (or statistics, or a hash), caches by type
 and length. Floats agree within a tight tolerance; a key set to None is the same as a key left out.
 """
 
@@ -47,7 +47,7 @@ def _short(summary: Summary) -> str:
 
 
 def same_summary(a: Summary, b: Summary) -> bool:
-    """Whether two recorded inputs (see ``scenarios.summarize``) hold the same thing."""
+    """Whether two recorded inputs (see ``recording.summarize``) hold the same thing."""
     if isinstance(a, dict) and isinstance(b, dict) and "tensor" in a and "tensor" in b:
         if a["tensor"] != b["tensor"] or a["dtype"] != b["dtype"]:
             return False

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 PROTOCOL = sys.stdout
 sys.stdout = sys.stderr  # whatever the models print must not reach the protocol stream
 
+import recording  # noqa: E402
 import scenarios  # noqa: E402
 import testers  # noqa: E402
 import tiny  # noqa: E402
@@ -202,6 +203,8 @@ def _saved_variants(model_dir: str) -> list[usage.Variant]:
 
 
 def handle(request: Document) -> Document:
+    """Build (or load) one class's tiny models and run the requested scenarios on each of its variants: the
+    result document, with the class's status where it cannot be imported or built."""
     started = time.perf_counter()
     result: Document = {"class": request["class"], "module": request["module"], "mode": request["mode"]}
     try:
@@ -234,57 +237,86 @@ def handle(request: Document) -> Document:
     inputs_dir = os.path.join(model_dir, "inputs")
     os.makedirs(inputs_dir, exist_ok=True)
     result["scenarios"] = []
+    run = _ClassRun(model_class, model_dir, inputs_dir, device, seed, build, part)
     for index, variant in enumerate(chosen):
         if variant.error:
             continue  # reported with the variants; nothing of it runs on either side
-        path = _variant_dir(model_dir, index)
-        try:
-            model = _load(model_class, os.path.join(path, "main"), device, variant)
-            assistant = _load(model_class, os.path.join(path, "assistant"), device, variant)
-        except Exception as error:  # noqa: BLE001
-            if variant.primary:
-                result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
-                return result
-            message = f"{type(error).__name__}: {error}"[:2000]
-            result["scenarios"] += [
-                {"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
-                for n in request["scenarios"]
-                if variant.scenarios is None or n in variant.scenarios
-            ]
-            continue
-        for name in request["scenarios"]:
-            if variant.scenarios is not None and name not in variant.scenarios:
-                continue
-            began = time.perf_counter()
-            fresh, fresh_assistant = (
-                _fresh(model, path, "main", model_class, device, variant),
-                _fresh(assistant, path, "assistant", model_class, device, variant),
-            )
-            recorded = (
-                fresh.decoder
-                if variant.composite == "encoder-decoder"
-                else getattr(fresh, part)
-                if part and not variant.composite
-                else None
-            )
-            outcome = scenarios.run_scenario(
-                name,
-                fresh,
-                fresh_assistant,
-                seed=seed,
-                device=device,
-                build=build,
-                recorded=recorded,
-                inputs_path=os.path.join(inputs_dir, f"{index}-{name}.pt"),
-            )
-            del fresh, fresh_assistant
-            outcome["seconds"] = round(time.perf_counter() - began, 3)
-            outcome["name"] = variant.scenario_name(name)
-            outcome["variant"] = variant.name
-            result["scenarios"].append(outcome)
-        del model, assistant
+        if not _run_variant(run, index, variant, request["scenarios"], result):
+            return result
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _ClassRun:
+    """What every scenario of one class's request runs with (read from the request once)."""
+
+    model_class: type[Any]
+    model_dir: str
+    #: where the build side saves each scenario's inputs, and the load side reads them
+    inputs_dir: str
+    device: str
+    seed: int
+    build: bool
+    #: :func:`driven_part` of the primary model
+    part: str
+
+
+def _run_variant(run: _ClassRun, index: int, variant: usage.Variant, names: list[str], result: Document) -> bool:
+    """Run the scenarios ``names`` that ``variant`` takes into ``result["scenarios"]``, an error for each where its
+    models do not load; False where the primary variant's do not (``result`` then says the class is unbuildable)."""
+    path = _variant_dir(run.model_dir, index)
+    try:
+        model = _load(run.model_class, os.path.join(path, "main"), run.device, variant)
+        assistant = _load(run.model_class, os.path.join(path, "assistant"), run.device, variant)
+    except Exception as error:  # noqa: BLE001
+        if variant.primary:
+            result.update(status="unbuildable", error=f"{type(error).__name__}: {error}"[:2000])
+            return False
+        message = f"{type(error).__name__}: {error}"[:2000]
+        result["scenarios"] += [
+            {"name": variant.scenario_name(n), "status": "error", "error": message, "calls": []}
+            for n in names
+            if variant.scenarios is None or n in variant.scenarios
+        ]
+        return True
+    for name in names:
+        if variant.scenarios is not None and name not in variant.scenarios:
+            continue
+        result["scenarios"].append(_run_one(run, index, variant, name, model, assistant))
+    return True
+
+
+def _run_one(run: _ClassRun, index: int, variant: usage.Variant, name: str, model: Any, assistant: Any) -> Document:
+    """One scenario on fresh copies of the variant's loaded model and assistant: its outcome, named and timed."""
+    began = time.perf_counter()
+    path = _variant_dir(run.model_dir, index)
+    fresh, fresh_assistant = (
+        _fresh(model, path, "main", run.model_class, run.device, variant),
+        _fresh(assistant, path, "assistant", run.model_class, run.device, variant),
+    )
+    recorded = (
+        fresh.decoder
+        if variant.composite == "encoder-decoder"
+        else getattr(fresh, run.part)
+        if run.part and not variant.composite
+        else None
+    )
+    outcome: Document = scenarios.run_scenario(
+        name,
+        fresh,
+        fresh_assistant,
+        seed=run.seed,
+        device=run.device,
+        build=run.build,
+        recorded=recorded,
+        inputs_path=os.path.join(run.inputs_dir, f"{index}-{name}.pt"),
+    )
+    del fresh, fresh_assistant
+    outcome["seconds"] = round(time.perf_counter() - began, 3)
+    outcome["name"] = variant.scenario_name(name)
+    outcome["variant"] = variant.name
+    return outcome
 
 
 def _part(model_dir: str) -> str:
@@ -315,7 +347,7 @@ def _forward_facts(model_class: type[Any]) -> dict[str, Any]:
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     var_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
     return {
-        "caches": any(name in names for name in (*scenarios.CACHE_KEYS, "use_cache")),
+        "caches": any(name in names for name in (*recording.CACHE_KEYS, "use_cache")),
         "forward_optional": sorted(p.name for p in parameters if p.kind in named and p.default is None),
         "forward_absorbs": sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
         if var_keyword
