@@ -1646,9 +1646,13 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
     assert "if self._generation_inputs_as_bert_for_masked_lm:" in mixin and "dummy_token = torch.full(" in mixin
     roformer = next(r for r in changes.rewrites if r.path.endswith("models/roformer/modeling_roformer.py")).new_text()
     masked_lm = roformer[roformer.index("class RoFormerForMaskedLM") : roformer.index("class RoFormerForCausalLM")]
+    # its closed dict dropped the caller's head mask and cross-attention inputs: the member pops them after super()
     assert (
         'assert self.config.pad_token_id is not None, "The PAD token should be defined for generation"\n'
-        "        return super().prepare_inputs_for_generation(input_ids, **model_kwargs)\n" in masked_lm
+        "        model_inputs = super().prepare_inputs_for_generation(input_ids, **model_kwargs)\n"
+        '        for key in ("head_mask", "encoder_hidden_states", "encoder_attention_mask"):\n'
+        "            model_inputs.pop(key, None)\n"
+        "        return model_inputs\n" in masked_lm
     )
     assert "dummy_token" not in masked_lm
 
