@@ -17,9 +17,10 @@ import dataclasses
 import datetime
 import json
 import re
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from codemod.generated import refresh
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "measurements.json"
@@ -129,20 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = Run(args.release, args.measure, args.value, args.command, args.date or today)
         measurements = dataclasses.replace(measurements, runs=(*measurements.runs, run))
         dump(measurements, args.data)
-    text = page(measurements)
-    current = args.output.read_text(encoding="utf-8") if args.output.is_file() else None
-    if args.check:
-        if current != text:
-            print(f"{args.output} is not current: run `{REFRESH}`", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}")
-    else:
-        print(f"{args.output} is current")
-    return 0
+    return refresh(args.output, page(measurements), check=args.check, command=REFRESH)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -51,7 +51,7 @@ from codemod.cli_options import (
     VerifyTargetOpt,
 )
 from codemod.cli_screen import screen, stderr
-from codemod.contracts import Verdict
+from codemod.contracts import Held, Verdict
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
@@ -310,10 +310,7 @@ def diff(
         result, changes = verified.result, verified.changes
         if verified.report is not None:
             _emit_verify(verified.report, "table", None)
-        for held in sorted(verified.reverted, key=lambda h: h.subject):
-            from codemod.publish.summary import held_line
-
-            stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
+        _print_reverted(verified.reverted)
     if fmt in ANNOTATIONS:
         from codemod.publish.annotations import from_changes
 
@@ -467,11 +464,16 @@ def apply(
         if report_file is not None:
             _emit_verify(applied.report, "json", report_file)
     _print_summary(applied.result, applied.changes, list(source.only), list(applied.written))
-    for held in sorted(applied.reverted, key=lambda h: h.subject):
-        from codemod.publish.summary import held_line
-
-        stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
+    _print_reverted(applied.reverted)
     _run_tools(applied, python)
+
+
+def _print_reverted(reverted: Sequence[Held]) -> None:
+    """After verification, a line for each change it reverted, and why."""
+    from codemod.publish.summary import held_line
+
+    for held in sorted(reverted, key=lambda h: h.subject):
+        stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
 @command(cls=Command)

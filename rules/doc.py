@@ -14,11 +14,11 @@ import difflib
 import functools
 import importlib
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from codemod import rules
+from codemod.generated import refresh
 from codemod.rules.base import Case, Kind, NoOp, Rule
 
 #: where the page lives in the repository
@@ -256,20 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the page is not current")
     args = parser.parse_args(argv)
-    text = page()
-    current = args.output.read_text(encoding="utf-8") if args.output.is_file() else None
-    if args.check:
-        if current != text:
-            print(f"{args.output} is not current: run `{REFRESH}` (make rules-doc)", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}")
-    else:
-        print(f"{args.output} is current")
-    return 0
+    return refresh(args.output, page(), check=args.check, command=f"{REFRESH} (make rules-doc)")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codemod"
 #: reports and publishes the result (and the orchestration of apply --verify and the bot), the
 #: commands as functions (api), and the CLI that parses their arguments and renders their results
 LAYERS: dict[str, tuple[str, ...]] = {
-    "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git"),
+    "contracts": ("codemod", "contracts", "errors", "groups", "cache", "layout", "git", "generated"),
     "edges": ("fetch", "checkout", "sources", "environment", "tools", "github", "style", "writes"),
     "analyse": (
         "analyse",
