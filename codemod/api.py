@@ -293,11 +293,8 @@ def verify(
     from codemod.git import worktree
     from codemod.verify.session import shard as take_shard
     from codemod.verify.session import targets_from_diff, verify_change
-    from codemod.writes import attend
 
-    checkout = _checkout(source, feedback, writable=False)
-    for line in attend(checkout.root, recover=False):  # unverified changes a stopped apply --verify left
-        feedback.say(line)
+    checkout = _prepared(source, feedback, writable=False)  # says what a stopped apply --verify left
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
     _check_releases(checkout, source.target, run.from_release)
