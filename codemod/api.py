@@ -261,9 +261,9 @@ def diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS) -> tu
     return result, _changes(result, source.jobs, edits)
 
 
-def _refuse_dirty(checkout: Checkout) -> None:
+def _refuse_dirty(checkout: Checkout, remedy: str = "commit or stash them, or pass --allow-dirty") -> None:
     """A git tree with uncommitted changes is not rewritten: the edits would mix with the user's. A single
-    file is guarded by its own repository, as a directory is."""
+    file is guarded by its own repository, as a directory is. ``remedy``: what the user does about it."""
     from codemod.checkout import CheckoutKind, git_state
 
     git = checkout.git
@@ -271,7 +271,7 @@ def _refuse_dirty(checkout: Checkout) -> None:
         git = git_state(checkout.root)
     if git is not None and git.dirty:
         where = f"the git tree of {checkout.target_file}" if checkout.kind is CheckoutKind.FILE else checkout.root
-        raise ToolError(f"{where} has uncommitted changes: commit or stash them, or pass --allow-dirty")
+        raise ToolError(f"{where} has uncommitted changes: {remedy}")
 
 
 def _check_releases(checkout: Checkout, target: str | None, from_release: str | None) -> None:
@@ -365,11 +365,8 @@ def verified_diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDI
     checkout = _prepared(source, feedback, writable=False)
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
-    git = checkout.git
-    if git.dirty:
-        raise ToolError(
-            f"{checkout.root} has uncommitted changes: diff --verify verifies HEAD in a worktree; commit or stash them"
-        )
+    # what is verified is HEAD: uncommitted changes would be left out of a diff that looks like theirs
+    _refuse_dirty(checkout, "diff --verify verifies HEAD in a worktree; commit or stash them")
     top = repository_root(checkout.root)
     paths = source.path_list or (Path.cwd(),)
     with worktree(top, "HEAD", error=ToolError) as copy:

@@ -304,3 +304,31 @@ def test_releases_to_run_on_need_verify(model_repo: Path, option: list[str]) -> 
     result = invoke("apply", model_repo, *option)
     assert result.exit_code == 2
     assert "they need --verify" in result.stderr and result.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------------------------------- diff --verify
+
+
+def test_diff_verify_needs_a_git_work_tree(model_repo: Path) -> None:
+    """It verifies HEAD in a worktree: a tree outside git has none (refused before anything is fetched or run)."""
+    result = invoke("diff", model_repo, "--verify")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {model_repo.resolve()} is not a git work tree: --verify compares with HEAD\n"
+
+
+def test_diff_verify_refuses_uncommitted_changes(model_repo: Path) -> None:
+    """What it verifies and prints is HEAD's migration: on a dirty tree that diff would not be the one
+    ``apply --verify`` writes over the user's changes, so it says so instead, and writes nothing."""
+    from .test_apply import git, make_repo, snapshot
+
+    make_repo(model_repo)
+    (model_repo / "a" / GENERIC).write_text("x = 1\n")
+    before = snapshot(model_repo)
+    result = invoke("diff", model_repo, "--verify")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {model_repo.resolve()} has uncommitted changes: diff --verify verifies HEAD in a worktree; "
+        "commit or stash them\n"
+    )
+    assert snapshot(model_repo) == before
+    assert len(git(model_repo, "worktree", "list").splitlines()) == 1
