@@ -67,6 +67,7 @@ def test_no_path_is_the_current_directory(model_repo: Path, monkeypatch: pytest.
     [
         pytest.param([f"a/{GENERIC}", f"b/{REDUCED}"], [f"a/{GENERIC}", f"b/{REDUCED}"], id="two-files"),
         pytest.param(["a", "b"], [f"a/{GENERIC}", f"b/{REDUCED}"], id="two-directories"),
+        pytest.param([f"a/{GENERIC}", "b"], [f"a/{GENERIC}", f"b/{REDUCED}"], id="a-file-and-a-directory"),
         pytest.param(["b", f"b/{REDUCED}"], [REDUCED], id="a-file-in-a-directory-given-too"),
         pytest.param([f"b/{REDUCED}"], [REDUCED], id="one-file"),
     ],
@@ -299,9 +300,10 @@ def test_apply_says_why_each_file_was_written(mini_checkout: Path) -> None:
     assert lines[2] == "  1 file for the selected models: otter"
 
 
+@pytest.mark.parametrize("command", ["diff", "apply"])
 @pytest.mark.parametrize("option", [["--from", "4.45.2"], ["--requirement", "peft"]], ids=str)
-def test_releases_to_run_on_need_verify(model_repo: Path, option: list[str]) -> None:
-    result = invoke("apply", model_repo, *option)
+def test_releases_to_run_on_need_verify(model_repo: Path, option: list[str], command: str) -> None:
+    result = invoke(command, model_repo, *option)
     assert result.exit_code == 2
     assert "they need --verify" in result.stderr and result.stderr.count("\n") == 1
 
