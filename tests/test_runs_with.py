@@ -171,6 +171,25 @@ def test_the_release_a_tree_runs_with(
     assert (found, why in basis) == (version, True), basis
 
 
+def unasked() -> tuple[str, ...]:
+    raise AssertionError("PyPI is asked nothing (a pip subprocess over the network)")
+
+
+@pytest.mark.parametrize(
+    ("files", "installed", "version"),
+    [
+        pytest.param({"requirements.txt": "transformers==4.45.2\n"}, None, "4.45.2", id="a pin decides"),
+        pytest.param({}, "4.57.1", "4.57.1", id="nothing declared, the installed one decides"),
+    ],
+)
+def test_pypi_is_asked_only_where_its_releases_decide(
+    tmp_path: Path, files: dict[str, str], installed: str | None, version: str
+) -> None:
+    root = tree(tmp_path / "repo", files)
+    found, _ = for_tree(resolve(root / "pkg", with_git=False), Sources(unasked, lambda: installed))
+    assert found == version
+
+
 def test_a_single_file_reads_the_metadata_of_its_project(tmp_path: Path) -> None:
     root = tree(tmp_path / "repo", {"pyproject.toml": '[project]\ndependencies = ["transformers==4.46.3"]\n'})
     version, basis = for_tree(resolve(root / "pkg" / "modeling_toy.py", with_git=False), sources())

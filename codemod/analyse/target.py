@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,10 +113,12 @@ class Sources:
     installed: Callable[[], str | None]
 
 
-def _released() -> Iterable[str]:
+@functools.cache
+def _released() -> tuple[str, ...]:
+    """The releases PyPI lists, asked once a process (``pip index versions``, a subprocess over the network)."""
     from codemod.fetch import _released_versions
 
-    return _released_versions() or ()
+    return tuple(_released_versions() or ())
 
 
 def _installed() -> str | None:
@@ -129,6 +132,9 @@ def _installed() -> str | None:
 
 SOURCES = Sources(_released, _installed)
 
+#: why a tree runs with the transformers installed beside this tool
+INSTALLED = "the transformers installed beside this tool"
+
 
 def for_tree(checkout: Checkout, sources: Sources = SOURCES) -> tuple[str, str]:
     """The release a tree or file runs with, and why: the one its metadata pins, or the highest it allows
@@ -136,21 +142,22 @@ def for_tree(checkout: Checkout, sources: Sources = SOURCES) -> tuple[str, str]:
     (PyPI's, or ``NEWEST_KNOWN`` when PyPI cannot be asked)."""
     from codemod.analyse.declared import declared
 
-    releases = tuple(sources.releases())
-    newest = _highest((*releases, NEWEST_KNOWN))
     found = declared(checkout.target_file or checkout.root)
+    why = found.describe(checkout.root) if found is not None else ""
+    if found is not None and (pinned := found.pinned()) is not None:
+        return pinned, why
+    installed = sources.installed()
+    if found is None and installed is not None:
+        return installed, INSTALLED
+    # PyPI is asked only here, where neither a pin nor (with nothing declared) the installed release decides
+    releases = (*sources.releases(), NEWEST_KNOWN)
     if found is not None:
-        why = found.describe(checkout.root)
-        pinned = found.pinned()
-        if pinned is not None:
-            return pinned, why
-        highest = found.highest((*releases, NEWEST_KNOWN))
+        highest = found.highest(releases)
         if highest is not None:
             return highest, f"{why}: the highest release it allows"
-    installed = sources.installed()
-    if installed is not None and (found is None or found.allows(installed)):
-        return installed, "the transformers installed beside this tool"
-    return newest, "the newest release known" + (f" ({found.describe(checkout.root)} allows none)" if found else "")
+        if installed is not None and found.allows(installed):
+            return installed, INSTALLED
+    return _highest(releases), "the newest release known" + (f" ({why} allows none)" if found is not None else "")
 
 
 def _highest(releases: Iterable[str]) -> str:
