@@ -162,25 +162,17 @@ class GitHubClient:
         """Open a pull request. A creation is not repeated blindly: after a try that got no clear answer (a
         timeout, a 5xx) the open pull request of ``head`` is looked up, and it is the answer when GitHub made it."""
         payload = {"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": True}
-        attempt = 1
-        while True:
-            try:
-                pull: dict[str, Any] = self._send_once(
-                    "POST", self._url(f"/repos/{self.repo}/pulls", {}), payload, f"/repos/{self.repo}/pulls"
-                ).data
-                return pull
-            except GitHubError as error:
-                wait = self.retry.wait(error, attempt)
-                if wait is None:
-                    raise
-                made = next(
-                    (p for p in self.pulls_for_branch(head, "open") if p.get("head", {}).get("ref") == head), None
-                )
-                if made is not None:
-                    self.retry.log(f"{error}; GitHub made the pull request all the same: #{made.get('number')}")
-                    return made
-                self.retry.pause(error, attempt, wait)
-                attempt += 1
+
+        def made(error: GitHubError) -> Response | None:
+            pull = next((p for p in self.pulls_for_branch(head, "open") if p.get("head", {}).get("ref") == head), None)
+            if pull is None:
+                return None
+            self.retry.log(f"{error}; GitHub made the pull request all the same: #{pull.get('number')}")
+            return Response(201, pull, {})
+
+        path = f"/repos/{self.repo}/pulls"
+        created: dict[str, Any] = self._send("POST", self._url(path, {}), payload, path, True, made).data
+        return created
 
     def update_pull(self, number: int, *, title: str | None = None, body: str | None = None) -> dict[str, Any]:
         payload = {k: v for k, v in (("title", title), ("body", body)) if v is not None}
@@ -253,8 +245,17 @@ class GitHubClient:
             headers["Content-Type"] = "application/json"
         return headers
 
-    def _send(self, method: str, url: str, body: Any, path: str, repeatable: bool | None = None) -> Response:
-        """``_send_once``, retried on a transient failure when the request can be repeated safely."""
+    def _send(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        path: str,
+        repeatable: bool | None = None,
+        made: Callable[[GitHubError], Response | None] | None = None,
+    ) -> Response:
+        """``_send_once``, retried on a transient failure when the request can be repeated safely. ``made``: looks
+        up, before each retry, what a try that got no clear answer may have made all the same (the answer if so)."""
         repeatable = method != "POST" if repeatable is None else repeatable
         attempt = 1
         while True:
@@ -264,6 +265,8 @@ class GitHubClient:
                 wait = self.retry.wait(error, attempt) if repeatable else None
                 if wait is None:
                     raise
+                if made is not None and (answer := made(error)) is not None:
+                    return answer
                 self.retry.pause(error, attempt, wait)
                 attempt += 1
 
