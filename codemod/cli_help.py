@@ -118,26 +118,20 @@ class _Layout:
             option.metavar = ""  # a flag: typer would show <bool>
         return option
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if on_terminal():
+            super().format_help(ctx, formatter)  # type: ignore[misc]  # typer's rich help, after this in the bases
+        else:
+            formatter.write(plain_help(self, ctx))
+
 
 class Command(_Layout, TyperCommand):
     """A command whose help is plain lines off a terminal."""
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        if on_terminal():
-            super().format_help(ctx, formatter)
-        else:
-            formatter.write(plain_help(self, ctx))
 
 
 class Group(_Layout, TyperGroup):
     """The group: help as ``Command``'s, and a usage error reported in one line on stderr (exit 2), on a
     terminal too, as every other error is."""
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        if on_terminal():
-            super().format_help(ctx, formatter)
-        else:
-            formatter.write(plain_help(self, ctx))
 
     def main(
         self,
