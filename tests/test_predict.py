@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from codemod.analyse.classify import classify_override
-from codemod.analyse.findings import Action
+from codemod.analyse.findings import Action, Extra
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
-from codemod.contracts import Repair
+from codemod.contracts import ExtraHow, Repair
 from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs, with_predicted
 
 from .test_classify import override
@@ -153,6 +153,49 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwarg
 #: the same positions without the else: a caller's position ids are kept, as the mixin keeps them
 GPT2_KEEPS_GIVEN = GPT2.replace("    else:\n        position_ids = None\n", "")
 
+#: CLVP's 4.45 decoder: GPT-2's positions, then replaced for its conditioning once there is a cache. The reduction
+#: keeps these statements after super() (position_ids computed), a caller's positions set to None included
+CLVP = """
+def prepare_inputs_for_generation(
+    self, input_ids, past_key_values=None, inputs_embeds=None, conditioning_embeds=None, **kwargs
+):
+    input_ids_length = input_ids.shape[-1]
+    token_type_ids = kwargs.get("token_type_ids", None)
+    if past_key_values:
+        past_length = past_key_values[0][0].shape[2]
+        if input_ids.shape[1] > past_length:
+            remove_prefix_length = past_length
+        else:
+            remove_prefix_length = input_ids.shape[1] - 1
+        input_ids = input_ids[:, remove_prefix_length:]
+        if token_type_ids is not None:
+            token_type_ids = token_type_ids[:, -input_ids.shape[1] :]
+    attention_mask = kwargs.get("attention_mask", None)
+    position_ids = kwargs.get("position_ids", None)
+    if attention_mask is not None and position_ids is None:
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        if past_key_values:
+            position_ids = position_ids[:, -1].unsqueeze(-1)
+    else:
+        position_ids = None
+    if conditioning_embeds is not None and past_key_values is not None:
+        position_ids = torch.tensor([input_ids_length], dtype=torch.long, device=input_ids.device)
+    if inputs_embeds is not None and past_key_values is None:
+        model_inputs = {"inputs_embeds": inputs_embeds}
+    else:
+        model_inputs = {"input_ids": input_ids}
+    model_inputs.update(
+        {
+            "past_key_values": past_key_values,
+            "use_cache": kwargs.get("use_cache"),
+            "position_ids": position_ids,
+            "token_type_ids": token_type_ids,
+        }
+    )
+    return model_inputs
+"""
+
 
 @pytest.mark.parametrize(
     ("source", "ignored"),
@@ -169,3 +212,16 @@ def test_positions_the_old_code_set_to_none_when_given(
     assert ignored_inputs(finding) == ignored
     expected = {finding.override.id: Repair(none_when_given=ignored)} if ignored else {}
     assert predicted_repairs([finding]) == expected
+
+
+def test_positions_the_kept_statements_compute_need_no_none(hoisted: MixinProfile) -> None:
+    """CLVP ignores a caller's positions as GPT-2 does, but its reduction keeps the statements that compute them:
+    a None set after those would replace the conditioning's positions whenever a caller gave some."""
+    forward = ("input_ids", "attention_mask", "position_ids", "past_key_values", "use_cache")
+    finding = classify_override(override(CLVP, forward_params=forward), hoisted)
+    assert finding.action is Action.REDUCE
+    assert Extra("position_ids", ExtraHow.COMPUTED) in finding.extras
+    recognised = finding.override.analysis.recognised
+    assert any(r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in recognised)
+    assert ignored_inputs(finding) == ()
+    assert predicted_repairs([finding]) == {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from codemod.analyse.findings import Action, Finding
-from codemod.contracts import Repair
+from codemod.contracts import ExtraHow, Repair
 
 #: inputs a caller gives ``generate()`` that reach ``forward`` through the mixin as model kwargs, and that a
 #: closed dict of 4.3x-4.45 often leaves out (the verification scenarios give each of them)
@@ -47,10 +47,13 @@ def dropped_inputs(finding: Finding) -> tuple[str, ...]:
 def ignored_inputs(finding: Finding) -> tuple[str, ...]:
     """The caller inputs the old code replaced by None whenever given: GPT-2's position ids, built from the mask
     only when the caller gave none, and otherwise set to None (``else: position_ids = None``), where the mixin
-    passes the caller's on."""
+    passes the caller's on. Where the reduction keeps the statements that compute them (``ExtraHow.COMPUTED``:
+    CLVP's, which then replace them for its conditioning), those set them after ``super()`` as the old code did, a
+    caller's None included: a None on top would undo the rest of them."""
     analysis = finding.override.analysis
     ignores = any(r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in analysis.recognised)
-    return ("position_ids",) if ignores else ()
+    computed = any(e.key == "position_ids" and e.how is ExtraHow.COMPUTED for e in finding.extras)
+    return ("position_ids",) if ignores and not computed else ()
 
 
 def predicted_repairs(findings: Iterable[Finding]) -> dict[str, Repair]:
