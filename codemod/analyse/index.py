@@ -71,6 +71,9 @@ class OverrideFacts:
     overwritten: str | None  # the reason of a ``# Overwritten -- reason`` comment
     #: a ``# Ignore copy`` right above the method: a class-level copy leaves this method out
     ignored_in_class_copy: bool = False
+    #: ``async def``, and the decorators' code: what no rule models (``codemod.analyse.unmodelled``)
+    asynchronous: bool = False
+    decorators: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +145,9 @@ class Override:
     #: the class's own ``_update_model_kwargs_for_generation`` (the nearest in the file) never moves generate()'s
     #: ``cache_position`` on: positions the mixin slices the ids by would be the first step's
     stale_cache_position: bool = False
+    #: ``async def``, and the decorators' code: what no rule models (``codemod.analyse.unmodelled``)
+    asynchronous: bool = False
+    decorators: tuple[str, ...] = ()
 
     @property
     def lines(self) -> int:
@@ -339,6 +345,8 @@ def file_facts(path: str, text: str, kind: FileKind) -> FileFacts:
                 ignore_copy=copies.ignore_copy_lines(plain, start, end),
                 overwritten=_overwritten(plain, start, end),
                 ignored_in_class_copy=_ignored_above(plain, start),
+                asynchronous=isinstance(method, ast.AsyncFunctionDef),
+                decorators=tuple(ast.unparse(d) for d in method.decorator_list),
             )
         )
     return FileFacts(
@@ -745,6 +753,8 @@ def _override(
         in_library=in_library,
         inherited_from=inherited,
         delegate_work=_delegate_work(facts, chain, found),
+        asynchronous=found.asynchronous,
+        decorators=found.decorators,
     )
 
 

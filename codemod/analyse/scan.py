@@ -203,7 +203,7 @@ def scan(
         target=target,
     )
     profile = read_profile(checkout, target)
-    findings = keep_unmodelled(classify(index, profile), found.read, checkout.root)  # async, decorated: kept
+    findings = keep_unmodelled(classify(index, profile))  # async, decorated: kept
     result = ScanResult(index, profile, tuple(findings), find_blockers(checkout, found.read.texts, target))
     # Files read after discovery (copy targets, modular parents outside the tree, the mixin) are
     # checked on the next load; files read in discovery are part of the key already.

@@ -17,8 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 
 from codemod.analyse.classify import Action, Category, Finding, Reason
 from codemod.contracts import ReasonKind
@@ -40,9 +39,21 @@ NO_OP_DECORATORS = frozenset(
 )
 
 
-def _name(decorator: ast.expr) -> str:
+def _name(decorator: str) -> str:
     """A decorator's dotted name (its callee's, for a call): ``torch.no_grad`` for ``@torch.no_grad()``."""
-    return ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+    node = ast.parse(decorator, mode="eval").body
+    return ast.unparse(node.func if isinstance(node, ast.Call) else node)
+
+
+def reasons(asynchronous: bool, decorators: Iterable[str]) -> list[str]:
+    """Why a method (``async def`` or not, with these decorators' code) is beyond the rules (none: it is not)."""
+    out = []
+    if asynchronous:
+        out.append("async def: it returns a coroutine where the mixin's method returns the inputs")
+    for decorator in decorators:
+        if _name(decorator) not in NO_OP_DECORATORS:
+            out.append(f"decorated with @{decorator}, which a deletion would take away with it")
+    return out
 
 
 def unmodelled(header: Iterable[str]) -> list[str]:
@@ -54,34 +65,22 @@ def unmodelled(header: Iterable[str]) -> list[str]:
         return ["its signature could not be read on its own"]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return []
-    reasons = []
-    if isinstance(node, ast.AsyncFunctionDef):
-        reasons.append("async def: it returns a coroutine where the mixin's method returns the inputs")
-    for decorator in node.decorator_list:
-        if _name(decorator) not in NO_OP_DECORATORS:
-            reasons.append(f"decorated with @{ast.unparse(decorator)}, which a deletion would take away with it")
-    return reasons
+    return reasons(isinstance(node, ast.AsyncFunctionDef), (ast.unparse(d) for d in node.decorator_list))
 
 
-def keep_unmodelled(findings: Iterable[Finding], read: Callable[[Path], str], root: Path) -> list[Finding]:
-    """``findings`` with each override that is async or has a decorator not known to be a no-op kept as it is.
-    ``read`` gives a file's text (the scan's reader: the files are read already)."""
-    lines_of: dict[str, list[str]] = {}
+def keep_unmodelled(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` with each override that is async or has a decorator not known to be a no-op kept as it is
+    (the index read both from the method's syntax)."""
     out = []
     for f in findings:
         o = f.override
-        lines = lines_of.get(o.file)
-        if lines is None:
-            lines = lines_of[o.file] = read(root / o.file).splitlines(keepends=True)
-        reasons = []
-        if o.start_line < o.line or lines[o.line - 1].lstrip().startswith("async"):
-            # the decorators and the ``def`` line; a signature over several lines ends at its colon
-            end = next((n for n in range(o.line, o.end_line + 1) if lines[n - 1].rstrip().endswith(":")), o.line)
-            reasons = unmodelled(lines[o.start_line - 1 : end])
-        if not reasons:
+        why = tuple(
+            Reason(ReasonKind.BESPOKE, f"{text}: kept as it is", o.line)
+            for text in reasons(o.asynchronous, o.decorators)
+        )
+        if not why:
             out.append(f)
             continue
-        why = tuple(Reason(ReasonKind.BESPOKE, f"{text}: kept as it is", o.line) for text in reasons)
         out.append(
             dataclasses.replace(
                 f, category=Category.BESPOKE, action=Action.KEEP, reasons=f.reasons + why, extras=(), flow=()
