@@ -8,7 +8,7 @@ from codemod.analyse.classify import classify_override
 from codemod.analyse.findings import Action, Extra
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.contracts import ExtraHow, Repair
-from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs, with_predicted
+from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs
 
 from .test_classify import override
 
@@ -119,13 +119,6 @@ def test_a_kept_override_needs_no_repair(hoisted: MixinProfile) -> None:
     kept = dataclasses.replace(finding, action=Action.KEEP)
     assert dropped_inputs(kept) == ("head_mask",)
     assert predicted_repairs([kept]) == {}
-
-
-def test_verification_repairs_join_the_predicted_ones(hoisted: MixinProfile) -> None:
-    finding = classify_override(override(DECODER, forward_params=DECODER_FORWARD), hoisted)
-    oid = finding.override.id
-    merged = with_predicted([finding], {oid: Repair(set_none=("use_cache",)), "other": Repair(remove=("x",))})
-    assert merged == {oid: Repair(remove=("head_mask",), set_none=("use_cache",)), "other": Repair(remove=("x",))}
 
 
 #: GPT-2's 4.45 positions: built from the mask when the caller gave none, else None (a caller's too)

@@ -13,7 +13,7 @@ ids, which its override set to None whenever a caller gave them (``Repair.none_w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from codemod.analyse.findings import Action, Finding
 from codemod.contracts import ExtraHow, Repair
@@ -67,11 +67,3 @@ def predicted_repairs(findings: Iterable[Finding]) -> dict[str, Repair]:
         if repair != Repair():
             repairs[finding.override.id] = repair
     return repairs
-
-
-def with_predicted(findings: Iterable[Finding], found: Mapping[str, Repair] | None) -> dict[str, Repair]:
-    """The predicted repairs joined with those verification found (``found``), key by key."""
-    merged = predicted_repairs(findings)
-    for oid, repair in (found or {}).items():
-        merged[oid] = merged[oid] | repair if oid in merged else repair
-    return merged
