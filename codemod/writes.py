@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from codemod.cache import cache_dir
 from codemod.checkout import Checkout, git_state
@@ -298,18 +298,29 @@ def _write_journal(path: Path, root: Path, token: str, replacements: Iterable[Re
         pickle.dump((str(root), token, entries), handle, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _load(path: Path, fields: int) -> tuple[Any, ...] | None:
+    """The tuple of ``fields`` values this module pickled in ``path``; None where there is none, or where a run
+    was killed while writing it (nothing depended on it yet: it is removed)."""
+    try:
+        with path.open("rb") as handle:
+            state = pickle.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        state = None
+    if isinstance(state, tuple) and len(state) == fields:
+        return state
+    path.unlink(missing_ok=True)
+    return None
+
+
 def _recover(root: Path) -> list[str]:
     """Undo the write a killed run left half done (its journal): remove its staged files and put back the files
     it replaced. Only under the lock: the run that wrote the journal is gone."""
     path = _state(root, "journal")
-    try:
-        with path.open("rb") as handle:
-            _, token, entries = pickle.load(handle)  # written by _write_journal
-    except FileNotFoundError:
+    if (journal := _load(path, 3)) is None:  # written by _write_journal
         return []
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-        path.unlink(missing_ok=True)  # killed while writing the journal: nothing was staged yet
-        return []
+    _, token, entries = journal
     removed, back, left = 0, [], []
     for entry in entries:
         target = Path(entry.target)
@@ -353,14 +364,9 @@ def clear_unverified(root: Path) -> None:
 
 def _unverified(root: Path) -> list[str]:
     path = _state(root, "unverified")
-    try:
-        with path.open("rb") as handle:
-            pid, started, note = pickle.load(handle)  # written by mark_unverified
-    except FileNotFoundError:
+    if (unverified := _load(path, 3)) is None:  # written by mark_unverified
         return []
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-        path.unlink(missing_ok=True)
-        return []
+    pid, started, note = unverified
     changed = sorted(
         p for p, digest in note.items() if (now := _read_or_none(root / p)) is not None and sha(now) != digest
     )

@@ -215,6 +215,19 @@ def test_a_killed_write_is_undone_by_the_next_run(repo: Path, step: str, at: int
     assert writes.attend(repo, recover=True) == [], "said once"
 
 
+@pytest.mark.parametrize("written", [b"", b"\x80\x05\x95", b"\x80\x05K\x01."], ids=["empty", "cut", "not-a-journal"])
+@pytest.mark.parametrize("state", ["journal", "unverified"])
+def test_a_state_file_cut_short_is_dropped(repo: Path, state: str, written: bytes) -> None:
+    """A run killed while writing its journal (or its note of unverified changes) had staged and replaced nothing
+    yet: the file it left is removed, with nothing to say, and the tree is left as it is."""
+    before = snapshot(repo)
+    path = writes._state(repo, state)
+    path.write_bytes(written)
+    assert writes.attend(repo, recover=True) == []
+    assert not path.exists()
+    assert snapshot(repo) == before
+
+
 def cli(*args: str | Path) -> Any:
     from typer.testing import CliRunner
 
