@@ -11,7 +11,8 @@ recognises and why it matters (its description), and an ``Example::`` block that
 recognises; a ``RULE`` object; its ``CASES``: the positive examples (``Case``) and the near misses
 that are not the behaviour, each with why (``NoOp``), from which ``tests/test_rules.py`` generates
 its tests; and, where the rule says, ``ERAS``: what the mixins of which releases do about it
-(``EraNote``). ``discover`` finds the rule modules of a package (``rules.ALL``).
+(``EraNote``), and ``BECOMES``: what an override that only does the behaviour becomes, where that is not
+simply deleted (``rules.doc``). ``discover`` finds the rule modules of a package (``rules.ALL``).
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ class Rule:
 
     ``covered_by`` names the mixin behaviours that do the same as this one; ``coverage`` may be
     overridden where facets matter (e.g. a static-cache mask only for ``StaticCache``).
-    ``description``, ``cases``, ``eras`` and ``module`` come from the rule's module (``discover``).
+    ``description``, ``cases``, ``eras``, ``becomes`` and ``module`` come from the rule's module (``discover``).
     """
 
     code: str
@@ -224,6 +225,8 @@ class Rule:
     description: str = ""
     cases: tuple[Case | NoOp, ...] = ()
     eras: tuple[EraNote, ...] = ()
+    #: what an override that only does this becomes, where the module says (its ``BECOMES``)
+    becomes: str = ""
     module: str = ""
 
     @property
@@ -289,8 +292,8 @@ def discover(package: str, path: Iterable[str], helpers: Collection[str] = ()) -
 
     Every module but the private ones (``_name``) and ``helpers`` is a rule module: importing it must
     give a ``RULE`` whose code, name and example are its docstring's, and ``CASES`` (``Case`` and
-    ``NoOp``, ids unique) and ``ERAS`` (``EraNote``) where it has them; the rule is given its
-    description, cases, era notes and module name. Anything else raises ``RuleModuleError`` naming
+    ``NoOp``, ids unique), ``ERAS`` (``EraNote``) and ``BECOMES`` (a string) where it has them; the
+    rule is given its description, cases, era notes, ``becomes`` and module name. Anything else raises ``RuleModuleError`` naming
     the module, so that a rule cannot be silently left out.
     """
     found: dict[str, Rule] = {}
@@ -325,16 +328,19 @@ def _rule_of(module: ModuleType) -> Rule:
         raise RuleModuleError(f"{name}: RULE is {rule.code} {rule.name}, the docstring says {code} {rule_name}")
     cases = tuple(getattr(module, "CASES", ()))
     eras = tuple(getattr(module, "ERAS", ()))
+    becomes = getattr(module, "BECOMES", "")
     if not all(isinstance(case, (Case, NoOp)) for case in cases):
         raise RuleModuleError(f"{name}: CASES holds only Case and NoOp objects")
     if not all(isinstance(note, EraNote) for note in eras):
         raise RuleModuleError(f"{name}: ERAS holds only EraNote objects")
+    if not isinstance(becomes, str):
+        raise RuleModuleError(f"{name}: BECOMES is a string")
     ids = [case.id for case in cases]
     if len(set(ids)) != len(ids):
         raise RuleModuleError(f"{name}: case ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
     assert module.__doc__ is not None  # parse_docstring has read it
     rule.description = parse_description(module.__doc__)
-    rule.cases, rule.eras, rule.module = cases, eras, name
+    rule.cases, rule.eras, rule.becomes, rule.module = cases, eras, becomes, name
     return rule
 
 

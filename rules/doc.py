@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import difflib
 import functools
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -92,15 +91,11 @@ def _built_in_behaviours() -> Mapping[str, Sequence[Mapping[str, str]]]:
     return built_in_profile().behaviour_facets()
 
 
-def _stated(rule: Rule) -> str:
-    """The rule module's own ``BECOMES``: what an override that only does this becomes where the mixin does not
-    simply do the same (plumbing that sets or drops keys, a behaviour the mixin lacks or does differently)."""
-    return str(getattr(importlib.import_module(rule.module), "BECOMES", "")) if rule.module else ""
-
-
 def _outcome(rule: Rule, case: Case) -> Outcome:
     """One case judged as the scan judges it against the built-in mixin (``Rule.coverage``)."""
-    stated = _stated(rule)
+    # the module's own BECOMES, where the mixin does not simply do the same (plumbing that sets or drops keys, a
+    # behaviour the mixin lacks or does differently)
+    stated = rule.becomes
     if rule.kind is Kind.PLUMBING:
         return Outcome(stated or "deleted: it has no behaviour of its own", SAFE)
     coverage = rule.coverage(dict(case.facets), _built_in_behaviours())

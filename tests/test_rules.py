@@ -141,6 +141,7 @@ RULE = TemplateRule(__doc__, Kind.PLUMBING, {"x": "x = 1"}, lambda captures, ctx
             id="case-ids-repeat",
         ),
         pytest.param(GOOD_RULE + "ERAS = ('4.46: does it',)\n", "only EraNote", id="eras-not-notes"),
+        pytest.param(GOOD_RULE + "BECOMES = ('kept',)\n", "BECOMES is a string", id="becomes-not-a-string"),
     ],
 )
 def test_a_malformed_rule_module_fails_discovery_loudly(tmp_path, monkeypatch, source: str, message: str) -> None:
@@ -160,7 +161,7 @@ def test_discovery_skips_helpers_and_private_modules_and_sorts_by_code(tmp_path,
     package = f"fakerules_{tmp_path.name.replace('-', '_')}"
     (tmp_path / package).mkdir()
     (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "a_late.py").write_text(GOOD_RULE.replace("PI901", "PI909"))
+    (tmp_path / package / "a_late.py").write_text(GOOD_RULE.replace("PI901", "PI909") + "BECOMES = 'kept'\n")
     (tmp_path / package / "b_early.py").write_text(GOOD_RULE.replace("PI901 fake-thing", "PI900 early-thing"))
     (tmp_path / package / "_private.py").write_text("X = 1\n")
     (tmp_path / package / "helper.py").write_text("X = 1\n")
@@ -170,7 +171,8 @@ def test_discovery_skips_helpers_and_private_modules_and_sorts_by_code(tmp_path,
         ("PI900", "early-thing", f"{package}.b_early"),
         ("PI909", "fake-thing", f"{package}.a_late"),
     ]
-    assert found[0].description == "" and found[0].cases == () and found[0].eras == ()
+    assert (found[0].description, found[0].cases, found[0].eras, found[0].becomes) == ("", (), (), "")
+    assert found[1].becomes == "kept"
 
 
 @pytest.mark.parametrize("rule", rules.ALL, ids=lambda r: f"{r.code}-{r.name}")
