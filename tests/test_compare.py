@@ -813,3 +813,18 @@ def test_a_scenario_the_class_s_own_code_requires_must_run_the_same(legacy_old, 
         ).verdict
         == "identical"
     )
+
+
+def test_scenarios_that_never_called_the_method_verify_nothing() -> None:
+    """A class whose forward takes no cache (a composite such as CLVP's, whose decoder's method is the one recorded):
+    scenarios that agree without ever calling the method under test never ran the change. Same tokens, same (no)
+    prepared inputs: no evidence, whatever the outputs."""
+    never_called = compare("a::A", side(ok(calls=[])), side(ok(calls=[])))
+    assert never_called.verdict == "unverified"
+    assert "called its prepare_inputs_for_generation" in never_called.detail
+    # one scenario that called it is evidence; the others may not have reached it
+    called = compare("a::A", side(ok(calls=[]), ok(name="sampling")), side(ok(calls=[]), ok(name="sampling")))
+    assert called.verdict == "identical", called.detail
+    # a call made only in a scenario that failed alike is no evidence either
+    failed = crash("sampling", "ValueError: v", [{"input_ids": tensor([5])}])
+    assert compare("a::A", side(ok(calls=[]), failed), side(ok(calls=[]), failed)).verdict == "unverified"

@@ -17,7 +17,7 @@ from codemod.verify.runner import Side, Target, verify_targets
 
 #: verification as the command runs it by default
 OPTIONS = VerifyOptions()
-SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "calls": []}
+SAME = {"name": "greedy", "status": "ok", "sequences": [[1, 2]], "scores": [], "calls": [{"input_ids": [1]}]}
 
 
 class FakeWorker:

@@ -219,6 +219,7 @@ def compare(
             missing_evidence(outcomes, caches=bool(old.get("caches", True)))
             or unreached(needs, given)
             or unrun(old.get("required") or {}, outcomes)
+            or uncalled(old.get("scenarios", []), same)
         )
         if missing:
             verdict, detail = Verdict.UNVERIFIED, missing
@@ -291,6 +292,15 @@ def unrun(required: Mapping[str, str], outcomes: Sequence[ScenarioOutcome]) -> s
             state = "not run" if outcome is None else f"{outcome.status.value}: {outcome.detail}"
             return f"{why}, but no {name} scenario ran the same on both sides ({state[:200]})"
     return ""
+
+
+def uncalled(scenarios: Sequence[ScenarioDocument], same: set[str]) -> str:
+    """Why scenarios that agree never ran the change: none of them called the method under test (a composite's
+    decoder it never drove, a ``generate()`` of the class's own that asks no prepared inputs). A class that caches
+    already needs a cached call (``missing_evidence``); one that cannot would be identical on outputs alone."""
+    if any(scenario.get("calls") for scenario in scenarios if scenario["name"] in same):
+        return ""
+    return "no scenario that ran the same on both sides called its prepare_inputs_for_generation: the change never ran"
 
 
 #: the variant that runs the class as the decoder of an ``EncoderDecoderModel`` (``verify.usage``)
