@@ -27,6 +27,7 @@ from codemod.sources import METHOD, FileKind
 from codemod.transform.edits import Edit, EditKind, Shard, Trim
 from codemod.transform.reduce import (
     DROPPED_INPUTS,
+    Reduction,
     _as_mark,
     _extra_statements,
     _grouped_statements,
@@ -61,6 +62,20 @@ class _Decision:
     def keep_after(self) -> tuple[int, ...]:
         """Statements a REDUCE keeps after the super() call (see Edit.keep_after)."""
         return _kept_after(self.extras)
+
+
+def _reduced(reduction: Reduction, extras: tuple[Extra, ...], summary: str, reason: str) -> _Decision:
+    """The decision to reduce an override to ``reduction``, which re-creates ``extras`` after super()."""
+    return _Decision(
+        Action.REDUCE,
+        EditKind.REDUCE,
+        body=reduction.body,
+        mark=summary,
+        reason=reason,
+        keep=_kept_statements(extras),
+        keep_params=reduction.keep_params,
+        extras=extras,
+    )
 
 
 def _unreachable(o: Override) -> bool:
@@ -217,16 +232,7 @@ class _Planner:
         if reduction is None:
             return None
         summary = extras_summary(extras)
-        return _Decision(
-            Action.REDUCE,
-            EditKind.REDUCE,
-            body=reduction.body,
-            mark=summary,
-            reason=f"reduced to super() after verification: {summary}",
-            keep=_kept_statements(extras),
-            keep_params=reduction.keep_params,
-            extras=extras,
-        )
+        return _reduced(reduction, extras, summary, f"reduced to super() after verification: {summary}")
 
     def decided(self, f: Finding) -> _Decision:
         """The decision ``f``'s action asks for (a reduction that cannot be written is held back)."""
@@ -260,16 +266,7 @@ class _Planner:
                 if oid in self.moved_whole
                 else extras_summary(f.extras, f)
             )
-            return _Decision(
-                Action.REDUCE,
-                EditKind.REDUCE,
-                body=reduction.body,
-                mark=summary,
-                reason=f"reduced to super(): {summary}",
-                keep=_kept_statements(f.extras),
-                keep_params=reduction.keep_params,
-                extras=f.extras,
-            )
+            return _reduced(reduction, f.extras, summary, f"reduced to super(): {summary}")
         mark = _keep_reason(f) if _keeps_own(f) else extras_summary(f.extras)
         if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
             # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
@@ -310,16 +307,8 @@ class _Planner:
         if not missing or reduction is None:
             return decision
         summary = extras_summary(extras, f)
-        return _Decision(
-            Action.REDUCE,
-            EditKind.REDUCE,
-            body=reduction.body,
-            mark=summary,
-            reason=f"reduced to super(): {summary} ({o.class_name}.forward does not take {', '.join(missing)})",
-            keep=_kept_statements(extras),
-            keep_params=reduction.keep_params,
-            extras=extras,
-        )
+        why = f"reduced to super(): {summary} ({o.class_name}.forward does not take {', '.join(missing)})"
+        return _reduced(reduction, extras, summary, why)
 
     def _forwarded(
         self, o: Override, reach: soundness.Reach, keywords: Iterable[str] = (), extras: Iterable[Extra] = ()
