@@ -373,13 +373,17 @@ def _unverified(root: Path) -> list[str]:
     if not changed:
         path.unlink(missing_ok=True)  # everything is back as it was: nothing to say
         return []
-    listed = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     return [
         f"{root} holds unverified changes: an `apply --verify` started {started} (pid {pid}) was stopped during "
-        f"verification, leaving {len(changed)} files changed ({listed}); put them back with "
+        f"verification, leaving {len(changed)} files changed ({_first_three(changed)}); put them back with "
         f"`git -C {root} checkout -- {' '.join(changed)}`, or check them with `codemod verify {root}` and then "
         f"delete {path}"
     ]
+
+
+def _first_three(names: Sequence[str]) -> str:
+    """``a, b, c and 4 more``: the files a one-line message names."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def attend(root: Path, *, recover: bool) -> list[str]:
@@ -414,7 +418,6 @@ def stopped(error: BaseException, restored: Iterable[str]) -> NoReturn:
     if not isinstance(error, KeyboardInterrupt):
         raise error
     files = sorted(restored)
-    listed = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     raise Interrupted(
-        f"interrupted: put back the {len(files)} files it had changed ({listed}); the tree is as it was"
+        f"interrupted: put back the {len(files)} files it had changed ({_first_three(files)}); the tree is as it was"
     ) from None
