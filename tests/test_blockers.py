@@ -132,6 +132,39 @@ def test_names_the_target_no_longer_defines(tmp_path: Path) -> None:
     ]
 
 
+def test_each_file_is_parsed_and_each_target_module_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree's files import from the same few modules of the target (its modeling_utils.py takes 0.2 s to read):
+    each is read once a scan, and each file of the tree parsed once, for the tree's facts and the rules alike."""
+    from codemod.analyse import blocker_rules, blockers
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    source = "from transformers.utils import is_torch_available, logging\n"
+    texts = {tree / f"modeling_{n}.py": source for n in ("a", "b", "c")}
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    read: list[str] = []
+    parsed: list[str] = []
+    real_names, real_parse = blocker_rules.module_names, blockers._parse
+
+    def names(package: Path, module: str) -> frozenset[str] | None:
+        read.append(module)
+        return real_names(package, module)
+
+    def parse(text: str) -> ast.Module | None:
+        parsed.append(text)
+        return real_parse(text)
+
+    monkeypatch.setattr(blocker_rules, "module_names", names)
+    monkeypatch.setattr(blockers, "_parse", parse)
+    package = tmp_path / "transformers"
+    (package / "utils").mkdir(parents=True)
+    (package / "utils" / "__init__.py").write_text("def is_torch_available():\n    return True\n", encoding="utf-8")
+    found = find_blockers(resolve(tree, with_git=False), texts, Target(TargetOrigin.RELEASE, package, "5.0.0"))
+    assert [(b.file, b.text) for b in found] == [(f"modeling_{n}.py", source.strip()) for n in ("a", "b", "c")]
+    assert (read, len(parsed)) == (["transformers.utils"], 3)
+
+
 def test_the_scan_reports_them(tmp_path: Path) -> None:
     """Through the CLI, judged against a stand-in 5.0.0 package (--mixin): JSON and table."""
     package = make_target_package(tmp_path / "target", "5.0.0", pretrained_generative=False)
