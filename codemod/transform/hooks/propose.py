@@ -96,11 +96,10 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
         ("tuple[str, ...]", "dict[str, str]", "dict[str, object]") if typed else ("", "", "")
     )
     if kinds == {ValueKind.NONE}:
-        kind, name = HookKind.DROPPED, "_generation_dropped_inputs"
-        return (
-            kind,
+        name = "_generation_dropped_inputs"
+        return _proposed(
             _hook(
-                kind,
+                HookKind.DROPPED,
                 name,
                 names_type,
                 "()",
@@ -108,17 +107,13 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
                 "(left out: the forward's default is None, the same as passing None)",
                 epilogue=f"# Inputs the model computes itself (`{name}`)\n"
                 f"for name in self.{name}:\n    model_inputs.pop(name, None)\n",
-            ),
-            name,
+            )
         )
     if len(kinds) == 1 and idiom.atoms == () and idiom.table[0] in _VALUE_HOOKS:
         kind, name, typing, doc, comment, loop = _VALUE_HOOKS[idiom.table[0]]
         annotation = mapping_type if typing == "mapping" else values_type
-        return (
-            kind,
-            _hook(kind, name, annotation, "{}", doc, epilogue=f"# {comment} (`{name}`)\n" + loop.format(name=name)),
-            name,
-        )
+        epilogue = f"# {comment} (`{name}`)\n" + loop.format(name=name)
+        return _proposed(_hook(kind, name, annotation, "{}", doc, epilogue=epilogue))
     if kwargs is None:
         return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
     params = {p.name for p in analysis.params} if analysis else set()
@@ -140,11 +135,10 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
 def _none_when_given_hook(kwargs: str, names_type: str) -> tuple[HookKind, Hook | None, str]:
     # GPT-2's family: a caller's position_ids are ignored (the forward counts positions itself), those the mask
     # gives are used. What the caller gave is read first: the mixin fills the same key in when none is given.
-    kind, name = HookKind.NONE_WHEN_GIVEN, "_generation_inputs_ignored_when_given"
-    return (
-        kind,
+    name = "_generation_inputs_ignored_when_given"
+    return _proposed(
         _hook(
-            kind,
+            HookKind.NONE_WHEN_GIVEN,
             name,
             names_type,
             "()",
@@ -154,8 +148,7 @@ def _none_when_given_hook(kwargs: str, names_type: str) -> tuple[HookKind, Hook 
             f"inputs_given = [name for name in self.{name} if {kwargs}.get(name) is not None]\n",
             epilogue=f"# None where the caller gave them (`{name}`)\n"
             "for name in inputs_given:\n    model_inputs[name] = None\n",
-        ),
-        name,
+        )
     )
 
 
@@ -198,7 +191,7 @@ def _dropped_when_hook(
         prologue=prologue,
         epilogue=f"{comment}if {code}:\n    for name in self.{name}:\n        model_inputs.pop(name, None)\n",
     )
-    return kind, dataclasses.replace(hook, declaration=hook.declaration + method), name
+    return _proposed(dataclasses.replace(hook, declaration=hook.declaration + method))
 
 
 def _needs_method_code(name: str, ids: str, kwargs: str, *, typed: bool) -> str:
@@ -228,8 +221,7 @@ def _unsliced_when_hook(
     words = _simple_words(idiom.atoms, rows)
     kind = HookKind.UNSLICED_WHEN
     name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + _slug(words), ""))
-    return (
-        kind,
+    return _proposed(
         _hook(
             kind,
             name,
@@ -242,13 +234,17 @@ def _unsliced_when_hook(
             epilogue=f"# Whole {words}, None otherwise (`{name}`)\n"
             "for name, value in unsliced_inputs.items():\n"
             f"    model_inputs[name] = value if {code} else None\n",
-        ),
-        name,
+        )
     )
 
 
 def _slug(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
+
+
+def _proposed(hook: Hook) -> tuple[HookKind, Hook | None, str]:
+    """What ``hook_for`` answers for a hook it proposes: (its kind, it, its attribute)."""
+    return hook.kind, hook, hook.attribute
 
 
 def _hook(
