@@ -9,8 +9,9 @@ rest went.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from codemod.analyse.classify import Action, Finding
@@ -20,9 +21,9 @@ from codemod.checkout import Checkout, resolve
 from codemod.contracts import Held, HeldCause, OriginKind, Repair, Verdict
 from codemod.migration import MIXIN_MODEL, ClassOutcome, Migration, ModelOutcome
 from codemod.transform import hooks as hook_stage
-from codemod.transform.apply import Changes, WriteError, initial_plan, restore, settle, write
+from codemod.transform.apply import Changes, WriteError, restore, settle, write
 from codemod.transform.formatting import CUT
-from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary
+from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary, initial_plan
 from codemod.transform.predict import predicted_repairs
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
@@ -50,6 +51,20 @@ def _restore(checkout: Checkout, originals: dict[str, bytes]) -> None:
     lost = restore(checkout, originals)
     if lost:
         raise WriteError(f"could not put back {', '.join(lost)}")
+
+
+@contextlib.contextmanager
+def _unverified_while(checkout: Checkout, originals: dict[str, bytes]) -> Iterator[None]:
+    """Around writing changes and verifying them: a note of the unverified files for as long as it lasts (what a
+    kill leaves is reported by the next run); on any error the ``originals`` (path -> bytes, as the block leaves
+    them) are put back, and Ctrl-C ends the run with one line that says so."""
+    mark_unverified(checkout.root, originals)
+    try:
+        yield
+    except BaseException as error:
+        _restore(checkout, originals)
+        stopped(error, originals)
+    clear_unverified(checkout.root)
 
 
 def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
@@ -244,16 +259,11 @@ class _Job:
         """Apply the plan, verify it, repair what differs only by whole keys and revert what still differs."""
         first = settle(self.planned, self.make_plan(self.repairs or None), self.verifying.jobs)
         self.originals = {r.path: r.old for r in first.rewrites if r.changed}
-        mark_unverified(self.checkout.root, self.originals)  # what a kill in verification leaves is reported
-        try:
+        with _unverified_while(self.checkout, self.originals):  # rewrite() adds the files it writes to originals
             write(self.checkout, first)
             current, report = self.repaired(first, self.verify(first))
             failed = failing(report, self.options.keep_unverified)
             final, hook_drops = self.without_failed(current, failed)
-        except BaseException as error:
-            _restore(self.checkout, self.originals)
-            stopped(error, self.originals)  # Ctrl-C: one line that says what was put back
-        clear_unverified(self.checkout.root)
         reverted = _reverted(current.plan, final.plan, failed, hook_drops)
         return MigrationRun(self.result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
 
@@ -381,8 +391,7 @@ def _hooks_after(
         return run
     before = {r.path: r.old for r in changes.rewrites if r.changed}  # what the first pass left
     drops: dict[str, Held] = {}
-    mark_unverified(checkout.root, before)
-    try:
+    with _unverified_while(checkout, before):
         write(checkout, changes)
         report = verify(changes, None, result)
         failed = failing(report, keep_unverified)
@@ -403,10 +412,6 @@ def _hooks_after(
             _restore(checkout, before)
             final = settle(result, changes.plan.without(drops.values(), "reverted: verification failed"), jobs)
             write(checkout, final)
-    except BaseException as error:
-        _restore(checkout, before)
-        stopped(error, before)
-    clear_unverified(checkout.root)
     undone = _hook_changes_undone(changes.plan, final.plan, drops, failed)
     return MigrationRun(
         run.result,
