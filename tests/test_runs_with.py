@@ -202,9 +202,6 @@ def test_built_in_is_asked_for_by_name() -> None:
 
 
 def test_a_checkout_is_judged_against_itself(mini_checkout: Path) -> None:
-    def unasked() -> tuple[str, ...]:
-        raise AssertionError("a checkout asks PyPI nothing")
-
     target = default_target(resolve(mini_checkout, with_git=False), sources=Sources(unasked, lambda: None))
     assert target.origin is TargetOrigin.CHECKOUT
 
@@ -224,10 +221,6 @@ def test_a_release_that_cannot_be_fetched_says_what_to_give(tmp_path: Path, monk
 
 def test_transformers_own_model_code_keeps_the_built_in_default(mini_checkout: Path) -> None:
     """A file or folder inside a transformers checkout runs with that checkout: nothing is fetched for it."""
-
-    def unasked() -> tuple[str, ...]:
-        raise AssertionError("nothing is asked of PyPI")
-
     otter = mini_checkout / "src" / "transformers" / "models" / "otter"
     for path in (otter, otter / "modeling_otter.py"):
         target = default_target(resolve(path, with_git=False), sources=Sources(unasked, lambda: None))
