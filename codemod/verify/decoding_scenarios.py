@@ -2,7 +2,7 @@
 contrastive decoding, prompt lookup, the cache flags, a static cache, embeddings for ids, a long run; and what
 every scenario builder shares: the saved-input keys, ``Skip``, and what a model's ``forward`` takes.
 
-Runs in the verification environment; imports only the stdlib, torch, transformers and ``tiny``. A builder
+Runs in the verification environment; imports only the stdlib, torch, transformers, ``tiny`` and ``recording``. A builder
 takes (model, assistant, seed) and returns the generate() kwargs, or raises ``Skip`` with the reason.
 """
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import tiny
 import torch
+from recording import CACHE_KEYS
 
 # torch and transformers exist only in the verification environment this module runs in, not in the
 # tool's venv where it is type-checked: their objects (models, tensors) are Any.
@@ -138,12 +139,40 @@ def static_cache(model: Any, assistant: Any, seed: int) -> Kwargs:
 
 def _generates_with(model: Any, inputs: Kwargs) -> None:
     """The scenario's new tokens from ``inputs`` on a copy of ``model`` (generate() may keep a cache on the model), or
-    Skip (as many as the scenario: a static cache is sized by them, and Musicgen's fails with fewer than its delay)."""
+    Skip (as many as the scenario: a static cache is sized by them, and Musicgen's fails with fewer than its delay).
+    Skip too where no static cache reached a forward: 5.x's generate() ignores ``cache_implementation`` for a model
+    with a cache of its own (XLNet's, Reformer's, RWKV's), and the scenario would be greedy decoding called static."""
+    trial = copy.deepcopy(model)
+    reached: list[bool] = []
+
+    def look(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        reached.extend(_is_static(kwargs[key]) for key in CACHE_KEYS if kwargs.get(key) is not None)
+
+    generating = [module for module in trial.modules() if hasattr(module, "prepare_inputs_for_generation")]
+    hooks = [module.register_forward_pre_hook(look, with_kwargs=True) for module in generating]
     try:
         with torch.no_grad():
-            copy.deepcopy(model).generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
+            trial.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except Exception as error:
         raise Skip(f"the model does not generate so: {type(error).__name__}: {str(error)[:120]}") from error
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not any(reached):
+        raise Skip("generate() gives the model a cache of its own, not a static one")
+
+
+#: the static caches of releases whose caches do not say ``is_compileable`` (4.45)
+_STATIC_CACHES = ("StaticCache", "HybridCache")
+
+
+def _is_static(cache: Any) -> bool:
+    """Whether ``cache`` (an encoder-decoder's: its self-attention cache) is a static one."""
+    said = getattr(cache, "is_compileable", None)
+    if isinstance(said, bool):
+        return said
+    inner = getattr(cache, "self_attention_cache", cache)
+    return any(kind.__name__ in _STATIC_CACHES for kind in type(inner).__mro__)
 
 
 def contrastive(model: Any, assistant: Any, seed: int) -> Kwargs:
