@@ -18,8 +18,8 @@ from codemod.analyse.classify import Action, Category, Extra, classify_override
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.analyse.recognise import _exposed
 from codemod.contracts import ExtraHow
-from codemod.transform.apply import initial_plan, settle
-from codemod.transform.plan import EditKind, kept_inputs, reduce_override
+from codemod.transform.apply import settle
+from codemod.transform.plan import EditKind, initial_plan, kept_inputs, reduce_override
 
 from .test_classify import override
 from .test_plan import checkout_copy, scan_of

@@ -21,8 +21,7 @@ from codemod.analyse.scan import ScanResult
 from codemod.rules.generic_mixin import HOIST_SOURCE, METHOD_SOURCE, REFUSING_EMBEDS, REFUSING_EMBEDS_SOURCE
 from codemod.sources import FileKind
 from codemod.transform.alias import ASSIGNMENT, may_alias, with_aliases
-from codemod.transform.apply import initial_plan
-from codemod.transform.plan import Edit, EditKind, Plan, Shard
+from codemod.transform.plan import Edit, EditKind, Plan, Shard, initial_plan
 from codemod.transform.rewrite import rewrite_source
 
 PATH = "src/transformers/models/foo/modeling_foo.py"

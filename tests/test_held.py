@@ -24,8 +24,8 @@ from codemod.migrate import MigrationOptions, MigrationRun, run_migration_on
 from codemod.migration import Migration
 from codemod.publish.pr.plan import PrPlan, PrReport
 from codemod.transform import apply
-from codemod.transform.apply import Changes, compute_changes, initial_plan, settle
-from codemod.transform.plan import EditKind, Plan
+from codemod.transform.apply import Changes, compute_changes, settle
+from codemod.transform.plan import EditKind, Plan, initial_plan
 
 from .conftest import FIXTURES, MINI_CHECKOUT, copy_fixture
 

@@ -2,7 +2,7 @@
 
 Every test scans a private copy of ``fixtures/mini_checkout`` (plus, where it needs them, model files
 written here in the style of transformers' idioms) with ``codemod.analyse.scan.scan`` and plans it with
-``make_plan`` (through ``codemod.transform.apply.initial_plan``, which supplies the mixin era and the modular
+``make_plan`` (through ``codemod.transform.plan.initial_plan``, which supplies the mixin era and the modular
 origins, when the test is not about those arguments).
 """
 
@@ -19,14 +19,13 @@ import pytest
 from codemod.analyse.analysis import Param
 from codemod.analyse.classify import Action, Category, Extra
 from codemod.analyse.copies import apply_replacements
-from codemod.analyse.mixin import Era
+from codemod.analyse.mixin import MIXIN_CLASS, Era
 from codemod.analyse.scan import ScanResult, scan
 from codemod.checkout import resolve
 from codemod.contracts import ExtraHow, Held, HeldCause, ParamKind, Repair
 from codemod.rules.generic_mixin import HOIST_SOURCE
-from codemod.transform.apply import initial_plan
 from codemod.transform.formatting import BODY_INDENT, fitted_mark, laid_out
-from codemod.transform.plan import MIXIN_CLASS, Edit, EditKind, Plan, PlanOptions, make_plan, reduce_override
+from codemod.transform.plan import Edit, EditKind, Plan, PlanOptions, initial_plan, make_plan, reduce_override
 from codemod.transform.rewrite import rewrite_source
 
 from .conftest import MINI_CHECKOUT, copy_fixture

@@ -28,9 +28,7 @@ from codemod.sources import read_source
 from codemod.style import checkout_line_length
 from codemod.transform.alias import with_aliases
 from codemod.transform.hooks import hooked_result, mine, plan_with_hooks
-from codemod.transform.plan import Edit, Plan
-from codemod.transform.plan import checkout_era as _checkout_era
-from codemod.transform.plan import initial_plan as initial_plan  # where migrate and the tests import it from
+from codemod.transform.plan import Edit, Plan, checkout_era, initial_plan
 from codemod.transform.predict import predicted_repairs
 from codemod.transform.rewrite import FileRewrite, rewrite_source
 from codemod.writes import Replacement, put_back, replace_all
@@ -317,7 +315,7 @@ def _new_flakes(rewrites: Sequence[FileRewrite], jobs: int | None) -> dict[str, 
 def _carries_variant(result: ScanResult) -> bool:
     """Whether the checkout's mixin is (or the plan's hoist makes it) the one this tool installs, with the method
     that refuses ``inputs_embeds`` (``codemod.transform.alias``): a stub era, or a tree an earlier pass migrated."""
-    if _checkout_era(result) is Era.STUB:
+    if checkout_era(result) is Era.STUB:
         return True
     mixin_file = result.index.checkout.mixin_file
     return mixin_file is not None and mixin_file.is_file() and f"def {REFUSING_EMBEDS}(" in read_source(mixin_file)
