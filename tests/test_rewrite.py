@@ -2148,7 +2148,7 @@ def test_add_mixin_base_in_a_module_without_relative_imports() -> None:
 def test_the_opposite_test_is_written_as_a_person_would(test: str, opposite: str) -> None:
     import libcst as cst
 
-    from codemod.transform.rewrite import negated
+    from codemod.transform.cst_code import negated
 
     result = cst.Module(body=[]).code_for_node(negated(cst.parse_expression(test)))
     assert result == opposite

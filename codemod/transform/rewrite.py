@@ -21,7 +21,7 @@ import libcst.matchers as m
 
 from codemod.sources import METHOD, MIXIN_CLASS
 from codemod.transform.class_edits import _apply_to_class
-from codemod.transform.cst_code import RewriteError, _bound_name, _imported_names, _names_used, negated
+from codemod.transform.cst_code import RewriteError, _bound_name, _imported_names, _names_used
 from codemod.transform.edits import Edit, EditKind
 from codemod.transform.formatting import LINE_LENGTH
 
@@ -226,4 +226,4 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length:
     return FileRewrite(path, source, new, encoding, tuple(edits), tuple(sorted(unused)))
 
 
-__all__ = ["FileRewrite", "RewriteError", "negated", "rewrite_source"]
+__all__ = ["FileRewrite", "RewriteError", "rewrite_source"]
