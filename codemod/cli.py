@@ -330,24 +330,37 @@ def diff(
         sys.stdout.buffer.flush()
     _print_summary(result, changes, list(source.only), None)
     if changes.changed:
-        stderr.print(f"to write it: {_apply_command(source, edits)}", markup=False, highlight=False, soft_wrap=True)
+        command = _apply_command(source, edits, run)
+        stderr.print(f"to write it: {command}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if changes.changed else 0)
 
 
-def _apply_command(source: api.Source, edits: api.Edits) -> str:
-    """The ``codemod apply`` that writes what ``diff`` showed: the same code, models and options."""
+def _apply_command(source: api.Source, edits: api.Edits, run: api.Run | None = None) -> str:
+    """The ``codemod apply`` that writes what ``diff`` showed: the same code, models and options; after
+    ``diff --verify``, verified as it was (a plain apply would write only the safe edits)."""
     import shlex
 
     words = ["codemod", "apply", *(str(p) for p in source.path_list)]
-    options = (
+    options = [
         ("--release", source.release),
         ("--only", ",".join(source.only)),
         ("--skip", ",".join(source.skip)),
         ("--target", source.target),
         ("--mixin", source.mixin and str(source.mixin)),
-    )
+    ]
+    flags = [("--mark", edits.mark), ("--hooks", edits.hooks), ("--unsafe-fixes", edits.unsafe)]
+    if run is not None:
+        options += [("--from", run.from_release), *(("--requirement", r) for r in run.requirements)]
+        options += [
+            ("--device", run.device if run.device != "cpu" else None),
+            ("--python", run.python and str(run.python)),
+        ]
+        flags += [
+            ("--verify", True),
+            ("--keep-unverified", run.keep_unverified),
+            ("--no-own-tests", not run.own_tests),
+        ]
     words += [word for option, value in options if value for word in (option, value)]
-    flags = (("--mark", edits.mark), ("--hooks", edits.hooks), ("--unsafe-fixes", edits.unsafe))
     words += [flag for flag, on in flags if on]
     return shlex.join(words)
 

@@ -311,6 +311,24 @@ def test_releases_to_run_on_need_verify(model_repo: Path, option: list[str], com
 # --------------------------------------------------------------------------------------------- diff --verify
 
 
+def test_diff_verify_says_the_apply_that_writes_it(model_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``diff --verify`` prints is what ``apply --verify`` writes: the command it offers verifies too, on the
+    same releases (a plain ``apply`` would write only the safe edits). The verification itself is stood in for."""
+    from codemod import api
+
+    def verified_diff(source: api.Source, feedback: api.Feedback, edits: api.Edits, run: api.Run) -> api.Applied:
+        result, changes = api.diff(source, feedback, edits)
+        return api.Applied(result, changes, ())
+
+    monkeypatch.setattr(api, "verified_diff", verified_diff)
+    monkeypatch.chdir(model_repo)
+    result = invoke("diff", "a", "--verify", "--from", "4.45.2", "-r", "peft", "--keep-unverified", "--no-own-tests")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "to write it: codemod apply a --from 4.45.2 --requirement peft --verify --keep-unverified --no-own-tests"
+    )
+
+
 def test_diff_verify_needs_a_git_work_tree(model_repo: Path) -> None:
     """It verifies HEAD in a worktree: a tree outside git has none (refused before anything is fetched or run)."""
     result = invoke("diff", model_repo, "--verify")
