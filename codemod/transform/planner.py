@@ -28,19 +28,19 @@ from codemod.transform.edits import Edit, EditKind, Shard, Trim
 from codemod.transform.reduce import (
     DROPPED_INPUTS,
     Reduction,
-    _as_mark,
-    _extra_statements,
-    _grouped_statements,
-    _keep_reason,
-    _keeps_own,
-    _kept_after,
-    _kept_statements,
-    _names,
-    _param_list,
-    _repair_extras,
+    as_mark,
     cuts_of,
+    extra_statements,
     extras_summary,
+    grouped_statements,
+    keep_reason,
+    keeps_own,
+    kept_after,
+    kept_statements,
+    names_in,
+    param_list,
     reduce_override,
+    repair_extras,
     swap_parameters,
     without_cuts,
 )
@@ -61,7 +61,7 @@ class _Decision:
     @property
     def keep_after(self) -> tuple[int, ...]:
         """Statements a REDUCE keeps after the super() call (see Edit.keep_after)."""
-        return _kept_after(self.extras)
+        return kept_after(self.extras)
 
 
 def _reduced(reduction: Reduction, extras: tuple[Extra, ...], summary: str, reason: str) -> _Decision:
@@ -72,7 +72,7 @@ def _reduced(reduction: Reduction, extras: tuple[Extra, ...], summary: str, reas
         body=reduction.body,
         mark=summary,
         reason=reason,
-        keep=_kept_statements(extras),
+        keep=kept_statements(extras),
         keep_params=reduction.keep_params,
         extras=extras,
     )
@@ -180,7 +180,7 @@ class _Planner:
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
             if why is not None:
-                self.decisions[oid] = _Decision(Action.KEEP, None, mark=_as_mark(why))
+                self.decisions[oid] = _Decision(Action.KEEP, None, mark=as_mark(why))
                 self.held.append(Held(oid, HeldCause.REFUSED, f"refused: {why}"))
             elif self.hold_unproven and self.findings[oid].flow and decision.action is not Action.KEEP:
                 # not behaviour-preserving by construction: what generate() feeds the model would change
@@ -190,7 +190,7 @@ class _Planner:
                     HeldCause.UNPROVEN,
                     f"unproven without --verify: it would change what is prepared in "
                     f"the standard generate flow ({flow})",
-                    mark=_as_mark(flow),
+                    mark=as_mark(flow),
                 )
 
     def repaired(self, f: Finding, repair: Repair) -> _Decision | None:
@@ -198,7 +198,7 @@ class _Planner:
         made (a parameter to keep that it does not have, a reduction that cannot be written)."""
         params = {p.name for p in f.override.analysis.params}
         # what a reduction passes on as the caller gives it, it reads from a parameter or else from **kwargs
-        has_var_keywords = _param_list(f.override)[3] is not None
+        has_var_keywords = param_list(f.override)[3] is not None
         if not (
             f.action in (Action.DELETE, Action.REDUCE)
             and set(repair.keep) <= params
@@ -210,22 +210,22 @@ class _Planner:
         outputs = {o.key for o in f.override.analysis.outputs}
         # a last-token cut of a key the override does not prepare is a composite's (its decoder's ids)
         repaired = tuple(
-            e for e in _repair_extras(repair, f.override) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs
+            e for e in repair_extras(repair, f.override) if e.how is not ExtraHow.LAST_TOKEN or e.key in outputs
         )
         extras = (*(without_cuts(f.extras) if repair.uncut else f.extras), *repaired)
         swap = next((e.source for e in f.extras if e.how is ExtraHow.SWAP_DELEGATE), None)
-        fixes = _extra_statements(f.override, repaired, slim=True) if swap is not None else None
+        fixes = extra_statements(f.override, repaired, slim=True) if swap is not None else None
         if swap is not None and fixes:
             # super() instead of the sub-model, and after it what the sub-model's own override did
             summary = extras_summary(repaired)
             return _Decision(
                 Action.REDUCE,
                 EditKind.SWAP_DELEGATE,
-                body="\n".join(_grouped_statements(fixes)) + "\n",
+                body="\n".join(grouped_statements(fixes)) + "\n",
                 mark=f"asks super() instead of {swap}; keeps its own input handling; {summary}",
                 reason=f"reduced: super() instead of {swap}, after verification: {summary}",
                 # a fix that reads a parameter keeps every one (slimming drops some)
-                keep_params=() if _names("\n".join(fixes)) & params else swap_parameters(f.override),
+                keep_params=() if names_in("\n".join(fixes)) & params else swap_parameters(f.override),
                 extras=extras,
             )
         reduction = reduce_override(f.override, extras)
@@ -259,16 +259,16 @@ class _Planner:
                     )
                 )
                 return _Decision(
-                    Action.KEEP, None, mark=_keep_reason(f) if _keeps_own(f) else f"keeps {extras_summary(f.extras)}"
+                    Action.KEEP, None, mark=keep_reason(f) if keeps_own(f) else f"keeps {extras_summary(f.extras)}"
                 )
             summary = (
-                (_MOVED_WHOLE_CHECKED if _kept_statements(f.extras) else _MOVED_WHOLE)
+                (_MOVED_WHOLE_CHECKED if kept_statements(f.extras) else _MOVED_WHOLE)
                 if oid in self.moved_whole
                 else extras_summary(f.extras, f)
             )
             return _reduced(reduction, f.extras, summary, f"reduced to super(): {summary}")
-        mark = _keep_reason(f) if _keeps_own(f) else extras_summary(f.extras)
-        if not (_keeps_own(f) or f.extras) or _unreachable(f.override):
+        mark = keep_reason(f) if keeps_own(f) else extras_summary(f.extras)
+        if not (keeps_own(f) or f.extras) or _unreachable(f.override):
             # kept as it is (a converter's removal stub, a maintainer's override), or nothing to overwrite
             # (no base defines the method): nothing to add
             mark = ""
@@ -347,11 +347,11 @@ class _Planner:
         reduction = reduce_override(o, extras)
         if reduction is None:
             return None
-        kept = _kept_statements(extras)
+        kept = kept_statements(extras)
         return (
             soundness.ids_refusal(o)
             or soundness.dead_statements(o, kept, reduction.body)
-            or soundness.dead_statements(o, _kept_after(extras), reduction.tail, where="after")
+            or soundness.dead_statements(o, kept_after(extras), reduction.tail, where="after")
             or soundness.signature_refusal(o, reduction.keywords, reduction.spreads_kwargs)
             or (
                 soundness.forward_refusal(o, self._forwarded(o, reach, reduction.keywords, extras))

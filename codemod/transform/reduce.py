@@ -24,7 +24,7 @@ from codemod.contracts import (
 )
 
 
-def _param_list(override: Override) -> tuple[str, list[str], str | None, str | None]:
+def param_list(override: Override) -> tuple[str, list[str], str | None, str | None]:
     """(ids parameter, other named parameters, *args name, **kwargs name)."""
     params = [p for p in override.analysis.params if p.name != "self"]
     ids = next((p.name for p in params if p.kind is ParamKind.POSITIONAL), "input_ids")
@@ -45,10 +45,10 @@ _ONE_STATEMENT = {
 }
 
 
-def _extra_statements(override: Override, extras: Sequence[Extra], slim: bool = False) -> list[str] | None:
+def extra_statements(override: Override, extras: Sequence[Extra], slim: bool = False) -> list[str] | None:
     """Statements that re-create the model-specific keys after ``super()``; None if they cannot be."""
     lines: list[str] = []
-    _, parameters, _, var_keywords = _param_list(override)
+    _, parameters, _, var_keywords = param_list(override)
     named = set(parameters) if not slim else set()
     outputs = override.analysis.outputs
     for extra in extras:
@@ -164,14 +164,14 @@ def _cache_test(override: Override, recognised: Recognised | None) -> str | None
         # a test of the step's position, as written: the names it reads (parameters, as the rule checked where it
         # stood) must be what they were there when it runs again after super(), so no statement may rebind them
         written = {n for t in override.analysis.top_level for n in t.writes}
-        return test if not _names(test) & written else None
+        return test if not names_in(test) & written else None
     cache = next((p.name for p in override.analysis.params if p.name in PAST_NAMES), None)
     if cache is None:
         return None
     return {"past-truthy": cache, "past-not-none": f"{cache} is not None"}.get(recognised.facet("guard") or "")
 
 
-def _names(code: str) -> set[str]:
+def names_in(code: str) -> set[str]:
     """The names ``code`` reads or writes (empty when it does not parse)."""
     try:
         return {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
@@ -226,11 +226,11 @@ def slim_parameters(override: Override, extras: Sequence[Extra], body: str) -> t
     positions a dropped parameter would shift): the signature stays.
     """
     params = [p for p in override.analysis.params if p.name != "self"]
-    kept = [t for t in override.analysis.top_level if t.index in (*_kept_statements(extras), *_kept_after(extras))]
+    kept = [t for t in override.analysis.top_level if t.index in (*kept_statements(extras), *kept_after(extras))]
     # what the kept statements read, and what they assign (a parameter they reset must reach super()
     # as they left it, not as the caller gave it through **kwargs)
     kept_names = {n for t in kept for n in (*t.reads, *t.writes)}
-    needed = _names(body) | kept_names | {e.source for e in extras}
+    needed = names_in(body) | kept_names | {e.source for e in extras}
     keep = tuple(p.name for p in params if p.name in needed or not unnamable(override, p.name))
     return keep if len(keep) < len(params) else ()
 
@@ -272,10 +272,10 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
     (the rewrite drops them from the signature); otherwise every parameter goes to ``super()`` by
     keyword except those only the extras use.
     """
-    statements = _extra_statements(override, extras, slim=slim)
+    statements = extra_statements(override, extras, slim=slim)
     if statements is None:
         return None
-    ids, named, args, kwargs = _param_list(override)
+    ids, named, args, kwargs = param_list(override)
     keep_params = slim_parameters(override, extras, "\n".join(statements)) if slim else ()
     if keep_params:
         named = [p for p in named if p in keep_params]
@@ -307,7 +307,7 @@ def reduce_override(override: Override, extras: Sequence[Extra], slim: bool = Tr
         return None
     head = [f"{kwargs}.pop({json.dumps(key)}, None)" for key in withheld]
     call = "\n".join([*head, f"model_inputs = super().prepare_inputs_for_generation({', '.join(arguments)})"])
-    tail = [*_grouped_statements(statements), "return model_inputs"]
+    tail = [*grouped_statements(statements), "return model_inputs"]
     return Reduction(
         "\n".join([call, *tail]) + "\n", keep_params, tuple(standard), bool(kwargs), "\n".join(tail) + "\n"
     )
@@ -321,7 +321,7 @@ def kept_inputs(override: Override, extras: Sequence[Extra]) -> list[frozenset[s
     or when the caller gives it (``later-step-none``, ``none-when-given``): a run that never gave it (Musicgen-Melody's
     decoder without the conditioning) says nothing of that statement. ``codemod verify`` on the written tree asks
     the same of the statements the change removed (``session._own_inputs_handled``)."""
-    kept = {*_kept_statements(extras), *_kept_after(extras)}
+    kept = {*kept_statements(extras), *kept_after(extras)}
     groups = own_inputs_read(override, kept, [e.key for e in extras if e.how is ExtraHow.COMPUTED])
     optional = _own_optional(override)
     set_none = [
@@ -346,7 +346,7 @@ def own_inputs_read(override: Override, statements: Iterable[int], keys: Iterabl
     optional = _own_optional(override)
     indices = set(statements)
     groups = [{n for n in t.exposed if n in optional} for t in a.top_level if t.index in indices]
-    groups += [{n for o in a.outputs if o.key == key for n in _names(o.expr) if n in optional} for key in keys]
+    groups += [{n for o in a.outputs if o.key == key for n in names_in(o.expr) if n in optional} for key in keys]
     return [frozenset(g) for g in groups if g]
 
 
@@ -355,7 +355,7 @@ def _set_after(override: Override, extras: Sequence[Extra]) -> set[str]:
     them: the statements kept after it and the keys it computes there (Mllama's ``pixel_values``, passed only
     while image tokens remain). The inputs a mixin prepares itself (``MIXIN_KEYS``) and the keys the override
     passes on as the fallback does still go to ``super()``."""
-    after = _kept_after(extras)
+    after = kept_after(extras)
     computed = {e.key for e in extras if e.how is ExtraHow.COMPUTED}
     if not after and not computed:
         return set()
@@ -393,7 +393,7 @@ def _grouped_drops(statements: Sequence[str]) -> list[str]:
     return out
 
 
-def _grouped_statements(statements: Sequence[str]) -> list[str]:
+def grouped_statements(statements: Sequence[str]) -> list[str]:
     """The statements after super() as a person would write them: drops in a loop, one block per test."""
     return _merged_tests(_grouped_drops(statements))
 
@@ -419,12 +419,14 @@ def _drop_loop(keys: Sequence[str]) -> list[str]:
     return [f"for key in ({', '.join(keys)}):", "    model_inputs.pop(key, None)"]
 
 
-def _kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:
+def kept_statements(extras: Sequence[Extra], how: ExtraHow = ExtraHow.KEEP_STATEMENTS) -> tuple[int, ...]:
+    """The indices of the top-level statements a reduction keeps in front of super() (``how``: or after it)."""
     return tuple(int(i) for e in extras if e.how is how for i in e.source.split(",") if i)
 
 
-def _kept_after(extras: Sequence[Extra]) -> tuple[int, ...]:
-    return _kept_statements(extras, ExtraHow.KEEP_AFTER)
+def kept_after(extras: Sequence[Extra]) -> tuple[int, ...]:
+    """The indices of the top-level statements a reduction keeps after super()."""
+    return kept_statements(extras, ExtraHow.KEEP_AFTER)
 
 
 def without_cuts(extras: Sequence[Extra]) -> tuple[Extra, ...]:
@@ -496,14 +498,14 @@ def _quote(code: str, width: int = 60) -> str:
     return f"{cut} …"
 
 
-def _keeps_own(finding: Finding) -> bool:
+def keeps_own(finding: Finding) -> bool:
     """Whether the finding has a reason that keeps it as it is (a bespoke or unrecognised one): what a kept
     override's mark quotes. Its category may be bespoke for other reasons too (a difference in the standard
     flow, its own statements kept in front of super()); those are no reason of their own to mark it."""
     return any(r.kind.keeps for r in finding.reasons)
 
 
-def _keep_reason(finding: Finding) -> str:
+def keep_reason(finding: Finding) -> str:
     """A one-line ``# Overwritten --`` reason: what the override does that the mixin does not."""
     for kind in (ReasonKind.BESPOKE, ReasonKind.UNRECOGNISED):
         for reason in finding.reasons:
@@ -513,14 +515,14 @@ def _keep_reason(finding: Finding) -> str:
                 text = f"model-specific input preparation ({reason.text.rstrip(' …')})"
             else:
                 text = reason.subject if reason.rule and reason.subject is not None else reason.text
-            return _as_mark(text)
+            return as_mark(text)
     return "kept: see the transformers-codemod report"
 
 
-def _repair_extras(repair: Repair, override: Override) -> tuple[Extra, ...]:
+def repair_extras(repair: Repair, override: Override) -> tuple[Extra, ...]:
     """The extras that re-create what verification found the mixin prepares differently. A key passed on as the
     caller gives it is read from the parameter of its name, or else from ``**kwargs`` (GPT-2's mask)."""
-    ids, named, _, var_keywords = _param_list(override)
+    ids, named, _, var_keywords = param_list(override)
 
     def given(key: str) -> str:
         return key if key in (ids, *named) or var_keywords is None else f"{var_keywords}.get({json.dumps(key)})"
@@ -547,7 +549,7 @@ def _repair_extras(repair: Repair, override: Override) -> tuple[Extra, ...]:
     )
 
 
-def _as_mark(text: str) -> str:
+def as_mark(text: str) -> str:
     """A reason as the text of a ``# Overwritten --`` mark: no full stop. The rewrite fits it to the line it stands on
     (``formatting.fitted_mark``: the file's line length, not a fixed width)."""
     return text.rstrip(".")
