@@ -83,6 +83,15 @@ def test_paths_are_one_tree(
     assert f"to write it: codemod apply {' '.join(args)}" in result.stderr
 
 
+def test_diff_says_the_apply_with_its_options(model_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command ``diff`` offers writes what it showed: the same models, target and edits."""
+    monkeypatch.chdir(model_repo)
+    options = ["--only", "legacy", "--target", "built-in", "--mark", "--unsafe-fixes"]
+    result = invoke("diff", "a", *options)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == f"to write it: codemod apply a {' '.join(options)}"
+
+
 def test_no_change_exits_0(model_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (model_repo / "c").mkdir()
     (model_repo / "c" / "modeling_plain.py").write_text("x = 1\n")
