@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codemod.analyse.classify import classify_override
 from codemod.analyse.findings import Action, Extra
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
+from codemod.analyse.scan import scan
+from codemod.checkout import resolve
 from codemod.contracts import ExtraHow, Repair
+from codemod.transform.apply import compute_changes, unified_diff
+from codemod.transform.edits import EditKind
 from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs
 
 from .test_classify import override
@@ -71,6 +77,10 @@ def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attenti
 
 DECODER_FORWARD = ("input_ids", "attention_mask", "head_mask", "past_key_values", "inputs_embeds", "use_cache")
 
+#: a BERT-style decoder's forward (``is_decoder=True``): cross-attention inputs besides the head mask, none of them
+#: in its 4.45 dict (``input_ids``, ``attention_mask``, ``past_key_values``, ``use_cache``)
+BERT_DECODER_FORWARD = (*DECODER_FORWARD, "encoder_hidden_states", "encoder_attention_mask", "labels")
+
 
 @pytest.fixture(scope="module")
 def hoisted() -> MixinProfile:
@@ -82,6 +92,12 @@ def hoisted() -> MixinProfile:
     [
         pytest.param(BART, SEQ2SEQ_FORWARD, ("decoder_inputs_embeds",), id="bart-drops-decoder-embeddings"),
         pytest.param(DECODER, DECODER_FORWARD, ("head_mask",), id="decoder-drops-its-head-mask"),
+        pytest.param(
+            DECODER,
+            BERT_DECODER_FORWARD,
+            ("head_mask", "encoder_hidden_states", "encoder_attention_mask"),
+            id="bert-style-decoder-drops-its-cross-attention-inputs",
+        ),
     ],
 )
 def test_a_closed_dict_drops_the_caller_inputs_forward_takes(
@@ -218,3 +234,55 @@ def test_positions_the_kept_statements_compute_need_no_none(hoisted: MixinProfil
     assert any(r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in recognised)
     assert ignored_inputs(finding) == ()
     assert predicted_repairs([finding]) == {}
+
+
+#: OPT's 4.45 shape in a model file of its own: a closed dict without the head mask its forward takes
+OPT_FILE = """
+from transformers import GenerationMixin, PreTrainedModel
+
+
+class ToyForCausalLM(PreTrainedModel, GenerationMixin):
+    def forward(self, input_ids=None, attention_mask=None, head_mask=None, past_key_values=None, use_cache=None):
+        ...
+
+    def prepare_inputs_for_generation(
+        self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None, use_cache=None, **kwargs
+    ):
+        if past_key_values is not None:
+            input_ids = input_ids[:, -1:]
+
+        if inputs_embeds is not None and past_key_values is None:
+            model_inputs = {"inputs_embeds": inputs_embeds}
+        else:
+            model_inputs = {"input_ids": input_ids}
+
+        model_inputs.update(
+            {
+                "past_key_values": past_key_values,
+                "use_cache": use_cache,
+                "attention_mask": attention_mask,
+            }
+        )
+        return model_inputs
+"""
+
+
+@pytest.mark.parametrize(
+    ("forward", "kind", "pop"),
+    [
+        pytest.param("head_mask=None, ", EditKind.REDUCE, True, id="forward-takes-the-head-mask-reduced-to-drop-it"),
+        # noop: a forward without the parameter never reads a caller's head mask, so nothing is predicted
+        pytest.param("", EditKind.DELETE, False, id="forward-without-a-head-mask-deleted"),
+    ],
+)
+def test_plain_apply_plans_the_predicted_repair(
+    tmp_path: Path, codemod_cache: Path, forward: str, kind: EditKind, pop: bool
+) -> None:
+    """What ``codemod apply`` writes without --verify (``compute_changes``, nothing verifies it) already drops what
+    the old dict dropped: the repair verification would have made is planned up front."""
+    (tmp_path / "modeling_toy.py").write_text(OPT_FILE.lstrip("\n").replace("head_mask=None, ", forward))
+    result = scan(resolve(tmp_path, with_git=False), use_cache=False, jobs=1)
+    changes = compute_changes(result, hold_unproven=True)
+    assert changes.plan.held == ()
+    assert kind in {e.kind for e in changes.plan.edits() if e.override_id.endswith("::ToyForCausalLM")}
+    assert ('model_inputs.pop("head_mask", None)' in unified_diff(changes)) is pop
