@@ -565,23 +565,22 @@ def test_every_scenario_issue_41_added_catches_a_mutant_kind() -> None:
 CATCHER_SCRIPT = r"""
 import json, os, sys, tempfile, warnings
 warnings.filterwarnings("ignore")
-import inspect
+import importlib, inspect
 import scenarios, tiny
-from transformers.models.llama import modeling_llama
 
 sources = json.loads(open(sys.argv[1]).read())
 folder = tempfile.mkdtemp()
 
 
-def with_method(name, source):
-    namespace = dict(vars(modeling_llama), inspect=inspect, __package__="transformers.generation")
-    exec(f"class {name}(LlamaForCausalLM):\n{source}", namespace)
+def with_method(name, module, base, source):
+    namespace = dict(vars(importlib.import_module(module)), inspect=inspect, __package__="transformers.generation")
+    exec(f"class {name}({base}):\n{source}", namespace)
     return namespace[name]
 
 
 out = {}
-for key, (scenario, source) in sources.items():
-    model, _ = tiny.tiny_model(with_method("Checked", source), seed=0)
+for key, (scenario, module, base, source) in sources.items():
+    model, _ = tiny.tiny_model(with_method("Checked", module, base, source), seed=0)
     result = scenarios.run_scenario(
         scenario, model, model, seed=0, device="cpu", inputs_path=os.path.join(folder, key), build=True
     )
@@ -593,8 +592,6 @@ print("RESULT " + json.dumps(out))
 def test_each_new_scenario_alone_catches_its_mixin_mutant_kinds(verify_env, tmp_path) -> None:
     """A tiny Llama whose method is the generic mixin, and one whose method is each mixin mutant a new scenario is
     named the catcher of: that scenario alone tells them apart (tokens, scores, prepared inputs or a crash)."""
-    from tests.test_tiny import _run
-
     pairs = [
         (scenario, kind)
         for scenario, kinds in mutants.CATCHERS.items()
@@ -602,12 +599,54 @@ def test_each_new_scenario_alone_catches_its_mixin_mutant_kinds(verify_env, tmp_
         if mutants.KINDS[kind].edit is None and not mutants.KINDS[kind].hook
     ]
     assert pairs, "the catchers name mixin mutants"
-    sources = {f"{scenario}|-": (scenario, METHOD_SOURCE) for scenario, _ in pairs}
-    sources.update({f"{s}|{k}": (s, mutants.KINDS[k].mutate(METHOD_SOURCE, "Checked")) for s, k in pairs})
-    (tmp_path / "sources.json").write_text(json.dumps(sources))
-    script = CATCHER_SCRIPT.replace("sys.argv[1]", repr(str(tmp_path / "sources.json")))
-    results = _run(verify_env, script, tmp_path)
+    sources = {f"{scenario}|-": (scenario, *LLAMA, METHOD_SOURCE) for scenario, _ in pairs}
+    sources.update({f"{s}|{k}": (s, *LLAMA, mutants.KINDS[k].mutate(METHOD_SOURCE, "Checked")) for s, k in pairs})
+    results = _catchers(verify_env, tmp_path, sources)
     for scenario, kind in pairs:
         plain, mutated = results[f"{scenario}|-"], results[f"{scenario}|{kind}"]
         assert plain["status"] == "ok", plain["error"]
+        assert mutated["status"] != "skipped", mutated  # a mutant the scenario did not run on is not caught
         assert mutated != plain, f"{scenario} does not tell {kind} from the mixin"
+
+
+#: (module, class) the mixin mutants' tiny model subclasses
+LLAMA = ("transformers.models.llama.modeling_llama", "LlamaForCausalLM")
+
+
+def _catchers(verify_env, tmp_path: Path, sources: dict[str, tuple[str, str, str, str]]) -> dict:
+    """Each scenario run on a tiny model of a class with its method: key -> (scenario, module, base, method)."""
+    from tests.test_tiny import _run
+
+    (tmp_path / "sources.json").write_text(json.dumps(sources))
+    script = CATCHER_SCRIPT.replace("sys.argv[1]", repr(str(tmp_path / "sources.json")))
+    return _run(verify_env, script, tmp_path)
+
+
+def test_continuing_from_a_cache_alone_catches_the_last_token_cut_by_position(verify_env, tmp_path) -> None:
+    """4.45's Musicgen decoder, kept, cuts its ids to the last token once there is a cache; the mutant cuts them by
+    generate()'s ``cache_position`` (what reducing it did). One generate() call cannot tell the two apart: greedy
+    decoding runs alike. Continuing from the returned cache, which holds the delay pattern's positions beyond the
+    ids, does: ``continue-from-cache`` is the catcher ``CATCHERS`` names, and it runs on the mutant."""
+    _, src = verify_env
+    text = (src / "transformers/models/musicgen/modeling_musicgen.py").read_text(encoding="utf-8")
+    span = mutants.method_span(text, "MusicgenForCausalLM")
+    assert span is not None
+    tree = tmp_path / "tree"
+    model = lynx(tree, "class Checked(MusicgenForCausalLM):\n" + text[span[0] : span[1]])
+    plain = model.read_text().split("\n", 1)[1]
+    assert mutants.last_token_cut_by_position(tree) == ["src/transformers/models/lynx/modeling_lynx.py"]
+    mutated = model.read_text().split("\n", 1)[1]
+    assert "last-token-cut-by-position" in mutants.CATCHERS["continue-from-cache"]
+    musicgen = ("transformers.models.musicgen.modeling_musicgen", "MusicgenForCausalLM")
+    sources = {
+        f"{scenario}|{label}": (scenario, *musicgen, method)
+        for scenario in ("greedy", "continue-from-cache")
+        for label, method in (("-", plain), ("mutant", mutated))
+    }
+    results = _catchers(verify_env, tmp_path, sources)
+    assert results["greedy|-"]["status"] == "ok", results["greedy|-"]["error"]
+    assert results["greedy|mutant"] == results["greedy|-"]  # one call: the mutant hides
+    plain_run, mutant_run = results["continue-from-cache|-"], results["continue-from-cache|mutant"]
+    assert plain_run["status"] == "ok", plain_run["error"]
+    assert plain_run["calls"] and mutant_run["status"] != "skipped"
+    assert mutant_run != plain_run
