@@ -357,7 +357,8 @@ def apply(
 def verified_diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS, run: Run = RUN) -> Applied:
     """What ``apply`` with verification would write, without writing it: the same run on a throwaway worktree
     of HEAD (the checkout's files are never touched), or for a pristine ``release`` on the fresh copy ``apply``
-    makes anyway. Its ``changes`` are the verified ones; its ``written`` the files the copy got."""
+    makes anyway. Its ``changes`` are the verified ones; its ``written`` the files the copy got; its scan is of
+    the user's checkout (what the diff names is there). A path that HEAD does not have is refused."""
     if source.release is not None:
         return apply(source, feedback, edits, run)
     from codemod.git import repository_root, worktree
@@ -371,7 +372,13 @@ def verified_diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDI
     paths = source.path_list or (Path.cwd(),)
     with worktree(top, "HEAD", error=ToolError) as copy:
         mapped = tuple(copy / Path(p).resolve().relative_to(top) for p in paths)
-        return apply(dataclasses.replace(source, paths=mapped), feedback, edits, run)
+        for given, path in zip(paths, mapped, strict=True):
+            if not path.exists():  # untracked: no change of its is in the tree verified
+                raise ToolError(f"{given} is not in HEAD: diff --verify verifies HEAD in a worktree; commit it")
+        applied = apply(dataclasses.replace(source, paths=mapped), feedback, edits, run)
+    # what the diff names (annotations, the checkout's own tools) is the user's tree: the worktree is gone
+    index = dataclasses.replace(applied.result.index, checkout=checkout)
+    return dataclasses.replace(applied, result=dataclasses.replace(applied.result, index=index))
 
 
 def _check_writable(checkout: Checkout, source: Source, run: Run, edits: Edits, allow_dirty: bool) -> None:

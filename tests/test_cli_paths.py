@@ -338,6 +338,47 @@ def test_diff_verify_says_the_apply_that_writes_it(model_repo: Path, monkeypatch
     )
 
 
+@pytest.fixture
+def unverified(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``apply`` as ``diff --verify`` runs it in its worktree, with the verification stood in for: the plain diff
+    of the copy, nothing written (what is tested is the seam between the copy and the user's tree)."""
+    from codemod import api
+
+    def apply(source: api.Source, feedback: api.Feedback, edits: api.Edits, run: api.Run | None) -> api.Applied:
+        result, changes = api.diff(source, feedback, edits)
+        return api.Applied(result, changes, ())
+
+    monkeypatch.setattr(api, "apply", apply)
+
+
+def test_diff_verify_annotates_the_users_files(
+    model_repo: Path, monkeypatch: pytest.MonkeyPatch, unverified: None
+) -> None:
+    """Its annotations name the files of the tree the CI job checked out, not those of the worktree, which is gone
+    by then."""
+    from .test_apply import make_repo
+
+    make_repo(model_repo)
+    monkeypatch.chdir(model_repo)
+    result = invoke("diff", "a", "b", "--verify", "--format", "github")
+    assert result.exit_code == 1, result.output
+    files = [line.split("file=", 1)[1].split(",", 1)[0] for line in result.stdout.splitlines()]
+    assert files == [f"a/{GENERIC}", f"b/{REDUCED}"]
+
+
+def test_diff_verify_names_a_path_head_does_not_have(model_repo: Path, unverified: None) -> None:
+    """A file not committed yet is not in the worktree of HEAD that is verified: said as such, with the path given."""
+    from .test_apply import make_repo
+
+    make_repo(model_repo)
+    new = model_repo / "c" / GENERIC
+    new.parent.mkdir()
+    shutil.copy(model_repo / "a" / GENERIC, new)
+    result = invoke("diff", model_repo / "a", new, "--verify")
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {new} is not in HEAD: diff --verify verifies HEAD in a worktree; commit it\n")
+
+
 def test_diff_verify_needs_a_git_work_tree(model_repo: Path) -> None:
     """It verifies HEAD in a worktree: a tree outside git has none (refused before anything is fetched or run)."""
     result = invoke("diff", model_repo, "--verify")
