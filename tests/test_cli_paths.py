@@ -22,7 +22,7 @@ from codemod.contracts import Held, HeldCause
 from codemod.publish.report import count
 from codemod.publish.summary import held_line
 
-from .conftest import FOREIGN
+from .conftest import FOREIGN, REPO
 
 runner = CliRunner()
 
@@ -127,6 +127,24 @@ def test_a_transformers_checkout_is_given_alone(mini_checkout: Path, model_repo:
     result = invoke("scan", mini_checkout, model_repo / "a")
     assert result.exit_code == 2
     assert "is a transformers checkout: give it as the only path" in result.stderr
+
+
+def test_the_pre_commit_hook_fails_on_a_safe_edit_and_passes_once_applied(
+    model_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.pre-commit-hooks.yaml``'s entry, given the changed files as pre-commit passes them: it fails while an
+    edit that needs no verification is available, printing it, and passes once ``apply`` has written it."""
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    (entry,) = re.findall(r"^  entry: (.+)$", hooks, re.M)
+    program, *args = entry.split()
+    assert program == "codemod"
+    monkeypatch.chdir(model_repo)
+    files = [f"a/{GENERIC}", f"b/{REDUCED}"]
+    result = invoke(*args, *files)
+    assert result.exit_code == 1 and diffed_files(result.stdout) == files
+    assert f"to write it: codemod apply {' '.join(files)}" in result.stderr
+    assert invoke("apply", *files).exit_code == 0
+    assert invoke(*args, *files).exit_code == 0
 
 
 # --------------------------------------------------------------------------------------------- annotations
