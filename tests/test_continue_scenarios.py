@@ -29,7 +29,8 @@ SCRIPT = textwrap.dedent(
             "steps": len(result.get("scores") or []),
             "rows": [len(step) for step in result.get("scores") or []],
             "calls": len(result.get("calls") or []),
-            "first_cached": scenarios.holds_cache(result["calls"][0]) if result.get("calls") else None,
+            "cached": [scenarios.holds_cache(call) for call in result.get("calls") or []],
+            "widths": [(call.get("input_ids") or {}).get("tensor", [0])[-1] for call in result.get("calls") or []],
             "inputs": result.get("inputs"),
         }
     print("RESULT " + json.dumps(out))
@@ -46,12 +47,18 @@ def test_the_new_scenarios_run_as_their_callers_run_them(verify_env: tuple[Path,
     assert continued["sequences"] == greedy["sequences"]
     assert continued["steps"] == greedy["steps"] == 6
     assert continued["calls"] == 6  # the second call's first step is one call, with the returned cache
-    assert not continued["first_cached"] and not greedy["first_cached"]
+    assert not continued["cached"][0] and not greedy["cached"][0]
+    # the second call starts from the returned cache: its first step is cached, and gives the one token it lacks
+    assert continued["cached"][3] and continued["widths"][3] == 1
     # both beams of each row come back: twice the beam search's rows
     assert len(result["beam-search-returned"]["sequences"]) == 2 * len(result["beam-search"]["sequences"])
     # prompt lookup: no assistant model, candidates found in the prompt
     assert result["prompt-lookup"]["inputs"]["prompt_lookup_num_tokens"] == 2
     assert "assistant_model" not in result["prompt-lookup"]["inputs"]
+    # and candidates were found in the repeated prompt: the first step checks them with the prompt (a random tiny model
+    # rejects them, and its own tokens rarely repeat into candidates on a cached step)
+    lookup = result["prompt-lookup"]
+    assert lookup["widths"][0] > lookup["inputs"]["input_ids"][1], lookup["widths"]
 
 
 STATIC_SCRIPT = textwrap.dedent(

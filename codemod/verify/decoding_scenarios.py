@@ -217,8 +217,10 @@ def beam_returned(model: Any, assistant: Any, seed: int) -> Kwargs:
 
 
 def prompt_lookup(model: Any, assistant: Any, seed: int) -> Kwargs:
-    """Prompt lookup decoding: candidate tokens copied from the prompt (no assistant model), several new tokens per
-    step as in assisted decoding, and a prompt whose n-grams repeat so that candidates are found."""
+    """Prompt lookup decoding: candidate tokens copied from the prompt (no assistant model), checked several at a time
+    as in assisted decoding, and a prompt whose n-grams repeat so that candidates are found. A random tiny model
+    finds them on its first step (the prompt's) and rejects them; later steps get candidates only where its own
+    tokens repeat (tests/test_continue_scenarios.py)."""
     inputs = tiny.generation_inputs(model, seed=seed)
     ids = inputs.get("input_ids")
     if ids is None or not torch.is_tensor(ids) or ids.dim() != 2:
