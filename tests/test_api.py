@@ -18,10 +18,11 @@ import codemod
 from codemod import api
 from codemod.analyse.classify import Action
 
-from .conftest import FOREIGN
+from .conftest import FIXTURES, FOREIGN, copy_fixture
 
 GENERIC = "modeling_legacy.py"  # one generic override: deleted
 REDUCED = "modeling_copied.py"  # one with a model-specific key: reduced
+KEPT = "modeling_past.py"  # one that stays as it is
 #: plain mode judges model code outside transformers against a release: the tool's own, offline
 BUILT_IN = "built-in"
 
@@ -89,6 +90,15 @@ def test_diff_with_edits(tree: Path) -> None:
     assert [r.path for r in plain.rewrites if r.changed] == [r.path for r in marked.rewrites if r.changed]
 
 
+def test_mark_marks_what_stays(tree: Path) -> None:
+    """The override that stays is written only with ``mark``, and then with its reason."""
+    shutil.copy(FOREIGN / KEPT, tree / KEPT)
+    plain = {r.path: r.new for r in api.diff(source(tree))[1].rewrites if r.changed}
+    marked = {r.path: r.new for r in api.diff(source(tree), edits=api.Edits(mark=True))[1].rewrites if r.changed}
+    assert KEPT not in plain and sorted(marked) == sorted([*plain, KEPT])
+    assert b"# Overwritten -- " in marked[KEPT]
+
+
 def test_apply_refuses_a_dirty_tree(tree: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
     subprocess.run(["git", "add", "."], cwd=tree, check=True)
@@ -103,6 +113,16 @@ def test_hooks(mini_checkout: Path) -> None:
     result, changes = api.hooks(api.Source(mini_checkout))
     assert result.index.checkout.root == mini_checkout.resolve()
     assert changes is not None
+
+
+def test_hooks_mines_what_overrides_share(tmp_path: Path, codemod_cache: Path) -> None:
+    """A checkout whose overrides repeat the same code: clusters, each with its members' changes, and the change
+    of every applied hook together (what ``apply --hooks`` writes)."""
+    root = copy_fixture(FIXTURES / "hooks_checkout", tmp_path / "hooks_checkout")
+    result, changes = api.hooks(api.Source(root))
+    assert result.index.checkout.root == root.resolve()
+    assert changes.clusters and all(c.members for c in changes.clusters)
+    assert changes.changes is not None and changes.changes.changed
 
 
 def test_verify_needs_a_git_tree(tree: Path) -> None:
