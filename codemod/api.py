@@ -54,6 +54,7 @@ __all__ = [
     "hooks",
     "run_tools",
     "scan",
+    "verified_diff",
     "verify",
 ]
 
