@@ -78,3 +78,40 @@ def test_composites_run_as_their_users_run_them(verify_env: tuple[Path, Path], t
     assert not melody["same_scores"], "the melody conditions what is generated"
     assert melody["notes"] and not melody["codes_decode_alike"]
     assert result["llama_part"] == "", "a class with its own method (here the mixin stub's override) records itself"
+
+
+MIMI_SCRIPT = textwrap.dedent(
+    r"""
+    import json, torch
+    from tiny.build import random_codebooks
+    from transformers.models.mimi.configuration_mimi import MimiConfig
+    from transformers.models.mimi.modeling_mimi import MimiEuclideanCodebook
+
+    config = MimiConfig(codebook_size=8, codebook_dim=4)
+    holder = torch.nn.ModuleDict({"quantizer": MimiEuclideanCodebook(config)})
+    notes = []
+    random_codebooks(holder, 0, notes)
+    codebook = holder["quantizer"]
+    with torch.no_grad():
+        decoded = codebook.decode(torch.tensor([[1, 2]]))
+        states = torch.randn((3, 4), generator=torch.Generator().manual_seed(0))
+        codes = codebook.quantize(states)
+    print("RESULT " + json.dumps({
+        "notes": notes,
+        "decode_alike": bool(torch.equal(decoded[0, 0], decoded[0, 1])),
+        "codes": codes.tolist(),
+    }))
+    """
+)
+
+
+def test_a_codec_whose_codes_are_a_sum_over_their_usage_gets_random_codes_too(
+    verify_env: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Mimi's codebook (the codec of 5.x's Moshi, CSM and Kyutai speech-to-text) keeps its code vectors as a sum
+    (``embed_sum``) over their usage (ones): all zeros, every code decodes to the same vector and every frame encodes
+    to code 0, so the audio a caller gives reaches the model as nothing."""
+    result = _run(verify_env, MIMI_SCRIPT, tmp_path)
+    assert result["notes"] and "quantizer.embed_sum" in result["notes"][0]
+    assert not result["decode_alike"]
+    assert len(set(result["codes"])) > 1, result["codes"]

@@ -225,8 +225,8 @@ def _open_gates(model: Any, notes: list[str]) -> None:
 
 
 #: the buffers a vector quantizer's codebook keeps its code vectors in (EnCodec's ``embed`` and the running average
-#: it is trained by, ``embed_avg``)
-_CODEBOOK_BUFFERS = ("embed", "embed_avg")
+#: it is trained by, ``embed_avg``; Mimi's ``embed_sum``, its vectors times their usage, which starts at ones)
+_CODEBOOK_BUFFERS = ("embed", "embed_avg", "embed_sum")
 
 
 def random_codebooks(model: Any, seed: int, notes: list[str]) -> None:
