@@ -83,6 +83,14 @@ def targets_from_plan(result: ScanResult, plan: Plan) -> tuple[list[Target], lis
             not_run.append((override_id, "not in a transformers package"))
         else:
             targets.append(Target(override_id, module, o.class_name, o.model or "", needs=needs))
+    return with_dependents(result, targets, not_run)
+
+
+def with_dependents(
+    result: ScanResult, targets: list[Target], not_run: list[tuple[str, str]]
+) -> tuple[list[Target], list[tuple[str, str]]]:
+    """``targets`` and the classes that run their changed code too: those that inherit it (each needing what the
+    override it inherits needs) and the composites that generate through one; ``not_run`` and those not run."""
     needs_of = {t.override_id: t.needs for t in targets}
     inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
     return targets + inheriting + user_targets(result, targets + inheriting), not_run + not_run_inheriting
@@ -246,9 +254,7 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
                 continue
             needs = change_needs(o, (old_method, old_body, old_node), (new_method, new_body, new_node))
             targets.append(Target(o.id, module, o.class_name, o.model or "", needs=needs))
-    needs_of = {t.override_id: t.needs for t in targets}
-    inheriting, not_run_inheriting = inheriting_targets(result, [t.override_id for t in targets], needs_of)
-    return targets + inheriting + user_targets(result, targets + inheriting), not_run + not_run_inheriting
+    return with_dependents(result, targets, not_run)
 
 
 def change_needs(override: Override, old: Method, new: Method) -> tuple[frozenset[str], ...]:
