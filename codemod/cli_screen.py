@@ -9,18 +9,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-if TYPE_CHECKING:  # the stages are imported by the commands that run them (``--help`` stays quick)
+if TYPE_CHECKING:  # the stages and rich's progress display are imported where they run (``--help`` stays quick)
+    from rich.progress import ProgressColumn, TaskID
+
     from codemod.analyse.index import Progress as ScanProgress
     from codemod.verify.compare import ClassVerdict
     from codemod.verify.runner import Progress as VerifyProgress
@@ -32,6 +24,8 @@ stderr = Console(stderr=True)
 @contextmanager
 def _bar(description: str, *columns: ProgressColumn) -> Iterator[Callable[[int, int, str], None]]:
     """A transient progress bar on stderr: ``update(done, total, current)``, whose first call starts the task."""
+    from rich.progress import Progress
+
     with Progress(*columns, console=stderr, transient=True) as bar:
         task: TaskID | None = None
 
@@ -55,6 +49,8 @@ class _Screen:
         if not stderr.is_terminal:
             yield None
             return
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with _bar("parsing model files", *columns) as update:
             yield lambda stage, done, total: update(done, total, stage)
@@ -63,6 +59,8 @@ class _Screen:
     def verifying(self) -> Iterator[VerifyProgress]:
         """A bar on a terminal (done, current class, elapsed, ETA); plain lines in CI logs."""
         if stderr.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
             columns = (
                 TextColumn("verifying {task.fields[current]}"),
                 BarColumn(),
