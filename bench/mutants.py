@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import json
@@ -1155,48 +1156,25 @@ def main(argv: list[str] | None = None) -> int:
                 touched = _sample(touched, args.sample, args.seed)
                 key = tree_digest(target_root, changed_files(target_root))
                 say(f"== {kind}: {len(changed)} files changed, {len(touched)} targets touched")
-                prist = oracle_side(
-                    "pristine",
-                    pristine,
-                    touched,
-                    models_dir,
-                    cache,
+                side = functools.partial(
+                    oracle_side,
+                    targets=touched,
+                    models=models_dir,
+                    cache=cache,
                     python=python,
                     jobs=args.jobs,
                     tests=args.tests,
-                    build=True,
-                    key=pristine_key,
                     say=say,
                 )
+                # the pristine side builds the tiny models; the others load them (the stamp says which build)
+                prist = side("pristine", pristine, build=True, key=pristine_key)
                 migr = None
                 stamp = models_stamp(models_dir)
                 if kind != "upstream-4.46":
-                    migr = oracle_side(
-                        "migrated",
-                        migrated_source,
-                        touched,
-                        models_dir,
-                        cache,
-                        python=python,
-                        jobs=args.jobs,
-                        tests=args.tests,
-                        build=False,
-                        key=f"migrated-{baseline_key}-{pristine_key}-{stamp}",
-                        say=say,
+                    migr = side(
+                        "migrated", migrated_source, build=False, key=f"migrated-{baseline_key}-{pristine_key}-{stamp}"
                     )
-                mut = oracle_side(
-                    f"mutant-{kind}",
-                    target_root,
-                    touched,
-                    models_dir,
-                    cache,
-                    python=python,
-                    jobs=args.jobs,
-                    tests=args.tests,
-                    build=False,
-                    key=f"{key}-{pristine_key}-{stamp}",
-                    say=say,
-                )
+                mut = side(f"mutant-{kind}", target_root, build=False, key=f"{key}-{pristine_key}-{stamp}")
                 model_names = sorted(
                     {t.model for t in touched}
                     | {t.decoder_module.split(".")[-2] for t in touched if t.kind != "model"}
