@@ -308,8 +308,10 @@ def diff(
     else:
         verified = api.verified_diff(source, screen, edits, run)
         result, changes = verified.result, verified.changes
-        if verified.report is not None:
-            _emit_verify(verified.report, "table", None)
+        if verified.report is not None:  # on stderr: stdout is the patch or the annotations alone
+            from codemod.publish.report import render_verify_table
+
+            render_verify_table(verified.report, stderr)
         _print_reverted(verified.reverted)
     if fmt in ANNOTATIONS:
         from codemod.publish.annotations import from_changes

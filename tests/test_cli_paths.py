@@ -361,10 +361,11 @@ def unverified(monkeypatch: pytest.MonkeyPatch) -> None:
     """``apply`` as ``diff --verify`` runs it in its worktree, with the verification stood in for: the plain diff
     of the copy, nothing written (what is tested is the seam between the copy and the user's tree)."""
     from codemod import api
+    from codemod.verify.session import VerifyReport
 
     def apply(source: api.Source, feedback: api.Feedback, edits: api.Edits, run: api.Run | None) -> api.Applied:
         result, changes = api.diff(source, feedback, edits)
-        return api.Applied(result, changes, ())
+        return api.Applied(result, changes, (), VerifyReport((), (), (), "cpu", "python", 1.0, "HEAD"))
 
     monkeypatch.setattr(api, "apply", apply)
 
@@ -380,8 +381,23 @@ def test_diff_verify_annotates_the_users_files(
     monkeypatch.chdir(model_repo)
     result = invoke("diff", "a", "b", "--verify", "--format", "github")
     assert result.exit_code == 1, result.output
+    assert all(line.startswith("::warning ") for line in result.stdout.splitlines()), result.stdout
     files = [line.split("file=", 1)[1].split(",", 1)[0] for line in result.stdout.splitlines()]
     assert files == [f"a/{GENERIC}", f"b/{REDUCED}"]
+    assert "verified on cpu" in result.stderr  # the verification's table, beside the annotations
+
+
+def test_diff_verify_sarif_is_one_document(
+    model_repo: Path, monkeypatch: pytest.MonkeyPatch, unverified: None
+) -> None:
+    """stdout is the SARIF log alone, for an upload to read: the verification's table goes to stderr."""
+    from .test_apply import make_repo
+
+    make_repo(model_repo)
+    monkeypatch.chdir(model_repo)
+    result = invoke("diff", "a", "--verify", "--format", "sarif")
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["version"] == "2.1.0"
 
 
 def test_diff_verify_names_a_path_head_does_not_have(model_repo: Path, unverified: None) -> None:
