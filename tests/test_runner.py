@@ -6,13 +6,14 @@ from a table, so what is tested is the runner's own bookkeeping.
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
 import pytest
 
 from codemod.verify import runner
-from codemod.verify.options import VerifyOptions
+from codemod.verify.options import DEFAULT_SCENARIOS, VerifyOptions
 from codemod.verify.runner import Side, Target, verify_targets
 
 #: verification as the command runs it by default
@@ -132,3 +133,17 @@ def test_the_memory_ceiling_shares_the_machine_between_the_workers() -> None:
     one, four = runner.worker_memory_mb("cpu", 1), runner.worker_memory_mb("cpu", 4)
     assert one >= four >= 1024
     assert runner.worker_memory_mb("cuda", 2) == 0  # device memory is not the heap
+
+
+def test_the_default_scenarios_are_the_worker_s_own_in_its_order() -> None:
+    """The tool asks for ``DEFAULT_SCENARIOS``; the worker runs the builders ``scenarios.SCENARIOS`` names (a module
+    this side cannot import: it needs torch). A scenario added to one and not the other never runs, or fails on both
+    sides alike: the names and their report order are the same."""
+    tree = ast.parse((runner.VERIFY_DIR / "scenarios.py").read_text(encoding="utf-8"))
+    registry = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "SCENARIOS"
+    )
+    assert isinstance(registry, ast.Dict)
+    assert tuple(ast.literal_eval(key) for key in registry.keys if key is not None) == DEFAULT_SCENARIOS
