@@ -137,13 +137,6 @@ def _held_elsewhere(root: Path) -> bool:
     return False
 
 
-def release(root: Path) -> None:
-    """Give the lock back before the process ends (a long-lived process done with a checkout)."""
-    fd = _held.pop(_key(root), None)
-    if fd is not None:
-        os.close(fd)
-
-
 # --------------------------------------------------------------------------------------------- interrupts
 
 
