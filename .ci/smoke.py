@@ -68,7 +68,8 @@ def main() -> None:
         done = run([str(codemod), "diff", MODEL_FILE.name, SECOND_FILE.name], cwd=root, env=env)
         check(done.returncode == 1 and done.stdout.count("+++ b/") == 2, "codemod diff a.py b.py", done)
         done = run([str(codemod), "diff", "--format", "github"], cwd=root, env=env)
-        check(done.returncode == 1 and done.stdout.startswith("::warning file="), "codemod diff --format github", done)
+        annotations = [line for line in done.stdout.splitlines() if line.startswith("::warning file=")]
+        check(done.returncode == 1 and len(annotations) == 2, "codemod diff --format github: one per change", done)
         (root / SECOND_FILE.name).unlink()
         done = run([str(codemod), "diff"], cwd=root, env=env)
         check(done.returncode == 1 and REMOVED in done.stdout, "codemod diff in the current directory", done)
