@@ -622,31 +622,43 @@ def _catchers(verify_env, tmp_path: Path, sources: dict[str, tuple[str, str, str
     return _run(verify_env, script, tmp_path)
 
 
-def test_continuing_from_a_cache_alone_catches_the_last_token_cut_by_position(verify_env, tmp_path) -> None:
-    """4.45's Musicgen decoder, kept, cuts its ids to the last token once there is a cache; the mutant cuts them by
-    generate()'s ``cache_position`` (what reducing it did). One generate() call cannot tell the two apart: greedy
-    decoding runs alike. Continuing from the returned cache, which holds the delay pattern's positions beyond the
-    ids, does: ``continue-from-cache`` is the catcher ``CATCHERS`` names, and it runs on the mutant."""
+@pytest.mark.parametrize(
+    ("module", "class_name", "one_call", "continued"),
+    [
+        pytest.param("musicgen", "MusicgenForCausalLM", "greedy", "continue-from-cache", id="musicgen"),
+        pytest.param(
+            "musicgen_melody", "MusicgenMelodyForCausalLM", "multimodal", "multimodal-continue", id="musicgen-melody"
+        ),
+    ],
+)
+def test_continuing_from_a_cache_alone_catches_the_last_token_cut_by_position(
+    verify_env, tmp_path, module: str, class_name: str, one_call: str, continued: str
+) -> None:
+    """4.45's Musicgen decoders, kept, cut their ids to the last token once there is a cache; the mutant cuts them by
+    generate()'s ``cache_position`` (what reducing them did). One generate() call cannot tell the two apart: it runs
+    alike. Continuing from the returned cache, which holds the delay pattern's positions beyond the ids (and, given
+    a melody, its conditioning), does: each continued scenario ``CATCHERS`` names for the kind catches it, and
+    runs on the mutant."""
     _, src = verify_env
-    text = (src / "transformers/models/musicgen/modeling_musicgen.py").read_text(encoding="utf-8")
-    span = mutants.method_span(text, "MusicgenForCausalLM")
+    text = (src / f"transformers/models/{module}/modeling_{module}.py").read_text(encoding="utf-8")
+    span = mutants.method_span(text, class_name)
     assert span is not None
     tree = tmp_path / "tree"
-    model = lynx(tree, "class Checked(MusicgenForCausalLM):\n" + text[span[0] : span[1]])
+    model = lynx(tree, f"class Checked({class_name}):\n" + text[span[0] : span[1]])
     plain = model.read_text().split("\n", 1)[1]
     assert mutants.last_token_cut_by_position(tree) == ["src/transformers/models/lynx/modeling_lynx.py"]
     mutated = model.read_text().split("\n", 1)[1]
-    assert "last-token-cut-by-position" in mutants.CATCHERS["continue-from-cache"]
-    musicgen = ("transformers.models.musicgen.modeling_musicgen", "MusicgenForCausalLM")
+    assert "last-token-cut-by-position" in mutants.CATCHERS[continued]
+    where = (f"transformers.models.{module}.modeling_{module}", class_name)
     sources = {
-        f"{scenario}|{label}": (scenario, *musicgen, method)
-        for scenario in ("greedy", "continue-from-cache")
+        f"{scenario}|{label}": (scenario, *where, method)
+        for scenario in (one_call, continued)
         for label, method in (("-", plain), ("mutant", mutated))
     }
     results = _catchers(verify_env, tmp_path, sources)
-    assert results["greedy|-"]["status"] == "ok", results["greedy|-"]["error"]
-    assert results["greedy|mutant"] == results["greedy|-"]  # one call: the mutant hides
-    plain_run, mutant_run = results["continue-from-cache|-"], results["continue-from-cache|mutant"]
+    assert results[f"{one_call}|-"]["status"] == "ok", results[f"{one_call}|-"]["error"]
+    assert results[f"{one_call}|mutant"] == results[f"{one_call}|-"]  # one call: the mutant hides
+    plain_run, mutant_run = results[f"{continued}|-"], results[f"{continued}|mutant"]
     assert plain_run["status"] == "ok", plain_run["error"]
     assert plain_run["calls"] and mutant_run["status"] != "skipped"
     assert mutant_run != plain_run
