@@ -74,7 +74,6 @@ PROMPT = 7
 DECODER_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|GenerationDecoder|Decoder|ForCausalImageModeling)$")
 #: composites that call ``self.decoder.prepare_inputs_for_generation``
 COMPOSITES = ("EncoderDecoderModel", "VisionEncoderDecoderModel", "SpeechEncoderDecoderModel")
-COMPOSITE_MODULE = "transformers.models.encoder_decoder.modeling_encoder_decoder"
 #: composite -> (its file, its target kind, whether it runs around every changed decoder head)
 COMPOSITE_FILES = {
     "EncoderDecoderModel": (
@@ -625,10 +624,6 @@ def _tester_config(model_class: type, tests_root: str) -> tuple[Any, dict, Any, 
         config, inputs = prepared if isinstance(prepared, tuple) and len(prepared) == 2 else (prepared[0], {})
         return config, dict(inputs), tester, f"{name}.{type(tester).__name__}"
     return None
-
-
-def _sub(config: Any, key: str) -> Any:
-    return getattr(config, key, None)
 
 
 def text_config(config: Any) -> Any:
@@ -1738,10 +1733,6 @@ def run_side(
 
 def _slug(target_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", target_id.replace("src/transformers/models/", ""))[-150:]
-
-
-def _tokens(out: Any) -> Any:
-    return out
 
 
 def _new_tokens(out: Any, prompt: int) -> Any:
