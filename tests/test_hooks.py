@@ -1655,6 +1655,16 @@ def test_release_4_45_masked_lms_share_their_whole_body() -> None:
         "        return model_inputs\n" in masked_lm
     )
     assert "dummy_token" not in masked_lm
+    # `codemod hooks` shows each member as apply --hooks writes it, the popped inputs included
+    from codemod.transform.apply import settle
+    from codemod.transform.hook_changes import member_plan
+    from codemod.transform.hooks import hooked_result
+
+    shown = settle(hooked_result(result, report), member_plan(result, report)).plan
+    for member in members:
+        assert {e for e in shown.edits() if e.override_id == member} == {
+            e for e in changes.plan.edits() if e.override_id == member
+        }, member
 
 
 def test_an_own_condition_is_asked_of_a_method_the_model_overrides(profile: MixinProfile) -> None:

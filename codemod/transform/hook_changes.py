@@ -23,6 +23,7 @@ from codemod.style import checkout_line_length
 from codemod.transform.apply import Changes, settle
 from codemod.transform.hooks import Cluster, HookReport, Member, hooked_result, plan_with_hooks, shards_of_members
 from codemod.transform.plan import Edit, EditKind, Plan
+from codemod.transform.predict import predicted_repairs
 from codemod.transform.rewrite import rewrite_source
 
 
@@ -104,8 +105,9 @@ def _rewritten(checkout: Checkout, path: str, edits: Sequence[Edit]) -> tuple[st
 
 
 def member_plan(result: ScanResult, report: HookReport) -> Plan:
-    """``plan_with_hooks`` with only the shards that hold an applied hook's members."""
-    plan = plan_with_hooks(result, report)
+    """``plan_with_hooks`` with only the shards that hold an applied hook's members, with the repairs the scan
+    predicts (``predict``) planned as ``apply --hooks`` plans them: a member's diff is what apply writes for it."""
+    plan = plan_with_hooks(result, report, predicted_repairs(result.findings) or None)
     keep = shards_of_members(plan, report)
     return plan.without(
         Held(s.id, HeldCause.NOT_A_HOOK_MEMBER, "not a hook member") for s in plan.shards if s.id not in keep
