@@ -120,7 +120,7 @@ def reworded_mark(mark: str, hooked: Iterable[str]) -> str:
 def composed_marks(plan: Plan) -> dict[str, str]:
     """Override id -> the ``# Overwritten --`` reason the plan composed for it, whole: the tree has it cut to fit
     its line (``formatting.fitted_mark``), so a later pass re-words this one. The planner gives every changed
-    override with a mark a MARK edit (``_Planner.shards``), a trim its new reason: the text of either."""
+    override with a mark a MARK edit (``Planner.shards``), a trim its new reason: the text of either."""
     return {
         e.override_id: e.text
         for shard in plan.shards

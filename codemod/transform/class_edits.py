@@ -154,12 +154,13 @@ def _class_level(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit], l
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
-def _apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit], line_length: int) -> cst.ClassDef:
+def apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit], line_length: int) -> cst.ClassDef:
+    """``cls`` with ``edits`` (those of one class) made, its new code laid out at ``line_length``."""
     attributes = [e for e in edits if e.kind is EditKind.SET_ATTRIBUTE]
     if attributes:
         edits = [e for e in edits if e.kind is not EditKind.SET_ATTRIBUTE]
         if edits:
-            cls = _apply_to_class(module, cls, edits, line_length)
+            cls = apply_to_class(module, cls, edits, line_length)
         return _class_level(module, cls, attributes, line_length)
     if any(e.kind is EditKind.ADD_MIXIN_BASE and not e.alias for e in edits):
         cls = _add_mixin_base(cls)

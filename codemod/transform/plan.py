@@ -29,7 +29,7 @@ from codemod.analyse.mixin import MIXIN_CLASS, Era, MixinProfile
 from codemod.analyse.scan import ScanResult
 from codemod.contracts import Repair, ValueOrigin
 from codemod.transform.edits import Edit, EditKind, HookCode, Plan, Shard, Trim
-from codemod.transform.planner import PlanOptions, _Planner, mixin_import
+from codemod.transform.planner import Planner, PlanOptions, mixin_import
 from codemod.transform.reduce import (
     MIXIN_KEYS,
     extras_summary,
@@ -68,7 +68,7 @@ def make_plan(index: Index, findings: Sequence[Finding], options: PlanOptions) -
 
     An override the plan changes carries its ``# Overwritten --`` reason; one that stays as it is is
     marked only with ``options.mark_kept``."""
-    planner = _Planner(index, findings, options)
+    planner = Planner(index, findings, options)
     planner.initial()
     planner.generated()
     planner.modular_trap()

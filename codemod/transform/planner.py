@@ -123,7 +123,10 @@ class PlanOptions:
     left_out: Mapping[str, frozenset[str]] | None = None
 
 
-class _Planner:
+class Planner:
+    """A plan in the making (``plan.make_plan`` runs its stages in order): a decision per finding, then the rules
+    that keep the code base consistent, then the shards."""
+
     def __init__(self, index: Index, findings: Sequence[Finding], options: PlanOptions) -> None:
         self.repairs = options.repairs or {}
         #: keys the mixin's mined hooks leave out for an override (``_generation_dropped_inputs``): never passed to

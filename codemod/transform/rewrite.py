@@ -20,7 +20,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemod.sources import METHOD, MIXIN_CLASS
-from codemod.transform.class_edits import _apply_to_class
+from codemod.transform.class_edits import apply_to_class
 from codemod.transform.cst_code import RewriteError, _bound_name, _imported_names, _names_used
 from codemod.transform.edits import Edit, EditKind
 from codemod.transform.formatting import LINE_LENGTH
@@ -202,7 +202,7 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length:
         for statement in module.body:
             if isinstance(statement, cst.ClassDef) and statement.name.value in by_class:
                 seen.add(statement.name.value)
-                statement = _apply_to_class(module, statement, by_class[statement.name.value], line_length)
+                statement = apply_to_class(module, statement, by_class[statement.name.value], line_length)
             body.append(statement)
         missing = set(by_class) - seen
         if missing:
