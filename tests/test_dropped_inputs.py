@@ -28,6 +28,7 @@ CHECKS = textwrap.dedent(
     import torch
     torch.set_num_threads(1)
     import tiny, scenarios
+    from input_scenarios import HEAD_MASKS, decoder_start_ids
 
     out = {}
     CLASSES = {
@@ -50,12 +51,12 @@ CHECKS = textwrap.dedent(
             kwargs = scenarios.head_masks(model, None, 0)
         except scenarios.Skip as skip:
             return {"skipped": str(skip)}
-        masks = {k: list(v.shape) for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}
-        inputs = {k: v for k, v in kwargs.items() if k not in scenarios.HEAD_MASKS and k != "do_sample"}
-        inputs.update(scenarios.decoder_start_ids(model, inputs))
+        masks = {k: list(v.shape) for k, v in kwargs.items() if k in HEAD_MASKS}
+        inputs = {k: v for k, v in kwargs.items() if k not in HEAD_MASKS and k != "do_sample"}
+        inputs.update(decoder_start_ids(model, inputs))
         with torch.no_grad():
             plain = model(**inputs).logits[:, -1]
-            masked = model(**inputs, **{k: v for k, v in kwargs.items() if k in scenarios.HEAD_MASKS}).logits[:, -1]
+            masked = model(**inputs, **{k: v for k, v in kwargs.items() if k in HEAD_MASKS}).logits[:, -1]
         result = {"masks": masks, "moved": float((plain - masked).abs().max())}
         if name == "GPT2LMHeadModel":
             ids = inputs["input_ids"]

@@ -59,10 +59,6 @@ from input_scenarios import (
     prefilled_cache,
     token_type_ids,
 )
-
-# two of the builders' helpers, re-exported: the tests' scripts reach them through this module
-from input_scenarios import HEAD_MASKS as HEAD_MASKS
-from input_scenarios import decoder_start_ids as decoder_start_ids
 from recording import holds_cache, output_flags, outputs, record_calls
 
 # torch and transformers exist only in the verification environment this module runs in, not in the
