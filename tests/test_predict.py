@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from codemod.analyse.classify import classify_override
-from codemod.analyse.findings import Action, Extra
+from codemod.analyse.fallback import Fallback, FallbackKind
+from codemod.analyse.findings import Action, Extra, Finding
 from codemod.analyse.mixin import MixinProfile, hoisted_profile
 from codemod.analyse.scan import scan
 from codemod.checkout import resolve
@@ -16,7 +18,7 @@ from codemod.transform.apply import compute_changes, unified_diff
 from codemod.transform.edits import EditKind
 from codemod.transform.predict import dropped_inputs, ignored_inputs, predicted_repairs
 
-from .test_classify import override
+from .test_classify import analyse_source, override
 
 SEQ2SEQ_FORWARD = (
     "input_ids",
@@ -286,3 +288,50 @@ def test_plain_apply_plans_the_predicted_repair(
     assert changes.plan.held == ()
     assert kind in {e.kind for e in changes.plan.edits() if e.override_id.endswith("::ToyForCausalLM")}
     assert ('model_inputs.pop("head_mask", None)' in unified_diff(changes)) is pop
+
+
+#: a closed dict with nothing to slice, which a subclass may repeat word for word
+PLAIN = """
+def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+    return {"input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask}
+"""
+
+#: the same, its dict passing the caller's head mask on
+PLAIN_WITH_HEAD_MASK = PLAIN.replace(
+    '"attention_mask": attention_mask}', '"attention_mask": attention_mask, "head_mask": kwargs.get("head_mask")}'
+)
+
+
+def _under_parent(source: str, parent: str, forward: tuple[str, ...]) -> Finding:
+    """``source``'s finding in a class whose parent overrides the method with ``parent`` (what a deletion exposes)."""
+    o = override(source, forward_params=forward)
+    body = analyse_source(parent.lstrip("\n"))
+    fallback = Fallback(FallbackKind.PARENT, "ToyBase's override", "ToyBase", file=o.file, line=1, analysis=body)
+    return classify_override(dataclasses.replace(o, fallback=fallback), hoisted_profile())
+
+
+@pytest.mark.parametrize(
+    ("parent", "dropped"),
+    [
+        # noop: the deletion exposes a closed dict that never passes a head mask either: a reduction to pop it
+        # would only stand in for the deletion
+        pytest.param(PLAIN, (), id="a-closed-parent-drops-it-too"),
+        pytest.param(PLAIN_WITH_HEAD_MASK, ("head_mask",), id="a-closed-parent-passes-it-on"),
+        pytest.param(OPEN, ("head_mask",), id="an-open-parent-passes-it-on"),
+    ],
+)
+def test_a_dropped_input_is_predicted_only_where_the_parent_passes_it(parent: str, dropped: tuple[str, ...]) -> None:
+    finding = _under_parent(PLAIN, parent, DECODER_FORWARD)
+    assert finding.action is not Action.KEEP
+    assert dropped_inputs(finding) == dropped
+
+
+def test_positions_under_a_parent_are_the_parents_business() -> None:
+    """The none-when-given repair answers the mixin, which passes a caller's positions on; a parent in its place
+    prepares them its own way (GPT-2's subclasses under GPT-2's own override), and verification decides."""
+    forward = ("input_ids", "attention_mask", "position_ids", "past_key_values", "use_cache")
+    finding = _under_parent(GPT2, GPT2, forward)
+    assert any(
+        r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in finding.override.analysis.recognised
+    )
+    assert ignored_inputs(finding) == ()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from codemod.analyse import soundness
+from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.findings import Action, Finding
 from codemod.contracts import ExtraHow, Repair
 
@@ -31,17 +33,27 @@ CALLER_INPUTS = (
 )
 
 
+#: what the mixin passes to ``forward`` as far as the caller's inputs go: every model kwarg, in each era
+_MIXIN_REACH = soundness.Reach(True, frozenset())
+
+
 def dropped_inputs(finding: Finding) -> tuple[str, ...]:
-    """The caller inputs the old override's closed dict drops and its ``forward`` names. A ``forward`` the index
-    did not find, or the keys only its ``**kwargs`` would take, predict nothing: whether the model reads them is
-    its own code's business, which verification runs."""
+    """The caller inputs the old override's closed dict drops, its ``forward`` names, and its fallback passes on
+    (the mixin every one; a parent's closed dict only those it lists, ``soundness.reach_of``). A ``forward`` the
+    index did not find, or the keys only its ``**kwargs`` would take, predict nothing: whether the model reads
+    them is its own code's business, which verification runs."""
     o = finding.override
     analysis = o.analysis
     forward = o.forward_params
     if analysis.forwards_kwargs or analysis.delegates_to is not None or forward is None:
         return ()  # every model kwarg not listed reaches the model already, or nothing says which would
     listed = set(analysis.output_values()) | {out.key for out in analysis.outputs}
-    return tuple(key for key in CALLER_INPUTS if key not in listed and key in forward)
+    reach = soundness.reach_of(o, _MIXIN_REACH)
+    return tuple(
+        key
+        for key in CALLER_INPUTS
+        if key not in listed and key in forward and (reach.forwards_kwargs or key in reach.sets)
+    )
 
 
 def ignored_inputs(finding: Finding) -> tuple[str, ...]:
@@ -49,7 +61,11 @@ def ignored_inputs(finding: Finding) -> tuple[str, ...]:
     only when the caller gave none, and otherwise set to None (``else: position_ids = None``), where the mixin
     passes the caller's on. Where the reduction keeps the statements that compute them (``ExtraHow.COMPUTED``:
     CLVP's, which then replace them for its conditioning), those set them after ``super()`` as the old code did, a
-    caller's None included: a None on top would undo the rest of them."""
+    caller's None included: a None on top would undo the rest of them. A parent override in the mixin's place
+    prepares positions its own way: nothing is predicted there."""
+    fallback = finding.override.fallback
+    if fallback is not None and fallback.kind is FallbackKind.PARENT:
+        return ()
     analysis = finding.override.analysis
     ignores = any(r.behaviour == "position-ids-from-mask" and r.facet("passed") for r in analysis.recognised)
     computed = any(e.key == "position_ids" and e.how is ExtraHow.COMPUTED for e in finding.extras)
