@@ -13,7 +13,7 @@ import libcst.matchers as m
 
 from codemod.sources import METHOD, MIXIN_CLASS
 from codemod.transform.alias import ASSIGNMENT, bare_forwarding
-from codemod.transform.cst_code import _BLANK_LINE, RewriteError, _class_statements, _is_docstring, _statement
+from codemod.transform.cst_code import BLANK_LINE, RewriteError, as_statement, class_statements, is_docstring
 from codemod.transform.edits import Edit, EditKind, HookCode
 from codemod.transform.formatting import CLASS_INDENT, LINE_LENGTH, laid_out
 from codemod.transform.method_edits import (
@@ -98,18 +98,18 @@ def _set_attribute(
     """``code`` (one class-level assignment) among the class attributes at the top of the body, after
     the last of them (or first, with a blank line before the member that follows); an assignment to the
     same name is merged with it (:func:`_merged_value`)."""
-    new = _class_statements(module, laid_out(code, CLASS_INDENT, line_length))
+    new = class_statements(module, laid_out(code, CLASS_INDENT, line_length))
     if len(new) != 1 or _assigned_name(new[0]) is None:
         raise RewriteError(f"not one class attribute assignment: {code!r}")
     statement, name = new[0], _assigned_name(new[0])
-    statement = _statement(statement)
+    statement = as_statement(statement)
     for i, existing in enumerate(body):
         if _assigned_name(existing) == name:
             merged = _merged_value(existing, statement)
             if merged is not None:
                 merged_code = laid_out(f"{name} = {merged}", CLASS_INDENT, line_length)
-                statement = _statement(_class_statements(module, merged_code)[0])
-            body[i] = statement.with_changes(leading_lines=_statement(existing).leading_lines)
+                statement = as_statement(class_statements(module, merged_code)[0])
+            body[i] = statement.with_changes(leading_lines=as_statement(existing).leading_lines)
             return body
     if len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Pass()])):
         return [statement]
@@ -117,15 +117,15 @@ def _set_attribute(
     while position < len(body) and isinstance(body[position], cst.SimpleStatementLine):
         position += 1
     if position == 0:
-        follower = _statement(body[0])
+        follower = as_statement(body[0])
         if not follower.leading_lines:
-            body[0] = follower.with_changes(leading_lines=[_BLANK_LINE])
+            body[0] = follower.with_changes(leading_lines=[BLANK_LINE])
         return [statement, *body]
-    if _is_docstring(body[position - 1]):
-        statement = statement.with_changes(leading_lines=[_BLANK_LINE])
-    following = _statement(body[position]) if position < len(body) else None
+    if is_docstring(body[position - 1]):
+        statement = statement.with_changes(leading_lines=[BLANK_LINE])
+    following = as_statement(body[position]) if position < len(body) else None
     if following is not None and not following.leading_lines:
-        body[position] = following.with_changes(leading_lines=[_BLANK_LINE])
+        body[position] = following.with_changes(leading_lines=[BLANK_LINE])
     return [*body[:position], statement, *body[position:]]
 
 
@@ -135,12 +135,12 @@ def _declare(
     """The hook's attribute declared right above the mixin's method (once)."""
     if any(_assigned_name(s) == hook.attribute for s in body):
         return body
-    statements = _class_statements(module, laid_out(hook.declaration, CLASS_INDENT, line_length))
-    first = _statement(statements[0])
-    statements[0] = first.with_changes(leading_lines=[_BLANK_LINE, *first.leading_lines])
-    method = _statement(body[position])
+    statements = class_statements(module, laid_out(hook.declaration, CLASS_INDENT, line_length))
+    first = as_statement(statements[0])
+    statements[0] = first.with_changes(leading_lines=[BLANK_LINE, *first.leading_lines])
+    method = as_statement(body[position])
     if not method.leading_lines:
-        body[position] = method.with_changes(leading_lines=[_BLANK_LINE])
+        body[position] = method.with_changes(leading_lines=[BLANK_LINE])
     return [*body[:position], *statements, *body[position:]]
 
 
@@ -182,7 +182,7 @@ def apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit],
     blank = [line for line in method.leading_lines if line.comment is None][:1]
     added = [
         a.with_changes(
-            leading_lines=blank if i == 0 and any(e.kind is EditKind.DELETE for e in edits) else [_BLANK_LINE]
+            leading_lines=blank if i == 0 and any(e.kind is EditKind.DELETE for e in edits) else [BLANK_LINE]
         )
         for i, a in enumerate(added)
     ]

@@ -19,21 +19,21 @@ class RewriteError(CodemodError):
     pass
 
 
-def _comment_line(text: str) -> cst.EmptyLine:
+def comment_line(text: str) -> cst.EmptyLine:
     return cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text))
 
 
-def _is_comment(line: cst.EmptyLine, prefix: str) -> bool:
+def is_comment(line: cst.EmptyLine, prefix: str) -> bool:
     return line.comment is not None and line.comment.value.lstrip().startswith(prefix)
 
 
-def _is_copy_marker(line: cst.EmptyLine) -> bool:
+def is_copy_marker(line: cst.EmptyLine) -> bool:
     """A ``# Copied from`` marker as the index (and check_copies) reads one: ``#Copied from`` too, and not a
     comment that only starts with those words."""
     return line.comment is not None and parse_marker(line.comment.value, 0) is not None
 
 
-def _in_module_style(module: cst.Module, header: str, code: str) -> cst.Module:
+def in_module_style(module: cst.Module, header: str, code: str) -> cst.Module:
     """Parse ``code`` (4-space indented) one level below ``header``, in the module's newline and indent."""
     indent, newline = module.default_indent, module.default_newline
     converted = []
@@ -44,15 +44,15 @@ def _in_module_style(module: cst.Module, header: str, code: str) -> cst.Module:
     return cst.parse_module(header + newline + newline.join(converted) + newline, config=module.config_for_parsing)
 
 
-def _code_block(module: cst.Module, body: str) -> Sequence[cst.BaseStatement]:
+def code_block(module: cst.Module, body: str) -> Sequence[cst.BaseStatement]:
     """Statements for a method body, in the module's style."""
-    parsed = _in_module_style(module, "def _():", body)
+    parsed = in_module_style(module, "def _():", body)
     function = parsed.body[0]
     assert isinstance(function, cst.FunctionDef) and isinstance(function.body, cst.IndentedBlock)
     return function.body.body
 
 
-def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
+def with_indented_body(function: cst.FunctionDef) -> cst.FunctionDef:
     """``def f(): return x`` as ``def f():`` + an indented block, so that lines can go into the body."""
     if isinstance(function.body, cst.IndentedBlock):
         return function
@@ -62,26 +62,26 @@ def _indented(function: cst.FunctionDef) -> cst.FunctionDef:
     return function.with_changes(body=cst.IndentedBlock(body=[line]), whitespace_before_colon=cst.SimpleWhitespace(""))
 
 
-def _is_docstring(statement: cst.CSTNode) -> bool:
+def is_docstring(statement: cst.CSTNode) -> bool:
     return m.matches(statement, m.SimpleStatementLine([m.Expr(m.SimpleString() | m.ConcatenatedString())]))
 
 
-def _class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
+def class_statements(module: cst.Module, code: str) -> list[cst.BaseStatement]:
     """Statements for a class body (4-space indented code at level 0), in the module's style."""
-    parsed = _in_module_style(module, "class _:", code)
+    parsed = in_module_style(module, "class _:", code)
     cls = parsed.body[0]
     assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
     return list(cls.body.body)
 
 
-_BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
+BLANK_LINE = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
 
 
 #: a run to cut: its path below the statement that holds it (``("body", 0)``), and its length
 Run = tuple[tuple[int | str, ...], int]
 
 
-def _without_runs(
+def without_runs(
     statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, runs: Sequence[Run]
 ) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
     """``statement`` less the ``runs`` inside it; None when nothing is left. An ``if`` whose branch is left empty
@@ -101,7 +101,7 @@ def _without_runs(
         orelse = orelse.with_changes(body=orelse.body.with_changes(body=rest)) if rest else None
     elif isinstance(orelse, cst.If):
         rest = _block_without([orelse], else_runs)
-        orelse = _statement(rest[0]) if rest else None  # type: ignore[assignment]
+        orelse = as_statement(rest[0]) if rest else None  # type: ignore[assignment]
         assert orelse is None or isinstance(orelse, cst.If)
     if any(path[:2] == ("body", 0) for path, _ in runs):
         statement = statement.with_changes(
@@ -127,10 +127,10 @@ def _block_without(block: Sequence[cst.BaseStatement], runs: Sequence[Run]) -> l
         if len(path) == 1:
             del out[index : index + count]
         else:
-            inner = _without_runs(_statement(out[index]), [(path[1:], count)])
+            inner = without_runs(as_statement(out[index]), [(path[1:], count)])
             out[index : index + 1] = [inner] if inner is not None else []
     if out and len(out) < len(block):  # no blank line opens a block
-        first = _statement(out[0])
+        first = as_statement(out[0])
         lines = list(first.leading_lines)
         while lines and lines[0].comment is None:
             lines.pop(0)
@@ -160,13 +160,13 @@ def negated(test: cst.BaseExpression) -> cst.BaseExpression:
     return cst.UnaryOperation(operator=cst.Not(), expression=operand)
 
 
-def _statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+def as_statement(node: cst.BaseStatement) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
     """A body's statement as the type that has ``leading_lines`` (every ``BaseStatement`` is one of the two)."""
     assert isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     return node
 
 
-def _returns_at_end(statement: cst.BaseStatement) -> bool:
+def returns_at_end(statement: cst.BaseStatement) -> bool:
     """An ``if`` (without ``else``) whose block ends in ``return``: every path through it returns or raises."""
     return (
         isinstance(statement, cst.If)
@@ -176,7 +176,7 @@ def _returns_at_end(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
+def imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
     """Names bound by top-level imports (not ``__future__``), to the import statement."""
     names: dict[str, cst.CSTNode] = {}
     for statement in module.body:
@@ -189,14 +189,14 @@ def _imported_names(module: cst.Module) -> dict[str, cst.CSTNode]:
                 if isinstance(small.names, cst.ImportStar):
                     continue
                 for alias in small.names:
-                    names[_bound_name(alias)] = small
+                    names[bound_name(alias)] = small
             elif isinstance(small, cst.Import):
                 for alias in small.names:
-                    names[_bound_name(alias)] = small
+                    names[bound_name(alias)] = small
     return names
 
 
-def _bound_name(alias: cst.ImportAlias) -> str:
+def bound_name(alias: cst.ImportAlias) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value
     node: cst.BaseExpression = alias.name
@@ -206,5 +206,5 @@ def _bound_name(alias: cst.ImportAlias) -> str:
     return node.value
 
 
-def _names_used(nodes: Iterable[cst.CSTNode]) -> set[str]:
+def names_used(nodes: Iterable[cst.CSTNode]) -> set[str]:
     return {n.value for node in nodes for n in findall_of(cst.Name, node, m.Name())}

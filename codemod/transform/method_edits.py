@@ -14,20 +14,20 @@ from codemod.analyse.copies import IGNORE_COPY
 from codemod.rules._pattern import findall_of
 from codemod.sources import MARK, METHOD, MIXIN_CLASS
 from codemod.transform.cst_code import (
-    _BLANK_LINE,
+    BLANK_LINE,
     RewriteError,
-    _class_statements,
-    _code_block,
-    _comment_line,
-    _in_module_style,
-    _indented,
-    _is_comment,
-    _is_copy_marker,
-    _is_docstring,
-    _names_used,
-    _returns_at_end,
-    _statement,
-    _without_runs,
+    as_statement,
+    class_statements,
+    code_block,
+    comment_line,
+    in_module_style,
+    is_comment,
+    is_copy_marker,
+    is_docstring,
+    names_used,
+    returns_at_end,
+    with_indented_body,
+    without_runs,
 )
 from codemod.transform.edits import Edit, HookCode
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
@@ -46,35 +46,36 @@ def _replace_body(
     (indices into the old body) stay, in their order, in front of it, and those at ``keep_after`` right
     after its first statement (the super() call), with their comments, less the runs of statements ``cuts``
     names inside them."""
-    function = _indented(function)
+    function = with_indented_body(function)
     assert isinstance(function.body, cst.IndentedBlock)
     old = function.body.body
     if any(i >= len(old) for i in (*keep, *keep_after)):
         raise RewriteError(f"cannot keep statements {sorted({*keep, *keep_after})} of a body of {len(old)}")
-    new = _code_block(module, laid_out(body, BODY_INDENT, line_length))
+    new = code_block(module, laid_out(body, BODY_INDENT, line_length))
 
     def kept(indices: Sequence[int]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
         statements = (
-            _without_runs(_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i]) for i in indices
+            without_runs(as_statement(old[i]), [(c.path[1:], c.count) for c in cuts if c.path[0] == i])
+            for i in indices
         )
         return [s for s in statements if s is not None]
 
     head = [*kept(keep), *new[:1]]
     if keep:  # the first statement kept in front opens the body now: no blank line parts it from the signature
-        first_kept = _statement(head[0])
+        first_kept = as_statement(head[0])
         leading = list(first_kept.leading_lines)
         while leading and leading[0].comment is None:
             leading.pop(0)
         head[0] = first_kept.with_changes(leading_lines=leading)
     after = kept(keep_after)
     # the ``# Overwritten --`` line heads the body: a statement kept after super() leaves its own there
-    marks = [line for s in after for line in s.leading_lines if _is_comment(line, MARK)]
+    marks = [line for s in after for line in s.leading_lines if is_comment(line, MARK)]
     if marks:
         after = [
-            s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)])
+            s.with_changes(leading_lines=[line for line in s.leading_lines if not is_comment(line, MARK)])
             for s in after
         ]
-        first = _statement(head[0])
+        first = as_statement(head[0])
         head[0] = first.with_changes(leading_lines=[*marks, *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[*head, *after, *new[1:]]))
 
@@ -85,17 +86,17 @@ def _method_with_moved(
     """``ADD_METHOD``: the edit's method with the statements of ``source`` at ``edit.keep`` moved in front of its
     ``return``, their comments with them (not an ``# Overwritten --`` mark: it spoke of ``source``). One moved
     assignment to the name the method returns becomes the return itself, as a person writes it."""
-    source = _indented(source)
+    source = with_indented_body(source)
     assert isinstance(source.body, cst.IndentedBlock)
     old = source.body.body
     if any(i >= len(old) for i in edit.keep):
         raise RewriteError(f"cannot move statements {sorted(edit.keep)} of a body of {len(old)}")
-    (new,) = _class_statements(module, laid_out(edit.text, CLASS_INDENT, line_length))
+    (new,) = class_statements(module, laid_out(edit.text, CLASS_INDENT, line_length))
     if not isinstance(new, cst.FunctionDef) or not isinstance(new.body, cst.IndentedBlock):
         raise RewriteError(f"not one method: {edit.text!r}")
-    moved = [_statement(old[i]) for i in edit.keep]
+    moved = [as_statement(old[i]) for i in edit.keep]
     moved = [
-        s.with_changes(leading_lines=[line for line in s.leading_lines if not _is_comment(line, MARK)]) for s in moved
+        s.with_changes(leading_lines=[line for line in s.leading_lines if not is_comment(line, MARK)]) for s in moved
     ]
     body = list(new.body.body)
     returned = body[-1]
@@ -119,7 +120,7 @@ def _method_with_moved(
 
 def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> list[cst.FunctionDef]:
     """Whole new methods (the hoisted implementation, and the variant after it), where the old one stood."""
-    cls = _in_module_style(module, "class _:", code).body[0]
+    cls = in_module_style(module, "class _:", code).body[0]
     assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
     new = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
     assert new and len(new) == len(cls.body.body)
@@ -182,8 +183,8 @@ def _swap_delegate(
     )
     new = _super_call_statement(module, target, kept, statement.leading_lines, line_length)
     body[call_at] = new
-    if _names_used([new, *body]) & dropped:
-        raise RewriteError(f"parameters to drop are still read: {sorted(_names_used(body) & dropped)}")
+    if names_used([new, *body]) & dropped:
+        raise RewriteError(f"parameters to drop are still read: {sorted(names_used(body) & dropped)}")
     slim = _slim_parameters(
         module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params, line_length
     )
@@ -204,7 +205,7 @@ def _super_call_statement(
         code.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip().rstrip(",") for a in arguments
     ]
     call = f"{target}super().{METHOD}({', '.join(texts)})\n"
-    new = _code_block(module, laid_out(call, BODY_INDENT, line_length))[0]
+    new = code_block(module, laid_out(call, BODY_INDENT, line_length))[0]
     return new.with_changes(leading_lines=leading_lines)
 
 
@@ -234,7 +235,7 @@ def _direct_return(module: cst.Module, function: cst.FunctionDef, line_length: i
         or m.findall(return_line, m.Comment())
         or m.findall(call_line.body[0], m.Comment())
         or call_line.trailing_whitespace.comment
-        or _names_used(rest) & {name}
+        or names_used(rest) & {name}
     ):
         # (a name the kept statements also use stays: RWKV keeps a dict of its own under it in front)
         return function
@@ -250,7 +251,7 @@ def _before_return(
     body = list(cst.ensure_type(function.body, cst.IndentedBlock).body)
     if not body or not m.matches(body[-1], m.SimpleStatementLine(body=[m.Return(value=m.Name("model_inputs"))])):
         raise RewriteError("the body does not end in `return model_inputs`: nothing to add the repair before")
-    added = _code_block(module, laid_out(code, BODY_INDENT, line_length))
+    added = code_block(module, laid_out(code, BODY_INDENT, line_length))
     return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *added, body[-1]]))
 
 
@@ -272,9 +273,9 @@ def _slim_parameters(
     if params.star_kwarg is not None:
         parts.append(_param_code(params.star_kwarg))
     # a method of a class: laid out at the class body's indent; lines are written at the method's level, and
-    # _in_module_style indents them into the class
+    # in_module_style indents them into the class
     header = laid_out(f"def {function.name.value}({', '.join(parts)}):\n    pass\n", CLASS_INDENT, line_length)
-    parsed = _in_module_style(module, "class _:", header).body[0]
+    parsed = in_module_style(module, "class _:", header).body[0]
     assert isinstance(parsed, cst.ClassDef) and isinstance(parsed.body, cst.IndentedBlock)
     new = parsed.body.body[0]
     assert isinstance(new, cst.FunctionDef)
@@ -293,13 +294,13 @@ def _param_code(param: cst.Param) -> str:
 
 def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
-    function = _indented(function)
+    function = with_indented_body(function)
     assert isinstance(function.body, cst.IndentedBlock)
     first = function.body.body[0]
     assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # every BaseStatement
-    if any(_is_comment(line, MARK) for line in first.leading_lines):
+    if any(is_comment(line, MARK) for line in first.leading_lines):
         return function
-    mark = _comment_line(fitted_mark(f"{MARK} {reason}", BODY_INDENT, line_length))
+    mark = comment_line(fitted_mark(f"{MARK} {reason}", BODY_INDENT, line_length))
     marked = first.with_changes(leading_lines=[mark, *first.leading_lines])
     return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
 
@@ -307,16 +308,16 @@ def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH
 def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
     """Remove a ``# Copied from`` comment above the method (its source changed: it is no copy now)."""
     return function.with_changes(
-        leading_lines=[line for line in function.leading_lines if not _is_copy_marker(line)],
-        lines_after_decorators=[line for line in function.lines_after_decorators if not _is_copy_marker(line)],
+        leading_lines=[line for line in function.leading_lines if not is_copy_marker(line)],
+        lines_after_decorators=[line for line in function.lines_after_decorators if not is_copy_marker(line)],
     )
 
 
 def _ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
     """``# Ignore copy`` right above the method: a class-level copy no longer covers it."""
-    if any(_is_comment(line, IGNORE_COPY) for line in function.leading_lines):
+    if any(is_comment(line, IGNORE_COPY) for line in function.leading_lines):
         return function
-    return function.with_changes(leading_lines=[*function.leading_lines, _comment_line(IGNORE_COPY)])
+    return function.with_changes(leading_lines=[*function.leading_lines, comment_line(IGNORE_COPY)])
 
 
 def _hook_method(
@@ -324,7 +325,7 @@ def _hook_method(
 ) -> cst.FunctionDef:
     """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
     final ``return model_inputs`` (once: a method that already reads the attribute is left as it is)."""
-    function = _indented(function)
+    function = with_indented_body(function)
     assert isinstance(function.body, cst.IndentedBlock)
     if m.findall(function, m.Attribute(value=m.Name("self"), attr=m.Name(hook.attribute))):
         return function
@@ -334,15 +335,15 @@ def _hook_method(
             f"{MIXIN_CLASS}.{METHOD} does not end in 'return model_inputs': no place for the {hook.attribute} hook"
         )
     # the hook's code says why in its own first comment; without one, where to read about it
-    comment = _comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
+    comment = comment_line(f"# see {MIXIN_CLASS}.{hook.attribute}")
     prologue = (
-        list(_code_block(module, laid_out(hook.prologue, BODY_INDENT, line_length))) if hook.prologue.strip() else []
+        list(code_block(module, laid_out(hook.prologue, BODY_INDENT, line_length))) if hook.prologue.strip() else []
     )
     epilogue = (
-        list(_code_block(module, laid_out(hook.epilogue, BODY_INDENT, line_length))) if hook.epilogue.strip() else []
+        list(code_block(module, laid_out(hook.epilogue, BODY_INDENT, line_length))) if hook.epilogue.strip() else []
     )
     for statement in prologue:
-        if _returns_at_end(statement):
+        if returns_at_end(statement):
             continue  # what it assigns never reaches the method's own statements: it returns first
         for target in findall_of(cst.AssignTarget, statement, m.AssignTarget(target=m.Name())):
             assert isinstance(target.target, cst.Name)  # what the matcher asked for
@@ -350,20 +351,20 @@ def _hook_method(
             if m.findall(function, m.Name(local)):
                 raise RewriteError(f"{MIXIN_CLASS}.{METHOD} already uses the name {local!r} the hook needs")
     if prologue:
-        first = _statement(prologue[0])
+        first = as_statement(prologue[0])
         prologue[0] = first.with_changes(leading_lines=list(first.leading_lines) or [comment])
-        start = 1 if _is_docstring(body[0]) else 0
-        following = _statement(body[start]) if start < len(body) else None
+        start = 1 if is_docstring(body[0]) else 0
+        following = as_statement(body[start]) if start < len(body) else None
         if following is not None and not (following.leading_lines and following.leading_lines[0].comment is None):
             # a blank line between the hook's statements and the method's own (and the comment above them)
-            body[start] = following.with_changes(leading_lines=[_BLANK_LINE, *following.leading_lines])
+            body[start] = following.with_changes(leading_lines=[BLANK_LINE, *following.leading_lines])
         body = [*body[:start], *prologue, *body[start:]]
     if epilogue:
-        first = _statement(epilogue[0])
-        epilogue[0] = first.with_changes(leading_lines=[_BLANK_LINE, *(first.leading_lines or [comment])])
-        last = _statement(body[-1])
+        first = as_statement(epilogue[0])
+        epilogue[0] = first.with_changes(leading_lines=[BLANK_LINE, *(first.leading_lines or [comment])])
+        last = as_statement(body[-1])
         if not last.leading_lines:
-            last = last.with_changes(leading_lines=[_BLANK_LINE])
+            last = last.with_changes(leading_lines=[BLANK_LINE])
         body = [*body[:-1], *epilogue, last]
     return function.with_changes(body=function.body.with_changes(body=body))
 
@@ -374,7 +375,7 @@ def _trim(
     """The method without its top-level statements at ``remove`` (with the comments above them); ``mark``: the
     new reason of the ``# Overwritten --`` comment on its first statement (one this tool wrote, which named what
     the removed statements did)."""
-    function = _indented(function)
+    function = with_indented_body(function)
     assert isinstance(function.body, cst.IndentedBlock)
     old = list(function.body.body)
     if not remove or any(i >= len(old) for i in remove):
@@ -382,9 +383,9 @@ def _trim(
     kept = [s for i, s in enumerate(old) if i not in set(remove)]
     if not kept:
         raise RewriteError("a trim may not remove every statement")
-    first = _statement(kept[0])
-    if mark and any(_is_comment(line, MARK) for line in first.leading_lines):
-        new_mark = _comment_line(fitted_mark(f"{MARK} {mark}", BODY_INDENT, line_length))
-        lines = [new_mark if _is_comment(line, MARK) else line for line in first.leading_lines]
+    first = as_statement(kept[0])
+    if mark and any(is_comment(line, MARK) for line in first.leading_lines):
+        new_mark = comment_line(fitted_mark(f"{MARK} {mark}", BODY_INDENT, line_length))
+        lines = [new_mark if is_comment(line, MARK) else line for line in first.leading_lines]
         kept[0] = first.with_changes(leading_lines=lines)
     return function.with_changes(body=function.body.with_changes(body=kept))

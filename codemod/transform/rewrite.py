@@ -21,7 +21,7 @@ import libcst.matchers as m
 
 from codemod.sources import METHOD, MIXIN_CLASS
 from codemod.transform.class_edits import apply_to_class
-from codemod.transform.cst_code import RewriteError, _bound_name, _imported_names, _names_used
+from codemod.transform.cst_code import RewriteError, bound_name, imported_names, names_used
 from codemod.transform.edits import Edit, EditKind
 from codemod.transform.formatting import LINE_LENGTH
 
@@ -51,7 +51,7 @@ def _import_mixin(module: cst.Module, path: str, statement_code: str = "") -> cs
     """The import of GenerationMixin the plan gives (``from ...generation import GenerationMixin`` in the
     package, ``from transformers import GenerationMixin`` outside it), after the last top-level import of
     its kind, unless the module already binds the name."""
-    if MIXIN_CLASS in _imported_names(module):
+    if MIXIN_CLASS in imported_names(module):
         return module
     if not statement_code:
         parts = path.split("/")
@@ -91,7 +91,7 @@ def _unused_imports(module: cst.Module, text: str, candidates: set[str]) -> set[
     string (``__all__``, string annotations, ``getattr`` by name). That is stricter than a scope
     analysis and, on the stdlib AST, a hundred times faster than libcst's on 3,000-line modules.
     """
-    candidates &= set(_imported_names(module))
+    candidates &= set(imported_names(module))
     if not candidates:
         return set()
     used: set[str] = set()
@@ -109,7 +109,7 @@ def _without_names(statement: cst.Import | cst.ImportFrom, names: set[str]) -> c
     if isinstance(statement.names, cst.ImportStar):  # only an ImportFrom's can be
         return statement
     aliases = list(statement.names)
-    kept = [a for a in aliases if _bound_name(a) not in names]
+    kept = [a for a in aliases if bound_name(a) not in names]
     if len(kept) == len(aliases):
         return statement
     if not kept:
@@ -213,7 +213,7 @@ def rewrite_source(path: str, source: bytes, edits: Sequence[Edit], line_length:
         if mixin_bases or aliased:
             imports = [e.text for e in edits if e.kind is EditKind.ADD_MIXIN_BASE and (aliased or not e.alias)]
             new_module = _import_mixin(new_module, path, imports[0] if imports else "")
-        candidates = _names_used(_removed_code(module, edits))
+        candidates = names_used(_removed_code(module, edits))
         unused = _unused_imports(new_module, new_module.code, candidates) if candidates else set()
         if unused:
             new_module = _drop_imports(new_module, unused)
