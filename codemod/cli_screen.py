@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 if TYPE_CHECKING:  # the stages and rich's progress display are imported where they run (``--help`` stays quick)
-    from rich.progress import ProgressColumn, TaskID
+    from rich.progress import Progress, ProgressColumn, TaskID
 
     from codemod.analyse.index import Progress as ScanProgress
     from codemod.verify.compare import ClassVerdict
@@ -38,6 +38,35 @@ def _bar(description: str, *columns: ProgressColumn) -> Iterator[Callable[[int, 
         yield update
 
 
+class Rounds:
+    """Verification runs in rounds (the first pass, then each round of repairs or hooks), and each counts its classes
+    from 1: ``tick`` says which round a report belongs to and how long that round has run, so that a later round's
+    estimate is not made from the time the earlier ones took. A round begins where the last one's last report was."""
+
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        self.clock = clock or time.perf_counter
+        self.number = 1
+        self.began = self.last_at = self.clock()
+        self.total: int | None = None
+        self.done = 0
+        self.finished: int | None = None  # the count of this round's last finished report
+
+    def tick(self, done: int, total: int, finished: bool) -> float:
+        """The seconds since the round of this report began (a class started, or ``finished``, ``done`` of
+        ``total``): a count that goes back, or a finished count that does not go up, or another total, is a new round."""
+        now = self.clock()
+        restarted = done < self.done or (finished and self.finished is not None and done <= self.finished)
+        if self.total is not None and (total != self.total or restarted):
+            self.number, self.began, self.finished = self.number + 1, self.last_at, None
+        self.total, self.done, self.last_at = total, done, now
+        if finished:
+            self.finished = done
+        return now - self.began
+
+    def label(self) -> str:
+        return f"round {self.number} " if self.number > 1 else ""
+
+
 class _Screen:
     """What the commands show while they run, on stderr: dim notes, and progress bars on a terminal only."""
 
@@ -62,30 +91,52 @@ class _Screen:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             columns = (
-                TextColumn("verifying {task.fields[current]}"),
+                TextColumn("{task.description} {task.fields[current]}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
             )
-            with _bar("verify", *columns) as update:
-                yield lambda current, verdict, done, total: update(done, total, current)
+            from rich.progress import Progress
+
+            with Progress(*columns, console=stderr, transient=True) as bar:
+                yield _round_bars(bar)
             return
-        started = time.perf_counter()
+        rounds = Rounds()
 
         def log(current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
+            elapsed = rounds.tick(done, total, finished=verdict is not None)
             if verdict is None:
                 return
-            elapsed = time.perf_counter() - started
             eta = elapsed / done * (total - done) if done else 0
             stderr.print(
-                f"[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
+                f"{rounds.label()}[{done}/{total}] {current}: {verdict.verdict} ({len(verdict.compared)} scenarios) "
                 f"elapsed {elapsed:.0f}s, ETA {eta:.0f}s",
                 highlight=False,
                 soft_wrap=True,
             )
 
         yield log
+
+
+def _round_bars(bar: Progress) -> VerifyProgress:
+    """On a terminal, one bar per round, each from its own count and clock (one task kept across rounds froze at the
+    first round's total)."""
+    rounds = Rounds()
+    task: TaskID | None = None
+    number = 0
+
+    def update(current: str, verdict: ClassVerdict | None, done: int, total: int) -> None:
+        nonlocal task, number
+        rounds.tick(done, total, finished=verdict is not None)
+        if task is None or rounds.number != number:
+            if task is not None:
+                bar.remove_task(task)
+            number = rounds.number
+            task = bar.add_task(f"verifying {rounds.label()}".strip(), total=total, current=current)
+        bar.update(task, completed=done, current=current)
+
+    return update
 
 
 screen = _Screen()
