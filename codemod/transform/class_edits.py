@@ -17,18 +17,18 @@ from codemod.transform.cst_code import BLANK_LINE, RewriteError, as_statement, c
 from codemod.transform.edits import Edit, EditKind, HookCode
 from codemod.transform.formatting import CLASS_INDENT, LINE_LENGTH, laid_out
 from codemod.transform.method_edits import (
-    _before_return,
-    _direct_return,
-    _drop_marker,
-    _hook_method,
-    _ignore_copy,
-    _mark,
-    _method_with_moved,
-    _replace_body,
-    _replace_function,
-    _slim_parameters,
-    _swap_delegate,
-    _trim,
+    before_return,
+    direct_return,
+    drop_marker,
+    hook_method,
+    ignore_copy,
+    method_with_moved,
+    replace_body,
+    replace_function,
+    swap_delegate,
+    trim,
+    with_mark,
+    with_slim_parameters,
 )
 
 
@@ -177,7 +177,7 @@ def apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit],
     method = body[position]
     assert isinstance(method, cst.FunctionDef)
     # methods that take statements of the override with them: built from it as it was
-    added = [_method_with_moved(module, method, e, line_length) for e in edits if e.kind is EditKind.ADD_METHOD]
+    added = [method_with_moved(module, method, e, line_length) for e in edits if e.kind is EditKind.ADD_METHOD]
     # where the override stood, with its blank line (not its comments: they spoke of it); after a kept one, a blank
     blank = [line for line in method.leading_lines if line.comment is None][:1]
     added = [
@@ -189,7 +189,7 @@ def apply_to_class(module: cst.Module, cls: cst.ClassDef, edits: Sequence[Edit],
     function, hoisted, deleted, hooks = _edited_method(module, method, edits, line_length)
     added = [*hoisted, *added]
     if not deleted and any(e.direct_return for e in edits):
-        function = _direct_return(module, function, line_length)
+        function = direct_return(module, function, line_length)
     # a method that is nothing but a super() call kept for its signature: a class attribute naming the mixin's variant,
     # among the attributes at the top of the class (check_copies wants a class's unnamed block first)
     aliased = not deleted and any(e.alias for e in edits) and bare_forwarding(function)
@@ -223,28 +223,28 @@ def _edited_method(
         if edit.kind is EditKind.DELETE:
             return function, hoisted_all, True, hooks
         if edit.kind in (EditKind.REDUCE, EditKind.REMOVE):
-            function = _replace_body(module, function, edit.text, edit.keep, edit.keep_after, edit.cuts, line_length)
+            function = replace_body(module, function, edit.text, edit.keep, edit.keep_after, edit.cuts, line_length)
             if edit.keep_params:
-                function = _slim_parameters(module, function, edit.keep_params, line_length)
+                function = with_slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOIST:
-            function, *hoisted = _replace_function(module, function, edit.text)
+            function, *hoisted = replace_function(module, function, edit.text)
             hoisted_all = [*hoisted, *hoisted_all]
         elif edit.kind is EditKind.SWAP_DELEGATE:
-            function = _swap_delegate(module, function, edit.keep_params, line_length)
+            function = swap_delegate(module, function, edit.keep_params, line_length)
             if edit.text:
-                function = _before_return(module, function, edit.text, line_length)
+                function = before_return(module, function, edit.text, line_length)
         elif edit.kind is EditKind.MARK:
-            function = _mark(function, edit.text, line_length)
+            function = with_mark(function, edit.text, line_length)
         elif edit.kind is EditKind.DROP_MARKER:
-            function = _drop_marker(function)
+            function = drop_marker(function)
         elif edit.kind is EditKind.IGNORE_COPY:
-            function = _ignore_copy(function)
+            function = ignore_copy(function)
         elif edit.kind is EditKind.TRIM:
-            function = _trim(function, edit.remove, edit.text, line_length)
+            function = trim(function, edit.remove, edit.text, line_length)
             if edit.keep_params:
-                function = _slim_parameters(module, function, edit.keep_params, line_length)
+                function = with_slim_parameters(module, function, edit.keep_params, line_length)
         elif edit.kind is EditKind.HOOK and edit.hook is not None:
-            function = _hook_method(module, function, edit.hook, line_length)
+            function = hook_method(module, function, edit.hook, line_length)
             hooks.append(edit.hook)
     return function, hoisted_all, False, hooks
 

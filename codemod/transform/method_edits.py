@@ -33,7 +33,7 @@ from codemod.transform.edits import Edit, HookCode
 from codemod.transform.formatting import BODY_INDENT, CLASS_INDENT, LINE_LENGTH, fitted_mark, laid_out
 
 
-def _replace_body(
+def replace_body(
     module: cst.Module,
     function: cst.FunctionDef,
     body: str,
@@ -80,7 +80,7 @@ def _replace_body(
     return function.with_changes(body=function.body.with_changes(body=[*head, *after, *new[1:]]))
 
 
-def _method_with_moved(
+def method_with_moved(
     module: cst.Module, source: cst.FunctionDef, edit: Edit, line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """``ADD_METHOD``: the edit's method with the statements of ``source`` at ``edit.keep`` moved in front of its
@@ -118,7 +118,7 @@ def _method_with_moved(
     return new.with_changes(body=new.body.with_changes(body=[*body[:-1], *moved, returned]))
 
 
-def _replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> list[cst.FunctionDef]:
+def replace_function(module: cst.Module, function: cst.FunctionDef, code: str) -> list[cst.FunctionDef]:
     """Whole new methods (the hoisted implementation, and the variant after it), where the old one stood."""
     cls = in_module_style(module, "class _:", code).body[0]
     assert isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock)
@@ -140,7 +140,7 @@ class _SuperInsteadOfSubmodel(cst.CSTTransformer):
         return updated
 
 
-def _swap_delegate(
+def swap_delegate(
     module: cst.Module, function: cst.FunctionDef, keep_params: Sequence[str] = (), line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """The delegation asks super(); with ``keep_params``, the other parameters leave the signature and
@@ -185,7 +185,7 @@ def _swap_delegate(
     body[call_at] = new
     if names_used([new, *body]) & dropped:
         raise RewriteError(f"parameters to drop are still read: {sorted(names_used(body) & dropped)}")
-    slim = _slim_parameters(
+    slim = with_slim_parameters(
         module, swapped.with_changes(body=swapped.body.with_changes(body=body)), keep_params, line_length
     )
     return slim
@@ -209,7 +209,7 @@ def _super_call_statement(
     return new.with_changes(leading_lines=leading_lines)
 
 
-def _direct_return(module: cst.Module, function: cst.FunctionDef, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def direct_return(module: cst.Module, function: cst.FunctionDef, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``model_inputs = super().<method>(...)`` and then ``return model_inputs`` as one ``return super().<method>(...)``,
     laid out again (``Edit.direct_return``); left as it is where a comment would be lost (on the return, or among
     the call's arguments) or the two statements are not the body's last."""
@@ -243,7 +243,7 @@ def _direct_return(module: cst.Module, function: cst.FunctionDef, line_length: i
     return function.with_changes(body=function.body.with_changes(body=[*rest, new]))
 
 
-def _before_return(
+def before_return(
     module: cst.Module, function: cst.FunctionDef, code: str, line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """``code`` (statements on the prepared dict) right before the body's final ``return model_inputs``:
@@ -255,7 +255,7 @@ def _before_return(
     return function.with_changes(body=function.body.with_changes(body=[*body[:-1], *added, body[-1]]))
 
 
-def _slim_parameters(
+def with_slim_parameters(
     module: cst.Module, function: cst.FunctionDef, keep: Sequence[str], line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """Keep only the named parameters (with their annotations and defaults), laid out as ruff would at
@@ -292,7 +292,7 @@ def _param_code(param: cst.Param) -> str:
     )
 
 
-def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
+def with_mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH) -> cst.FunctionDef:
     """``# Overwritten -- reason`` as the first line of the body (transformers' convention)."""
     function = with_indented_body(function)
     assert isinstance(function.body, cst.IndentedBlock)
@@ -305,7 +305,7 @@ def _mark(function: cst.FunctionDef, reason: str, line_length: int = LINE_LENGTH
     return function.with_changes(body=function.body.with_changes(body=[marked, *function.body.body[1:]]))
 
 
-def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
+def drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
     """Remove a ``# Copied from`` comment above the method (its source changed: it is no copy now)."""
     return function.with_changes(
         leading_lines=[line for line in function.leading_lines if not is_copy_marker(line)],
@@ -313,14 +313,14 @@ def _drop_marker(function: cst.FunctionDef) -> cst.FunctionDef:
     )
 
 
-def _ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
+def ignore_copy(function: cst.FunctionDef) -> cst.FunctionDef:
     """``# Ignore copy`` right above the method: a class-level copy no longer covers it."""
     if any(is_comment(line, IGNORE_COPY) for line in function.leading_lines):
         return function
     return function.with_changes(leading_lines=[*function.leading_lines, comment_line(IGNORE_COPY)])
 
 
-def _hook_method(
+def hook_method(
     module: cst.Module, function: cst.FunctionDef, hook: HookCode, line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """The mixin's method with the hook's prologue after its docstring and its epilogue right before its
@@ -369,7 +369,7 @@ def _hook_method(
     return function.with_changes(body=function.body.with_changes(body=body))
 
 
-def _trim(
+def trim(
     function: cst.FunctionDef, remove: Sequence[int], mark: str = "", line_length: int = LINE_LENGTH
 ) -> cst.FunctionDef:
     """The method without its top-level statements at ``remove`` (with the comments above them); ``mark``: the
