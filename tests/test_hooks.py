@@ -49,7 +49,7 @@ from codemod.transform.hooks import (
     normalised_code,
     part_of,
 )
-from codemod.transform.hooks.normalise import _context
+from codemod.transform.hooks.normalise import context_of
 from codemod.transform.hooks.statements import _whole_body
 from codemod.transform.plan import Plan, Shard
 from tests.conftest import FIXTURES, copy_fixture
@@ -485,12 +485,12 @@ def test_normalised_code_abstracts_the_model_prefix_and_the_kwargs_name(profile:
     other = override(
         "def prepare_inputs_for_generation(self, input_ids, **kwargs):\n    return {}\n", class_name="FuyuForCausalLM"
     )
-    assert normalised_code(code, _context(o, profile)) == "model_inputs = ModelHelper(kwargs)\nvalue = LlavaNext"
+    assert normalised_code(code, context_of(o, profile)) == "model_inputs = ModelHelper(kwargs)\nvalue = LlavaNext"
     assert (
-        normalised_code("model_inputs = FuyuHelper(kwargs)", _context(other, profile))
+        normalised_code("model_inputs = FuyuHelper(kwargs)", context_of(other, profile))
         == "model_inputs = ModelHelper(kwargs)"
     )
-    assert normalised_code("if x:", _context(o, profile)) is None  # does not parse
+    assert normalised_code("if x:", context_of(o, profile)) is None  # does not parse
 
 
 SPELLING = {

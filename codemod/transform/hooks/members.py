@@ -19,8 +19,14 @@ from codemod.contracts import (
     ValueOrigin,
 )
 from codemod.transform.hooks.model import HookReport, Idiom, Part
-from codemod.transform.hooks.own_condition import OwnCondition, _names_in, _owner, _statement_tree, own_condition
-from codemod.transform.hooks.parts import _popped_before, _within
+from codemod.transform.hooks.own_condition import (
+    OwnCondition,
+    names_in_expression,
+    own_condition,
+    owner_of,
+    statement_tree,
+)
+from codemod.transform.hooks.parts import popped_before, within
 from codemod.transform.hooks.propose import hook_for
 from codemod.transform.hooks.vocabulary import NEEDS_METHOD, Atom, Change, HookKind, ValueKind
 from codemod.transform.plan import Trim, unnamable
@@ -52,11 +58,11 @@ def needs_method(own: OwnCondition, ids: str, kwargs: str) -> str:
     return f"def {NEEDS_METHOD}({params}):\n    return {own.local}\n"
 
 
-def _blocked(why: str) -> MemberChange:
+def blocked_change(why: str) -> MemberChange:
     return MemberChange(Change.BLOCKED, why)
 
 
-def _reduced_its_own_way(f: Finding) -> bool:
+def reduced_its_own_way(f: Finding) -> bool:
     """Whether ``f``'s override, already reduced to super(), still prepares other inputs than the mixin in the standard
     flow (an encoder-decoder wrapper's decoder mask, kept after super() where verification found it mattered): a hook
     may take over some of its statements, never the whole method (``apply --hooks`` on its own output)."""
@@ -77,28 +83,28 @@ def member_change(
     a = o.analysis
     hooked = set(hooked)
     if o.fallback is not None and o.fallback.kind is not FallbackKind.MIXIN:
-        return _blocked(f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into")
+        return blocked_change(f"a deletion or super() reaches {o.fallback.detail}, not the mixin the hook goes into")
     if a.delegation in (Delegation.SUBMODEL, Delegation.STORED_METHOD):
-        return _blocked(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()")
+        return blocked_change(f"takes its inputs from {a.delegates_to}.prepare_inputs_for_generation, not super()")
     own = own_condition(o, profile)
     moving = own is not None and set(own.keys) <= hooked
     if own is not None and not moving and set(own.keys) & hooked:
-        return _blocked(
+        return blocked_change(
             f"its own condition ({own.local}) passes {', '.join(own.keys)}: they move together or not at all"
         )
     # the statements of its own condition move into the class's method for the mixin: nothing of them stays
     bespoke = next(
-        (r for r in f.reasons if r.kind.keeps and not (moving and own is not None and _within(r.line, own.spans))),
+        (r for r in f.reasons if r.kind.keeps and not (moving and own is not None and within(r.line, own.spans))),
         None,
     )
     if bespoke is not None and a.delegation is not Delegation.SUPER:
-        return _blocked(
+        return blocked_change(
             f"stays for what the mixin does not do ({bespoke.text.splitlines()[0][:80]}): its other "
             "statements are not all recognised, so nothing checks the part can move"
         )
     loose = _loose_keys(o, hooked, profile, idioms)
     if loose:
-        return _blocked(
+        return blocked_change(
             f"{o.class_name}.forward does not name {', '.join(loose)}: None and left out may not be the same to it"
         )
     remaining = [
@@ -111,13 +117,13 @@ def member_change(
     if (
         not remaining
         and bespoke is None
-        and not _reduced_its_own_way(f)
+        and not reduced_its_own_way(f)
         and not signature_kept(a, profile, provided)
         and not keep_signature
     ):
         return _deletion(o, profile, own if moving else None)
     if moving and own is not None:
-        return _blocked(
+        return blocked_change(
             f"its own condition ({own.local}) moves into {NEEDS_METHOD} only with the whole override, and "
             "something else stays"
         )
@@ -157,7 +163,7 @@ def _deletion(o: Override, profile: MixinProfile, moving: OwnCondition | None) -
             if p.kind.named and p.name not in ("self", ids) and p.name not in forward and p.name not in mixin_params
         )
         if unknown:
-            return _blocked(
+            return blocked_change(
                 f"generate() accepts {', '.join(unknown)} only because the override names "
                 f"{'it' if len(unknown) == 1 else 'them'} ({o.class_name}.forward does not): "
                 "deleting it would make generate() refuse the input"
@@ -165,7 +171,7 @@ def _deletion(o: Override, profile: MixinProfile, moving: OwnCondition | None) -
     if moving is not None:
         ids, kwargs = a.ids_param, next((p.name for p in a.params if p.kind is ParamKind.VAR_KEYWORDS), None)
         if ids is None or kwargs is None:
-            return _blocked("its own condition needs the ids and **kwargs to be asked with")
+            return blocked_change("its own condition needs the ids and **kwargs to be asked with")
         return MemberChange(Change.DELETE, moved=moving.statements, method=needs_method(moving, ids, kwargs))
     return MemberChange(Change.DELETE)
 
@@ -174,20 +180,20 @@ def _trim(o: Override, hooked: set[str], profile: MixinProfile, idioms: Mapping[
     """The trim of an override that calls super() already: the statements that only set hooked keys removed."""
     a = o.analysis
     if not a.forwards_kwargs:
-        return _blocked("its super() call hands on no **kwargs: the hooked inputs would not reach the mixin")
+        return blocked_change("its super() call hands on no **kwargs: the hooked inputs would not reach the mixin")
     removed = _statements_of(a, hooked)
     if removed is None:
-        return _blocked("a statement setting a hooked input also does something else")
+        return blocked_change("a statement setting a hooked input also does something else")
     unnamed = []
     for key in sorted(hooked):
-        if _popped_before(a, key):
-            return _blocked(
+        if popped_before(a, key):
+            return blocked_change(
                 f"it drops {key} before super(): removing its statement would lose the input (a deletion "
                 "would not, but something else stays)"
             )
         if key in a.withheld:
             if not _unnamable(o, key, removed):
-                return _blocked(
+                return blocked_change(
                     f"it does not hand {key} to super(): removing its statement would lose the input "
                     "(a deletion would not, but something else stays)"
                 )
@@ -200,7 +206,7 @@ def _trim(o: Override, hooked: set[str], profile: MixinProfile, idioms: Mapping[
     for atom in sorted(atoms):
         flag = flags.get(atom)
         if flag is not None and flag in a.withheld:
-            return _blocked(f"it does not hand {flag} to super(): the mixin's test is not the override's")
+            return blocked_change(f"it does not hand {flag} to super(): the mixin's test is not the override's")
     ordered = a.top_level
     call = next((t.index for t in ordered if "super" in t.reads), None)
     gone = [t for t in ordered if t.index in removed]
@@ -217,7 +223,7 @@ def _trim(o: Override, hooked: set[str], profile: MixinProfile, idioms: Mapping[
     )
     if between is not None:
         # the hook runs inside super(): a statement between the call and the removed ones would see its values
-        return _blocked(
+        return blocked_change(
             f"line {between.line} runs between super() and the statements the hook replaces: it would see "
             "the hook's values where it saw the mixin's"
         )
@@ -263,7 +269,7 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     theirs = {n for r in removed for n in r.reads} - {n for r in removed for n in r.writes} - {RESULT}
     if t.returns or "super" in t.reads or RESULT in t.writes or set(t.writes) & theirs:
         return False
-    outputs = [out for out in a.outputs if _owner(a, out.line) is t]
+    outputs = [out for out in a.outputs if owner_of(a, out.line) is t]
     if set(t.reads) & theirs:
         # reading what they read is harmless only where the code says it is read and nothing more: it never names
         # the dict and only reads their objects (Qwen2-VL's own cut of its ids by ``cache_position``, before its
@@ -276,8 +282,8 @@ def _unaffected_by(a: BodyAnalysis, t: TopLevel, hooked: set[str], removed: Sequ
     return t.recognised and all(
         out.key not in hooked
         and not out.via_kwargs
-        and (out.value.origin in _OWN_VALUES or RESULT not in _names_in(out.expr))
-        and not any(RESULT in _names_in(condition) for condition in out.conditions)
+        and (out.value.origin in _OWN_VALUES or RESULT not in names_in_expression(out.expr))
+        and not any(RESULT in names_in_expression(condition) for condition in out.conditions)
         for out in outputs
     )
 
@@ -299,7 +305,7 @@ def _other_keys_only(a: BodyAnalysis, t: TopLevel, hooked: set[str], theirs: set
     if not parts:
         return False
     for u in parts:
-        tree = _statement_tree(u)
+        tree = statement_tree(u)
         if tree is None:
             return False
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
@@ -357,7 +363,7 @@ def _own_defaults(a: BodyAnalysis, profile: MixinProfile) -> list[Param]:
     ]
 
 
-def _signature_defaults(
+def signature_defaults(
     idiom: Idiom, members: Sequence[Part], findings: Mapping[str, Finding], profile: MixinProfile
 ) -> list[Part]:
     """The other defaults of the defaults hook's members' signatures (Mixtral's ``use_cache=True`` beside its
@@ -421,7 +427,7 @@ def _statements_of(a: BodyAnalysis, keys: set[str]) -> tuple[int, ...] | None:
     """The top-level statements that do nothing but set ``keys`` (None when one of them does more)."""
 
     def owner(line: int) -> TopLevel | None:
-        return _owner(a, line)
+        return owner_of(a, line)
 
     chosen: dict[int, TopLevel] = {}
     for out in a.outputs:

@@ -12,11 +12,11 @@ from codemod.analyse.scan import ScanResult
 from codemod.contracts import (
     OverrideId,
 )
-from codemod.transform.hooks.members import MemberChange, _blocked, _signature_defaults, member_change
+from codemod.transform.hooks.members import MemberChange, blocked_change, member_change, signature_defaults
 from codemod.transform.hooks.model import Cluster, Hook, HookReport, Idiom, Member, NearMiss, Part
 from codemod.transform.hooks.parts import parts
-from codemod.transform.hooks.propose import _slug, assignment, hook_for
-from codemod.transform.hooks.statements import _statement_clusters
+from codemod.transform.hooks.propose import assignment, hook_for, slug
+from codemod.transform.hooks.statements import statement_clusters
 from codemod.transform.hooks.vocabulary import MIN_MODELS, Change, HookKind, ValueKind
 
 
@@ -63,7 +63,7 @@ def mine(result: ScanResult) -> HookReport:
             not_applied = f"no mixin file to add it to ({profile.source})"
         elif id(d) not in applied:
             not_applied = f"only {len(applicable)} of its models can take it (at least {_models_needed(d.hook, in_mixin)} needed)"
-        name = d.hook.attribute if d.hook else "_generation_" + _slug(d.idiom.describe())[:40]
+        name = d.hook.attribute if d.hook else "_generation_" + slug(d.idiom.describe())[:40]
         clusters.append(
             Cluster(
                 name,
@@ -76,7 +76,7 @@ def mine(result: ScanResult) -> HookReport:
                 not_applied=not_applied,
             )
         )
-    clusters += _statement_clusters(result, mixin_file)
+    clusters += statement_clusters(result, mixin_file)
     clusters.sort(key=lambda c: (not c.applied, -len(c.models), c.name))
     return HookReport(
         tuple(clusters),
@@ -109,7 +109,7 @@ def _drafts(
             # a dict attribute maps each key to its argument: parts without one single argument cannot say it
             members = [p for p in members if p.argument]
         if hook is not None and kind is HookKind.DEFAULT:
-            defaults = _signature_defaults(idiom, members, findings, profile)
+            defaults = signature_defaults(idiom, members, findings, profile)
             members = [*members, *defaults]
             for part in defaults:
                 idioms_of.setdefault(part.override, {})[part.key] = idiom
@@ -148,7 +148,7 @@ def _settled(
         for d in drafts:
             for override_id, own in d.parts.items():
                 if d.hook is None:
-                    changes[id(d), override_id] = _blocked("no hook template")
+                    changes[id(d), override_id] = blocked_change("no hook template")
                     continue
                 keys = joint[override_id] if id(d) in applied else [p.key for p in own]
                 changes[id(d), override_id] = member_change(

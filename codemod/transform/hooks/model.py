@@ -9,7 +9,7 @@ from codemod.contracts import (
     OverrideId,
 )
 from codemod.transform.edits import HookCode
-from codemod.transform.hooks.vocabulary import Change, HookKind, ValueKind, _simple_words
+from codemod.transform.hooks.vocabulary import Change, HookKind, ValueKind, simple_words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Idiom:
         parts = []
         for kind in dict.fromkeys(self.table):
             rows = [i for i, value in enumerate(self.table) if value is kind]
-            parts.append(f"{_PHRASE[kind]} {_simple_words(self.atoms, rows)}")
+            parts.append(f"{_PHRASE[kind]} {simple_words(self.atoms, rows)}")
         return "; ".join(parts)
 
 

@@ -16,7 +16,7 @@ from codemod.transform.hooks.vocabulary import Atom
 
 
 @dataclasses.dataclass(frozen=True)
-class _Context:
+class OverrideContext:
     """What the normaliser needs to know about one override."""
 
     params: frozenset[str]
@@ -29,11 +29,13 @@ class _Context:
     defaults: tuple[Param, ...] = ()  # its parameters, with their defaults
 
 
-def _context(o: Override, profile: MixinProfile) -> _Context:
+def context_of(o: Override, profile: MixinProfile) -> OverrideContext:
     params = o.analysis.params
     kwargs = next((p.name for p in params if p.kind is ParamKind.VAR_KEYWORDS), None)
     legacy = profile.era is Era.CACHE_POSITION and o.attribute("_supports_cache_class") != "True"
-    return _Context(frozenset(p.name for p in params), kwargs, profile.era, legacy, model_prefix(o.class_name), params)
+    return OverrideContext(
+        frozenset(p.name for p in params), kwargs, profile.era, legacy, model_prefix(o.class_name), params
+    )
 
 
 _CLASS_SUFFIXES = ("For", "Model", "LMHead", "WithLMHead", "PreTrained", "TextModel", "Text", "Generation", "Decoder")
@@ -52,7 +54,7 @@ def model_prefix(class_name: str) -> str:
 class _Abstract(ast.NodeTransformer):
     """Names that differ between models for no reason: the ``**kwargs`` name, the model prefix."""
 
-    def __init__(self, context: _Context) -> None:
+    def __init__(self, context: OverrideContext) -> None:
         self.context = context
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -64,7 +66,7 @@ class _Abstract(ast.NodeTransformer):
         return node
 
 
-def normalised_code(code: str, context: _Context) -> str | None:
+def normalised_code(code: str, context: OverrideContext) -> str | None:
     """``code`` laid out by ``ast`` with the names ``_Abstract`` abstracts; None when it does not parse."""
     try:
         tree = ast.parse(code.strip())
@@ -74,56 +76,57 @@ def normalised_code(code: str, context: _Context) -> str | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Formula:
+class Formula:
     """A condition: an atom, its negation, a conjunction or disjunction, or a constant."""
 
     op: str  # "atom", "not", "and", "or", "const"
     atom: str = ""
-    args: tuple[_Formula, ...] = ()
+    args: tuple[Formula, ...] = ()
     value: bool = True
 
 
-_TRUE = _Formula("const")
+TRUE_FORMULA = Formula("const")
 
 
-def _a(name: str) -> _Formula:
-    return _Formula("atom", name)
+def atom_formula(name: str) -> Formula:
+    return Formula("atom", name)
 
 
-def _not(formula: _Formula) -> _Formula:
-    return _Formula("not", args=(formula,))
+def not_of(formula: Formula) -> Formula:
+    return Formula("not", args=(formula,))
 
 
-def _all(*formulas: _Formula) -> _Formula:
-    return _Formula("and", args=formulas)
+def all_of(*formulas: Formula) -> Formula:
+    return Formula("and", args=formulas)
 
 
-def _formula(node: ast.expr, context: _Context, key: str) -> _Formula:
+def formula_of(node: ast.expr, context: OverrideContext, key: str) -> Formula:
     if isinstance(node, ast.BoolOp):
-        return _Formula(
-            "and" if isinstance(node.op, ast.And) else "or", args=tuple(_formula(v, context, key) for v in node.values)
+        return Formula(
+            "and" if isinstance(node.op, ast.And) else "or",
+            args=tuple(formula_of(v, context, key) for v in node.values),
         )
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _not(_formula(node.operand, context, key))
+        return not_of(formula_of(node.operand, context, key))
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return _Formula("const", value=node.value)
-    atom = _atom(node, context, key)
+        return Formula("const", value=node.value)
+    atom = atom_of(node, context, key)
     if atom is not None:
         return atom
-    return _a("code: " + ast.unparse(_Abstract(context).visit(node)))
+    return atom_formula("code: " + ast.unparse(_Abstract(context).visit(node)))
 
 
-def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
+def atom_of(node: ast.expr, context: OverrideContext, key: str) -> Formula | None:
     """A condition that means the same in every model, with its polarity; None for other code."""
     if isinstance(node, ast.Name):
         if node.id == "is_first_iteration" and "is_first_iteration" in context.params:
-            return _a(Atom.FIRST.value)
+            return atom_formula(Atom.FIRST.value)
         if node.id == "use_cache" and "use_cache" in context.params:
             # its default does not matter: generate() always passes use_cache (classify.GENERATE_PROVIDES)
-            return _a(Atom.USE_CACHE.value)
+            return atom_formula(Atom.USE_CACHE.value)
         return None
-    if _reads_kwarg(node, context, "use_cache"):
-        return _a(Atom.USE_CACHE.value)
+    if reads_kwarg(node, context, "use_cache"):
+        return atom_formula(Atom.USE_CACHE.value)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, op, right = node.left, node.ops[0], node.comparators[0]
         # cache_position[0] == 0 / != 0 / > 0
@@ -138,21 +141,21 @@ def _atom(node: ast.expr, context: _Context, key: str) -> _Formula | None:
             and context.era is Era.CACHE_POSITION
         ):
             if isinstance(op, ast.Eq):
-                return _a(Atom.FIRST.value)
+                return atom_formula(Atom.FIRST.value)
             if isinstance(op, (ast.NotEq, ast.Gt)):
-                return _not(_a(Atom.FIRST.value))
+                return not_of(atom_formula(Atom.FIRST.value))
         if isinstance(right, ast.Constant) and right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
             positive = isinstance(op, ast.Is)  # ``x is None``
             if isinstance(left, ast.Name) and left.id == "past_key_values":
-                atom = _a(Atom.FIRST.value if context.no_past_is_first else Atom.NO_PAST.value)
-                return atom if positive else _not(atom)
-            if (isinstance(left, ast.Name) and left.id == key) or _reads_kwarg(left, context, key):
-                given = _a(Atom.GIVEN.value)
-                return _not(given) if positive else given
+                atom = atom_formula(Atom.FIRST.value if context.no_past_is_first else Atom.NO_PAST.value)
+                return atom if positive else not_of(atom)
+            if (isinstance(left, ast.Name) and left.id == key) or reads_kwarg(left, context, key):
+                given = atom_formula(Atom.GIVEN.value)
+                return not_of(given) if positive else given
     return None
 
 
-def _reads_kwarg(node: ast.expr, context: _Context, name: str) -> bool:
+def reads_kwarg(node: ast.expr, context: OverrideContext, name: str) -> bool:
     """``kwargs.get("name"[, default])`` or ``kwargs["name"]``."""
     if context.kwargs is None:
         return False
@@ -176,19 +179,19 @@ def _reads_kwarg(node: ast.expr, context: _Context, name: str) -> bool:
     )
 
 
-def _atoms_of(formula: _Formula) -> set[str]:
+def atoms_of(formula: Formula) -> set[str]:
     if formula.op == "atom":
         return {formula.atom}
-    return set().union(*(_atoms_of(f) for f in formula.args))
+    return set().union(*(atoms_of(f) for f in formula.args))
 
 
-def _holds(formula: _Formula, assignment: Mapping[str, bool]) -> bool:
+def formula_holds(formula: Formula, assignment: Mapping[str, bool]) -> bool:
     if formula.op == "atom":
         return assignment[formula.atom]
     if formula.op == "not":
-        return not _holds(formula.args[0], assignment)
+        return not formula_holds(formula.args[0], assignment)
     if formula.op == "and":
-        return all(_holds(f, assignment) for f in formula.args)
+        return all(formula_holds(f, assignment) for f in formula.args)
     if formula.op == "or":
-        return any(_holds(f, assignment) for f in formula.args)
+        return any(formula_holds(f, assignment) for f in formula.args)
     return formula.value

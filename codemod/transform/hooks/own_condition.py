@@ -15,7 +15,7 @@ from codemod.analyse.mixin import MixinProfile
 from codemod.contracts import (
     ParamKind,
 )
-from codemod.transform.hooks.normalise import _a, _atom, _context
+from codemod.transform.hooks.normalise import atom_formula, atom_of, context_of
 from codemod.transform.hooks.vocabulary import Atom
 
 
@@ -41,7 +41,7 @@ class OwnCondition:
     reads: tuple[Param, ...]  # the parameters the statements read besides the ids, with their defaults
 
 
-def _statement_tree(u: Unrecognised) -> ast.Module | None:
+def statement_tree(u: Unrecognised) -> ast.Module | None:
     try:
         return ast.parse(textwrap.dedent(u.source or u.code))
     except SyntaxError:
@@ -95,11 +95,11 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
     if a.delegation is not Delegation.SUPER or call is None or call.writes != (RESULT,):
         return None
     params = {p.name for p in a.params} - {"self"}
-    context = _context(o, profile)
+    context = context_of(o, profile)
     guarded: list[tuple[TopLevel, str, tuple[str, ...]]] = []
     for t in a.top_level[call.index :]:
         u = next((u for u in a.unrecognised if u.line == t.line), None)
-        tree = _statement_tree(u) if u is not None and not t.recognised else None
+        tree = statement_tree(u) if u is not None and not t.recognised else None
         node = tree.body[0] if tree is not None and len(tree.body) == 1 else None
         if (
             not isinstance(node, ast.If)
@@ -110,7 +110,12 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
         names = [v for v in node.test.values if isinstance(v, ast.Name) and v.id not in params]
         tests = [v for v in node.test.values if v not in names]
         keys = _passes_on(node, RESULT, params)
-        if len(names) == 1 and len(tests) == 1 and _atom(tests[0], context, "") == _a(Atom.FIRST.value) and keys:
+        if (
+            len(names) == 1
+            and len(tests) == 1
+            and atom_of(tests[0], context, "") == atom_formula(Atom.FIRST.value)
+            and keys
+        ):
             guarded.append((t, names[0].id, keys))
     if len(guarded) != 1:
         return None
@@ -126,7 +131,7 @@ def own_condition(o: Override, profile: MixinProfile) -> OwnCondition | None:
     for t in computing:
         span = range(t.line, (t.end_line or t.line) + 1)
         parts = [u for u in a.unrecognised if u.line in span]
-        trees = [_statement_tree(u) for u in parts]
+        trees = [statement_tree(u) for u in parts]
         if (
             t.recognised
             or recognised_lines & set(span)
@@ -180,7 +185,7 @@ _MUTATING_METHODS = frozenset(
 )
 
 
-def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
+def may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
     """Whether the statement ``u`` (no rule understands it) may change what the override ends with under ``key``.
 
     Only a statement after the one that made the dict is read (before it, whatever it assigns may be an input
@@ -188,7 +193,7 @@ def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
     ``**kwargs``, ``key`` or a name ``key``'s writes read (their values or their conditions), set or delete
     ``key`` or a key it cannot name, or hand the dict or ``**kwargs`` to any call but a read (``.get``). PaliGemma's
     4D mask for a static cache sets ``attention_mask`` only: its ``pixel_values`` can still be read off the rest."""
-    owner = _owner(a, u.line)
+    owner = owner_of(a, u.line)
     made = next((t for t in a.top_level if t.builds_output and RESULT in t.writes), None)
     if owner is None or made is None or owner.index <= made.index or owner.returns:
         return True
@@ -201,7 +206,9 @@ def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
     names = {key} | containers
     for out in a.outputs:
         if out.key == key:
-            names |= _names_in(out.expr) | {n for condition in out.conditions for n in _names_in(condition)}
+            names |= names_in_expression(out.expr) | {
+                n for condition in out.conditions for n in names_in_expression(condition)
+            }
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def mutated(node: ast.expr) -> bool:
@@ -262,14 +269,14 @@ def _may_change(a: BodyAnalysis, u: Unrecognised, key: str) -> bool:
     return False
 
 
-def _names_in(expression: str) -> set[str]:
+def names_in_expression(expression: str) -> set[str]:
     try:
         return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
     except SyntaxError:
         return set()
 
 
-def _owner(a: BodyAnalysis, line: int) -> TopLevel | None:
+def owner_of(a: BodyAnalysis, line: int) -> TopLevel | None:
     """The top-level statement that holds ``line``."""
     found = None
     for t in a.top_level:
@@ -278,9 +285,9 @@ def _owner(a: BodyAnalysis, line: int) -> TopLevel | None:
     return found
 
 
-def _before_super(a: BodyAnalysis, line: int) -> bool:
+def before_super(a: BodyAnalysis, line: int) -> bool:
     """``line`` is in the statement that calls ``super()`` or in one before it: what it sets is an input of
     the mixin, not something the mixin prepared."""
     call = next((t for t in a.top_level if "super" in t.reads), None)
-    owner = _owner(a, line)
+    owner = owner_of(a, line)
     return call is not None and owner is not None and owner.line <= call.line

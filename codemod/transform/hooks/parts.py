@@ -18,26 +18,26 @@ from codemod.contracts import (
 )
 from codemod.transform.hooks.model import Idiom, Part
 from codemod.transform.hooks.normalise import (
-    _TRUE,
-    _a,
-    _all,
-    _atoms_of,
-    _Context,
-    _context,
-    _Formula,
-    _formula,
-    _holds,
-    _not,
-    _reads_kwarg,
+    TRUE_FORMULA,
+    Formula,
+    OverrideContext,
+    all_of,
+    atom_formula,
+    atoms_of,
+    context_of,
+    formula_holds,
+    formula_of,
     normalised_code,
+    not_of,
+    reads_kwarg,
 )
-from codemod.transform.hooks.own_condition import _before_super, _may_change, own_condition
-from codemod.transform.hooks.vocabulary import _MAX_ATOMS, Atom, ValueKind
+from codemod.transform.hooks.own_condition import before_super, may_change, own_condition
+from codemod.transform.hooks.vocabulary import MAX_ATOMS, Atom, ValueKind
 
 
 @dataclasses.dataclass(frozen=True)
 class _Write:
-    condition: _Formula  # _TRUE when unconditional
+    condition: Formula  # TRUE_FORMULA when unconditional
     value: ValueKind
     argument: str = ""
 
@@ -58,17 +58,17 @@ def handled_keys(profile: MixinProfile) -> frozenset[str]:
     )
 
 
-def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
+def _value(out: OutputKey, key: str, context: OverrideContext) -> list[_Write]:
     """The writes one output assignment makes (a ``a if test else b`` is two)."""
-    condition = _TRUE
+    condition = TRUE_FORMULA
     conditions = []
     for text in out.conditions:
         try:
-            conditions.append(_formula(ast.parse(text, mode="eval").body, context, key))
+            conditions.append(formula_of(ast.parse(text, mode="eval").body, context, key))
         except SyntaxError:
-            conditions.append(_a("code: " + text))
+            conditions.append(atom_formula("code: " + text))
     if conditions:
-        condition = _all(*conditions) if len(conditions) > 1 else conditions[0]
+        condition = all_of(*conditions) if len(conditions) > 1 else conditions[0]
     origin, name = out.value.origin, out.value.name
     if origin in (ValueOrigin.NONE, ValueOrigin.DROPPED):
         return [_Write(condition, ValueKind.NONE)]
@@ -88,11 +88,11 @@ def _value(out: OutputKey, key: str, context: _Context) -> list[_Write]:
         expression = _expression(out.expr)
         if isinstance(expression, ast.IfExp):
             # ``x if test else None``: the recogniser folded the step test into the value
-            test = _formula(expression.test, context, key)
+            test = formula_of(expression.test, context, key)
             body = _plain_value(expression.body, key, context)
             orelse = _plain_value(expression.orelse, key, context)
             if body is not None and orelse is not None:
-                return [_Write(_all(condition, test), body), _Write(_all(condition, _not(test)), orelse)]
+                return [_Write(all_of(condition, test), body), _Write(all_of(condition, not_of(test)), orelse)]
             return [_Write(condition, ValueKind.OTHER, out.expr)]
         if origin is not ValueOrigin.PARAM and not out.conditions:
             return [_Write(condition, ValueKind.OTHER, out.expr)]  # a step test somewhere else: not ours to read
@@ -107,15 +107,15 @@ def _expression(code: str) -> ast.expr | None:
         return None
 
 
-def _plain_value(node: ast.expr, key: str, context: _Context) -> ValueKind | None:
+def _plain_value(node: ast.expr, key: str, context: OverrideContext) -> ValueKind | None:
     if isinstance(node, ast.Constant) and node.value is None:
         return ValueKind.NONE
-    if (isinstance(node, ast.Name) and node.id == key) or _reads_kwarg(node, context, key):
+    if (isinstance(node, ast.Name) and node.id == key) or reads_kwarg(node, context, key):
         return ValueKind.CALLER
     return None
 
 
-def _within(line: int | None, spans: Iterable[tuple[int, int]]) -> bool:
+def within(line: int | None, spans: Iterable[tuple[int, int]]) -> bool:
     return line is not None and any(start <= line <= end for start, end in spans)
 
 
@@ -124,12 +124,12 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
     o = f.override
     a = o.analysis
     model = o.model or o.class_name
-    context = _context(o, profile)
+    context = context_of(o, profile)
     # the statements of its own condition change no input: the ``if`` on it passes its keys (read below)
     own = own_condition(o, profile)
     handled = key in handled_keys(profile)
     # what the key is when no write applies: what super() prepared, or nothing at all
-    withheld = key in a.withheld or _popped_before(a, key)
+    withheld = key in a.withheld or popped_before(a, key)
     opaque = _unreadable(a, key, profile, own.spans if own is not None else (), handled=handled, withheld=withheld)
     if opaque:
         return Part(o.id, model, key, None, opaque=opaque)
@@ -142,7 +142,11 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
         if out.key == key:
             writes.extend(_value(out, key, context))
     if own is not None and key in own.keys:
-        writes.append(_Write(_Formula("or", args=(_a(Atom.OWN.value), _a(Atom.FIRST.value))), ValueKind.CALLER))
+        writes.append(
+            _Write(
+                Formula("or", args=(atom_formula(Atom.OWN.value), atom_formula(Atom.FIRST.value))), ValueKind.CALLER
+            )
+        )
     if not writes and not withheld and key not in a.dropped:
         return Part(o.id, model, key, None, opaque="no assignment of it was recognised")
     if handled and a.delegation is not None and any(w.value is ValueKind.CALLER_OR_DEFAULT for w in writes):
@@ -152,13 +156,13 @@ def part_of(f: Finding, key: str, profile: MixinProfile) -> Part:
         # a key the mixin does not handle: when the caller gives none, whatever passes it on passes None, the
         # same to the forward as leaving it out; so "only if given" adds nothing
         writes = [dataclasses.replace(w, condition=_given(w.condition)) for w in writes]
-    atoms = sorted(set().union(*(_atoms_of(w.condition) for w in writes)) if writes else set())
+    atoms = sorted(set().union(*(atoms_of(w.condition) for w in writes)) if writes else set())
     if any(w.value is ValueKind.CALLER and not handled for w in writes):
         # for a key the mixin does not handle, what it prepares is the caller's value
         writes = [
             dataclasses.replace(w, value=ValueKind.PREPARED) if w.value is ValueKind.CALLER else w for w in writes
         ]
-    if len(atoms) > _MAX_ATOMS:
+    if len(atoms) > MAX_ATOMS:
         return Part(o.id, model, key, None, opaque=f"depends on {len(atoms)} conditions")
     idiom = _minimal(tuple(atoms), _truth_table(atoms, writes, base))
     arguments = {
@@ -181,7 +185,7 @@ def _unreadable(
     withheld: bool,
 ) -> str:
     """Why the value ``key`` ends with cannot be read off the override's recognised writes; "" when it can."""
-    changing = next((u for u in a.unrecognised if not _within(u.line, own_spans) and _may_change(a, u, key)), None)
+    changing = next((u for u in a.unrecognised if not within(u.line, own_spans) and may_change(a, u, key)), None)
     if changing is not None:
         # a statement no rule understands may change the key however it likes (``model_inputs.update(...)``
         # does not name it): its value cannot be read off the recognised writes
@@ -216,7 +220,7 @@ def _unreadable(
         and (
             withheld
             or key not in {out.key for out in a.outputs}
-            or any(out.key == key and (out.via_kwargs or _before_super(a, out.line)) for out in a.outputs)
+            or any(out.key == key and (out.via_kwargs or before_super(a, out.line)) for out in a.outputs)
         )
     ):
         return (
@@ -235,22 +239,22 @@ def _truth_table(atoms: Sequence[str], writes: Sequence[_Write], base: ValueKind
         assignment = dict(zip(atoms, bits, strict=False))
         value = base
         for write in writes:
-            if _holds(write.condition, assignment):
+            if formula_holds(write.condition, assignment):
                 value = write.value
         table.append(value)
     return tuple(table)
 
 
-def _given(formula: _Formula) -> _Formula:
+def _given(formula: Formula) -> Formula:
     """``formula`` with "the caller gave the input" taken as true."""
     if formula.op == "atom" and formula.atom == Atom.GIVEN.value:
-        return _TRUE
+        return TRUE_FORMULA
     if formula.args:
         return dataclasses.replace(formula, args=tuple(_given(f) for f in formula.args))
     return formula
 
 
-def _popped_before(a: BodyAnalysis, key: str) -> bool:
+def popped_before(a: BodyAnalysis, key: str) -> bool:
     """``kwargs.pop(key)`` in front of ``super()``: a key dropped with no output assignment recording it."""
     return key in a.dropped and not any(
         out.key == key and out.value.origin is ValueOrigin.DROPPED for out in a.outputs

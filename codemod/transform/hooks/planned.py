@@ -15,10 +15,10 @@ from codemod.contracts import (
     ReasonKind,
     Repair,
 )
-from codemod.transform.hooks.members import _reduced_its_own_way, signature_kept
+from codemod.transform.hooks.members import reduced_its_own_way, signature_kept
 from codemod.transform.hooks.model import Cluster, HookReport, Member
 from codemod.transform.hooks.own_condition import own_condition
-from codemod.transform.hooks.parts import _within
+from codemod.transform.hooks.parts import within
 from codemod.transform.hooks.vocabulary import MIN_MODELS, NEEDS_METHOD, Change, HookKind
 from codemod.transform.plan import Edit, EditKind, Plan, Trim, initial_plan
 
@@ -88,9 +88,9 @@ def _hooked(
     moves = report.moves_own_condition(f.override.id)
     condition = own_condition(f.override, profile) if moves else None
     spans = condition.spans if condition is not None else ()
-    own = any(r.kind.keeps and not _within(r.line, spans) for r in f.reasons)
+    own = any(r.kind.keeps and not within(r.line, spans) for r in f.reasons)
     if condition is not None:
-        reasons = tuple(r for r in reasons if not (r.kind.keeps and _within(r.line, spans)))
+        reasons = tuple(r for r in reasons if not (r.kind.keeps and within(r.line, spans)))
         reasons += (
             Reason(
                 ReasonKind.NOTE,
@@ -101,7 +101,7 @@ def _hooked(
     if (
         not remaining
         and not own
-        and not _reduced_its_own_way(f)
+        and not reduced_its_own_way(f)
         and not signature_kept(f.override.analysis, profile, provided)
         and not keep
     ):

@@ -19,9 +19,9 @@ from codemod.transform.hooks.vocabulary import (
     Atom,
     HookKind,
     ValueKind,
-    _simple_words,
-    _spelling,
     condition_code,
+    simple_words,
+    spelling_of,
 )
 
 #: the attributes of the conditions models use: (kind, the condition's words) -> (name, why models set it)
@@ -98,7 +98,7 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
     if kinds == {ValueKind.NONE}:
         name = "_generation_dropped_inputs"
         return _proposed(
-            _hook(
+            new_hook(
                 HookKind.DROPPED,
                 name,
                 names_type,
@@ -113,11 +113,11 @@ def hook_for(idiom: Idiom, profile: MixinProfile) -> tuple[HookKind, Hook | None
         kind, name, typing, doc, comment, loop = _VALUE_HOOKS[idiom.table[0]]
         annotation = mapping_type if typing == "mapping" else values_type
         epilogue = f"# {comment} (`{name}`)\n" + loop.format(name=name)
-        return _proposed(_hook(kind, name, annotation, "{}", doc, epilogue=epilogue))
+        return _proposed(new_hook(kind, name, annotation, "{}", doc, epilogue=epilogue))
     if kwargs is None:
         return HookKind.OTHER, None, "the mixin takes no **kwargs to read the step's flags from"
     params = {p.name for p in analysis.params} if analysis else set()
-    spelling = _spelling(profile.era, kwargs, params)
+    spelling = spelling_of(profile.era, kwargs, params)
     needs = {Atom.FIRST.value: "is_first_iteration" if profile.era is Era.NEXT_SEQUENCE_LENGTH else "cache_position"}
     for atom in idiom.atoms:
         if atom in needs and needs[atom] not in params:
@@ -137,7 +137,7 @@ def _none_when_given_hook(kwargs: str, names_type: str) -> tuple[HookKind, Hook 
     # gives are used. What the caller gave is read first: the mixin fills the same key in when none is given.
     name = "_generation_inputs_ignored_when_given"
     return _proposed(
-        _hook(
+        new_hook(
             HookKind.NONE_WHEN_GIVEN,
             name,
             names_type,
@@ -167,9 +167,9 @@ def _dropped_when_hook(
     code = condition_code(idiom.atoms, rows, spelling)
     if code is None:
         return HookKind.OTHER, None, "its condition is code no rule understands"
-    words = _simple_words(idiom.atoms, rows)
+    words = simple_words(idiom.atoms, rows)
     kind = HookKind.DROPPED_WHEN
-    name, why = _NAMES.get((kind, words), ("_generation_inputs_dropped_" + _slug(words), ""))
+    name, why = _NAMES.get((kind, words), ("_generation_inputs_dropped_" + slug(words), ""))
     prologue, method = "", ""
     if Atom.OWN.value in idiom.atoms:
         # the model's own condition, asked before the mixin prepares anything: the statements that computed it
@@ -182,7 +182,7 @@ def _dropped_when_hook(
         )
         method = _needs_method_code(name, ids, kwargs, typed=typed)
     comment = "".join(f"# {line}\n" for line in textwrap.wrap(f"Inputs left out {words} (`{name}`)", 100))
-    hook = _hook(
+    hook = new_hook(
         kind,
         name,
         names_type,
@@ -218,11 +218,11 @@ def _unsliced_when_hook(
     code = condition_code(idiom.atoms, rows, spelling)
     if code is None:
         return HookKind.OTHER, None, "its condition is code no rule understands"
-    words = _simple_words(idiom.atoms, rows)
+    words = simple_words(idiom.atoms, rows)
     kind = HookKind.UNSLICED_WHEN
-    name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + _slug(words), ""))
+    name, why = _NAMES.get((kind, words), ("_generation_unsliced_inputs_" + slug(words), ""))
     return _proposed(
-        _hook(
+        new_hook(
             kind,
             name,
             names_type,
@@ -238,7 +238,7 @@ def _unsliced_when_hook(
     )
 
 
-def _slug(words: str) -> str:
+def slug(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
 
 
@@ -247,7 +247,7 @@ def _proposed(hook: Hook) -> tuple[HookKind, Hook | None, str]:
     return hook.kind, hook, hook.attribute
 
 
-def _hook(
+def new_hook(
     kind: HookKind, name: str, annotation: str, empty: str, summary: str, *, prologue: str = "", epilogue: str = ""
 ) -> Hook:
     typed = f": {annotation}" if annotation else ""

@@ -22,12 +22,12 @@ from codemod.contracts import (
 )
 from codemod.transform.cst_code import negated
 from codemod.transform.hooks.model import Cluster, Hook, Member
-from codemod.transform.hooks.normalise import _context, normalised_code
-from codemod.transform.hooks.propose import _hook, _slug
+from codemod.transform.hooks.normalise import context_of, normalised_code
+from codemod.transform.hooks.propose import new_hook, slug
 from codemod.transform.hooks.vocabulary import MIN_MODELS, Change, HookKind
 
 
-def _statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Cluster]:
+def statement_clusters(result: ScanResult, mixin_file: str | None) -> list[Cluster]:
     """Overrides whose statements no rule understands are the same code (normalised). Where three or more
     models' whole bodies are the same code that the mixin's method can run as it is (:func:`_whole_body`), the
     cluster is a hook: that code, under ``if self.<attribute>:``, at the start of the mixin's method, and each
@@ -50,7 +50,7 @@ def _statement_groups(result: ScanResult) -> dict[str, list[Finding]]:
         unrecognised = o.analysis.unrecognised
         if not unrecognised:
             continue
-        context = _context(o, result.profile)
+        context = context_of(o, result.profile)
         codes = [normalised_code(u.code, context) for u in unrecognised]
         if any(c is None for c in codes):
             continue
@@ -111,7 +111,7 @@ def _statement_cluster(code: str, found: Sequence[Finding], profile: MixinProfil
     why = "statements no rule understands: a proposal for an overridable mixin method, not applied"
     members = tuple(_statements_member(f.override, Change.BLOCKED, bodies[f.override.id].why or why) for f in found)
     return Cluster(
-        "_prepare_" + _slug(first)[:40],
+        "_prepare_" + slug(first)[:40],
         HookKind.STATEMENTS,
         None,
         description,
@@ -258,7 +258,7 @@ def _whole_body_hook(name: str, class_name: str, code: str, profile: MixinProfil
         f"Models that prepare their inputs as {class_name}'s override did (the same code in each; no rule "
         "understands it) set this True: the mixin runs that code in their place"
     )
-    return _hook(
+    return new_hook(
         HookKind.STATEMENTS,
         name,
         "bool" if typed else "",

@@ -25,7 +25,7 @@ NEEDED_LOCAL = "first_step_inputs_needed"
 
 
 #: a part whose value depends on more conditions than this is not tabulated (nothing real comes close)
-_MAX_ATOMS = 4
+MAX_ATOMS = 4
 
 
 class HookKind(Vocabulary):
@@ -101,7 +101,7 @@ def _condition_words(atoms: Sequence[str], rows: Iterable[int]) -> str:
     return " or ".join(terms)
 
 
-def _spelling(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tuple[str, str]]:
+def spelling_of(era: Era, kwargs: str, params: Iterable[str] = ()) -> dict[str, tuple[str, str]]:
     """How the mixin of ``era`` spells each atom, and its negation (``use_cache`` as its parameter, where it
     names one, else read from ``**kwargs`` with generate()'s default, as the 5.x mixin reads it)."""
     first = (
@@ -150,7 +150,7 @@ def condition_code(atoms: Sequence[str], rows: Sequence[int], spelling: Mapping[
     return " or ".join(terms)
 
 
-def _simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
+def simple_words(atoms: Sequence[str], rows: Sequence[int]) -> str:
     spelling = {
         Atom.FIRST.value: ("on the first step", "after the first step"),
         Atom.USE_CACHE.value: ("with a cache", "without a cache"),
