@@ -43,6 +43,25 @@ def test_the_example_is_found(rule: BlockerRule, source: str, expected: int) -> 
 )
 def test_a_near_miss_is_not(rule: BlockerRule, source: str, why: str) -> None:
     assert hits(rule, source) == 0, why
+    # where the target's module names are known too (each imported name defined there): TB008's near misses were
+    # not reported only because nothing was known of the target
+    assert hits(rule, source, _defining(source)) == 0, why
+
+
+def _defining(source: str) -> TreeFacts:
+    """Facts of a target whose modules define every name ``source`` imports."""
+    tree = ast.parse(textwrap.dedent(source))
+    imported = frozenset(a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
+    return TreeFacts(config_attributes([tree]), module_names=lambda module: imported, release="5.0.0")
+
+
+def test_a_name_the_target_lacks_is_reported_where_its_names_are_known() -> None:
+    """The other half of TB008: a name no list knows is reported only when the target's module lacks it."""
+    (rule,) = [r for r in RULES if r.code == "TB008"]
+    source = "from transformers.modeling_utils import PreTrainedModel, gone_helper\n"
+    known = TreeFacts(module_names=lambda module: frozenset({"PreTrainedModel"}), release="5.0.0")
+    assert hits(rule, source, known) == 1
+    assert hits(rule, source) == 0  # nothing known of the target: nothing said
 
 
 def test_codes_are_unique_and_every_rule_has_cases() -> None:
