@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import textwrap
 from collections.abc import Iterable
 
 from codemod.analyse.classify import Action, Category, Finding, Reason
@@ -54,18 +53,6 @@ def reasons(asynchronous: bool, decorators: Iterable[str]) -> list[str]:
         if _name(decorator) not in NO_OP_DECORATORS:
             out.append(f"decorated with @{decorator}, which a deletion would take away with it")
     return out
-
-
-def unmodelled(header: Iterable[str]) -> list[str]:
-    """Why the method whose decorators and ``def`` line are ``header`` is beyond the rules (none: it is not)."""
-    text = textwrap.dedent("".join(header)).rstrip() + "\n    pass\n"
-    try:
-        node = ast.parse(text).body[0]
-    except (SyntaxError, ValueError, RecursionError, IndexError):
-        return ["its signature could not be read on its own"]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return []
-    return reasons(isinstance(node, ast.AsyncFunctionDef), (ast.unparse(d) for d in node.decorator_list))
 
 
 def keep_unmodelled(findings: Iterable[Finding]) -> list[Finding]:
