@@ -592,20 +592,21 @@ def explain(
         ),
     ] = None,
 ) -> None:
-    """Explain a recogniser rule: what it recognises, what the mixins do about it, its cases.
+    """Explain a rule: a recogniser's cases and what the mixins do about it, or what a TB rule blocks.
 
-    Without CODE, list the rules."""
+    Without CODE, list the rules (the recognisers, then what blocks a tree on its target)."""
     from codemod.analyse import blockers
     from codemod.rules import doc
 
     if code is None:
-        text = doc.listing()
+        text = doc.listing() + "\n" + blockers.listing()
     elif (rule := doc.find(code)) is not None:
         text = doc.explain(rule)
     elif (blocker := blockers.explain(code)) is not None:  # TB001 …: what blocks a tree on its target
         text = blocker
     else:
-        stderr.print(f"error: {doc.unknown(code)}", style="red", markup=False, highlight=False, soft_wrap=True)
+        why = blockers.unknown(code) or doc.unknown(code)
+        stderr.print(f"error: {why}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     if stdout.is_terminal:
         from rich.markdown import Markdown

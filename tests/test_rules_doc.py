@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codemod import rules
+from codemod.analyse.blocker_rules import RULES as BLOCKER_RULES
 from codemod.cli import app
 from codemod.rules import doc
 
@@ -128,9 +129,12 @@ def test_explain_takes_a_code_or_a_name(query: str) -> None:
 def test_explain_alone_lists_every_rule() -> None:
     result = explain()
     assert result.exit_code == 0, result.output
-    rows = result.stdout.splitlines()
+    recognisers, blockers = result.stdout.split("\n\n")
+    rows = recognisers.splitlines()
     assert rows[:2] == ["| code | name | summary |", "|---|---|---|"]
     assert rows[2:] == [f"| {r.code} | {r.name} | {r.summary.replace('``', '`')} |" for r in rules.ALL]
+    # then what blocks a tree on its target, TB001 on
+    assert [row.split(" | ")[0] for row in blockers.splitlines()[2:]] == [f"| {r.code}" for r in BLOCKER_RULES]
 
 
 @pytest.mark.parametrize(
@@ -151,6 +155,13 @@ def test_an_unknown_rule_is_one_line_naming_the_closest_codes(query: str, closes
     assert named[: len(closest)] == closest
     for code in named:
         assert f"{code} ({rules.BY_CODE[code].name})" in result.stderr
+
+
+def test_an_unknown_blocker_code_names_the_closest_blocker_codes() -> None:
+    result = explain("TB012")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: no rule 'TB012'; the closest: TB008 (")
+    assert re.findall(r"TB\d{3}", result.stderr.split("; the closest: ", 1)[1]) == ["TB008", "TB007", "TB006"]
 
 
 def test_an_unknown_rule_with_nothing_close_points_to_the_list() -> None:

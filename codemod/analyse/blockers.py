@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -182,6 +183,27 @@ def by_code(code: str) -> BlockerRule | None:
 
     wanted = code.strip().lower()
     return next((r for r in RULES if wanted in (r.code.lower(), r.name)), None)
+
+
+def listing() -> str:
+    """Every blocker rule, one row each, as ``codemod explain`` lists the recognisers."""
+    from codemod.analyse.blocker_rules import RULES
+
+    lines = ["| code | name | summary | blocks from |", "|---|---|---|---|"]
+    lines += [f"| {r.code} | {r.name} | {r.summary} | {r.release} |" for r in RULES]
+    return "\n".join(lines) + "\n"
+
+
+def unknown(query: str) -> str | None:
+    """One line for a blocker code no rule has (``TB``, a number), naming the closest codes; None for another query."""
+    from codemod.analyse.blocker_rules import RULES
+
+    number = re.fullmatch(r"TB(\d{1,3})", query.strip(), re.IGNORECASE)
+    if number is None:
+        return None
+    wanted = int(number.group(1))
+    near = sorted(RULES, key=lambda r: (abs(int(r.code[2:]) - wanted), r.code))[:3]
+    return f"no rule {query!r}; the closest: " + ", ".join(f"{r.code} ({r.name})" for r in near)
 
 
 def explain(code: str) -> str | None:
