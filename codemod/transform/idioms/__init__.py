@@ -1,0 +1,73 @@
+"""Fixes for the generation-machinery idioms that stop 4.3x remote code running on a later release.
+
+``codemod.analyse.blockers`` reports them (TB001 - TB008); the common ones, in the shape Llama-derived remote code
+(InternLM, Baichuan, Qwen-1, DeepSeek, MiniCPM ...) took from transformers 4.3x, are migrated here onto what the
+target offers: tuple caches onto ``Cache`` (``cache``), a layer index for ``Cache.update`` (``layer_index``),
+``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``).
+``migrate`` takes a module's source and the target and gives the new source, the edits made (rule code, line,
+what it became) and what was recognised and left as it is (line, why). Only what is recognised exactly is changed;
+the rest of the file is kept byte for byte. Every fix is unsafe in ruff's sense (it changes how the model runs):
+the tree commands make them only with ``--unsafe-fixes`` or ``--verify`` (``codemod.transform.idioms.tree``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TypeVar
+
+import libcst as cst
+
+from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, apply
+from codemod.transform.idioms.cache import migrate_caches
+from codemod.transform.idioms.removed import fx_available, head_mask, reorder_cache
+
+__all__ = ["IdiomEdit", "IdiomResult", "IdiomTarget", "NotMigrated", "migrate", "target_of"]
+
+
+@dataclasses.dataclass(frozen=True)
+class IdiomResult:
+    source: str
+    edits: tuple[IdiomEdit, ...]
+    not_migrated: tuple[NotMigrated, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edits)
+
+
+def migrate(text: str, target: IdiomTarget) -> IdiomResult:
+    """``text`` with its idioms migrated onto ``target`` (unchanged when none is, or it does not parse)."""
+    try:
+        source = Source(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return IdiomResult(text, (), ())
+    plan = Plan()
+    caches = migrate_caches(source, target)
+    plan.merge(caches)
+    plan.merge(reorder_cache(source, caches_are_objects=not caches.not_migrated))
+    plan.merge(head_mask(source, target))
+    plan.merge(fx_available(source, target))
+    if not plan.edits:
+        return IdiomResult(text, (), _ordered(plan.not_migrated))
+    return IdiomResult(apply(source, plan), _ordered(plan.edits), _ordered(plan.not_migrated))
+
+
+_Item = TypeVar("_Item", IdiomEdit, NotMigrated)
+
+
+def _ordered(items: list[_Item]) -> tuple[_Item, ...]:
+    return tuple(sorted(items, key=lambda i: (i.line, i.code)))
+
+
+def target_of(release: str, package_dir: Path | None) -> IdiomTarget:
+    """What the idioms need of a release, read from its wheel (``cache_utils.py``); without the package, the
+    4.x releases have ``DynamicCache.from_legacy_cache`` and 5.x not."""
+    from codemod.analyse.blockers import blocks
+
+    cache_utils = package_dir / "cache_utils.py" if package_dir is not None else None
+    if cache_utils is not None and cache_utils.is_file():
+        from_legacy = "def from_legacy_cache" in cache_utils.read_text(encoding="utf-8")
+    else:
+        from_legacy = not blocks("5.0.0", release)
+    return IdiomTarget(release, from_legacy)
