@@ -27,7 +27,8 @@ from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary, 
 from codemod.transform.predict import predicted_repairs
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
-from codemod.verify.runner import Progress
+from codemod.verify.reuse import VerdictCache
+from codemod.verify.runner import Progress, Target
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
 from codemod.writes import clear_unverified, mark_unverified, stopped
 
@@ -181,12 +182,14 @@ def run_migration_on(
     progress: Progress | None = None,
     say: Callable[[str], None] | None = None,
     scanned: ScanResult | None = None,
+    reuse: VerdictCache | None = None,
 ) -> MigrationRun:
     """The whole job, verified as ``verifying`` says (for model code outside transformers: the releases the
     new and the old code run on, see ``verify_change``). ``scanned``: the checkout's scan when the caller
-    has it (judged against the target it chose)."""
+    has it (judged against the target it chose); ``reuse``: the verdicts of earlier rounds (``verify.reuse``)."""
     result = (scanned if scanned is not None else scan(checkout)).select(options.only, options.skip)
-    job = _Job(checkout, result, options, verifying, progress, say)
+    reuse = VerdictCache() if reuse is None else reuse
+    job = _Job(checkout, result, options, verifying, progress, say, reuse)
     migrated = job.first_pass()
     if options.hooks and migrated.final.changed:
         migrated = _hooks_after(migrated, options, verifying.jobs, job.verify)
@@ -199,7 +202,7 @@ def run_migration_on(
         current = scan(checkout, target=result.profile.target)
         current = dataclasses.replace(current, findings=tuple(f for f in current.findings if f.override.id in held))
         again = dataclasses.replace(options, only=(), skip=(), hooks=False, contexts_after=False)
-        return run_migration_on(checkout, again, verifying, progress=progress, say=say, scanned=current)
+        return run_migration_on(checkout, again, verifying, progress=progress, say=say, scanned=current, reuse=reuse)
 
     return _contexts_after(migrated, alone)
 
@@ -216,9 +219,10 @@ class _Job:
         verifying: VerifyOptions,
         progress: Progress | None,
         say: Callable[[str], None] | None,
+        reuse: VerdictCache,
     ) -> None:
         self.checkout, self.result, self.options, self.verifying = checkout, result, options, verifying
-        self.progress, self.say = progress, say
+        self.progress, self.say, self.reuse = progress, say, reuse
         self.mined = hook_stage.mine(result) if options.hooks else None
         self.planned = hook_stage.hooked_result(result, self.mined) if self.mined is not None else result
         self.originals: dict[str, bytes] = {}
@@ -243,9 +247,18 @@ class _Job:
         # and what `codemod verify` on the written tree asks of each (read from the files of these targets only): the
         # plan's needs miss statements a hook trim leaves in place
         targets = with_written_needs(planned_from, targets, self.originals)
-        return verify_change(
-            self.checkout, targets, options=self.verifying, progress=self.progress, say=self.say, not_run=not_run
-        )
+        # a class whose code (and what it runs through) no round changed since an earlier one keeps that verdict
+        self.reuse.remember_base({**{r.path: r.old for r in changes.rewrites if r.changed}, **self.originals})
+
+        def run(chosen: list[Target]) -> VerifyReport:
+            options, progress, say = self.verifying, self.progress, self.say
+            return verify_change(self.checkout, chosen, options=options, progress=progress, say=say, not_run=not_run)
+
+        report = self.reuse.verified(self.checkout.root, targets, self.verifying, not_run, run)
+        given, reused = self.reuse.rounds[-1]
+        if reused and self.say is not None:
+            self.say(f"{reused} of {given} classes unchanged since an earlier round: their verdicts stand")
+        return report
 
     def rewrite(self, plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
