@@ -51,7 +51,7 @@ from codemod.cli_options import (
     VerifyTargetOpt,
 )
 from codemod.cli_screen import screen, stderr
-from codemod.contracts import Held, Verdict
+from codemod.contracts import Held
 from codemod.errors import CodemodError, one_line, redact
 from codemod.layout import LOG_WIDTH, lay_out
 
@@ -421,13 +421,16 @@ def verify(
 ) -> None:
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
-    Exit 0 when every class is identical, 1 when one differs, crashed or could not be verified."""
+    Exit 0 when every class is identical (across releases: or no worse, or repairs), 1 when one differs, crashed
+    or could not be verified."""
     _check_format(fmt, REPORTS)
     source = _source([path] if path is not None else None, release, only, skip, jobs, target=target)
     run = api.Run(device, python, own_tests, from_release, _split(requirement))
     report = api.verify(source, run, screen, base=base, shard=shard)
     _emit_verify(report, fmt, output)
-    raise typer.Exit(0 if all(v.verdict is Verdict.IDENTICAL for v in report.verdicts) else 1)
+    from codemod.verify.releases import KEPT  # identical, or across releases no worse than the target
+
+    raise typer.Exit(0 if all(v.verdict in KEPT for v in report.verdicts) else 1)
 
 
 def _run(verify: bool, run: api.Run) -> api.Run | None:

@@ -86,6 +86,8 @@ class Verdict(Vocabulary):
     DIFFERS = "differs"
     CRASHED = "crashed"
     UNVERIFIED = "unverified"
+    NO_WORSE = "no-worse"  # across releases (``verify.releases``): identical wherever the target runs the old code
+    REPAIRS = "repairs"  # across releases: identical, also where the target breaks the old code
 
 
 class ScenarioStatus(Vocabulary):
@@ -100,11 +102,13 @@ class ScenarioStatus(Vocabulary):
     EXTENDED = "extended"  # only the old code failed: the new code generates
     DIFFERS = "differs"
     CRASHED = "crashed"  # failed on the new side only, or differently
+    NO_WORSE = "no-worse"  # across releases: failed or differed, and the old code on the target does the same
+    REPAIRS = "repairs"  # across releases: the same as the old release, where the old code on the target is not
 
     @property
     def compared(self) -> bool:
         """Whether both sides ran it to the end, so that it was compared."""
-        return self in (ScenarioStatus.SAME, ScenarioStatus.DIFFERS)
+        return self in (ScenarioStatus.SAME, ScenarioStatus.DIFFERS, ScenarioStatus.REPAIRS)
 
 
 class OverrideId(str):

@@ -27,6 +27,7 @@ from codemod.transform.plan import EditKind, Plan, Shard, Trim, extras_summary, 
 from codemod.transform.predict import predicted_repairs
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
+from codemod.verify.releases import KEPT
 from codemod.verify.reuse import VerdictCache
 from codemod.verify.runner import Progress, Target
 from codemod.verify.session import VerifyReport, targets_from_plan, verify_change, with_written_needs
@@ -72,7 +73,7 @@ def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
     """Override id -> reason, for every verdict that does not let the change stay."""
     out: dict[str, str] = {}
     for verdict in report.verdicts:
-        if verdict.verdict is Verdict.IDENTICAL or (verdict.verdict is Verdict.UNVERIFIED and keep_unverified):
+        if verdict.verdict in KEPT or (verdict.verdict is Verdict.UNVERIFIED and keep_unverified):
             continue
         why = f"{verdict.verdict}: {verdict.detail}"
         if verdict.inherits_from:

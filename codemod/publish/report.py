@@ -453,6 +453,8 @@ _VERDICT_STYLE = {
     Verdict.DIFFERS: "red",
     Verdict.CRASHED: "red",
     Verdict.UNVERIFIED: "yellow",
+    Verdict.NO_WORSE: "green",
+    Verdict.REPAIRS: "green",
 }
 
 

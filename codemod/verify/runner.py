@@ -28,6 +28,7 @@ from codemod.contracts import Verdict, WorkerStatus
 from codemod.errors import CodemodError
 from codemod.verify.compare import ClassVerdict, ResultDocument, compare
 from codemod.verify.options import VerifyOptions
+from codemod.verify.releases import Sides, judge_class
 
 VERIFY_DIR = Path(__file__).resolve().parent
 
@@ -64,6 +65,15 @@ class Target:
     #: one group per statement the change keeps that reads the model's own optional inputs
     #: (``plan.kept_inputs``): an identical verdict needs a compared scenario to have given one of each
     needs: tuple[frozenset[str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Across:
+    """Two releases: the old side runs the old code on one (``--from``), the new side the new code on
+    ``release``; ``baseline`` runs the old code on ``release`` too (None: not run)."""
+
+    release: str
+    baseline: Side | None = None
 
 
 class VerificationError(CodemodError):
@@ -217,10 +227,11 @@ def verify_targets(
     seed: int = 0,
     progress: Progress | None = None,
     work_dir: Path | None = None,
-    same_inputs: bool = True,
+    across: Across | None = None,
 ) -> list[ClassVerdict]:
-    """Verify every target; verdicts come back in the targets' order. ``same_inputs``: the prepared
-    inputs must match too (not across two releases, where generate() itself prepares others)."""
+    """Verify every target; verdicts come back in the targets' order. ``across``: the two sides run on two
+    releases (``verify.releases`` judges them, with the old code on the new side's release when it runs too);
+    else the prepared inputs must match as well."""
     if not targets:
         return []
     scratch = Path(tempfile.mkdtemp(prefix="codemod-verify-", dir=work_dir))
@@ -236,8 +247,12 @@ def verify_targets(
         memory_mb = worker_memory_mb(options.device, options.jobs)
         old_worker = Worker(old, options.device, scratch / f"old-{number}.log", memory_mb)
         new_worker = Worker(new, options.device, scratch / f"new-{number}.log", memory_mb)
-        old_worker.start()
-        new_worker.start()
+        baseline = across.baseline if across is not None else None
+        workers = (old_worker, new_worker) + (
+            (Worker(baseline, options.device, scratch / f"baseline-{number}.log", memory_mb),) if baseline else ()
+        )
+        for worker in workers:
+            worker.start()
         try:
             while True:
                 try:
@@ -247,15 +262,15 @@ def verify_targets(
                 if progress:
                     progress(target.class_name, None, done_count, len(targets))
                 model_dir = scratch / "models" / f"{position:04d}-{target.class_name}"
-                verdict = _verify_one(target, model_dir, (old_worker, new_worker), options, seed, same_inputs)
+                verdict = _verify_one(target, model_dir, workers, options, seed, across)
                 with lock:
                     verdicts[position] = verdict
                     done_count += 1
                     if progress:
                         progress(target.class_name, verdict, done_count, len(targets))
         finally:
-            old_worker.stop()
-            new_worker.stop()
+            for worker in workers:
+                worker.stop()
 
     pairs = max(1, min(options.jobs, len(targets)))
     threads = [threading.Thread(target=pair, args=(n,), daemon=True) for n in range(pairs)]
@@ -273,14 +288,15 @@ def verify_targets(
 def _verify_one(
     target: Target,
     model_dir: Path,
-    workers: tuple[Worker, Worker],
+    workers: tuple[Worker, ...],
     options: VerifyOptions,
     seed: int,
-    same_inputs: bool,
+    across: Across | None,
 ) -> ClassVerdict:
-    """One class on a pair of workers: the old side builds the tiny models in ``model_dir``, the new side loads
-    them, ``compare`` judges; a failure of the harness itself is that class's verdict, not the run's."""
-    old_worker, new_worker = workers
+    """One class on a pair of workers: the old side builds the tiny models in ``model_dir``, the new side (and
+    across releases the baseline, a third worker) loads them, ``compare`` (or ``releases.judge_class``) judges; a
+    failure of the harness itself is that class's verdict, not the run's."""
+    old_worker, new_worker, *baseline_worker = workers
     try:
         model_dir.mkdir(parents=True)
         request: WorkerRequest = {
@@ -299,7 +315,18 @@ def _verify_one(
             )
         else:
             new_result = {"status": WorkerStatus.NOT_RUN}
-        verdict = compare(target.override_id, old_result, new_result, same_inputs=same_inputs, needs=target.needs)
+        if across is None:
+            verdict = compare(target.override_id, old_result, new_result, needs=target.needs)
+        else:
+            baseline = (
+                baseline_worker[0].request(
+                    {**request, "mode": "load", "result": str(model_dir / "baseline.json")}, options.timeout
+                )
+                if baseline_worker and old_result.get("status") == WorkerStatus.OK
+                else None
+            )
+            sides = Sides(old_result, baseline, new_result)
+            verdict = judge_class(target.override_id, sides, across.release, target.needs)
         verdict = dataclasses.replace(verdict, inherits_from=target.inherits_from)
     except Exception as error:  # noqa: BLE001 - one class's harness failure must not lose the others
         verdict = ClassVerdict(

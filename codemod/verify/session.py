@@ -28,6 +28,7 @@ from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
 from codemod.verify.owntests import OwnTestsVerdict, failing_models, models_with_tests, verify_own_tests
 from codemod.verify.runner import (
+    Across,
     Progress,
     Side,
     Target,
@@ -35,7 +36,7 @@ from codemod.verify.runner import (
     module_of,
     verify_targets,
 )
-from codemod.verify.sides import release_environment, tree_module, tree_side
+from codemod.verify.sides import TreeModule, release_environment, tree_module, tree_side
 from codemod.verify.users import user_targets
 
 METHOD = "prepare_inputs_for_generation"
@@ -409,8 +410,8 @@ def _failing_own_tests(
     ]
 
 
-#: the release model code outside transformers is verified on when none is chosen: the first with a
-#: generic ``prepare_inputs_for_generation`` (the built-in implementation trees are judged against)
+#: the release model code outside transformers is verified on when no release is named or found (``api`` passes
+#: the one a tree runs with, as scan and diff judge it): the first with a generic ``prepare_inputs_for_generation``
 DEFAULT_TREE_TARGET = "4.46.3"
 
 
@@ -431,9 +432,15 @@ def _verify_tree(
     progress: Progress | None,
     say: Callable[[str], None] | None,
 ) -> VerifyReport:
+    """A tree on releases: the old code on ``--from`` (the reference), the new code on the target (the
+    candidate) and, across two releases, the old code on the target too (the baseline, ``verify.releases``).
+    Nothing is built when nothing is left to verify."""
     started = time.perf_counter()
     target = options.target or DEFAULT_TREE_TARGET
     old_release = options.from_release or target
+    where = f"{old_release} -> {target}" if old_release != target else target
+    if not targets:
+        return VerifyReport((), (), tuple(not_run), options.device, f"(transformers {where})", 0.0, trees.base)
     device, python, requirements = options.device, options.python, options.requirements
     new_env, new_src = release_environment(target, device, python=python, requirements=requirements, progress=say)
     old_env, old_src = (
@@ -447,6 +454,7 @@ def _verify_tree(
         _base_tree(checkout, trees.base, trees.old) as old_repo,
         tree_side(old_env.python, old_src, old_repo / prefix, modules) as old_side,
         tree_side(new_env.python, new_src, trees.new, modules) as new_side,
+        _baseline(old_release != target, new_env.python, new_src, old_repo / prefix, modules) as baseline,
     ):
         verdicts = verify_targets(
             targets,
@@ -454,9 +462,8 @@ def _verify_tree(
             new=new_side,
             options=options,
             progress=progress,
-            same_inputs=old_release == target,
+            across=Across(target, baseline) if old_release != target else None,
         )
-    where = f"{old_release} -> {target}" if old_release != target else target
     return VerifyReport(
         tuple(verdicts),
         tuple(targets),
@@ -466,3 +473,10 @@ def _verify_tree(
         time.perf_counter() - started,
         trees.base,
     )
+
+
+def _baseline(
+    wanted: bool, python: Path, library_src: Path, old_tree: Path, modules: Sequence[TreeModule]
+) -> contextlib.AbstractContextManager[Side | None]:
+    """The old code on the target's release (``tree_side``), when the old side runs on another release."""
+    return tree_side(python, library_src, old_tree, modules) if wanted else contextlib.nullcontext()
