@@ -299,6 +299,7 @@ def verify(
     if checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: verify compares the working tree with a revision")
     _check_releases(checkout, source.target, run.from_release)
+    options = _verify_options(source, run, _runs_on(checkout, source, feedback))
     # one worktree of the base for the whole run: scanned here, then run by the verification
     with worktree(checkout.root, base, error=ToolError) as old_root, feedback.verifying() as progress:
         base_result = scan_checkout(resolve(old_root, with_git=False)).select(source.only, source.skip)
@@ -307,7 +308,7 @@ def verify(
         return verify_change(
             checkout,
             take_shard(targets, shard),
-            options=_verify_options(source, run),
+            options=options,
             base=base,
             old_root=old_root,
             progress=progress,
@@ -333,10 +334,6 @@ def apply(
         raise ToolError("--verify runs the new code on a release: give --target VERSION instead of --mixin")
     # what is refused is refused before the scan (which may fetch the release a tree runs with)
     checkout = _prepared(source, feedback, writable=True)
-    if run is not None and source.release is None and source.target is None and checkout.is_tree:
-        from codemod.verify.session import DEFAULT_TREE_TARGET
-
-        source = dataclasses.replace(source, target=DEFAULT_TREE_TARGET)  # classified against what it runs on
     _check_writable(checkout, source, run or RUN, edits, allow_dirty)
     if run is not None and checkout.git is None:
         raise ToolError(f"{checkout.root} is not a git work tree: --verify compares with HEAD")
@@ -347,10 +344,10 @@ def apply(
     from codemod.migrate import MigrationOptions, run_migration_on
 
     options = MigrationOptions(source.only, source.skip, run.keep_unverified, edits.mark, edits.hooks)
+    # verified on the release it was judged against: what diff and scan judge it against too
+    verifying = _verify_options(source, run, _release_of(result.profile.target))
     with feedback.verifying() as progress:
-        migration = run_migration_on(
-            checkout, options, _verify_options(source, run), progress=progress, say=feedback.say, scanned=result
-        )
+        migration = run_migration_on(checkout, options, verifying, progress=progress, say=feedback.say, scanned=result)
     written = [r.path for r in migration.final.rewrites if r.changed]
     return Applied(migration.result, migration.final, written, migration.report, migration.reverted)
 
@@ -394,16 +391,41 @@ def _check_writable(checkout: Checkout, source: Source, run: Run, edits: Edits, 
         )
 
 
-def _verify_options(source: Source, run: Run) -> VerifyOptions:
-    """How verification runs, from the command's options: one class at a time unless ``--jobs`` says."""
+def _runs_on(checkout: Checkout, source: Source, feedback: Feedback) -> str | None:
+    """The release a tree's new code is verified on without ``--target``: the one scan and diff judge it against
+    (``analyse.target.default_target``: its pin, the highest it allows, the installed one, the newest), fetched
+    here so that a pin to a release that does not exist fails before anything is built. None: not a tree, or
+    ``--target`` given, or transformers' own model code (``session.DEFAULT_TREE_TARGET`` then)."""
+    if source.target is not None or not checkout.is_tree:
+        return None
+    from codemod.analyse.target import default_target
+
+    return _release_of(default_target(checkout, progress=feedback.say))
+
+
+def _release_of(target: Target | None) -> str | None:
+    """The release a scan's target names (None: the built-in mixin, or a checkout judged against itself)."""
+    from codemod.analyse.target import TargetOrigin
+
+    return target.release if target is not None and target.origin is TargetOrigin.RELEASE else None
+
+
+def _verify_options(source: Source, run: Run, runs_on: str | None = None) -> VerifyOptions:
+    """How verification runs, from the command's options: one class at a time unless ``--jobs`` says; model code
+    outside transformers on ``--target``, else on ``runs_on`` (the release it runs with)."""
+    from codemod.analyse.target import BUILT_IN_NAME
     from codemod.verify.options import VerifyOptions
 
+    if BUILT_IN_NAME in (source.target, run.from_release):
+        raise ToolError(
+            f"verification runs the code on transformers releases: {BUILT_IN_NAME} is none; give a VERSION"
+        )
     return VerifyOptions(
         device=run.device,
         jobs=source.jobs or 1,
         python=run.python,
         own_tests=run.own_tests,
-        target=source.target,
+        target=source.target or runs_on,
         from_release=run.from_release,
         requirements=run.requirements,
     )

@@ -138,14 +138,12 @@ def _target(default: str) -> Any:
     return typer.Option("--target", metavar="VERSION", help=f"{TARGET} (default: {default}).", rich_help_panel=OUTSIDE)
 
 
-#: a tree's target when no option names one (codemod.analyse.target.default_target)
-_RUNS_WITH = (
-    "the release its metadata allows, else the installed one, else the newest; "
-    "built-in: the generic implementation this tool ships"
-)
+#: a tree's target when no option names one (codemod.analyse.target.default_target; verification runs on it too)
+_RELEASE_IT_RUNS_WITH = "the release its metadata allows, else the installed one, else the newest"
+_RUNS_WITH = f"{_RELEASE_IT_RUNS_WITH}; built-in: the generic implementation this tool ships"
 ScanTargetOpt = Annotated[str | None, _target(_RUNS_WITH)]
-ApplyTargetOpt = Annotated[str | None, _target(f"{_RUNS_WITH}; with --verify, 4.46.3")]
-VerifyTargetOpt = Annotated[str | None, _target("4.46.3")]
+ApplyTargetOpt = Annotated[str | None, _target(_RUNS_WITH)]
+VerifyTargetOpt = Annotated[str | None, _target(_RELEASE_IT_RUNS_WITH)]
 MixinOpt = Annotated[
     Path | None,
     typer.Option(

@@ -265,13 +265,14 @@ def test_jobs_help_says_what_each_command_does(command: str, says: str) -> None:
 
 
 def test_target_means_one_thing() -> None:
-    """Every command's --target is the release model code outside transformers runs on; only the default differs."""
+    """Every command's --target is the release model code outside transformers runs on, by default the one it runs
+    with: verification runs on what scan and diff judge against (only built-in is no release to run on)."""
     from codemod.cli_options import TARGET
-    from codemod.verify.session import DEFAULT_TREE_TARGET
 
     helps = {command: option_help(command, "--target") for command in ("scan", "diff", "apply", "verify")}
     assert all(h.startswith(TARGET) for h in helps.values()), helps
-    assert f"(default: {DEFAULT_TREE_TARGET})" in helps["verify"] and DEFAULT_TREE_TARGET in helps["apply"]
+    assert all("metadata allows, else the installed one, else the newest" in h for h in helps.values()), helps
+    assert "built-in" in helps["apply"] and "built-in" not in helps["verify"]
 
 
 @pytest.mark.parametrize(
