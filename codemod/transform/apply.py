@@ -228,7 +228,12 @@ def compute_changes(
         report = mine(result)
         plan = plan_with_hooks(result, report, repairs, mark_kept=mark_kept, hold_unproven=hold_unproven)
         return settle(hooked_result(result, report), plan, jobs)
-    return settle(result, initial_plan(result, repairs, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
+    changes = settle(result, initial_plan(result, repairs, mark_kept=mark_kept, hold_unproven=hold_unproven), jobs)
+    if hold_unproven:  # the idiom fixes change how the model runs: unsafe, as ruff says (codemod.transform.idioms)
+        return changes
+    from codemod.transform.idioms.tree import with_idioms
+
+    return with_idioms(result, changes)
 
 
 def settle(result: ScanResult, plan: Plan, jobs: int | None = None) -> Changes:
