@@ -354,3 +354,15 @@ def test_the_target_is_read_from_its_wheel(tmp_path: Path) -> None:
     (tmp_path / "cache_utils.py").write_text("class DynamicCache:\n    def __init__(self, ddp_cache_data=None): ...\n")
     assert not target_of("5.23.0", tmp_path).from_legacy_cache
     assert target_of("4.46.3", None).from_legacy_cache and not target_of("5.23.0", None).from_legacy_cache
+
+
+@pytest.mark.parametrize("rule", [r.code for r in RULES])
+def test_explain_says_which_rules_have_a_fix(rule: str) -> None:
+    from codemod.analyse.blockers import explain
+    from codemod.transform.idioms import FIXES
+
+    text = explain(rule) or ""
+    if rule in FIXES:
+        assert "--unsafe-fixes" in text and FIXES[rule] in text
+    else:  # TB006, TB007: no fix written
+        assert "Reported only: the tool does not migrate it." in text

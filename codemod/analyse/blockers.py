@@ -7,9 +7,11 @@ the code imports. Each of these is a ``BlockerRule`` (``codemod.analyse.blocker_
 summary, an example, near misses with why, and the first release it blocks, as read from that release's wheel.
 
 ``find_blockers`` runs the rules over every Python file of a tree and keeps what blocks the target: a finding whose
-first release is at or below the target's. Nothing is rewritten: the report says where the code stops running and
-what the target offers instead; migrating these idioms (``torch.cat`` of a layer's past onto ``Cache.update``, …) is
-left to the author.
+first release is at or below the target's. The scan only reports: where the code stops running and what the target
+offers instead. The common idioms (``torch.cat`` of a layer's past onto ``Cache.update``, the past length onto
+``get_seq_length()``, the ``presents`` tuple, ``_reorder_cache``, ``get_head_mask``, ``is_torch_fx_available``) have
+fixes in ``codemod.transform.idioms``, unsafe in ruff's sense: ``diff`` and ``apply`` make them with
+``--unsafe-fixes`` (``explain`` says which rules have one); the rest is left to the author.
 """
 
 from __future__ import annotations
@@ -218,7 +220,7 @@ def explain(code: str) -> str | None:
         "",
         f"Blocks from transformers {rule.release}: {rule.evidence}",
         "",
-        f"Instead: {rule.instead}. Reported only: the tool does not migrate it.",
+        f"Instead: {rule.instead}. {_fix(rule.code)}",
         "",
         "Example:",
         "",
@@ -234,6 +236,16 @@ def explain(code: str) -> str | None:
         lines += [f"  {line}" if line else "" for line in miss.source.strip("\n").splitlines()]
         lines += ["  ```", ""]
     return "\n".join(lines)
+
+
+def _fix(code: str) -> str:
+    """What the rule's fix does (``codemod.transform.idioms``), or that it is reported only."""
+    from codemod.transform.idioms import FIXES
+
+    fix = FIXES.get(code)
+    if fix is None:
+        return "Reported only: the tool does not migrate it."
+    return f"Fixed by `diff`/`apply --unsafe-fixes` where recognised exactly (unsafe: it changes how the model runs): {fix}."
 
 
 def report_lines(blockers: tuple[Blocker, ...]) -> list[str]:
