@@ -366,3 +366,32 @@ def test_explain_says_which_rules_have_a_fix(rule: str) -> None:
         assert "--unsafe-fixes" in text and FIXES[rule] in text
     else:  # TB006, TB007: no fix written
         assert "Reported only: the tool does not migrate it." in text
+
+
+def test_verify_runs_each_class_with_an_override_in_a_file_whose_idioms_were_fixed(tmp_path: Path) -> None:
+    from codemod import git
+    from codemod.analyse.scan import scan
+    from codemod.checkout import resolve
+    from codemod.verify import session
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_llama"
+    root = tmp_path / "tree"
+    root.mkdir()
+    git.run(root, "init", "-q", "-b", "main", isolated=True)
+    for path in fixture.iterdir():
+        if path.is_file():
+            (root / path.name).write_bytes(path.read_bytes())
+    git.run(root, "add", "-A", isolated=True)
+    git.run(root, "commit", "-q", "-m", "base", isolated=True)
+    base = scan(resolve(root))
+    modeling = root / "modeling_legacy_llama.py"
+    # the fix left prepare_inputs_for_generation's own lines alone but the past length: cut it back to the original
+    fixed = migrate(modeling.read_text(), FIVE).source.replace(
+        "past_length = past_key_values.get_seq_length()", "past_length = past_key_values[0][0].shape[2]"
+    )
+    modeling.write_text(fixed)
+    targets, _ = session.targets_from_diff(base, "HEAD")
+    assert [t.class_name for t in targets] == ["LegacyLlamaForCausalLM"]
+    # no idiom fixed (a comment added): the method is the same, no class is run
+    modeling.write_text((fixture / "modeling_legacy_llama.py").read_text() + "# a comment\n")
+    assert session.targets_from_diff(base, "HEAD")[0] == []

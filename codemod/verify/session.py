@@ -230,6 +230,8 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
     ``result`` is the scan of the *base* revision's overrides (those are what a change can touch).
     Each file is read once per side, and parsed only when its bytes changed.
     """
+    from codemod.transform.idioms.tree import fixes_idioms
+
     checkout = result.index.checkout
     targets: list[Target] = []
     not_run: list[tuple[str, str]] = []
@@ -243,11 +245,13 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
         if old is None or old == new:
             continue
         old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
+        # an idiom fix (codemod.transform.idioms) changes how every class of the file generates, not one method
+        whole_file = checkout.is_tree and fixes_idioms(decode_source(old), decode_source(new) if new else "")
         for o in overrides:
             (old_method, old_body, old_node), (new_method, new_body, new_node) = (
                 methods.get(o.class_name, ("", (), None)) for methods in (old_methods, new_methods)
             )
-            if old_method == new_method:
+            if old_method == new_method and not whole_file:
                 continue
             module = importable_module(checkout, o.file)
             if o.kind not in (FileKind.MODELING, FileKind.OTHER) or module is None:

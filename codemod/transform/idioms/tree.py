@@ -7,6 +7,7 @@ compile or would add a pyflakes message is left as the plan made it.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import libcst as cst
@@ -62,3 +63,20 @@ def with_idioms(result: ScanResult, changes: Changes) -> Changes:
         return changes
     rewrites = {r.path: r for r in changes.rewrites} | migrated
     return dataclasses.replace(changes, rewrites=tuple(rewrites[path] for path in sorted(rewrites)))
+
+
+def fixes_idioms(old: str, new: str) -> bool:
+    """Whether ``new`` holds fewer of the idioms that have a fix than ``old`` (``verify`` then runs every class of
+    the file with an override: the fix changed how each of them generates, not only a method)."""
+    from codemod.analyse.blocker_rules import RULES
+    from codemod.analyse.blockers import TreeFacts
+    from codemod.transform.idioms import FIXES
+
+    def count(text: str) -> int:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            return 0
+        return sum(len(list(r.find(tree, TreeFacts()))) for r in RULES if r.code in FIXES)
+
+    return count(new) < count(old)
