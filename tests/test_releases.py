@@ -83,8 +83,8 @@ def test_a_scenario_the_target_breaks_names_the_release_and_its_error() -> None:
     assert judged.detail == f"{TARGET} breaks it for the old code too: TypeError: forward() got an unexpected keyword"
     repaired = judge(compare_scenario(ok(), ok(), same_inputs=False), Runs(ok(), error(), ok()), TARGET)  # type: ignore[arg-type]
     assert repaired.detail == (
-        f"{TARGET} breaks it for the old code (TypeError: forward() got an unexpected keyword); "
-        "the new code generates as on the old release"
+        f"the new code generates as on the old release; {TARGET} breaks it for the old code: "
+        "TypeError: forward() got an unexpected keyword"
     )
 
 
@@ -102,14 +102,14 @@ def test_a_scenario_the_target_breaks_names_the_release_and_its_error() -> None:
             side(ok(), error("assisted")),
             side(ok(), error("assisted")),
             Verdict.NO_WORSE,
-            f"identical where {TARGET} runs the old code; no worse than {TARGET} in assisted: {TARGET} breaks it",
+            f"identical where {TARGET} runs the old code; {TARGET} breaks assisted for the old code too: TypeError",
             id="no-worse",
         ),
         pytest.param(
             side(ok(), error("assisted")),
             side(ok(), ok("assisted")),
             Verdict.REPAIRS,
-            f"identical; repairs assisted: {TARGET} breaks it for the old code (TypeError",
+            f"identical; repairs assisted, which {TARGET} breaks for the old code: TypeError: forward() got an",
             id="repairs",
         ),
         pytest.param(
@@ -160,7 +160,7 @@ def test_the_release_break_is_noted_beside_an_edits_own_crash() -> None:
     judged = judge_class("m.py::M", sides, TARGET)
     statuses = {s.name: s.status for s in judged.scenarios}
     assert statuses == {"greedy": ScenarioStatus.CRASHED, "assisted": ScenarioStatus.NO_WORSE}
-    assert f"no worse than {TARGET} in assisted" in judged.detail
+    assert f"{TARGET} breaks assisted for the old code too" in judged.detail
 
 
 def test_without_a_baseline_the_verdict_is_the_two_sided_one() -> None:
@@ -176,7 +176,7 @@ def test_no_worse_alone_is_no_evidence() -> None:
     sides = Sides(side(ok()), side(error()), side(error()))  # type: ignore[arg-type]
     judged = judge_class("m.py::M", sides, TARGET)
     assert judged.verdict is Verdict.UNVERIFIED
-    assert f"no worse than {TARGET} in greedy" in judged.detail
+    assert f"{TARGET} breaks greedy for the old code too" in judged.detail
 
 
 def test_a_kept_verdict_is_not_reverted() -> None:

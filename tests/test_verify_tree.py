@@ -28,9 +28,17 @@ MODELING = "modeling_tinylm.py"
 OVERRIDE = re.compile(r"\n    def prepare_inputs_for_generation\(.*?\n        return model_inputs\n", re.DOTALL)
 
 
-def _repository(tmp_path: Path) -> Path:
+def _repository(tmp_path: Path, edits: tuple[tuple[str, str], ...] = ()) -> Path:
+    """The fixture as a git repository that pins 4.46.3 (what it runs with when no --target names a release), with
+    ``edits`` (old, new) made to its modeling file before the base commit."""
     root = tmp_path / "tinylm"
     shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "requirements.txt").write_text("transformers==4.46.3\n")
+    text = (root / MODELING).read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (root / MODELING).write_text(text)
     for args in (
         ["init", "-q"],
         ["add", "-A"],
@@ -116,7 +124,7 @@ def test_a_deletion_that_loses_generate_is_caught(tmp_path: Path) -> None:
 
 
 def test_apply_verify_migrates_a_remote_code_repository_onto_the_target(tmp_path: Path) -> None:
-    """The whole job on a tree: judged against the release it will run on (4.46.3 by default), the
+    """The whole job on a tree: judged against the release it will run on (4.46.3, its pin), the
     override deleted with GenerationMixin added (4.46 grants generate() to a class that does not
     inherit it only while it defines the method), verified there and kept."""
     root = _repository(tmp_path)
@@ -153,3 +161,43 @@ def test_diff_verify_prints_what_apply_verify_writes_and_writes_nothing(tmp_path
 def _hunks(patch: str) -> list[str]:
     """A patch's changed lines, whatever its file headers say (git's a/ b/ prefixes and index line)."""
     return [line for line in patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+#: what 4.46.3 breaks for the old code, deliberately: the old override refuses embeddings without padding there, and
+#: the model's forward refuses a padded batch of embeddings (which the edit does not touch)
+RELEASE_BREAKS = (
+    (
+        "    ):\n        if past_key_values is not None:\n            past_length",
+        "    ):\n        if _ON_4463 and inputs_embeds is not None and attention_mask is not None and attention_mask.all():\n"
+        '            raise NotImplementedError("the old override refuses embeddings on 4.46.3")\n'
+        "        if past_key_values is not None:\n            past_length",
+    ),
+    (
+        "        hidden = self.tokens(input_ids) if inputs_embeds is None else inputs_embeds\n",
+        "        hidden = self.tokens(input_ids) if inputs_embeds is None else inputs_embeds\n"
+        "        if _ON_4463 and inputs_embeds is not None and attention_mask is not None and not attention_mask.all():\n"
+        '            raise NotImplementedError("padded embeddings break on 4.46.3")\n',
+    ),
+    (
+        "from transformers import PreTrainedModel\n",
+        'from transformers import PreTrainedModel, __version__\n\n_ON_4463 = __version__ == "4.46.3"\n',
+    ),
+)
+
+
+def test_across_releases_the_old_code_on_the_target_tells_the_release_from_the_edit(tmp_path: Path) -> None:
+    """Three sides: where 4.46.3 breaks the old code and the deletion alike (padded embeddings) the deletion is no
+    worse than the release; where only the old code breaks (its override on embeddings) it repairs. Kept either way
+    (``verify`` exits 0), the release's own break named."""
+    root = _repository(tmp_path, RELEASE_BREAKS)
+    _change(root, None)
+    verdict = _verify(root, tmp_path, "--from", "4.45.2", "--target", "4.46.3")
+    ran = {s["name"]: s for s in verdict["scenarios"]}
+    assert verdict["verdict"] == "no-worse", verdict["detail"]
+    assert ran["inputs-embeds-padded"]["status"] == "no-worse", ran["inputs-embeds-padded"]
+    assert ran["inputs-embeds"]["status"] == "repairs", ran["inputs-embeds"]
+    assert verdict["detail"] == (
+        "identical where 4.46.3 runs the old code; 4.46.3 breaks inputs-embeds-padded for the old code too: "
+        "NotImplementedError: padded embeddings break on 4.46.3; repairs inputs-embeds, which 4.46.3 breaks for the "
+        "old code: NotImplementedError: the old override refuses embeddings on 4.46.3"
+    )

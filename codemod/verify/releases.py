@@ -27,6 +27,8 @@ from codemod.verify.documents import ClassVerdict, ResultDocument, ScenarioDocum
 KEPT = frozenset({Verdict.IDENTICAL, Verdict.NO_WORSE, Verdict.REPAIRS})
 
 _FAILED = (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
+#: what a judged scenario's detail says before the release's own break (``_note`` reads what follows)
+_FOR_OLD = "for the old code"
 
 
 def without_placeholder(reference: ScenarioDocument, other: ScenarioDocument) -> tuple[ScenarioDocument, ...]:
@@ -83,7 +85,7 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
         return outcome  # the target runs the old code as its release did: the candidate answers for itself
     reason = _reason(on_target, runs.baseline)
     if outcome.status is ScenarioStatus.SAME:
-        detail = f"{release} breaks it for the old code ({reason}); the new code generates as on the old release"
+        detail = f"the new code generates as on the old release; {release} breaks it {_FOR_OLD}: {reason}"
         return dataclasses.replace(outcome, status=ScenarioStatus.REPAIRS, detail=detail)
     alike = compare_scenario(runs.baseline, runs.candidate, same_inputs=False)
     if alike.status not in (ScenarioStatus.SAME, ScenarioStatus.SAME_ERROR):
@@ -91,7 +93,7 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
     return dataclasses.replace(
         outcome,
         status=ScenarioStatus.NO_WORSE,
-        detail=f"{release} breaks it for the old code too: {reason}",
+        detail=f"{release} breaks it {_FOR_OLD} too: {reason}",
         difference=None,
         repair=None,
     )
@@ -208,15 +210,23 @@ def _rejudged(
 
 
 def _note(outcomes: Sequence[ScenarioOutcome], release: str) -> str:
-    """What the baseline showed: the scenarios the release breaks for the old code too, and those repaired."""
+    """What the baseline showed: the scenarios the release breaks for the old code too, and those repaired, each
+    with the first one's break."""
     parts = []
     no_worse = [o for o in outcomes if o.status is ScenarioStatus.NO_WORSE]
     if no_worse:
-        parts.append(f"no worse than {release} in {_listed(no_worse)}: {no_worse[0].detail}")
+        parts.append(f"{release} breaks {_listed(no_worse)} {_FOR_OLD} too: {_break_in(no_worse[0])}")
     repairs = [o for o in outcomes if o.status is ScenarioStatus.REPAIRS]
     if repairs:
-        parts.append(f"repairs {_listed(repairs)}: {repairs[0].detail}")
+        parts.append(f"repairs {_listed(repairs)}, which {release} breaks {_FOR_OLD}: {_break_in(repairs[0])}")
     return "; ".join(parts)
+
+
+def _break_in(outcome: ScenarioOutcome) -> str:
+    """The release's own break, as ``judge`` wrote it into a scenario's detail."""
+    return outcome.detail.split(
+        f"{_FOR_OLD} too: " if outcome.status is ScenarioStatus.NO_WORSE else f"{_FOR_OLD}: ", 1
+    )[-1]
 
 
 def _listed(outcomes: Sequence[ScenarioOutcome]) -> str:
