@@ -201,3 +201,14 @@ def test_across_releases_the_old_code_on_the_target_tells_the_release_from_the_e
         "NotImplementedError: padded embeddings break on 4.46.3; repairs inputs-embeds, which 4.46.3 breaks for the "
         "old code: NotImplementedError: the old override refuses embeddings on 4.46.3"
     )
+
+
+def test_embeddings_generated_on_a_4_33_release_compare_without_its_placeholder(tmp_path: Path) -> None:
+    """4.33's generate() returns the start token in front of what it generates from ``inputs_embeds``, 4.46's does
+    not: compared as they come, both embeddings scenarios differed by a shift of one (issue 42's InternLM)."""
+    root = _repository(tmp_path)
+    _change(root, None)
+    verdict = _verify(root, tmp_path, "--from", "4.33.3", "--target", "4.46.3")
+    assert verdict["verdict"] == "identical", verdict["detail"]
+    ran = {s["name"]: s["status"] for s in verdict["scenarios"]}
+    assert ran["inputs-embeds"] == ran["inputs-embeds-padded"] == "same", ran
