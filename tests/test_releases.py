@@ -254,9 +254,11 @@ class SideWorker:
     in assisted decoding, the reference and the candidate generate alike."""
 
     requests: list[str] = []
+    ceilings: set[int] = set()
 
     def __init__(self, side: object, device: str, log: Path, memory_mb: int = 0) -> None:
         self.name = log.name.split("-")[0]
+        SideWorker.ceilings.add(memory_mb)
 
     def start(self) -> None:
         pass
@@ -277,7 +279,7 @@ def test_the_runner_runs_the_baseline_on_a_third_worker(
     """Across releases the old code also loads the tiny models on the target; without a baseline (``--from`` is
     the target) nothing more runs."""
     monkeypatch.setattr(runner, "Worker", SideWorker)
-    SideWorker.requests = []
+    SideWorker.requests, SideWorker.ceilings = [], set()
     where = Side(Path("python"), (), tmp_path)
     across = Across(TARGET, where if baseline else None)
     (judged,) = runner.verify_targets(
@@ -290,3 +292,5 @@ def test_the_runner_runs_the_baseline_on_a_third_worker(
     )
     assert judged.verdict == verdict, judged.detail
     assert SideWorker.requests == ["old:build", "new:load", *(["baseline:load"] if baseline else [])]
+    # three workers share the machine's memory where a baseline runs
+    assert SideWorker.ceilings == {runner.worker_memory_mb("cpu", 1, 3 if baseline else 2)}

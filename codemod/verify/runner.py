@@ -99,13 +99,13 @@ class Side:
 # --------------------------------------------------------------------------------------------- workers
 
 
-def worker_memory_mb(device: str, jobs: int) -> int:
-    """The heap ceiling of one worker: 80% of this machine's memory shared by the 2 x ``jobs``
-    workers on CPU (on a GPU the models live in device memory: no ceiling). 0 means none."""
+def worker_memory_mb(device: str, jobs: int, sides: int = 2) -> int:
+    """The heap ceiling of one worker: 80% of this machine's memory shared by the ``sides`` x ``jobs``
+    workers on CPU (3 sides across releases; on a GPU the models live in device memory: no ceiling). 0: none."""
     if device != "cpu":
         return 0
     total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
-    return max(1024, int(0.8 * total_mb / (2 * max(1, jobs))))
+    return max(1024, int(0.8 * total_mb / (sides * max(1, jobs))))
 
 
 class Worker:
@@ -244,10 +244,10 @@ def verify_targets(
 
     def pair(number: int) -> None:
         nonlocal done_count
-        memory_mb = worker_memory_mb(options.device, options.jobs)
+        baseline = across.baseline if across is not None else None
+        memory_mb = worker_memory_mb(options.device, options.jobs, 3 if baseline else 2)
         old_worker = Worker(old, options.device, scratch / f"old-{number}.log", memory_mb)
         new_worker = Worker(new, options.device, scratch / f"new-{number}.log", memory_mb)
-        baseline = across.baseline if across is not None else None
         workers = (old_worker, new_worker) + (
             (Worker(baseline, options.device, scratch / f"baseline-{number}.log", memory_mb),) if baseline else ()
         )
