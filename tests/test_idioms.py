@@ -228,6 +228,23 @@ def test_each_idiom_is_migrated_onto_5x(before: str, after: str, codes: set[str]
     assert result.not_migrated == ()
 
 
+def test_attention_classes_built_through_a_table_get_the_index() -> None:
+    """InternLM2's shape: ``TABLE[config.attn_implementation](config=config)``, a subclass without ``__init__``."""
+    source = LLAMA.replace(
+        "self.self_attn = Attention(config=config)", "self.self_attn = TABLE[config.impl](config=config)"
+    )
+    source += (
+        "\n\nclass FlashAttention(Attention):\n    pass\n\n\nTABLE = {'eager': Attention, 'flash': FlashAttention}\n"
+    )
+    result = migrate(source, FIVE)
+    assert result.not_migrated == ()
+    assert "self.self_attn = TABLE[config.impl](config=config, layer_idx=layer_idx)" in result.source
+    assert (
+        "    def __init__(self, config, layer_idx=None):\n        super().__init__()\n        self.layer_idx = layer_idx\n"
+        in result.source
+    )
+
+
 def test_the_model_loop_builds_the_cache_the_4x_way_where_the_target_has_from_legacy_cache() -> None:
     result = migrate(LLAMA, FOUR)
     assert "past_key_values = DynamicCache.from_legacy_cache(past_key_values)" in result.source
@@ -247,10 +264,10 @@ def test_no_legacy_cache_idiom_is_left_in_the_migrated_llama() -> None:
     ("source", "reason"),
     [
         pytest.param(
-            LLAMA.replace("self.self_attn = Attention(config=config)", "self.self_attn = CLASSES['eager'](config)")
-            + "\nCLASSES = {'eager': Attention}\n",
+            LLAMA.replace("self.self_attn = Attention(config=config)", "self.self_attn = Attn(config=config)")
+            + "\nAttn = Attention\n",
             "named outside a call",
-            id="attention-from-a-dict",
+            id="attention-through-an-alias",
         ),
         pytest.param(
             LLAMA[LLAMA.index("class Model") :],

@@ -45,7 +45,7 @@ LAYER_PAST = ("past_key_value", "layer_past")
 MODEL_PAST = "past_key_values"
 PRESENTS = re.compile(r"^(presents|present_key_values|next_decoder_cache|next_cache|new_past|next_past)$")
 _PAST_LENGTH = re.compile(rf"^{MODEL_PAST}\[0\]\[0\]\.shape\[-?2\]$")
-_LAYER_OF = re.compile(rf"^{MODEL_PAST}\[(\w+)\]if{MODEL_PAST}(isnotNone)?elseNone$")
+_LAYER_OF = re.compile(rf"^\(?{MODEL_PAST}\[(\w+)\]if{MODEL_PAST}(isnotNone)?elseNone\)?$")
 
 
 def _statements(function: cst.FunctionDef) -> list[cst.BaseStatement]:

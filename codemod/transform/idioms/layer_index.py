@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.transform.idioms.base import Plan, Source, classes, functions, is_name, parameters, squeezed, walk
+from codemod.transform.idioms.base import Plan, Source, classes, functions, parameters, squeezed, walk
 
 LAYER_IDX = "layer_idx"
 
@@ -83,20 +83,43 @@ def _enclosing(source: Source, target: cst.CSTNode) -> tuple[cst.ClassDef, cst.F
     return None
 
 
+def _class_tables(source: Source, names: set[str]) -> dict[str, set[int]]:
+    """Module-level ``TABLE = {"eager": Attention, ...}`` naming a class in ``names``: table -> ids of those names."""
+    tables: dict[str, set[int]] = {}
+    for statement in source.module.body:
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Dict)):
+            continue
+        target = small.targets[0].target
+        named = [e.value for e in small.value.elements if isinstance(e, cst.DictElement)]
+        if isinstance(target, cst.Name) and any(isinstance(v, cst.Name) and v.value in names for v in named):
+            tables[target.value] = {id(v) for v in named if isinstance(v, cst.Name)} | {id(target)}
+    return tables
+
+
 def _calls_of(source: Source, names: set[str]) -> tuple[list[cst.Call], str | None]:
-    """Every call of a class in ``names``, or why the class is used otherwise (named outside a call)."""
+    """Every call of a class in ``names``, directly or through a module-level table of classes
+    (``TABLE[config.attn_implementation](config=config)``), or why a class is used otherwise."""
+    tables = _class_tables(source, names)
     calls: list[cst.Call] = []
-    called: set[int] = set()
+    allowed: set[int] = set().union(*tables.values()) if tables else set()
     for node in walk(source.module):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in names:
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in names:
             calls.append(node)
-            called.add(id(node.func))
+            allowed.add(id(func))
+        elif isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+            calls.append(node)
+            allowed.add(id(func.value))
     for node in walk(source.module):
-        if isinstance(node, cst.Name) and node.value in names and id(node) not in called:
-            line = source.line(node)
-            if not any(isinstance(c, cst.ClassDef) and c.name is node for c in walk(source.module)):
-                if not _is_base(source, node):
-                    return [], f"line {line}: {node.value} is named outside a call (a dict of classes, an alias)"
+        if not isinstance(node, cst.Name) or id(node) in allowed or node.value not in names | set(tables):
+            continue
+        if not any(isinstance(c, cst.ClassDef) and c.name is node for c in walk(source.module)):
+            if not _is_base(source, node):
+                line = source.line(node)
+                return [], f"line {line}: {node.value} is named outside a call (an alias, a table passed on)"
     return calls, None
 
 
@@ -122,22 +145,37 @@ def _comprehension_site(source: Source, call: cst.Call, plan: Plan) -> str | Non
     return f"line {source.line(call)}: the layer is built outside a comprehension over range()"
 
 
+def _init_owner(by_name: dict[str, cst.ClassDef], name: str) -> cst.ClassDef | None:
+    """The class of this module whose ``__init__`` class ``name`` runs: itself, or the base it inherits it from."""
+    cls, seen = by_name.get(name), set()
+    while cls is not None and _init(cls) is None and cls.name.value not in seen:
+        seen.add(cls.name.value)
+        bases = [b.value.value for b in cls.bases if isinstance(b.value, cst.Name) and b.value.value in by_name]
+        cls = by_name[bases[0]] if bases else None
+    return cls
+
+
 def thread(source: Source, attention_classes: set[str]) -> Plan | str:
     """The plan that gives each attention class in ``attention_classes`` its layer index, or why it cannot."""
     plan = Plan()
     by_name = {c.name.value: c for c in classes(source.module)}
+    owners: dict[str, cst.ClassDef] = {}
     for name in sorted(attention_classes):
-        cls = by_name.get(name)
-        if cls is None or keeps_layer_idx(source, cls):
+        owner = _init_owner(by_name, name)
+        if owner is None:
+            return f"{name} has no __init__ in this file to keep a layer index"
+        owners[owner.name.value] = owner
+    for name, cls in sorted(owners.items()):
+        if keeps_layer_idx(source, cls):
             continue
         init = _init(cls)
-        if init is None:
-            return f"line {source.line(cls)}: {name} has no __init__ of its own to keep a layer index"
+        assert init is not None  # an owner has one
         why = _takes_layer_idx(init, source, plan, keep=True)
         if why:
             return why
-        subclasses = {c.name.value for c in by_name.values() if any(is_name(b.value, name) for b in c.bases)}
-        calls, why = _calls_of(source, {name} | {s for s in subclasses if _init(by_name[s]) is None})
+        # the classes that run this __init__: those built anywhere must be handed the index
+        runs_it = {n for n in by_name if (o := _init_owner(by_name, n)) is not None and o.name.value == name}
+        calls, why = _calls_of(source, runs_it)
         if why:
             return why
         for call in calls:
