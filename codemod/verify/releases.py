@@ -27,6 +27,18 @@ from codemod.verify.documents import ClassVerdict, ResultDocument, ScenarioDocum
 KEPT = frozenset({Verdict.IDENTICAL, Verdict.NO_WORSE, Verdict.REPAIRS})
 
 _FAILED = (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
+#: the scenario outcomes that leave a class kept (any other is a failure of the edit's, whatever its name)
+_KEPT_OUTCOMES = frozenset(
+    {
+        ScenarioStatus.SAME,
+        ScenarioStatus.REPAIRS,
+        ScenarioStatus.NO_WORSE,
+        ScenarioStatus.SKIPPED,
+        ScenarioStatus.SAME_ERROR,
+        ScenarioStatus.BOTH_FAIL,
+        ScenarioStatus.EXTENDED,
+    }
+)
 #: what a judged scenario's detail says before the release's own break (``_note`` reads what follows)
 _FOR_OLD = "for the old code"
 
@@ -182,9 +194,16 @@ def _rejudged(
     decides it; else the evidence ``compare`` asks of an identical class (a repaired scenario counts, having
     matched the reference), and no worse or repairs, the release's own break named."""
     note = _note(outcomes, release)
-    failing = [o for o in outcomes if o.status in _FAILED]
+    failing = [o for o in outcomes if o.status not in _KEPT_OUTCOMES]
     if failing:
-        kind = Verdict.CRASHED if any(o.status is ScenarioStatus.CRASHED for o in failing) else Verdict.DIFFERS
+        statuses = {o.status for o in failing}
+        kind = (
+            Verdict.CRASHED
+            if ScenarioStatus.CRASHED in statuses
+            else Verdict.DIFFERS
+            if ScenarioStatus.DIFFERS in statuses
+            else verdict.verdict
+        )
         detail = f"{failing[0].name}: {failing[0].detail}; {note}"
         return dataclasses.replace(verdict, verdict=kind, scenarios=outcomes, detail=detail)
     evidence = [
