@@ -75,6 +75,9 @@ def test_each_scenario_is_judged_with_the_old_code_on_the_target(
     if status == "no-worse":
         assert judged.detail.startswith(f"{TARGET} breaks it for the old code too: ")
         assert judged.difference is None and judged.repair is None  # no difference of the edit's to show or repair
+    if status in ("crashed", "differs"):  # the verdict says whose failure it is, and what the old code did there
+        assert judged.detail.startswith(outcome.detail) and f"(the new code's own: {TARGET} " in judged.detail
+        assert judged.difference == outcome.difference and judged.repair == outcome.repair
 
 
 def test_a_scenario_the_target_breaks_names_the_release_and_its_error() -> None:

@@ -89,19 +89,23 @@ class Runs:
 def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome:
     """``outcome`` (the candidate against the reference) once the baseline is known: no worse than ``release``
     where the baseline fails or differs the way the candidate does, repairs where only the candidate matches
-    the reference, else as it was."""
+    the reference, else as it was (a failure saying it is the new code's own, and what the baseline did)."""
     if outcome.status not in (*_FAILED, ScenarioStatus.SAME):
         return outcome
     on_target = compare_scenario(runs.reference, runs.baseline, same_inputs=False)
     if on_target.status is ScenarioStatus.SAME:
-        return outcome  # the target runs the old code as its release did: the candidate answers for itself
+        if outcome.status is ScenarioStatus.SAME:
+            return outcome
+        own = f"the new code's own: {release} runs the old code as its release did"
+        return dataclasses.replace(outcome, detail=f"{outcome.detail} ({own})")
     reason = _reason(on_target, runs.baseline)
     if outcome.status is ScenarioStatus.SAME:
         detail = f"the new code generates as on the old release; {release} breaks it {_FOR_OLD}: {reason}"
         return dataclasses.replace(outcome, status=ScenarioStatus.REPAIRS, detail=detail)
     alike = compare_scenario(runs.baseline, runs.candidate, same_inputs=False)
     if alike.status not in (ScenarioStatus.SAME, ScenarioStatus.SAME_ERROR):
-        return outcome  # the edit fails otherwise than the release does: its own fault
+        own = f"the new code's own: {release} breaks it {_FOR_OLD} otherwise: {reason}"
+        return dataclasses.replace(outcome, detail=f"{outcome.detail} ({own})")
     return dataclasses.replace(
         outcome,
         status=ScenarioStatus.NO_WORSE,
@@ -204,7 +208,7 @@ def _rejudged(
             if ScenarioStatus.DIFFERS in statuses
             else verdict.verdict
         )
-        detail = f"{failing[0].name}: {failing[0].detail}; {note}"
+        detail = "; ".join(part for part in (f"{failing[0].name}: {failing[0].detail}", note) if part)
         return dataclasses.replace(verdict, verdict=kind, scenarios=outcomes, detail=detail)
     evidence = [
         dataclasses.replace(o, status=ScenarioStatus.SAME) if o.status is ScenarioStatus.REPAIRS else o
