@@ -96,16 +96,16 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
     if on_target.status is ScenarioStatus.SAME:
         if outcome.status is ScenarioStatus.SAME:
             return outcome
-        own = f"the new code's own: {release} runs the old code as its release did"
-        return dataclasses.replace(outcome, detail=f"{outcome.detail} ({own})")
+        own = f"the new code's own ({release} runs the old code as its release did)"
+        return dataclasses.replace(outcome, detail=f"{own}: {outcome.detail}")
     reason = _reason(on_target, runs.baseline)
     if outcome.status is ScenarioStatus.SAME:
         detail = f"the new code generates as on the old release; {release} breaks it {_FOR_OLD}: {reason}"
         return dataclasses.replace(outcome, status=ScenarioStatus.REPAIRS, detail=detail)
     alike = compare_scenario(runs.baseline, runs.candidate, same_inputs=False)
     if alike.status not in (ScenarioStatus.SAME, ScenarioStatus.SAME_ERROR):
-        own = f"the new code's own: {release} breaks it {_FOR_OLD} otherwise: {reason}"
-        return dataclasses.replace(outcome, detail=f"{outcome.detail} ({own})")
+        own = f"the new code's own ({release} breaks it {_FOR_OLD} otherwise: {reason})"
+        return dataclasses.replace(outcome, detail=f"{own}: {outcome.detail}")
     return dataclasses.replace(
         outcome,
         status=ScenarioStatus.NO_WORSE,
