@@ -48,6 +48,11 @@ class Model:
     files: tuple[str, ...]
     written_for: str
     requirements: tuple[str, ...] = ()
+    # modules the code imports only inside a method that generation never calls: empty stand-ins satisfy
+    # transformers' import check without installing them (and what they pull in) into an old release's env
+    stubs: tuple[str, ...] = ()
+    # keyword arguments for the model's __init__ (ChatGLM's empty_init=False: random weights, not torch.empty)
+    init: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
@@ -82,6 +87,8 @@ def parse_manifest(document: dict[str, Any]) -> list[Model]:
                 files=tuple(entry["files"]),
                 written_for=entry["written_for"],
                 requirements=tuple(entry.get("requirements", ())),
+                stubs=tuple(entry.get("stubs", ())),
+                init=dict(entry.get("init", {})),
                 config=dict(entry.get("config", {})),
                 note=entry.get("note", ""),
             )
@@ -241,6 +248,19 @@ def render_markdown(results: dict[str, Any]) -> str:
                 failures.append(f"- `{name}` on {target}, after, {key.replace('_', ' ')}: {_md(error)}")
     if failures:
         out += ["", "## What still fails after `apply` (our generation check)", "", *failures]
+    out += ["", "## Sources", "", "| model | repository | commit | apply --verify seconds (per target) |"]
+    out.append("|---|---|---|---|")
+    for name in sorted(results.get("models", {})):
+        model = results["models"][name]
+        seconds = ", ".join(
+            f"{t}: {run.get('apply', {}).get('seconds', '?')}"
+            for t, run in sorted(model.get("targets", {}).items(), key=lambda kv: _version_key(kv[0]))
+        )
+        out.append(f"| `{name}` | {model.get('repo', '?')} | `{model.get('commit', '?')[:12]}` | {seconds} |")
+    out += [
+        "",
+        "Reproduce: `.venv/bin/python -m bench.corpus --mirror DIR --json results.json --markdown docs/corpus.md`.",
+    ]
     return "\n".join(out) + "\n"
 
 

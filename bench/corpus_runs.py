@@ -203,24 +203,34 @@ def generate_side(
     """Our own generation check of ``tree`` on transformers ``version`` (in the tool's release environment)."""
     from codemod.verify.sides import release_environment
 
-    try:
-        environment, src = release_environment(version, "cpu", requirements=model.requirements, progress=say)
-    except Exception as error:  # noqa: BLE001 - an environment that cannot be made is a result
-        return {"errors": {"load": f"no environment for transformers {version}: {error}"}}
+    for attempt in range(3):
+        try:
+            environment, src = release_environment(version, "cpu", requirements=model.requirements, progress=say)
+            break
+        except Exception as error:  # noqa: BLE001 - an environment that cannot be made is a result
+            if "not a pristine" not in str(error) or attempt == 2:
+                return {"errors": {"load": f"no environment for transformers {version}: {error}"}}
+            time.sleep(30)  # another process is using the shared release checkout right now
     with tempfile.TemporaryDirectory(prefix="corpus-side-") as scratch:
         copy = Path(scratch) / TREE
         shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         out = Path(scratch) / "out.json"
+        stubs = Path(scratch) / "stubs"
+        for name in model.stubs:
+            (stubs / name).mkdir(parents=True)
+            (stubs / name / "__init__.py").write_text("")
         env = {
             **os.environ,
-            "PYTHONPATH": str(src),
+            "PYTHONPATH": os.pathsep.join([str(src), str(stubs)]),
             "HF_MODULES_CACHE": str(Path(scratch) / "modules"),
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONDONTWRITEBYTECODE": "1",  # the release checkouts are shared: leave them pristine
             "OMP_NUM_THREADS": "1",
         }
         command = ["nice", "-n", "10", str(environment.python), str(WORKER), str(copy), str(weights), str(out)]
+        command += ["--init", json.dumps(model.init)]
         start = time.monotonic()
         try:
             done = subprocess.run(

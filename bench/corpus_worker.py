@@ -38,7 +38,7 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {message[:300]}{where}"
 
 
-def build(tree: Path, weights: Path, make: bool) -> Any:
+def build(tree: Path, weights: Path, make: bool, init: dict[str, Any]) -> Any:
     import torch
     import transformers
 
@@ -46,7 +46,7 @@ def build(tree: Path, weights: Path, make: bool) -> Any:
     auto_map = getattr(config, "auto_map", {}) or {}
     name = next(a for a in AUTO_CLASSES if a in auto_map)
     torch.manual_seed(0)
-    model = getattr(transformers, name).from_config(config, trust_remote_code=True)
+    model = getattr(transformers, name).from_config(config, trust_remote_code=True, **init)
     model = model.float().eval()
     if make:
         torch.save(model.state_dict(), weights)
@@ -89,6 +89,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("weights", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--make-weights", action="store_true")
+    parser.add_argument("--init", default="{}", help="JSON: keyword arguments for the model's __init__")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"tokens": {}, "errors": {}}
     try:
@@ -96,7 +97,7 @@ def main(argv: list[str]) -> int:
 
         result["transformers"] = transformers.__version__
         model, result["auto_class"], result["missing"], result["unexpected"] = build(
-            args.tree, args.weights, args.make_weights
+            args.tree, args.weights, args.make_weights, json.loads(args.init)
         )
         no_eos(model)
     except Exception as error:  # noqa: BLE001 - the failure is the result
