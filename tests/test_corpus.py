@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from bench.corpus import (
     MANIFEST,
+    REPO,
     ManifestError,
     load_manifest,
     merge_results,
@@ -93,13 +95,13 @@ LLAMA_LIKE = {
             LLAMA_LIKE,
             {
                 **LLAMA_LIKE,
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "num_attention_heads": 4,
-                "num_key_value_heads": 4,
-                "num_hidden_layers": 2,
+                "hidden_size": 96,
+                "intermediate_size": 192,
+                "num_attention_heads": 3,
+                "num_key_value_heads": 3,
+                "num_hidden_layers": 3,
                 "max_position_embeddings": 256,
-                "vocab_size": 128,
+                "vocab_size": 160,
                 "torch_dtype": "float32",
             },
         ),
@@ -117,11 +119,11 @@ LLAMA_LIKE = {
                 "rotary_dim": 64,
             },
             {
-                "n_embd": 64,
-                "n_head": 4,
-                "num_key_value_heads": 2,
-                "n_layer": 2,
-                "vocab_size": 128,
+                "n_embd": 96,
+                "n_head": 3,
+                "num_key_value_heads": 1,
+                "n_layer": 3,
+                "vocab_size": 160,
                 "bos_token_id": 1,
                 "eos_token_id": [2, 2],
                 "n_ctx": 128,
@@ -144,7 +146,7 @@ def test_overrides_merge_nested_keys_and_leave_the_input_alone() -> None:
     kept = copy.deepcopy(config)
     shrunk = shrink_config(config, {"attn_config": {"attn_impl": "torch", "kv_n_heads": 2}, "use_flash_attn": False})
     assert shrunk == {
-        "d_model": 64,
+        "d_model": 96,
         "attn_config": {"attn_impl": "torch", "alibi": True, "kv_n_heads": 2},
         "use_flash_attn": False,
     }
@@ -271,3 +273,23 @@ def test_merging_results_replaces_a_model_and_keeps_the_others() -> None:
     assert merged["tool_commit"] == "new"
     assert merged["models"]["a"]["targets"] == {"4.46.3": 1, "5.23.0": 3}
     assert merged["models"]["b"] == {"targets": {}}
+
+
+def test_tiny_sizes_differ_from_the_verifiers_own() -> None:
+    """The verifier passes its config class only the keys its shrinking changes: a config.json already at
+    its sizes would be rebuilt from the class defaults, which no real repository's config.json triggers."""
+    # read, not imported: the verifier's tiny package imports torch, which the tool's own venv lacks
+    source = (REPO / "codemod" / "verify" / "tiny" / "shrink.py").read_text()
+    sizes = next(
+        ast.literal_eval(node.value)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and node.target.id == "SIZES"
+        and node.value is not None
+    )
+    shrunk = shrink_config(LLAMA_LIKE)
+    first = sizes[0]
+    assert shrunk["hidden_size"] != first["hidden"]
+    assert shrunk["num_hidden_layers"] != first["layers"]
+    assert shrunk["num_attention_heads"] != first["heads"]
