@@ -412,3 +412,29 @@ def test_verify_runs_each_class_with_an_override_in_a_file_whose_idioms_were_fix
     # no idiom fixed (a comment added): the method is the same, no class is run
     modeling.write_text((fixture / "modeling_legacy_llama.py").read_text() + "# a comment\n")
     assert session.targets_from_diff(base, "HEAD")[0] == []
+
+
+def test_diff_makes_the_idiom_fixes_only_with_unsafe_fixes(tmp_path: Path) -> None:
+    """Judged against a stand-in 5.0.0 package (``--mixin``) whose ``DynamicCache`` has no ``from_legacy_cache``."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from codemod.cli import app
+    from tests.conftest import make_target_package
+
+    package = make_target_package(tmp_path / "target", "5.0.0", pretrained_generative=False)
+    (package / "cache_utils.py").write_text("class Cache:\n    pass\n\n\nclass DynamicCache(Cache):\n    pass\n")
+    tree = tmp_path / "tree"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "legacy_llama", tree)
+    runner = CliRunner()
+    safe = runner.invoke(app, ["diff", str(tree), "--no-cache", "--mixin", str(package)])
+    assert "past_key_value.update(" not in safe.stdout  # unsafe: never without asking
+    unsafe = runner.invoke(app, ["diff", str(tree), "--no-cache", "--mixin", str(package), "--unsafe-fixes"])
+    added = {line[1:].strip() for line in unsafe.stdout.splitlines() if line.startswith("+")}
+    assert "key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)" in added
+    assert "past_key_values = DynamicCache(past_key_values)" in added
+    assert "def is_torch_fx_available():" in added
+    assert (tree / "modeling_legacy_llama.py").read_bytes() == (
+        Path(__file__).resolve().parents[1] / "fixtures" / "legacy_llama" / "modeling_legacy_llama.py"
+    ).read_bytes()  # diff writes nothing
