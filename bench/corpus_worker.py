@@ -49,10 +49,30 @@ def build(tree: Path, weights: Path, make: bool, init: dict[str, Any]) -> Any:
     model = getattr(transformers, name).from_config(config, trust_remote_code=True, **init)
     model = model.float().eval()
     if make:
+        reinitialised = fill_uninitialised(model)
         torch.save(model.state_dict(), weights)
-        return model, name, [], []
+        return model, name, reinitialised, []
     missing, unexpected = model.load_state_dict(torch.load(weights), strict=False)
     return model, name, list(missing), list(unexpected)
+
+
+def fill_uninitialised(model: Any) -> list[str]:
+    """Parameters some remote code leaves as ``torch.empty`` (its ``_init_weights`` does nothing, e.g.
+    ChatGLM's RMSNorm): garbage there makes every token the same. Norm-like vectors become ones, the rest
+    small normal noise; the names are returned."""
+    import torch
+
+    names = []
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if torch.isfinite(parameter).all() and parameter.abs().max() < 1e4:
+                continue
+            if parameter.dim() == 1:
+                parameter.fill_(1.0)
+            else:
+                parameter.normal_(0.0, 0.02)
+            names.append(name)
+    return names
 
 
 def no_eos(model: Any) -> None:
@@ -96,6 +116,7 @@ def main(argv: list[str]) -> int:
         import transformers
 
         result["transformers"] = transformers.__version__
+        # with --make-weights, "missing" lists the parameters filled because the model left them uninitialised
         model, result["auto_class"], result["missing"], result["unexpected"] = build(
             args.tree, args.weights, args.make_weights, json.loads(args.init)
         )
