@@ -91,6 +91,7 @@ EXPECTED = [
     (LEGACY, 50, "TB006", "4.44.0"),  # standardize_cache_format
     (LEGACY, 50, "TB006", "4.49.0"),  # _extract_past_from_model_output
     (LEGACY, 54, "TB004", "4.54.0"),
+    ("modeling_modern.py", 20, "TB009", "5.0.0"),  # DynamicCache.from_legacy_cache, which 5.0.0 removed
 ]
 
 

@@ -438,3 +438,87 @@ def test_diff_makes_the_idiom_fixes_only_with_unsafe_fixes(tmp_path: Path) -> No
     assert (tree / "modeling_legacy_llama.py").read_bytes() == (
         Path(__file__).resolve().parents[1] / "fixtures" / "legacy_llama" / "modeling_legacy_llama.py"
     ).read_bytes()  # diff writes nothing
+
+
+CACHE_API = """
+class Attention(nn.Module):
+    def forward(self, hidden_states, past_key_value=None):
+        kv_seq_len = hidden_states.shape[-2]
+        if past_key_value is not None:
+            kv_seq_len += past_key_value.get_usable_length(kv_seq_len, self.layer_idx)
+        return kv_seq_len
+
+
+class Model(PreTrainedModel):
+    def forward(self, input_ids, past_key_values=None, use_cache=None):
+        if use_cache:
+            use_legacy_cache = not isinstance(past_key_values, Cache)
+            if use_legacy_cache:
+                past_key_values = DynamicCache.from_legacy_cache(past_key_values)
+            past_key_values_length = past_key_values.get_usable_length(input_ids.shape[1])
+        next_decoder_cache = past_key_values
+        next_cache = next_decoder_cache.to_legacy_cache() if use_legacy_cache else next_decoder_cache
+        return next_cache
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+        past_length = past_key_values.seen_tokens
+        return past_length
+"""
+
+CACHE_API_AFTER = """
+class Attention(nn.Module):
+    def forward(self, hidden_states, past_key_value=None):
+        kv_seq_len = hidden_states.shape[-2]
+        if past_key_value is not None:
+            kv_seq_len += past_key_value.get_seq_length(self.layer_idx)
+        return kv_seq_len
+
+
+class Model(PreTrainedModel):
+    def forward(self, input_ids, past_key_values=None, use_cache=None):
+        if use_cache:
+            use_legacy_cache = not isinstance(past_key_values, Cache)
+            if use_legacy_cache:
+                past_key_values = DynamicCache(past_key_values)
+            past_key_values_length = past_key_values.get_seq_length()
+        next_decoder_cache = past_key_values
+        next_cache = next_decoder_cache
+        return next_cache
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+        past_length = past_key_values.get_seq_length()
+        return past_length
+"""
+
+
+def test_removed_cache_methods_are_moved_onto_what_5x_offers() -> None:
+    result = migrate(CACHE_API, FIVE)
+    assert result.source == CACHE_API_AFTER
+    assert [e.code for e in result.edits] == ["TB009"] * 5
+    assert result.not_migrated == ()
+
+
+def test_on_4_57_only_what_4_54_removed_is_moved() -> None:
+    result = migrate(CACHE_API, FOUR)  # from_legacy_cache and to_legacy_cache are still there
+    assert "DynamicCache.from_legacy_cache(past_key_values)" in result.source
+    assert "next_decoder_cache.to_legacy_cache() if use_legacy_cache" in result.source
+    assert "get_usable_length" not in result.source and "seen_tokens" not in result.source
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        pytest.param(
+            "x = past_key_values.get_usable_length(n, layer_idx=0, extra=1)\n",
+            "get_usable_length with arguments other than",
+            id="usable-length-other-arguments",
+        ),
+        pytest.param(
+            "def f(cache):\n    return cache.to_legacy_cache()\n", "return the Cache itself", id="to-legacy-alone"
+        ),
+    ],
+)
+def test_a_removed_cache_method_not_recognised_exactly_is_reported(source: str, reason: str) -> None:
+    result = migrate(source, FIVE)
+    assert result.source == source
+    assert [n.code for n in result.not_migrated] == ["TB009"] and reason in result.not_migrated[0].reason

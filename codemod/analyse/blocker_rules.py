@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFacts
+from codemod.analyse.cache_api_rule import CACHE_API
 
 #: the names legacy code gives the cache, a layer's past, or the tuple a model loop builds
 _PAST = re.compile(r"^(layer_)?past(_key_values?|_kv|_key_value_layer)?$")
@@ -513,4 +514,5 @@ RULES: tuple[BlockerRule, ...] = (
             NearMiss("relative", "from .configuration_toy import ToyConfig\n", "the tree's own module"),
         ),
     ),
+    CACHE_API,
 )

@@ -18,8 +18,9 @@ from typing import TypeVar
 
 import libcst as cst
 
-from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, apply
+from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, apply, walk
 from codemod.transform.idioms.cache import migrate_caches
+from codemod.transform.idioms.cache_api import cache_methods
 from codemod.transform.idioms.removed import fx_available, head_mask, reorder_cache
 
 __all__ = ["FIXES", "IdiomEdit", "IdiomResult", "IdiomTarget", "NotMigrated", "migrate", "target_of"]
@@ -39,6 +40,9 @@ FIXES = {
     "written in the module",
     "TB008": "`is_torch_fx_available` is defined in the module (it returned True on every torch 5.x supports); "
     "other removed names are reported only",
+    "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
+    "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
+    "c` returns `c`",
 }
 
 
@@ -65,12 +69,22 @@ def migrate(text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(reorder_cache(source, caches_are_objects=not caches.not_migrated))
     plan.merge(head_mask(source, target))
     plan.merge(fx_available(source, target))
+    methods = cache_methods(source, target)
+    if _disjoint(plan, methods):
+        plan.merge(methods)
+    else:  # an edit inside another's would be lost when the outer one is written
+        plan.not_migrated += [NotMigrated(e.code, e.line, "inside another idiom's edit") for e in methods.edits]
     if not plan.edits:
         return IdiomResult(text, (), _ordered(plan.not_migrated))
     return IdiomResult(apply(source, plan), _ordered(plan.edits), _ordered(plan.not_migrated))
 
 
 _Item = TypeVar("_Item", IdiomEdit, NotMigrated)
+
+
+def _disjoint(plan: Plan, other: Plan) -> bool:
+    inside = {id(n) for node in plan.replace for n in walk(node)}
+    return not inside & {id(n) for node in other.replace for n in walk(node)}
 
 
 def _ordered(items: list[_Item]) -> tuple[_Item, ...]:
