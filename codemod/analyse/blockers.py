@@ -240,7 +240,7 @@ def explain(code: str) -> str | None:
 
 def _fix(code: str) -> str:
     """What the rule's fix does (``codemod.transform.idioms``), or that it is reported only."""
-    from codemod.transform.idioms import FIXES
+    from codemod.analyse.blocker_fixes import FIXES
 
     fix = FIXES.get(code)
     if fix is None:

@@ -1,0 +1,24 @@
+"""What the fixes of ``codemod.transform.idioms`` do, by blocker rule: data the analysis layer shows
+(``codemod explain``) without importing the transformation."""
+
+from __future__ import annotations
+
+#: what each migrated blocker rule's fix does (``codemod explain TBxxx``); the rules not here are reported only
+FIXES = {
+    "TB001": "`past_key_values[0][0].shape[2]` reads `past_key_values.get_seq_length()` after a `DynamicCache` is "
+    "made from what was given (`from_legacy_cache` where the target has it); a layer gets the cache itself, and "
+    "`past_key_value[0].shape[-2]` reads `past_key_value.get_seq_length(self.layer_idx)`",
+    "TB002": "`torch.cat([past_key_value[0], key], dim=2)` and its value twin become `key, value = "
+    "past_key_value.update(key, value, self.layer_idx)`, a `layer_idx` threaded through the decoder layer and its "
+    "`nn.ModuleList` comprehension where the attention has none",
+    "TB003": "`next_decoder_cache += (layer_outputs[1],)` keeps the cache the layer updated: "
+    "`next_decoder_cache = layer_outputs[1]`",
+    "TB004": "deleted where the file's caches are `Cache` objects (migrated, or never tuples)",
+    "TB005": "`self.get_head_mask(head_mask, n)` calls `_get_head_mask(head_mask, n, self.dtype)`, a copy of 4.x's "
+    "written in the module",
+    "TB008": "`is_torch_fx_available` is defined in the module (it returned True on every torch 5.x supports); "
+    "other removed names are reported only",
+    "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
+    "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
+    "c` returns `c`",
+}
