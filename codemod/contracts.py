@@ -80,14 +80,16 @@ CACHE_NAMES = frozenset({"past_key_values", "cache_params", "mems", "past", "pas
 
 
 class Verdict(Vocabulary):
-    """What verification concluded about one class."""
+    """What verification concluded about one class: each word means one thing (the scenarios that extend what the
+    old code could do are a list of their own, ``ClassVerdict.extended``, whatever the verdict)."""
 
-    IDENTICAL = "identical"
-    DIFFERS = "differs"
-    CRASHED = "crashed"
-    UNVERIFIED = "unverified"
+    IDENTICAL = "identical"  # every scenario that ran prepared and generated the same
+    DIFFERS = "differs"  # other tokens or scores
+    CRASHED = "crashed"  # the new code raises where the old code did not (or raises otherwise)
+    UNVERIFIED = "unverified"  # the evidence does not decide (the detail says why)
     NO_WORSE = "no-worse"  # across releases (``verify.releases``): identical wherever the target runs the old code
     REPAIRS = "repairs"  # across releases: identical, also where the target breaks the old code
+    INPUTS_DIFFER = "inputs-differ"  # the same tokens and scores from other prepared inputs: not identical
 
 
 class ScenarioStatus(Vocabulary):
@@ -100,7 +102,8 @@ class ScenarioStatus(Vocabulary):
     BOTH_FAIL = "both-fail"
     SKIPPED = "skipped"  # does not apply to the model
     EXTENDED = "extended"  # only the old code failed: the new code generates
-    DIFFERS = "differs"
+    DIFFERS = "differs"  # other tokens or scores
+    INPUTS_DIFFER = "inputs-differ"  # the same tokens and scores, other prepared inputs
     CRASHED = "crashed"  # failed on the new side only, or differently
     NO_WORSE = "no-worse"  # across releases: failed or differed, and the old code on the target does the same
     REPAIRS = "repairs"  # across releases: the same as the old release, where the old code on the target is not
@@ -108,7 +111,12 @@ class ScenarioStatus(Vocabulary):
     @property
     def compared(self) -> bool:
         """Whether both sides ran it to the end, so that it was compared."""
-        return self in (ScenarioStatus.SAME, ScenarioStatus.DIFFERS, ScenarioStatus.REPAIRS)
+        return self in (
+            ScenarioStatus.SAME,
+            ScenarioStatus.DIFFERS,
+            ScenarioStatus.INPUTS_DIFFER,
+            ScenarioStatus.REPAIRS,
+        )
 
 
 class OverrideId(str):

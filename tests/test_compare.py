@@ -46,7 +46,7 @@ def side(*scenarios, status="ok", caches=False):
         pytest.param(
             ok(),
             ok(calls=[{"input_ids": tensor([5, 6])}, {"input_ids": tensor([6, 7], shape=[1, 2])}]),
-            "differs",
+            "inputs-differ",
             id="same-outputs-other-prepared-inputs",
         ),
         pytest.param(
@@ -146,7 +146,7 @@ def test_a_difference_past_the_values_shown_says_where_it_is() -> None:
     old = ok(calls=[{"input_ids": tensor([5, 6]), "attention_mask": tensor(mask)}])
     new = ok(calls=[{"input_ids": tensor([5, 6]), "attention_mask": tensor(mask[:-1] + [1])}])
     outcome = compare_scenario(old, new)
-    assert outcome.status == "differs" and outcome.difference.key == "attention_mask"
+    assert outcome.status == "inputs-differ" and outcome.difference.key == "attention_mask"
     assert "([7] = 0) -> " in str(outcome.difference) and str(outcome.difference).endswith("([7] = 1)")
 
 
@@ -171,7 +171,8 @@ def test_an_extension_alone_stays_identical_and_is_reported() -> None:
     verdict = compare("a::A", side(*old_runs, crashed, caches=True), side(*new_runs, ok(name="assisted"), caches=True))
     assert verdict.verdict == "identical"
     assert verdict.extended == ("assisted",)
-    assert "extends" in verdict.detail
+    # a column of its own: neither the detail nor the first difference
+    assert verdict.detail == "" and verdict.first_difference is None
 
 
 @pytest.mark.parametrize("scenario", ["inputs-embeds", "inputs-embeds-padded", "eager/inputs-embeds"])
@@ -480,7 +481,7 @@ def test_a_composite_difference_is_named_after_the_decoder_calls() -> None:
     old = {**ok(calls=same_decoder), "outer_calls": [{"decoder_input_ids": tensor([5])}]}
     new = {**ok(calls=same_decoder), "outer_calls": [{"decoder_input_ids": tensor([6])}]}
     outcome = compare_scenario(old, new)
-    assert outcome.status == "differs" and outcome.difference.scenario == "greedy (composite)"
+    assert outcome.status == "inputs-differ" and outcome.difference.scenario == "greedy (composite)"
 
 
 def test_a_mask_of_ones_is_not_the_same_as_no_mask() -> None:
@@ -490,9 +491,9 @@ def test_a_mask_of_ones_is_not_the_same_as_no_mask() -> None:
     ones, padded = tensor([1, 1, 1]), tensor([0, 1, 1])
     assert (
         compare_scenario(ok(calls=[{"attention_mask": ones}]), ok(calls=[{"attention_mask": None}])).status
-        == "differs"
+        == "inputs-differ"
     )
-    assert compare_scenario(ok(calls=[{"attention_mask": padded}]), ok(calls=[{}])).status == "differs"
+    assert compare_scenario(ok(calls=[{"attention_mask": padded}]), ok(calls=[{}])).status == "inputs-differ"
 
 
 def test_across_two_releases_the_outputs_decide_and_the_inputs_are_noted() -> None:
@@ -500,7 +501,7 @@ def test_across_two_releases_the_outputs_decide_and_the_inputs_are_noted() -> No
     under its release and the new code under the target agree when they generate the same."""
     old = ok(calls=[{"input_ids": tensor([5])}])
     new = ok(calls=[{"input_ids": tensor([5]), "cache_position": tensor([0])}])
-    assert compare_scenario(old, new).status == "differs"
+    assert compare_scenario(old, new).status == "inputs-differ"
     across = compare_scenario(old, new, same_inputs=False)
     assert across.status == "same" and "cache_position" in across.detail and across.repair is None
     assert compare_scenario(old, ok(sequences=((5, 6, 9),)), same_inputs=False).status == "differs"

@@ -109,7 +109,7 @@ def test_an_override_that_does_not_slice_is_caught_on_a_tree(tmp_path: Path) -> 
     root = _repository(tmp_path)
     _change(root, UNSLICED, mixin_base=False)
     verdict = _verify(root, tmp_path, "--target", "4.46.3")
-    assert verdict["verdict"] in ("differs", "crashed")
+    assert verdict["verdict"] in ("differs", "inputs-differ", "crashed")
     assert verdict["first_difference"]["step"] == 1
 
 

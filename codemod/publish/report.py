@@ -423,6 +423,8 @@ def verdict_record(verdict: ClassVerdict) -> dict[str, Any]:
             for s in verdict.scenarios
         ],
         "compared": list(verdict.compared),
+        # the scenarios only the new code runs (the old code failed there): never a difference, whatever the verdict
+        "extends": list(verdict.extended),
         # the method's arguments given a value in a scenario compared as the same: what the evidence reached
         "given": list(verdict.given),
         "first_difference": dataclasses.asdict(first) if first else None,
@@ -453,9 +455,16 @@ _VERDICT_STYLE = {
     Verdict.DIFFERS: "red",
     Verdict.CRASHED: "red",
     Verdict.UNVERIFIED: "yellow",
+    Verdict.INPUTS_DIFFER: "red",
     Verdict.NO_WORSE: "green",
     Verdict.REPAIRS: "green",
 }
+
+
+def _why(verdict: ClassVerdict) -> str:
+    """The "first difference / why" of a verdict: the difference that decided a failing one, else its detail."""
+    first = verdict.first_difference
+    return str(first) if first is not None else verdict.detail
 
 
 def render_verify_table(report: VerifyReport, console: Console) -> None:
@@ -471,13 +480,14 @@ def render_verify_table(report: VerifyReport, console: Console) -> None:
     table.add_column("class / where", no_wrap=True, overflow="ellipsis", max_width=44)
     table.add_column("verdict")
     table.add_column("scenarios", justify="right")
+    table.add_column("extends", overflow="fold", max_width=24)
     table.add_column("first difference / why", overflow="fold", ratio=1)
     for v in report.verdicts:
         where = Text(OverrideId.parse(v.override_id).class_name)
         where.append(f"\n{_short_path(OverrideId.parse(v.override_id).file)}", style="dim")
         ran = f"{len(v.compared)}/{len(v.scenarios)}"
-        why = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
-        table.add_row(where, Text(v.verdict, style=_VERDICT_STYLE.get(v.verdict, "")), ran, Text(why or ""))
+        verdict = Text(v.verdict, style=_VERDICT_STYLE.get(v.verdict, ""))
+        table.add_row(where, verdict, ran, ", ".join(v.extended), Text(_why(v)))
     console.print(table)
     for override, why in report.not_run:
         console.print(f"not run {override}: {why}", style="dim", highlight=False)
@@ -494,16 +504,15 @@ def verify_markdown(report: VerifyReport) -> str:
         f"{report.seconds:.0f}s ({report.classes_per_minute:.1f} classes/min)",
         "- " + ", ".join(f"{n} {k}" for k, n in doc["summary"].items()),
         "",
-        "| class | file | verdict | variants | scenarios compared (with a cache) | first difference |",
-        "|---|---|---|---|---|---|",
+        "| class | file | verdict | variants | scenarios compared (with a cache) | extends | first difference / why |",
+        "|---|---|---|---|---|---|---|",
     ]
     for v in report.verdicts:
-        first = str(v.first_difference) if v.first_difference and v.verdict is not Verdict.IDENTICAL else v.detail
         variants = ", ".join(str(variant.get("name")) for variant in v.variants) or "—"
         cached = sum(1 for s in v.scenarios if s.status is ScenarioStatus.SAME and s.cache_used)
         shown = OverrideId.parse(v.override_id)
         out.append(
             f"| `{shown.class_name}` | `{shown.file}` | {v.verdict} | "
-            f"{variants} | {len(v.compared)} ({cached}) | {_md_escape(first or '')} |"
+            f"{variants} | {len(v.compared)} ({cached}) | {', '.join(v.extended)} | {_md_escape(_why(v))} |"
         )
     return "\n".join(out) + "\n"

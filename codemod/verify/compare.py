@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from codemod.contracts import Repair, ScenarioStatus, Verdict, WorkerStatus
+from codemod.verify.documents import FAILING, Difference, PreparedCall, ScenarioDocument, deciding_outcome
 from codemod.verify.documents import ClassVerdict as ClassVerdict  # the verdict types are re-exported from here
-from codemod.verify.documents import Difference, PreparedCall, ScenarioDocument
 from codemod.verify.documents import ResultDocument as ResultDocument
 from codemod.verify.documents import ScenarioOutcome as ScenarioOutcome
 from codemod.verify.documents import status_of as _status
@@ -157,9 +157,7 @@ def _compare_scenario(
     if outputs is not None:
         return ScenarioOutcome(name, ScenarioStatus.DIFFERS, str(calls or outputs), calls or outputs, repair)
     if calls is not None:
-        return ScenarioOutcome(
-            name, ScenarioStatus.DIFFERS, f"same outputs, but the prepared inputs differ: {calls}", calls, repair
-        )
+        return ScenarioOutcome(name, ScenarioStatus.INPUTS_DIFFER, str(calls), calls, repair)
     return ScenarioOutcome(name, ScenarioStatus.SAME)
 
 
@@ -251,26 +249,15 @@ def _outcomes(old: ResultDocument, new: ResultDocument, same_inputs: bool) -> li
 
 
 def _verdict(outcomes: Sequence[ScenarioOutcome]) -> tuple[Verdict, str]:
-    """The class's verdict from its scenarios' outcomes (a crash first, then a difference), and its detail: the
-    first failing scenario, or the extensions."""
-    statuses = {o.status for o in outcomes}
-    if ScenarioStatus.CRASHED in statuses:
-        verdict = Verdict.CRASHED
-    elif ScenarioStatus.DIFFERS in statuses:
-        verdict = Verdict.DIFFERS
-    elif ScenarioStatus.SAME in statuses:
-        verdict = Verdict.IDENTICAL
-    else:
-        verdict = Verdict.UNVERIFIED
-    first = next((o for o in outcomes if o.status in (ScenarioStatus.CRASHED, ScenarioStatus.DIFFERS)), None)
-    extended = [o.name for o in outcomes if o.status is ScenarioStatus.EXTENDED]
-    if first:
-        detail = f"{first.name}: {first.detail}"
-    elif verdict is Verdict.UNVERIFIED:
-        detail = "no scenario ran on either side"
-    else:
-        detail = f"extends: {', '.join(extended)} (the old code failed there)" if extended else ""
-    return verdict, detail
+    """The class's verdict from its scenarios' outcomes (a crash first, then other tokens or scores, then other
+    prepared inputs), and its detail: the first scenario of the status that decided it. The scenarios the new code
+    extends are no detail of it (``ClassVerdict.extended`` lists them, whatever the verdict)."""
+    deciding = deciding_outcome(outcomes)
+    if deciding is not None:
+        return FAILING[deciding.status], f"{deciding.name}: {deciding.detail}"
+    if any(o.status is ScenarioStatus.SAME for o in outcomes):
+        return Verdict.IDENTICAL, ""
+    return Verdict.UNVERIFIED, "no scenario ran on either side"
 
 
 def unreached(needs: Sequence[frozenset[str]], given: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ evidence that the runner returns and the reports show.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 from codemod.contracts import Repair, ScenarioStatus, Verdict, WorkerStatus
@@ -99,6 +100,24 @@ class ScenarioOutcome:
         object.__setattr__(self, "status", ScenarioStatus(self.status))
 
 
+#: a scenario status that fails its class -> the verdict it gives it, in the order they decide (a crash first)
+FAILING = {
+    ScenarioStatus.CRASHED: Verdict.CRASHED,
+    ScenarioStatus.DIFFERS: Verdict.DIFFERS,
+    ScenarioStatus.INPUTS_DIFFER: Verdict.INPUTS_DIFFER,
+}
+
+
+def deciding_outcome(outcomes: Sequence[ScenarioOutcome]) -> ScenarioOutcome | None:
+    """The first scenario of the failing status that decides a class's verdict (``FAILING``'s order); None when
+    none fails."""
+    for status in FAILING:
+        found = next((o for o in outcomes if o.status is status), None)
+        if found is not None:
+            return found
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class ClassVerdict:
     override_id: str
@@ -131,10 +150,9 @@ class ClassVerdict:
 
     @property
     def first_difference(self) -> Difference | None:
-        return next(
-            (s.difference for s in self.scenarios if s.difference is not None and s.status is not ScenarioStatus.SAME),
-            None,
-        )
+        """The difference of the scenario that decided a failing verdict (never an extension's)."""
+        deciding = deciding_outcome(self.scenarios)
+        return deciding.difference if deciding is not None else None
 
     @property
     def extended(self) -> tuple[str, ...]:
@@ -143,10 +161,9 @@ class ClassVerdict:
     def repair(self) -> Repair | None:
         """A reduction that would make every differing scenario prepare what the old code prepared;
         None when some difference is of another kind."""
-        failed = (ScenarioStatus.DIFFERS, ScenarioStatus.CRASHED)
-        differing = [s for s in self.scenarios if s.status in failed]
+        differing = [s for s in self.scenarios if s.status in FAILING]
         repairs = [s.repair for s in differing if s.repair is not None]
-        if self.verdict not in (Verdict.DIFFERS, Verdict.CRASHED) or not differing or len(repairs) < len(differing):
+        if self.verdict not in FAILING.values() or not differing or len(repairs) < len(differing):
             return None
         combined = Repair()
         for repair in repairs:
