@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from codemod import __version__, api
+from codemod import __version__, api, cli_merge
 from codemod.cli_help import Command, Group
 from codemod.cli_options import (
     OUTPUT,
@@ -367,13 +367,13 @@ def _apply_command(source: api.Source, edits: api.Edits, run: api.Run | None = N
     return shlex.join(words)
 
 
-def _emit_verify(report: VerifyReport, fmt: str, output: Path | None) -> None:
+def _emit_verify(report: VerifyReport, fmt: str, output: Path | None, run: dict[str, Any] | None = None) -> None:
     from codemod.publish.report import render_verify_table, verify_document, verify_markdown
 
     if fmt == "json":
         import json
 
-        _write(json.dumps(verify_document(report), indent=2) + "\n", output)
+        _write(json.dumps(verify_document(report, run), indent=2) + "\n", output)
     elif fmt == "markdown":
         _write(verify_markdown(report), output)
     else:
@@ -427,7 +427,12 @@ def verify(
     source = _source([path] if path is not None else None, release, only, skip, jobs, target=target)
     run = api.Run(device, python, own_tests, from_release, _split(requirement))
     report = api.verify(source, run, screen, base=base, shard=shard)
-    _emit_verify(report, fmt, output)
+    # a JSON report says which run it is a shard of, for `codemod merge` and `apply --from-report`
+    record = None
+    if fmt == "json" and source.release is None:
+        settings = cli_merge.settings_of(source, run, base, run.requirements)
+        record = cli_merge.shard_run(source, report, base=base, shard=shard, settings=settings)
+    _emit_verify(report, fmt, output, record)
     from codemod.verify.releases import KEPT  # identical, or across releases no worse than the target
 
     raise typer.Exit(0 if all(v.verdict in KEPT for v in report.verdicts) else 1)
@@ -469,6 +474,16 @@ def apply(
     requirement: RequirementOpt = None,
     jobs: ApplyJobsOpt = None,
     cache: CacheOpt = True,
+    from_report: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-report",
+            metavar="FILE",
+            help="Keep what the merged `verify` report (`codemod merge`) calls identical, revert the rest: "
+            "the changes of --unsafe-fixes, verified by shard jobs, not verified again.",
+            rich_help_panel=VERIFICATION,
+        ),
+    ] = None,
 ) -> None:
     """Rewrite model code: delete the generic overrides and reduce those with model-specific keys.
 
@@ -476,7 +491,15 @@ def apply(
     old code against new, and reverts what is not identical (or --unsafe-fixes makes it unverified)."""
     source = _source(paths, release, only, skip, jobs, cache, target, mixin)
     run = _run(verify, api.Run(device, python, own_tests, from_release, _split(requirement), keep_unverified))
-    applied = api.apply(source, screen, api.Edits(mark, hooks, unsafe), run, allow_dirty=allow_dirty)
+    if from_report is not None:
+        if run is not None:
+            raise api.ToolError("--from-report keeps what a report verified: it takes no --verify")
+        edits = api.Edits(mark, hooks, unsafe)
+        applied = cli_merge.apply_from_report(
+            source, edits, from_report, keep_unverified=keep_unverified, allow_dirty=allow_dirty
+        )
+    else:
+        applied = api.apply(source, screen, api.Edits(mark, hooks, unsafe), run, allow_dirty=allow_dirty)
     if applied.report is not None:
         _emit_verify(applied.report, "table", None)
         if report_file is not None:
@@ -492,6 +515,9 @@ def _print_reverted(reverted: Sequence[Held]) -> None:
 
     for held in sorted(reverted, key=lambda h: h.subject):
         stderr.print(held_line(held, "reverted"), style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+command(name="merge", cls=Command)(cli_merge.merge)
 
 
 @command(cls=Command)

@@ -588,6 +588,34 @@ def _merge(first: VerifyReport, again: VerifyReport, add: bool = False) -> Verif
     return dataclasses.replace(first, verdicts=verdicts, seconds=first.seconds + again.seconds)
 
 
+def verdicts_applied(
+    result: ScanResult, changes: Changes, report: VerifyReport, keep_unverified: bool
+) -> MigrationRun:
+    """``changes`` (written on the checkout, as the verification that made ``report`` saw them: ``apply
+    --from-report`` with the merged verdicts of shard jobs) with every shard holding a class that is not identical
+    put back, as ``apply --verify`` reverts them, and nothing verified again: no repair is tried. A changed class
+    the report has no verdict on is unverified."""
+    targets, _ = targets_from_plan(result, changes.plan)
+    known = {v.override_id for v in report.verdicts}
+    absent = tuple(
+        ClassVerdict(
+            t.override_id, Verdict.UNVERIFIED, detail="the report has no verdict on it", inherits_from=t.inherits_from
+        )
+        for t in targets
+        if t.override_id not in known
+    )
+    report = dataclasses.replace(report, verdicts=report.verdicts + absent)
+    members = {m for shard in changes.plan.shards for m in shard.members}
+    failed = {oid: why for oid, why in failing(report, keep_unverified).items() if oid in members}
+    drops = _shards_to_drop(changes.plan, failed, result)
+    final = changes
+    if drops:
+        final = settle(result, changes.plan.without(drops.values(), "reverted: verification failed"))
+    write(result.index.checkout, final)
+    reverted = _reverted(changes.plan, final.plan, failed, {})
+    return MigrationRun(result, changes, final, report, tuple(reverted[m] for m in sorted(reverted)))
+
+
 def run_migration(root: Path, *, only: list[str], skip: list[str]) -> Migration:
     """The PR bot's entry point: migrate the worktree at ``root`` and say what stayed."""
     return run_migration_on(resolve(root), MigrationOptions(only=only, skip=skip)).migration()

@@ -193,7 +193,7 @@ def test_unknown_format_is_a_usage_error(model_repo: Path) -> None:
 # --------------------------------------------------------------------------------------------- help
 
 
-COMMANDS = ["scan", "hooks", "diff", "verify", "apply", "fetch", "pr", "explain"]
+COMMANDS = ["scan", "hooks", "diff", "verify", "apply", "merge", "fetch", "pr", "explain"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

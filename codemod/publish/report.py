@@ -432,7 +432,8 @@ def verdict_record(verdict: ClassVerdict) -> dict[str, Any]:
     }
 
 
-def verify_document(report: VerifyReport) -> dict[str, Any]:
+def verify_document(report: VerifyReport, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON report; ``run``: the run record a shard's report carries (``publish.shards.run_record``)."""
     counts = Counter(v.verdict for v in report.verdicts)
     return {
         "tool": "transformers-codemod",
@@ -447,6 +448,7 @@ def verify_document(report: VerifyReport) -> dict[str, Any]:
         "verdicts": [verdict_record(v) for v in report.verdicts],
         "not_run": [{"override": o, "why": why} for o, why in report.not_run],
         "own_tests": [v.to_json() for v in report.own_tests],
+        **({"run": run} if run is not None else {}),
     }
 
 
