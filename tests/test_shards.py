@@ -221,3 +221,25 @@ def test_the_sharded_workflow_names_only_commands_and_options_the_cli_has() -> N
         assert shown.exit_code == 0, (name, shown.output)
         for option in re.findall(r"(?<![\w-])--[a-z][a-z-]+", line):
             assert option in shown.output, (name, option)
+
+
+def test_a_json_verify_report_says_which_run_it_is_a_shard_of(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Verification is faked (``api.verify``): what is tested is the record the command adds to its report."""
+    otter = repo / OverrideId(OTTER).file
+    otter.write_text(otter.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
+
+    def verify(source: api.Source, run: api.Run, feedback: object, *, base: str, shard: str | None) -> VerifyReport:
+        return VerifyReport((ClassVerdict(OTTER, Verdict.IDENTICAL),), (), (), "cpu", "python", 1.0, base)
+
+    monkeypatch.setattr(api, "verify", verify)
+    output = tmp_path / "shard-2.json"
+    done = runner.invoke(
+        app, ["verify", str(repo), "--shard", "2/3", "--only", "otter", "--format", "json", "--output", str(output)]
+    )
+    assert done.exit_code == 0, done.output
+    run = json.loads(output.read_text(encoding="utf-8"))["run"]
+    assert run["shard"] == "2/3" and run["base_commit"] == git(repo, "rev-parse", "HEAD").strip()
+    assert run["settings"]["only"] == ["otter"]
+    assert run["files"] == {OverrideId(OTTER).file: hashlib.sha256(otter.read_bytes()).hexdigest()}
