@@ -123,6 +123,8 @@ def apply_from_report(
     from codemod.migrate import verdicts_applied
     from codemod.publish.shards import RUN, report_of
 
+    if source.release is not None:  # the cached release is shared: never written in place
+        raise api.ToolError("--from-report writes the checkout the shards verified: give its PATH, not --release")
     name, document = _read(report_file)
     run = document.get(RUN)
     if not isinstance(run, dict):

@@ -243,3 +243,10 @@ def test_a_json_verify_report_says_which_run_it_is_a_shard_of(
     assert run["shard"] == "2/3" and run["base_commit"] == git(repo, "rev-parse", "HEAD").strip()
     assert run["settings"]["only"] == ["otter"]
     assert run["files"] == {OverrideId(OTTER).file: hashlib.sha256(otter.read_bytes()).hexdigest()}
+
+
+def test_apply_from_report_never_writes_the_cached_release(tmp_path: Path) -> None:
+    report = tmp_path / "merged.json"
+    report.write_text("{}", encoding="utf-8")
+    done = runner.invoke(app, ["apply", "--release", "4.45.2", "--from-report", str(report)])
+    assert done.exit_code == 2 and "not --release" in done.output, done.output
