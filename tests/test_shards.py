@@ -96,6 +96,11 @@ def test_shards_merge_into_one_report_in_shard_order() -> None:
             "another text of m/a.py",
             id="another-tree",
         ),
+        pytest.param(
+            [_shard(1, 2, {A: Verdict.IDENTICAL}), ("old.json", {**_shard(2, 2, {})[1], "tool_version": "0.0.1"})],
+            "other versions of the tool",
+            id="another-tool-version",
+        ),
         pytest.param([("plain.json", {"verdicts": []})], "no run record", id="not-a-shard-report"),
         pytest.param([], "no reports", id="none"),
     ],

@@ -74,12 +74,12 @@ def merge(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         raise MergeError("no reports to merge")
     runs = [(name, _run_of(doc, name)) for name, doc in documents]
     first_name, first = runs[0]
-    for name, run in runs[1:]:
+    for (name, run), (_, doc) in zip(runs[1:], documents[1:], strict=True):
         for key in SAME_IN_EVERY_SHARD:
             if run[key] != first[key]:
                 raise MergeError(f"{name} and {first_name} are not shards of one run: their {key} differ")
         for key in ("tool_version", "schema"):
-            if documents[0][1].get(key) != dict(documents)[name].get(key):
+            if doc.get(key) != documents[0][1].get(key):
                 raise MergeError(f"{name} and {first_name} were written by other versions of the tool ({key})")
     specs = {name: ShardSpec.parse(run["shard"]) for name, run in runs}
     counts = {spec.count for spec in specs.values()}
