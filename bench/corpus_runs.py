@@ -302,8 +302,13 @@ def run_model(model: Model, options: RunOptions, work: Path) -> dict[str, Any]:
 
 
 def tool_commit() -> str:
+    """HEAD, and how many of the tool's files differ from it (others' work in progress in a shared tree)."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return done.stdout.strip() or "?"
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", "codemod", "rules"], cwd=REPO, capture_output=True, text=True
+    )
+    changed = len(status.stdout.splitlines())
+    return (done.stdout.strip() or "?") + (f" + {changed} uncommitted files" if changed else "")
 
 
 def run_corpus(models: list[Model], options: RunOptions) -> dict[str, Any]:
@@ -319,5 +324,6 @@ def run_corpus(models: list[Model], options: RunOptions) -> dict[str, Any]:
         start = time.monotonic()
         results["models"][model.name] = run_model(model, options, work)
         results["models"][model.name]["seconds"] = round(time.monotonic() - start, 1)
+        results["models"][model.name]["tool_commit"] = results["tool_commit"]
         say(f"{model.name}: done in {time.monotonic() - start:.0f}s")
     return results
