@@ -245,6 +245,35 @@ def test_attention_classes_built_through_a_table_get_the_index() -> None:
     )
 
 
+def test_a_subclass_handing_its_arguments_on_runs_the_base_init() -> None:
+    """StableLM-epoch's flash attention: ``__init__(self, *args, **kwargs)`` calls ``super().__init__(*args, **kwargs)``."""
+    flash = "\n\nclass FlashAttention(Attention):\n    def __init__(self, *args, **kwargs):\n"
+    flash += "        super().__init__(*args, **kwargs)\n        self.flash = True\n"
+    source = LLAMA.replace("Attention(config=config)", "TABLE[config.impl](config=config)") + flash
+    source += "\n\nTABLE = {'eager': Attention, 'flash': FlashAttention}\n"
+    result = migrate(source, FIVE)
+    assert result.not_migrated == ()
+    assert "        super().__init__(*args, **kwargs)\n        self.flash = True\n" in result.source
+
+
+def test_a_loop_that_never_reads_the_past_length_gets_the_cache_before_its_layers() -> None:
+    source = LLAMA.replace(
+        "        if past_key_values is not None:\n            past_key_values_length = past_key_values[0][0].shape[2]\n",
+        "",
+    )
+    result = migrate(source, FIVE)
+    assert result.not_migrated == ()
+    build = "        if (use_cache or past_key_values is not None) and not isinstance(past_key_values, Cache):\n"
+    assert (
+        build + "            past_key_values = DynamicCache(past_key_values)\n        next_decoder_cache"
+        not in result.source
+    )
+    assert (
+        build + "            past_key_values = DynamicCache(past_key_values)\n        for idx, decoder_layer"
+        in result.source
+    )
+
+
 def test_the_model_loop_builds_the_cache_the_4x_way_where_the_target_has_from_legacy_cache() -> None:
     result = migrate(LLAMA, FOUR)
     assert "past_key_values = DynamicCache.from_legacy_cache(past_key_values)" in result.source
@@ -381,7 +410,7 @@ def test_explain_says_which_rules_have_a_fix(rule: str) -> None:
     text = explain(rule) or ""
     if rule in FIXES:
         assert "--unsafe-fixes" in text and FIXES[rule] in text
-    else:  # TB006, TB007: no fix written
+    else:  # TB006: no fix written
         assert "Reported only: the tool does not migrate it." in text
 
 
@@ -522,3 +551,66 @@ def test_a_removed_cache_method_not_recognised_exactly_is_reported(source: str, 
     result = migrate(source, FIVE)
     assert result.source == source
     assert [n.code for n in result.not_migrated] == ["TB009"] and reason in result.not_migrated[0].reason
+
+
+CONFIG = '''
+from transformers import PretrainedConfig
+
+
+class ToyConfig(PretrainedConfig):
+    """A config that sets none of the token ids itself."""
+
+    model_type = "toy"
+
+    def __init__(self, hidden_size=8, max_length=30, **kwargs):
+        self.hidden_size = hidden_size
+        self.max_length = max_length
+        super().__init__(**kwargs)
+'''
+
+CONFIG_AFTER = '''
+from transformers import PretrainedConfig
+
+
+class ToyConfig(PretrainedConfig):
+    """A config that sets none of the token ids itself."""
+
+    model_type = "toy"
+    pad_token_id = None  # 5.0's PretrainedConfig no longer sets it
+    top_k = 50  # 5.0's PretrainedConfig no longer sets it
+
+    def __init__(self, hidden_size=8, max_length=30, **kwargs):
+        self.hidden_size = hidden_size
+        self.max_length = max_length
+        super().__init__(**kwargs)
+'''
+
+
+def test_the_config_class_gets_the_4x_default_of_each_setting_the_tree_reads() -> None:
+    reads = frozenset({"pad_token_id", "top_k", "max_length", "hidden_size"})  # max_length: its own; hidden_size: no
+    result = migrate(CONFIG, IdiomTarget("5.23.0", False, config_reads=reads))
+    assert result.source == CONFIG_AFTER
+    assert [e.code for e in result.edits] == ["TB007"]
+    assert migrate(CONFIG, IdiomTarget("4.57.1", True, config_reads=reads)).source == CONFIG  # 4.57 still sets them
+
+
+def test_diff_gives_the_tree_config_class_what_its_models_read(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from codemod.cli import app
+    from tests.conftest import make_target_package
+
+    package = make_target_package(tmp_path / "target", "5.0.0", pretrained_generative=False)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "configuration_toy.py").write_text(CONFIG)
+    (tree / "modeling_toy.py").write_text(
+        "from .configuration_toy import ToyConfig\n\n\nclass ToyModel:\n    def __init__(self, config: ToyConfig):\n"
+        "        self.padding_idx = config.pad_token_id\n        self.k = config.top_k\n"
+    )
+    done = CliRunner().invoke(app, ["diff", str(tree), "--no-cache", "--mixin", str(package), "--unsafe-fixes"])
+    added = [line[1:].strip() for line in done.stdout.splitlines() if line.startswith("+") and "=" in line]
+    assert added == [
+        "pad_token_id = None  # 5.0's PretrainedConfig no longer sets it",
+        "top_k = 50  # 5.0's PretrainedConfig no longer sets it",
+    ]

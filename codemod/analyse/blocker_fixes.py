@@ -16,6 +16,9 @@ FIXES = {
     "TB004": "deleted where the file's caches are `Cache` objects (migrated, or never tuples)",
     "TB005": "`self.get_head_mask(head_mask, n)` calls `_get_head_mask(head_mask, n, self.dtype)`, a copy of 4.x's "
     "written in the module",
+    "TB007": "the tree's config class gets 4.x's default as a class attribute for each generation setting the tree "
+    "reads from its config and does not set (`pad_token_id = None`, `max_length = 20`); `config.json` still sets "
+    "the instance's own value",
     "TB008": "`is_torch_fx_available` is defined in the module (it returned True on every torch 5.x supports); "
     "other removed names are reported only",
     "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "

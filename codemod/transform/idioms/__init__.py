@@ -22,7 +22,7 @@ from codemod.analyse.blocker_fixes import FIXES
 from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, apply, walk
 from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
-from codemod.transform.idioms.removed import fx_available, head_mask, reorder_cache
+from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
 
 __all__ = ["FIXES", "IdiomEdit", "IdiomResult", "IdiomTarget", "NotMigrated", "migrate", "target_of"]
 
@@ -50,6 +50,7 @@ def migrate(text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(reorder_cache(source, caches_are_objects=not caches.not_migrated))
     plan.merge(head_mask(source, target))
     plan.merge(fx_available(source, target))
+    plan.merge(config_defaults(source, target))
     methods = cache_methods(source, target)
     if _disjoint(plan, methods):
         plan.merge(methods)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -24,8 +24,9 @@ class IdiomTarget:
     release: str
     #: the target's ``DynamicCache`` has ``from_legacy_cache`` (4.x); 5.x builds one from the tuples itself
     from_legacy_cache: bool
-    #: names the target's ``transformers`` modules define: (module, name) -> whether it does (None: unknown)
-    defines: Mapping[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
+    #: the generation settings the tree reads from its config that the target's ``PretrainedConfig`` no longer sets
+    #: (TB007): the tree's config classes get 4.x's defaults for them
+    config_reads: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

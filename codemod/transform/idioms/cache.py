@@ -122,11 +122,15 @@ class _Unit:
         return found
 
     def model_loop(self, function: cst.FunctionDef, target: IdiomTarget) -> None:
-        lengths = self.past_lengths(function)
-        if not lengths:
+        # the cache is made before the past length is read, or (a loop that never reads it) before the layers get it
+        layer_pasts = [
+            n for n in walk(function) if isinstance(n, cst.IfExp) and _LAYER_OF.match(squeezed(self.source.code(n)))
+        ]
+        anchors = self.past_lengths(function) + layer_pasts
+        if not anchors:
             return
         body = _statements(function)
-        first = next(i for i, s in enumerate(body) if any(n is lengths[0] for n in walk(s)))
+        first = min(i for i, s in enumerate(body) if any(any(n is a for a in anchors) for n in walk(s)))
         if "use_cache" not in parameters(function):
             self.reasons[self.source.line(function)] = "the model loop takes no use_cache to decide on a cache"
             return
@@ -147,10 +151,10 @@ class _Unit:
         self.plan.edits.append(IdiomEdit("TB001", self.source.line(body[first]), f"{MODEL_PAST} = {make}"))
         self.plan.imports += [("transformers.cache_utils", "Cache"), ("transformers.cache_utils", "DynamicCache")]
         self.loops += 1
+        for layer_past in layer_pasts:
+            self.edit("TB001", layer_past, cst.Name(MODEL_PAST), f"{MODEL_PAST} (the cache itself)")
         for node in walk(function):
-            if isinstance(node, cst.IfExp) and _LAYER_OF.match(squeezed(self.source.code(node))):
-                self.edit("TB001", node, cst.Name(MODEL_PAST), f"{MODEL_PAST} (the cache itself)")
-            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
                 self._present(node)
 
     def _present(self, node: cst.AugAssign) -> None:

@@ -145,10 +145,27 @@ def _comprehension_site(source: Source, call: cst.Call, plan: Plan) -> str | Non
     return f"line {source.line(call)}: the layer is built outside a comprehension over range()"
 
 
+def _inherits_init(cls: cst.ClassDef) -> bool:
+    """No ``__init__`` of its own, or one that hands ``*args, **kwargs`` on to ``super().__init__`` (a layer index
+    given to the class reaches its base)."""
+    init = _init(cls)
+    if init is None:
+        return True
+    p = init.params
+    if not (isinstance(p.star_arg, cst.Param) and p.star_kwarg is not None):
+        return False
+    call = f"super().__init__(*{p.star_arg.name.value},**{p.star_kwarg.name.value})"
+    body = init.body.body if isinstance(init.body, cst.IndentedBlock) else ()
+    return any(
+        isinstance(s, cst.SimpleStatementLine) and squeezed(cst.Module([]).code_for_node(s.body[0])) == call
+        for s in body
+    )
+
+
 def _init_owner(by_name: dict[str, cst.ClassDef], name: str) -> cst.ClassDef | None:
     """The class of this module whose ``__init__`` class ``name`` runs: itself, or the base it inherits it from."""
     cls, seen = by_name.get(name), set()
-    while cls is not None and _init(cls) is None and cls.name.value not in seen:
+    while cls is not None and _inherits_init(cls) and cls.name.value not in seen:
         seen.add(cls.name.value)
         bases = [b.value.value for b in cls.bases if isinstance(b.value, cst.Name) and b.value.value in by_name]
         cls = by_name[bases[0]] if bases else None

@@ -7,9 +7,14 @@
   of what 4.x did: ``[None] * n`` without a mask, else the mask made 5-D in the model's dtype.
 - ``is_torch_fx_available`` (5.0 removed it from ``transformers.utils``) is defined in the module: 4.x answered
   whether torch has ``torch.fx`` (1.10 on), which every torch the 5.x releases support has.
+- a generation setting the tree reads from its config (TB007: ``config.pad_token_id``, ``config.max_length``)
+  that 5.0's ``PretrainedConfig`` no longer sets gets 4.x's default as a class attribute of the tree's config
+  class: what ``config.json`` or the caller gives still sets the instance's own value, on every release.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -40,6 +45,39 @@ GET_HEAD_MASK = '''def _get_head_mask(head_mask, num_hidden_layers, dtype):
 FX_AVAILABLE = """def {name}():
     # transformers 5.0 removed it; it said whether torch has torch.fx, which every torch 5.x supports has
     return True"""
+
+#: 4.46.3's ``PretrainedConfig`` defaults (``_get_global_generation_defaults`` and the token ids), as code
+CONFIG_DEFAULTS = {
+    "max_length": "20",
+    "min_length": "0",
+    "do_sample": "False",
+    "early_stopping": "False",
+    "num_beams": "1",
+    "num_beam_groups": "1",
+    "diversity_penalty": "0.0",
+    "temperature": "1.0",
+    "top_k": "50",
+    "top_p": "1.0",
+    "typical_p": "1.0",
+    "repetition_penalty": "1.0",
+    "length_penalty": "1.0",
+    "no_repeat_ngram_size": "0",
+    "encoder_no_repeat_ngram_size": "0",
+    "bad_words_ids": "None",
+    "num_return_sequences": "1",
+    "output_scores": "False",
+    "return_dict_in_generate": "False",
+    "forced_bos_token_id": "None",
+    "forced_eos_token_id": "None",
+    "remove_invalid_values": "False",
+    "exponential_decay_length_penalty": "None",
+    "suppress_tokens": "None",
+    "begin_suppress_tokens": "None",
+    "pad_token_id": "None",
+    "bos_token_id": "None",
+    "eos_token_id": "None",
+    "decoder_start_token_id": "None",
+}
 
 #: modules whose ``is_torch_fx_available`` 5.0 removed
 FX_MODULES = ("transformers.utils", "transformers.utils.import_utils")
@@ -127,4 +165,33 @@ def fx_available(source: Source, target: IdiomTarget) -> Plan:
         name = fx[0].evaluated_alias or fx[0].evaluated_name
         plan.definitions.append(FX_AVAILABLE.format(name=name))
         plan.edits.append(IdiomEdit("TB008", line, f"def {name}(): return True, in the module"))
+    return plan
+
+
+def config_defaults(source: Source, target: IdiomTarget) -> Plan:
+    """Each config class of the module gets 4.x's default for the settings the tree reads and it does not set."""
+    plan = Plan()
+    wanted = sorted(n for n in target.config_reads if n in CONFIG_DEFAULTS)
+    if not wanted or not blocks("5.0.0", target.release):
+        return plan
+    for cls in classes(source.module):
+        bases = [source.code(b.value).rsplit(".", 1)[-1] for b in cls.bases]
+        if not any(b in ("PretrainedConfig", "PreTrainedConfig") for b in bases):
+            continue
+        code = source.code(cls)
+        missing = [n for n in wanted if not re.search(rf"(self\.{n}\s*=|^\s+{n}\s*=)", code, re.MULTILINE)]
+        body = list(cls.body.body) if isinstance(cls.body, cst.IndentedBlock) else []
+        if not missing or not body:
+            continue
+        # after the docstring and the class attributes (model_type, ...), before the first method
+        at = next((i for i, s in enumerate(body) if not isinstance(s, cst.SimpleStatementLine)), len(body))
+        lines = [f"{n} = {CONFIG_DEFAULTS[n]}  # 5.0's PretrainedConfig no longer sets it" for n in missing]
+        statements = [source.statement(line) for line in lines]
+        if at < len(body):
+            plan.before[body[at]] = statements
+        else:
+            plan.after[body[-1]] = statements
+        plan.edits.append(
+            IdiomEdit("TB007", source.line(cls), f"{', '.join(missing)}: 4.x's defaults on {cls.name.value}")
+        )
     return plan

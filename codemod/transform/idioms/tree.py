@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
 import libcst as cst
 
@@ -18,6 +19,8 @@ from codemod.transform.apply import Changes
 from codemod.transform.idioms import IdiomResult, migrate, target_of
 from codemod.transform.rewrite import FileRewrite
 
+_CONFIG_READ = re.compile(r"\(config\.(\w+)\)$")
+
 
 def idiom_results(result: ScanResult, changes: Changes) -> dict[str, tuple[FileRewrite, IdiomResult]]:
     """path -> (the file's rewrite with its idioms migrated, what was migrated and what not), for each file of the
@@ -25,11 +28,16 @@ def idiom_results(result: ScanResult, changes: Changes) -> dict[str, tuple[FileR
     target = result.profile.target
     if target is None or not target.release or not result.blockers:
         return {}
-    onto = target_of(target.release, target.package_dir)
+    # the settings read from the tree's config that the target no longer sets go on its config classes
+    reads = frozenset(
+        m.group(1) for b in result.blockers if (m := _CONFIG_READ.search(b.summary)) and b.code == "TB007"
+    )
+    onto = dataclasses.replace(target_of(target.release, target.package_dir), config_reads=reads)
     root = result.index.checkout.root
     planned = {r.path: r for r in changes.rewrites}
     found: dict[str, tuple[FileRewrite, IdiomResult]] = {}
-    for path in sorted({b.file for b in result.blockers}):
+    configs = {p.relative_to(root).as_posix() for p in root.glob("configuration*.py")} if reads else set()
+    for path in sorted({b.file for b in result.blockers} | configs):
         current = planned.get(path)
         if current is not None and current.error:
             continue
