@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from codemod.contracts import OverrideId
+from codemod.contracts import OverrideId, Verdict
 from codemod.verify.compare import ClassVerdict
 from codemod.verify.options import VerifyOptions
 from codemod.verify.runner import Target
@@ -167,7 +167,10 @@ class VerdictCache:
             fresh = dataclasses.replace(self.last, verdicts=(), targets=(), seconds=0.0, own_tests=())
         return dataclasses.replace(
             fresh,
-            verdicts=tuple(self.verdicts[k] for k in keys),
+            verdicts=tuple(
+                self.verdicts.get(k) or ClassVerdict(t.override_id, Verdict.UNVERIFIED, detail="no verdict came back")
+                for t, k in zip(targets, keys, strict=True)
+            ),
             targets=tuple(targets),
             not_run=tuple(not_run),
         )
