@@ -215,6 +215,12 @@ def generate_side(
         copy = Path(scratch) / TREE
         shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         out = Path(scratch) / "out.json"
+        # as loading from the Hub leaves it: every file in the module cache, also those imported only by
+        # another relative import (4.46 copies a local folder's direct imports only, then hashes them all)
+        modules = Path(scratch) / "modules" / "transformers_modules" / TREE
+        modules.mkdir(parents=True)
+        for path in copy.glob("*.py"):
+            shutil.copy2(path, modules / path.name)
         stubs = Path(scratch) / "stubs"
         for name in model.stubs:
             (stubs / name).mkdir(parents=True)
