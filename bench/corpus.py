@@ -198,11 +198,13 @@ def _side(side: dict[str, Any] | None) -> str:
     if "load" in errors:
         return "✗ load"
     failed = [k.replace("_", " ") for k in ("cache", "no_cache") if k in errors]
-    ran = "✗ " + " + ".join(failed) if failed else "✓"
     same = side.get("same_as_reference")
-    if same is None or failed:
-        return ran
-    return f"{ran} {'same' if same else 'differs'}"
+    verdict = "" if same is None else ("same" if same else "differs")
+    if not failed:
+        return f"✓ {verdict}".strip()
+    ran = [k.replace("_", " ") for k in ("cache", "no_cache") if k in side.get("tokens", {})]
+    shown = "✗ " + " + ".join(failed)
+    return f"{shown}; {' + '.join(ran)} {verdict}".strip() if ran and verdict else shown
 
 
 def _verdicts(summary: dict[str, int]) -> str:
@@ -221,19 +223,21 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"model ({TINY_LAYERS} layers, width {TINY_HIDDEN}, {TINY_HEADS} heads, vocabulary {TINY_VOCAB}).",
         "",
         "Columns: **overrides** `prepare_inputs_for_generation` overrides found by `codemod scan --target T`; "
-        "**blockers** its TB codes; **proposed / written** edits `diff` proposes (delete + reduce) and classes "
-        "`apply --verify --from <written for>` changed; **verdicts** from `apply`'s `--report`. The last three "
+        "**blockers** its TB codes; **proposed / written** the overrides `scan` would delete or reduce and "
+        "those `apply --verify --from <written for>` changed; **verdicts** from `apply`'s `--report`. The last three "
         "columns are our own generation check (greedy, 8 tokens, with and without the cache): the original "
         "code on the release it was written for (**reference**), the original code on T (**before**), the "
         "code `apply` left on T (**after**); ✓ ran, ✗ what failed, same/differs: the tokens against the "
         "reference's.",
+        "",
+        *summary_lines(results),
         "",
         "| family | model | written for | target | overrides | blockers | proposed / written | verdicts "
         "| reference | before | after |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     failures = []
-    for name in sorted(results.get("models", {})):
+    for name in sorted(results.get("models", {}), key=lambda n: (results["models"][n]["family"], n)):
         model = results["models"][name]
         reference = _side(model.get("reference"))
         for target, run in sorted(model.get("targets", {}).items(), key=lambda kv: _version_key(kv[0])):
@@ -269,6 +273,28 @@ def render_markdown(results: dict[str, Any]) -> str:
         "Reproduce: `.venv/bin/python -m bench.corpus --mirror DIR --json results.json --markdown docs/corpus.md`.",
     ]
     return "\n".join(out) + "\n"
+
+
+def _generates_as_reference(side: dict[str, Any] | None) -> bool:
+    side = side or {}
+    return not side.get("errors") and side.get("same_as_reference") is True
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    """Per target: edits proposed and written, and how many models generate as their reference, before and after."""
+    lines = []
+    targets = sorted({t for m in results.get("models", {}).values() for t in m.get("targets", {})}, key=_version_key)
+    for target in targets:
+        runs = [m["targets"][target] for m in results["models"].values() if target in m.get("targets", {})]
+        proposed = sum(r.get("scan", {}).get("proposed", 0) for r in runs)
+        written = sum(r.get("apply", {}).get("written") or 0 for r in runs)
+        before = sum(_generates_as_reference(r.get("before")) for r in runs)
+        after = sum(_generates_as_reference(r.get("after")) for r in runs)
+        lines.append(
+            f"- **{target}**: {written} of {proposed} proposed edits written; {after} of {len(runs)} models "
+            f"generate as their reference after `apply` (with and without the cache), {before} before."
+        )
+    return lines
 
 
 def _md(text: str) -> str:

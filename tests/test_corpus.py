@@ -232,7 +232,11 @@ def _results() -> dict[str, Any]:
                     "5.23.0": {
                         "scan": {"overrides": 1, "proposed": 0, "blockers": {"TB001": 3, "TB004": 1}},
                         "apply": {"verdicts": {}, "written": 0},
-                        "before": {**ran, "errors": {"cache": "TypeError: x at m.py:3: a | b"}, "tokens": {}},
+                        "before": {
+                            "errors": {"cache": "TypeError: x at m.py:3: a | b"},
+                            "tokens": {"no_cache": [[1]]},
+                            "same_as_reference": True,
+                        },
                         "after": {
                             "tokens": {},
                             "errors": {"cache": "TypeError: x at m.py:3: a | b", "no_cache": "AttributeError: y"},
@@ -255,7 +259,8 @@ def test_the_table_has_a_row_per_model_and_target_in_release_order() -> None:
     rows = [line for line in table.splitlines() if line.startswith("| Tiny")]
     assert rows == [
         "| Tiny | `tiny` | 4.33.1 | 4.46.3 | 1 | none | 1 / 1 | 1 identical | ✓ | ✓ same | ✓ differs |",
-        "| Tiny | `tiny` | 4.33.1 | 5.23.0 | 1 | TB001×3, TB004 | 0 / 0 | — | ✓ | ✗ cache | ✗ cache + no cache |",
+        "| Tiny | `tiny` | 4.33.1 | 5.23.0 | 1 | TB001×3, TB004 | 0 / 0 | — | ✓ | ✗ cache; no cache same "
+        "| ✗ cache + no cache |",
     ]
     assert "`abc1234`" in table
 
@@ -293,3 +298,10 @@ def test_tiny_sizes_differ_from_the_verifiers_own() -> None:
     assert shrunk["hidden_size"] != first["hidden"]
     assert shrunk["num_hidden_layers"] != first["layers"]
     assert shrunk["num_attention_heads"] != first["heads"]
+
+
+def test_the_summary_counts_written_edits_and_models_that_generate_as_their_reference() -> None:
+    table = render_markdown(_results())
+    assert "- **4.46.3**: 1 of 1 proposed edits written; 0 of 1 models generate as their reference" in table
+    assert "(with and without the cache), 1 before." in table
+    assert "- **5.23.0**: 0 of 0 proposed edits written; 0 of 1 models" in table
