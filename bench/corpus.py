@@ -256,8 +256,13 @@ def render_markdown(results: dict[str, Any]) -> str:
                 failures.append(f"- `{name}` on {target}, after, {key.replace('_', ' ')}: {_md(error)}")
     if failures:
         out += ["", "## What still fails after `apply` (our generation check)", "", *failures]
-    out += ["", "## Sources", "", "| model | repository | commit | apply --verify seconds (per target) | tool |"]
-    out.append("|---|---|---|---|---|")
+    out += [
+        "",
+        "## Sources",
+        "",
+        "| model | repository | commit | apply --verify seconds (per target) | tool | note |",
+    ]
+    out.append("|---|---|---|---|---|---|")
     for name in sorted(results.get("models", {})):
         model = results["models"][name]
         seconds = ", ".join(
@@ -266,7 +271,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         )
         out.append(
             f"| `{name}` | {model.get('repo', '?')} | `{model.get('commit', '?')[:12]}` | {seconds} "
-            f"| {model.get('tool_commit', '?')} |"
+            f"| {model.get('tool_commit', '?')} | {_md(model.get('note', ''))} |"
         )
     out += [
         "",

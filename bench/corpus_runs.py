@@ -276,6 +276,7 @@ def run_model(model: Model, options: RunOptions, work: Path) -> dict[str, Any]:
     root.mkdir(parents=True)
     record: dict[str, Any] = {"family": model.family, "written_for": model.written_for, "repo": model.repo}
     record["commit"] = model.commit
+    record["note"] = model.note
     try:
         source = git_dir(model, options.mirror, work / "clones")
     except SourceError as error:
