@@ -19,7 +19,16 @@ from typing import TypeVar
 import libcst as cst
 
 from codemod.analyse.blocker_fixes import FIXES
-from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, apply, walk
+from codemod.transform.idioms.base import (
+    IdiomEdit,
+    IdiomTarget,
+    NotMigrated,
+    Plan,
+    Source,
+    apply,
+    forget_children,
+    walk,
+)
 from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
 from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
@@ -44,6 +53,13 @@ def migrate(text: str, target: IdiomTarget) -> IdiomResult:
         source = Source(text)
     except (cst.ParserSyntaxError, RecursionError):
         return IdiomResult(text, (), ())
+    try:
+        return _migrated(source, text, target)
+    finally:
+        forget_children()
+
+
+def _migrated(source: Source, text: str, target: IdiomTarget) -> IdiomResult:
     plan = Plan()
     caches = migrate_caches(source, target)
     plan.merge(caches)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -114,10 +114,25 @@ def one_line(code: str) -> str:
     return " ".join(line.strip() for line in code.strip().splitlines())
 
 
-def walk(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from walk(child)
+#: each node's children by ``id``, computed once a migration (libcst computes ``children`` by visiting the node, and
+#: the units walk the same tree many times); the node is kept with them, so a reused ``id`` is never mistaken
+_CHILDREN: dict[int, tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = {}
+
+
+def forget_children() -> None:
+    _CHILDREN.clear()
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and everything below it, depth first, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        known = _CHILDREN.get(id(current))
+        if known is None or known[0] is not current:
+            known = _CHILDREN[id(current)] = (current, tuple(current.children))
+        stack.extend(reversed(known[1]))
 
 
 def functions(node: cst.CSTNode) -> Iterable[cst.FunctionDef]:
