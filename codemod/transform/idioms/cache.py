@@ -66,15 +66,12 @@ class _Unit:
         self.source = source
         self.plan = Plan()
         self.reasons: dict[int, str] = {}
-        self.handled: set[int] = set()  # ids of the subscripts the plan replaces or removes
         self.attention_classes: set[str] = set()
         self.loops = 0
-        self.needs_cache_import = False
 
     def edit(self, code: str, node: cst.CSTNode, became: cst.CSTNode | cst.RemovalSentinel, text: str) -> None:
         self.plan.replace[node] = became
         self.plan.edits.append(IdiomEdit(code, self.source.line(node), text))
-        self.handled.update(id(n) for n in walk(node))
 
     def attention(self, cls: cst.ClassDef, function: cst.FunctionDef, past: str) -> None:
         body = _statements(function)
