@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codemod.contracts import Repair
-from codemod.verify.compare import compare, compare_scenario
+from codemod.verify.compare import RELEASE_LACKS, compare, compare_scenario
 from codemod.verify.repair import repair_for
 from codemod.verify.values import same_summary
 
@@ -121,10 +123,28 @@ def side(*scenarios, status="ok", caches=False):
             "skipped",
             id="skipped",
         ),
+        pytest.param(
+            ok("contrastive", calls=[{"input_ids": tensor([1])}]),
+            {"name": "contrastive", "status": "skipped", "reason": RELEASE_LACKS + "Contrastive Search was moved"},
+            "skipped",
+            id="the-new-sides-release-cannot-run-it-no-evidence",
+        ),
+        pytest.param(
+            ok("contrastive", calls=[{"input_ids": tensor([1])}]),
+            {"name": "contrastive", "status": "skipped", "reason": "forward takes no use_cache"},
+            "crashed",
+            id="the-new-code-skips-what-the-old-ran",
+        ),
     ],
 )
 def test_scenario_status(old, new, status) -> None:
     assert compare_scenario(old, new).status == status
+
+
+def test_the_worker_and_the_comparison_name_a_release_skip_alike() -> None:
+    # the worker (run by path, without the codemod package) writes the reason the comparison reads
+    worker = (Path(__file__).resolve().parents[1] / "codemod" / "verify" / "scenarios.py").read_text()
+    assert f"RELEASE_LACKS = {RELEASE_LACKS!r}".replace("'", '"') in worker
 
 
 def test_the_first_differing_step_and_key_are_named() -> None:

@@ -83,12 +83,19 @@ def compare_scenario(
     )
 
 
+#: a scenario the installed release cannot run at all (the worker's ``scenarios.RELEASE_LACKS``): across releases
+#: the new side's release lacks it, which is no evidence either way
+RELEASE_LACKS = "the release cannot run it: "
+
+
 def _compare_scenario(
     old: ScenarioDocument, new: ScenarioDocument, optional: frozenset[str] = frozenset()
 ) -> ScenarioOutcome:
     name = old["name"]
     if _status(old) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.SKIPPED, old.get("reason", ""))
+    if _status(new) is WorkerStatus.SKIPPED and new.get("reason", "").startswith(RELEASE_LACKS):
+        return ScenarioOutcome(name, ScenarioStatus.SKIPPED, f"the new side's {new['reason']}")
     if _status(new) is WorkerStatus.SKIPPED:
         return ScenarioOutcome(name, ScenarioStatus.CRASHED, f"new code skips it: {new.get('reason', '')}")
     old_calls, new_calls = old.get("calls", []), new.get("calls", [])
