@@ -92,6 +92,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "verify.input_scenarios",
         "verify.scenarios",
         "verify.session",
+        "verify.releases",
+        "verify.reuse",
         "verify.sides",
         "verify.testers",
         "verify.tiny",
@@ -114,13 +116,14 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "publish.summary",
         "publish.annotations",
         "publish.hooks_report",
+        "publish.shards",
         "publish.pr",
         "publish.pr.plan",
         "publish.pr.branches",
         "publish.pr.publish",
     ),
     "api": ("api",),
-    "cli": ("cli", "cli_options", "cli_help", "cli_screen", "__main__"),
+    "cli": ("cli", "cli_options", "cli_help", "cli_screen", "cli_merge", "__main__"),
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = list(LAYERS)
