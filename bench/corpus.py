@@ -211,6 +211,12 @@ def _verdicts(summary: dict[str, int]) -> str:
     return ", ".join(f"{n} {k}" for k, n in summary.items() if n) or "—"
 
 
+def _idioms(outcomes: list[dict[str, str]]) -> str:
+    """The fixes outside prepare_inputs_for_generation apply tried: kept and reverted files."""
+    counts = Counter(o["outcome"] for o in outcomes)
+    return ", ".join(f"{counts[k]} file{'s' if counts[k] > 1 else ''} {k}" for k in ("kept", "reverted") if counts[k])
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     """The measured table, one row per model and target, and each still-blocking line below it."""
     out = [
@@ -224,7 +230,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "Columns: **overrides** `prepare_inputs_for_generation` overrides found by `codemod scan --target T`; "
         "**blockers** its TB codes; **proposed / written** the overrides `scan` would delete or reduce and "
-        "those `apply --verify --from <written for>` changed; **verdicts** from `apply`'s `--report`. The last three "
+        "those `apply --verify --from <written for>` changed; **verdicts** from `apply`'s `--report`, and the "
+        "files whose idiom fixes (the TB migrations) `apply` kept or reverted. The last three "
         "columns are our own generation check (greedy, 8 tokens, with and without the cache): the original "
         "code on the release it was written for (**reference**), the original code on T (**before**), the "
         "code `apply` left on T (**after**); ✓ ran, ✗ what failed, same/differs: the tokens against the "
@@ -244,11 +251,13 @@ def render_markdown(results: dict[str, Any]) -> str:
             scan = run.get("scan", {})
             apply = run.get("apply", {})
             written = apply.get("written")
+            idioms = _idioms(apply.get("idioms", []))
+            verdicts = _verdicts(apply.get("verdicts", {})) + (f"; idiom fixes: {idioms}" if idioms else "")
             out.append(
                 f"| {model['family']} | `{name}` | {model['written_for']} | {target} "
                 f"| {scan.get('overrides', '?')} | {_blockers(scan.get('blockers', {}))} "
                 f"| {scan.get('proposed', '?')} / {'?' if written is None else written} "
-                f"| {_verdicts(apply.get('verdicts', {}))} | {reference} "
+                f"| {verdicts} | {reference} "
                 f"| {_side(run.get('before'))} | {_side(run.get('after'))} |"
             )
             after = run.get("after") or {}

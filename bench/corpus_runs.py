@@ -25,6 +25,10 @@ from bench.corpus import REPO, Model, shrink_config
 WORKER = REPO / "bench" / "corpus_worker.py"
 TREE = "model"  # the materialised folder's name: the dynamic-module package the model is imported as
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+# apply's line per file for the fixes outside prepare_inputs_for_generation (codemod.idiom_round)
+_IDIOMS = re.compile(
+    r"^(?:reverted )?(?P<file>\S+): its idiom fixes \((?P<codes>[^)]*)\)(?: with [^:]*?)? (?P<outcome>kept|reverted):"
+)
 _GIT_ID = ["-c", "user.name=corpus", "-c", "user.email=corpus@localhost", "-c", "commit.gpgsign=false"]
 
 
@@ -109,7 +113,17 @@ def codemod(args: list[str], cwd: Path, timeout: int) -> dict[str, Any]:
         "seconds": round(time.monotonic() - start, 1),
         "stdout": stdout,
         "stderr_tail": stderr.strip().splitlines()[-15:],
+        "idioms": idiom_outcomes(stderr),
     }
+
+
+def idiom_outcomes(stderr: str) -> list[dict[str, str]]:
+    """Each file's idiom fixes and whether apply kept them, once per file."""
+    seen: dict[str, dict[str, str]] = {}
+    for line in stderr.splitlines():
+        if match := _IDIOMS.match(line.strip()):
+            seen[match["file"]] = {"file": match["file"], "codes": match["codes"], "outcome": match["outcome"]}
+    return list(seen.values())
 
 
 def _text(data: bytes | str | None) -> str:

@@ -18,7 +18,7 @@ from bench.corpus import (
     render_markdown,
     shrink_config,
 )
-from bench.corpus_runs import changed_old_lines, compare, scan_facts, touched_classes
+from bench.corpus_runs import changed_old_lines, compare, idiom_outcomes, scan_facts, touched_classes
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 ENTRY: dict[str, Any] = {
@@ -305,3 +305,16 @@ def test_the_summary_counts_written_edits_and_models_that_generate_as_their_refe
     assert "- **4.46.3**: 1 of 1 proposed edits written; 0 of 1 models generate as their reference" in table
     assert "(with and without the cache), 1 before." in table
     assert "- **5.23.0**: 0 of 0 proposed edits written; 0 of 1 models" in table
+
+
+def test_idiom_outcomes_are_read_from_applys_lines_once_per_file() -> None:
+    stderr = """\
+[1/1] BaichuanForCausalLM: crashed (0 scenarios) elapsed 25s, ETA 0s
+modeling_baichuan.py: its idiom fixes (TB001 x4, TB004) reverted: m.py::B: crashed: left-padded-batch
+configuration_x.py: its idiom fixes (TB007) with XForCausalLM deleted kept: identical
+reverted modeling_baichuan.py: its idiom fixes (TB001 x4, TB004) reverted: m.py::B: crashed: left-padded-batch
+"""
+    assert idiom_outcomes(stderr) == [
+        {"file": "modeling_baichuan.py", "codes": "TB001 x4, TB004", "outcome": "reverted"},
+        {"file": "configuration_x.py", "codes": "TB007", "outcome": "kept"},
+    ]
