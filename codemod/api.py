@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the stages are imported by the functions that run them (``-
     from codemod.analyse.scan import ScanResult
     from codemod.analyse.target import Target
     from codemod.checkout import Checkout
+    from codemod.idiom_round import IdiomFile
     from codemod.tools import ToolRun
     from codemod.transform.apply import Changes
     from codemod.transform.hook_changes import HookChanges
@@ -168,6 +169,8 @@ class Applied:
     written: Sequence[str]
     report: VerifyReport | None = None
     reverted: tuple[Held, ...] = ()
+    #: each file whose idioms ``apply --verify`` fixed (``codemod.idiom_round``): kept or put back, and why
+    idioms: tuple[IdiomFile, ...] = ()
 
 
 def _checkout(source: Source, feedback: Feedback, writable: bool) -> Checkout:
@@ -346,10 +349,23 @@ def apply(
     options = MigrationOptions(source.only, source.skip, run.keep_unverified, edits.mark, edits.hooks)
     # verified on the release it was judged against: what diff and scan judge it against too
     verifying = _verify_options(source, run, _release_of(result.profile.target))
+    from codemod.idiom_round import RoundOptions, with_idiom_rounds
+
     with feedback.verifying() as progress:
-        migration = run_migration_on(checkout, options, verifying, progress=progress, say=feedback.say, scanned=result)
+        # what blocks a tree on its target is fixed first, kept where verified, and the overrides migrated on top
+        rounds = with_idiom_rounds(
+            checkout,
+            result,
+            RoundOptions(verifying, run.keep_unverified),
+            lambda scanned: run_migration_on(
+                checkout, options, verifying, progress=progress, say=feedback.say, scanned=scanned
+            ),
+            progress=progress,
+            say=feedback.say,
+        )
+    migration = rounds.migration
     written = [r.path for r in migration.final.rewrites if r.changed]
-    return Applied(migration.result, migration.final, written, migration.report, migration.reverted)
+    return Applied(migration.result, migration.final, written, migration.report, migration.reverted, rounds.files)
 
 
 def verified_diff(source: Source, feedback: Feedback = QUIET, edits: Edits = EDITS, run: Run = RUN) -> Applied:
