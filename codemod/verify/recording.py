@@ -97,6 +97,8 @@ def record_calls(model: Any, received: list[Call] | None = None, named: set[str]
             received.append({k: v for k, v in given.items() if k in prepared})
         return prepared
 
+    # 4.2x's can_generate() reads the bound method's __func__ (the recorder shadows it on the instance)
+    recorder.__dict__["__func__"] = getattr(original, "__func__", original)
     model.prepare_inputs_for_generation = recorder
     return calls
 
