@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.classify",
         "analyse.unmodelled",
         "analyse.soundness",
+        "analyse.plain_safety",
         "analyse.blockers",
         "analyse.blocker_rules",
         "analyse.blocker_fixes",

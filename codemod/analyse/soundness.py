@@ -89,8 +89,10 @@ def forwarded_keys(
         keys.discard("inputs_embeds")  # the mixin feeds embeddings to decoder-only models only
     if reach.forwards_kwargs:
         keys |= GENERATE_ALWAYS | set(keywords)
+    # a withheld key is popped before super(): it reaches forward only where the fallback sets it itself
+    not_passed = (ExtraHow.DROP, ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE, ExtraHow.WITHHELD)
     for extra in extras:
-        if extra.key and extra.how not in (ExtraHow.DROP, ExtraHow.KEEP_STATEMENTS, ExtraHow.SWAP_DELEGATE):
+        if extra.key and extra.how not in not_passed:
             keys.add(extra.key)
     dropped = {e.key for e in extras if e.how is ExtraHow.DROP}
     # what the old override passed already reached forward: only the keys it did not pass are new

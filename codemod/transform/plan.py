@@ -104,6 +104,7 @@ def initial_plan(
     """The plan of a scan: ``make_plan`` against the scan's mixin (its era, file and reach), with these options."""
     checkout = result.index.checkout
     mixin_file = checkout.relative(checkout.mixin_file) if checkout.mixin_file else None
+    driven, ids_given = drivers(result)
     return make_plan(
         result.index,
         result.findings,
@@ -118,8 +119,38 @@ def initial_plan(
             trims=trims,
             moved_whole=moved_whole,
             left_out=left_out,
+            driven=driven,
+            ids_given=ids_given,
         ),
     )
+
+
+def drivers(result: ScanResult) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """For the overrides the findings change, from their files' text (``codemod.analyse.plain_safety``): the
+    keywords other classes pass when they generate through an override's class (none where there are none), and
+    the overrides whose decoder ids a ``generate()`` makes."""
+    from codemod.analyse import plain_safety
+    from codemod.sources import READ_ERRORS, read_source
+
+    root = result.index.checkout.root
+    texts: dict[str, str] = {}
+    driven: dict[str, frozenset[str]] = {}
+    ids_given: set[str] = set()
+    for f in result.findings:
+        o = f.override
+        if f.action is Action.KEEP:
+            continue
+        if o.file not in texts:
+            try:
+                texts[o.file] = read_source(root / o.file)
+            except READ_ERRORS:
+                texts[o.file] = ""
+        keys = plain_safety.driven_keywords(texts[o.file], o.class_name)
+        if keys:
+            driven[o.id] = keys
+        if plain_safety.gives_decoder_ids(texts[o.file], o.class_name):
+            ids_given.add(o.id)
+    return driven, frozenset(ids_given)
 
 
 def mixin_reach(profile: MixinProfile) -> soundness.Reach:

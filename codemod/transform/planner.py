@@ -8,7 +8,7 @@ import ast
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from codemod.analyse import soundness
+from codemod.analyse import plain_safety, soundness
 from codemod.analyse.classify import Action, Extra, Finding
 from codemod.analyse.fallback import FallbackKind
 from codemod.analyse.index import CopyLink, Index, Override
@@ -121,6 +121,13 @@ class PlanOptions:
     moved_whole: frozenset[str] = frozenset()
     #: override -> the keys the mined hooks make the mixin leave out for it (none of them reaches forward)
     left_out: Mapping[str, frozenset[str]] | None = None
+    #: override -> the keywords other classes of its file pass when they generate through its class
+    #: (``plain_safety.driven_keywords``): a change that forwards one the old closed dict dropped drops it after
+    #: super()
+    driven: Mapping[str, frozenset[str]] | None = None
+    #: overrides whose decoder ids a ``generate()`` makes (``plain_safety.gives_decoder_ids``): shorter than the
+    #: cache when generation continues from a returned one
+    ids_given: frozenset[str] = frozenset()
 
 
 class Planner:
@@ -132,6 +139,8 @@ class Planner:
         #: keys the mixin's mined hooks leave out for an override (``_generation_dropped_inputs``): never passed to
         #: forward, so nothing to drop after super() for them
         self.left_out = dict(options.left_out or {})
+        self.driven = options.driven or {}
+        self.ids_given = options.ids_given
         #: overrides whose whole body a mined hook runs in the mixin, which returns before it prepares anything:
         #: what the mixin would pass to forward is no concern of theirs
         self.moved_whole = options.moved_whole
@@ -180,6 +189,7 @@ class Planner:
                     reason="trimmed: the mixin's hook does what the removed statements did",
                 )
         for oid, decision in list(self.decisions.items()):
+            decision = self.withhold_positions(self.findings[oid], decision)
             decision = self.decisions[oid] = self.fit_forward(self.findings[oid], decision)
             why = self.refusal(self.findings[oid], decision)
             if why is not None:
@@ -195,6 +205,11 @@ class Planner:
                     f"the standard generate flow ({flow})",
                     mark=as_mark(flow),
                 )
+            elif self.hold_unproven and decision.action is not Action.KEEP:
+                # the mixin cuts the ids by cache_position; the old override its own way (plain_safety)
+                unsafe = plain_safety.unproven(self.findings[oid].override)
+                if unsafe is not None:
+                    self.hold(oid, HeldCause.UNPROVEN, f"unproven without --verify: {unsafe}", mark=as_mark(unsafe))
 
     def repaired(self, f: Finding, repair: Repair) -> _Decision | None:
         """The reduction of ``f``'s override with the fixes verification found (``repair``); None where it cannot be
@@ -277,6 +292,27 @@ class Planner:
             mark = ""
         return _Decision(Action.KEEP, None, mark=mark)
 
+    def withhold_positions(self, f: Finding, decision: _Decision) -> _Decision:
+        """An override that cuts decoder ids a ``generate()`` makes to the last token keeps ``cache_position`` from
+        super(): continuing from a returned cache those ids are shorter than the cache, where the generic mixin,
+        given no positions, keeps the last id as the old cut did (and cache_position would select none)."""
+        o = f.override
+        if (
+            not self.hoist_needed
+            or o.id not in self.ids_given
+            or decision.edit not in (EditKind.DELETE, EditKind.REDUCE)
+            or any(e.how is ExtraHow.WITHHELD for e in decision.extras)
+            or not plain_safety.withholds_positions(o)
+        ):
+            return decision
+        extras = (*decision.extras, Extra("cache_position", ExtraHow.WITHHELD, ""))
+        reduction = reduce_override(o, extras)
+        if reduction is None:
+            return decision
+        summary = extras_summary(extras, f)
+        why = f"reduced to super(): {summary} (its decoder ids come from generate(), shorter than a returned cache)"
+        return _reduced(reduction, extras, summary, why)
+
     def fit_forward(self, f: Finding, decision: _Decision) -> _Decision:
         """In a checkout, keys the mixin would pass that ``forward`` does not take are dropped after super(),
         as the old closed dict never passed them (verification checks the result; it made the same repair).
@@ -297,9 +333,18 @@ class Planner:
         missing: tuple[str, ...] = ()
         for _ in range(3):  # a reduction hands super() its parameters, which may add keys to drop
             keywords = reduction.keywords if reduction is not None else ()
-            more = tuple(
-                k for k in soundness.not_taken(o, self._forwarded(o, reach, keywords, extras)) if k not in missing
-            )
+            forwarded = self._forwarded(o, reach, keywords, extras)
+            # the old closed dict never passed these either: a key forward does not take, a parameter the reduction
+            # hands super() that forward takes only through **kwargs, one a composite hands this class when it
+            # generates through it (the mixin's own keys in a forward's **kwargs are the norm: left alone)
+            spreads = reduction.spreads_kwargs if reduction is not None else True
+            driven = plain_safety.forwarded_driven(o, self.driven.get(o.id, ()), keywords, spreads)
+            unwanted = {
+                *soundness.not_taken(o, forwarded),
+                *plain_safety.only_through_kwargs(o, forwarded & set(keywords)),
+                *(driven - self._left_out(o)),
+            }
+            more = tuple(sorted(k for k in unwanted if k not in missing))
             if not more:
                 break
             missing += more
@@ -310,7 +355,12 @@ class Planner:
         if not missing or reduction is None:
             return decision
         summary = extras_summary(extras, f)
-        why = f"reduced to super(): {summary} ({o.class_name}.forward does not take {', '.join(missing)})"
+        refused = set(soundness.not_taken(o, missing))
+        why = (
+            f"reduced to super(): {summary} ({o.class_name}.forward does not take {', '.join(missing)})"
+            if refused == set(missing)
+            else f"reduced to super(): {summary} (the old dict never passed {', '.join(missing)} to forward)"
+        )
         return _reduced(reduction, extras, summary, why)
 
     def _forwarded(
