@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.unmodelled",
         "analyse.soundness",
         "analyse.plain_safety",
+        "analyse.plain_safety",
         "analyse.blockers",
         "analyse.blocker_rules",
         "analyse.blocker_fixes",
@@ -112,6 +113,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "publish": (
         "migration",
         "migrate",
+        "idiom_round",
         "publish",
         "publish.report",
         "publish.summary",
