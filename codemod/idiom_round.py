@@ -252,7 +252,7 @@ def _judged(
             out[path] = "no class runs through it: nothing proves the fixes"
         else:
             words = sorted({str(v.verdict) for v in mine})
-            out[path] = f"{_KEPT_PREFIX}{', '.join(words)} ({len(mine)} classes)"
+            out[path] = f"{_KEPT_PREFIX}{', '.join(words)} ({len(mine)} {'class' if len(mine) == 1 else 'classes'})"
     return out
 
 
