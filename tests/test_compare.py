@@ -125,7 +125,11 @@ def side(*scenarios, status="ok", caches=False):
         ),
         pytest.param(
             ok("contrastive", calls=[{"input_ids": tensor([1])}]),
-            {"name": "contrastive", "status": "skipped", "reason": RELEASE_LACKS + "Contrastive Search was moved"},
+            {
+                "name": "contrastive",
+                "status": "skipped",
+                "reason": RELEASE_LACKS + "Contrastive Search requires `trust_remote_code=True`",
+            },
             "skipped",
             id="the-new-sides-release-cannot-run-it-no-evidence",
         ),
@@ -145,6 +149,8 @@ def test_the_worker_and_the_comparison_name_a_release_skip_alike() -> None:
     # the worker (run by path, without the codemod package) writes the reason the comparison reads
     worker = (Path(__file__).resolve().parents[1] / "codemod" / "verify" / "scenarios.py").read_text()
     assert f"RELEASE_LACKS = {RELEASE_LACKS!r}".replace("'", '"') in worker
+    # and it knows the words 5.23.0's generate() raises with (generation/utils.py, _get_deprecated_gen_repo)
+    assert "in your `generate` call, since it loads https://hf.co/" in worker
 
 
 def test_the_first_differing_step_and_key_are_named() -> None:

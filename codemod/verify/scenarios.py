@@ -123,9 +123,10 @@ def _to(value: Any, device: str) -> Any:
 
 #: the reason a scenario gives when the installed release cannot run it at all (``compare.RELEASE_LACKS``)
 RELEASE_LACKS = "the release cannot run it: "
-#: what 5.x's generate() says of a decoding it moved to a Hub repository (contrastive search, ...), which an
-#: offline run cannot load: the release's limit, not the code's
-_MOVED_TO_HUB = "was moved to a `custom_generate` repo"
+#: what 5.x's generate() raises for a decoding it moved to a Hub repository (contrastive search, ...): "Contrastive
+#: Search requires `trust_remote_code=True` in your `generate` call, since it loads https://hf.co/...". An offline run
+#: cannot load it: the release's limit, not the code's
+_MOVED_TO_HUB = "in your `generate` call, since it loads https://hf.co/"
 
 
 def _failure(name: str, error: BaseException, calls: list[Call] | None = None) -> dict[str, Any]:
