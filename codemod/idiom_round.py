@@ -18,6 +18,7 @@ from importlib.util import decode_source
 from pathlib import Path
 
 from codemod import git
+from codemod.analyse.across_releases import across_releases
 from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
 from codemod.analyse.scan import ScanResult, scan
@@ -359,7 +360,8 @@ def _again(
         return IdiomRound()
     checkout = result.index.checkout
     chosen = {f.override.id for f in result.findings}
-    current = scan(checkout, target=result.profile.target)
+    # across releases the plan tries what the target itself breaks, as the migration did (``run_migration_on``)
+    current = across_releases(scan(checkout, target=result.profile.target), options.verifying.from_release)
     current = dataclasses.replace(current, findings=tuple(f for f in current.findings if f.override.id in chosen))
     on = _planned(current)
     changing = frozenset(r.path for r in on.rewrites if r.changed and r.path in again)

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from codemod.analyse.across_releases import across_releases, candidates
 from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
 from codemod.analyse.scan import ScanResult, scan
@@ -69,11 +70,13 @@ def _unverified_while(checkout: Checkout, originals: dict[str, bytes]) -> Iterat
     clear_unverified(checkout.root)
 
 
-def failing(report: VerifyReport, keep_unverified: bool) -> dict[str, str]:
-    """Override id -> reason, for every verdict that does not let the change stay."""
+def failing(report: VerifyReport, keep_unverified: bool, proven_only: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Override id -> reason, for every verdict that does not let the change stay (``proven_only``: changes kept
+    only where verified, whatever ``keep_unverified`` says)."""
     out: dict[str, str] = {}
     for verdict in report.verdicts:
-        if verdict.verdict in KEPT or (verdict.verdict is Verdict.UNVERIFIED and keep_unverified):
+        unverified_kept = keep_unverified and verdict.changed_override not in proven_only
+        if verdict.verdict in KEPT or (verdict.verdict is Verdict.UNVERIFIED and unverified_kept):
             continue
         why = f"{verdict.verdict}: {verdict.detail}"
         if verdict.inherits_from:
@@ -189,6 +192,8 @@ def run_migration_on(
     new and the old code run on, see ``verify_change``). ``scanned``: the checkout's scan when the caller
     has it (judged against the target it chose); ``reuse``: the verdicts of earlier rounds (``verify.reuse``)."""
     result = (scanned if scanned is not None else scan(checkout)).select(options.only, options.skip)
+    # across releases, an override kept only because the target itself breaks it is tried as a repair
+    result = across_releases(result, verifying.from_release)
     reuse = VerdictCache() if reuse is None else reuse
     job = _Job(checkout, result, options, verifying, progress, say, reuse)
     migrated = job.first_pass()
@@ -229,6 +234,8 @@ class _Job:
         self.originals: dict[str, bytes] = {}
         # what the scan's facts already say verification would repair is planned from the first round
         self.repairs: dict[str, Repair] = predicted_repairs(result.findings)
+        #: the repair candidates across releases (``analyse.across_releases``): never kept unverified
+        self.proven_only = candidates(result.findings)
 
     def make_plan(self, repairs: dict[str, Repair] | None = None) -> Plan:
         mark_kept = self.options.mark_kept
@@ -276,7 +283,7 @@ class _Job:
         with _unverified_while(self.checkout, self.originals):  # rewrite() adds the files it writes to originals
             write(self.checkout, first)
             current, report = self.repaired(first, self.verify(first))
-            failed = failing(report, self.options.keep_unverified)
+            failed = failing(report, self.options.keep_unverified, self.proven_only)
             final, hook_drops = self.without_failed(current, failed)
         reverted = _reverted(current.plan, final.plan, failed, hook_drops)
         return MigrationRun(self.result, first, final, report, tuple(reverted[m] for m in sorted(reverted)))
@@ -287,7 +294,7 @@ class _Job:
         verified again; a reduction whose cut (the ids slicing left to the mixin) does not verify is tried as
         it was without the cut, the slicing kept in its statements, before it goes altogether."""
         current, report = self.grow(_repairs(report, self.result), current, report)
-        failed = failing(report, self.options.keep_unverified)
+        failed = failing(report, self.options.keep_unverified, self.proven_only)
         cut = {e.override_id for e in current.plan.edits() if e.cuts and e.override_id in failed}
         if not cut:
             return current, report

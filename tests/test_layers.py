@@ -44,6 +44,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.blocker_fixes",
         "analyse.cache_api_rule",
         "analyse.scan",
+        "analyse.across_releases",
     ),
     "transform": (
         "transform",

@@ -27,9 +27,12 @@ from codemod.analyse.reduction import CORE_INPUTS as CORE_INPUTS  # re-exported:
 from codemod.analyse.reduction import IDS_KEYS as IDS_KEYS  # re-exported: the soundness check uses it
 from codemod.analyse.reduction import RESULT as RESULT  # re-exported: the hooks use it
 from codemod.analyse.reduction import KeptAfter
+from codemod.analyse.target import TargetOrigin
 from codemod.contracts import CACHE_NAMES, ExtraHow, ParamKind, ReasonKind, Value, ValueOrigin
-from codemod.rules.base import IDS_SLICING
+from codemod.rules.base import IDS_SLICING, Rule
 from codemod.rules.slice_by_past_length import LEGACY_TUPLE_DETAIL
+from codemod.rules.slice_to_last_token import CACHE_BEFORE_FIRST_STEP
+from codemod.rules.slice_to_last_token import RULE as LAST_TOKEN
 from codemod.sources import FileKind
 
 #: keys generate() always puts into the model kwargs: a parameter default for them never applies
@@ -39,6 +42,12 @@ SLICE_LENGTH = "next_sequence_length"
 #: inputs the mixin makes something of, from what the caller gives: an override setting one back to its parameter
 #: after super() keeps the caller's value
 PREPARED_FROM_CALLER = frozenset({"attention_mask", "position_ids", "token_type_ids"})
+#: why a cut kept for the target's cache before the first step is still tried: the old code ran it after that step
+ERA_CUT_NOTE = (
+    "the target itself breaks this cut (until 4.53, 4.55 for `if past_key_values:`, generate() made no such cache "
+    "before the first step: the cut ran after it): `apply --verify --from <the release it was written for>` tries "
+    "the generic plan as a repair, kept only where verified"
+)
 
 
 class _Judge:
@@ -225,12 +234,23 @@ class _Judge:
                     r.code,
                     subject=coverage.missing if r.detail else None,
                 )
+                self._era_cut_note(rule, r)
                 continue
             self.add(ReasonKind.BEHAVIOUR, text, r.line, r.code)
             for difference in coverage.differences:
                 self.differ(difference, r.line)
             for difference in coverage.flow_differences:
                 self.differ(difference, r.line, flow=True)
+
+    def _era_cut_note(self, rule: Rule, r: Recognised) -> None:
+        """A tree judged against a release: where only the target's cache before the first step makes the cut
+        bespoke, the old code is broken by the target itself, and a migration across releases tries it."""
+        target = self.profile.target
+        if rule.code != LAST_TOKEN.code or target is None or target.origin is TargetOrigin.CHECKOUT:
+            return
+        before = {k: v for k, v in self.mixin.items() if k != CACHE_BEFORE_FIRST_STEP}
+        if CACHE_BEFORE_FIRST_STEP in self.mixin and rule.coverage(dict(r.facets), before).covered:
+            self.add(ReasonKind.NOTE, ERA_CUT_NOTE, r.line)
 
     def stale_positions(self) -> None:
         """A class whose own ``_update_model_kwargs_for_generation`` never moves ``cache_position`` on (it does not call
