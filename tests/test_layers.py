@@ -43,6 +43,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "analyse.blocker_rules",
         "analyse.blocker_fixes",
         "analyse.cache_api_rule",
+        "analyse.buffers_rule",
         "analyse.scan",
         "analyse.across_releases",
     ),

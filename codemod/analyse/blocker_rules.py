@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFacts
+from codemod.analyse.buffers_rule import BUFFERS
 from codemod.analyse.cache_api_rule import CACHE_API
 
 #: the names legacy code gives the cache, a layer's past, or the tuple a model loop builds
@@ -515,4 +516,5 @@ RULES: tuple[BlockerRule, ...] = (
         ),
     ),
     CACHE_API,
+    BUFFERS,
 )
