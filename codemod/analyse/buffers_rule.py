@@ -6,7 +6,7 @@ the real device with the values ``__init__`` computes. 5.0.0 builds it under ``t
 ``_init_weights`` puts values back, and the default one knows only transformers' own rotary embeddings (a
 ``*RotaryEmbedding`` with ``original_inv_freq``). So a 4.3x rotary embedding's ``inv_freq`` / ``cos_cached`` hold
 whatever memory held, and the model generates NaN or garbage. Read from one file: its ``_init_weights`` is the
-tree's when the model class is there.
+tree's when the model class is there, and a buffer the file never reads is left alone.
 """
 
 from __future__ import annotations
@@ -98,7 +98,13 @@ def _restored_by_init_weights(tree: ast.Module, name: str, methods: dict[str, as
     return False
 
 
+def _read(tree: ast.Module) -> set[str]:
+    """The attribute names the file reads (a buffer nothing reads cannot change the output, empty or not)."""
+    return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+
+
 def _empty_buffers(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
+    read = _read(tree)
     for cls in ast.walk(tree):
         if not isinstance(cls, ast.ClassDef):
             continue
@@ -107,7 +113,7 @@ def _empty_buffers(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
         for method in _setup(methods):
             for node in ast.walk(method):
                 name = _non_persistent_name(node) if isinstance(node, ast.Call) else None
-                if name is None or name in seen:
+                if name is None or name in seen or name not in read:
                     continue
                 seen.add(name)
                 if _recomputed_in_forward(name, methods) or _restored_by_init_weights(tree, name, methods):
@@ -136,11 +142,12 @@ BUFFERS = BlockerRule(
     "module.inv_freq.copy_(...)`), or compute it in `forward`",
     _empty_buffers,
     (
-        Example("rotary", _ROTARY),
+        Example("rotary", _ROTARY + "\n    def forward(self, t):\n        return torch.outer(t, self.inv_freq)\n"),
         Example(
             "positional",
             "class Alibi(nn.Module):\n    def __init__(self, n):\n"
-            "        self.register_buffer('slopes', get_slopes(n), False)\n",
+            "        self.register_buffer('slopes', get_slopes(n), False)\n"
+            "    def forward(self, x):\n        return x + self.slopes\n",
         ),
         Example(
             "grown-only",
@@ -165,6 +172,12 @@ BUFFERS = BlockerRule(
             '        self.register_buffer("mask", torch.zeros(8, 8), persistent=False)\n\n'
             "    def forward(self, x):\n        self.mask = torch.tril(torch.ones(8, 8))\n        return x * self.mask\n",
             "forward sets it before any read",
+        ),
+        NearMiss(
+            "unread",
+            "class Attention(nn.Module):\n    def __init__(self):\n"
+            '        self.register_buffer("masked_bias", torch.tensor(-1e4), persistent=False)\n',
+            "nothing in the file reads it (Qwen-7B's masked_bias)",
         ),
         NearMiss(
             "init-weights",
