@@ -62,10 +62,23 @@ def _ids_parameter(o: Override) -> str | None:
     return params[0] if params else None
 
 
-def unproven(o: Override) -> str | None:
+def unproven(o: Override, ids_given: bool = False, driven: Iterable[str] = ()) -> str | None:
     """Why deleting or reducing ``o`` changes what the mixin prepares once generation continues from a cache that
     is not one token short of the ids (a returned or prefilled cache), or None: the old override cuts the ids its
-    own way and the mixin cuts them by ``cache_position``."""
+    own way and the mixin cuts them by ``cache_position``. ``ids_given``: a ``generate()`` makes its decoder ids
+    (``gives_decoder_ids``); ``driven``: what a composite passes when it generates through it."""
+    values = o.analysis.output_values()
+    if "decoder_input_ids" in values and "encoder_outputs" not in values:
+        return (
+            "it prepares decoder_input_ids but no encoder_outputs: generate() does not run it as an encoder-decoder "
+            "(it would make encoder_outputs), and the mixin hands the ids over as input_ids"
+        )
+    if ids_given and any(f.get("decoder") for _, f in _behaviour(o, "slice-to-last-token")):
+        if not withholds_positions(o) or "inputs_embeds" in driven:
+            return (
+                "it cuts decoder ids a generate() makes to the last token (shorter than a returned cache), and the "
+                "mixin cannot be left to count them from the cache (it is given inputs_embeds, or cache_position)"
+            )
     last_token = _behaviour(o, "slice-to-last-token")
     cuts = [r.line for r in o.analysis.recognised if r.behaviour == "slice-to-last-token"]
     ids = _ids_parameter(o)

@@ -207,7 +207,9 @@ class Planner:
                 )
             elif self.hold_unproven and decision.action is not Action.KEEP:
                 # the mixin cuts the ids by cache_position; the old override its own way (plain_safety)
-                unsafe = plain_safety.unproven(self.findings[oid].override)
+                unsafe = plain_safety.unproven(
+                    self.findings[oid].override, oid in self.ids_given, self.driven.get(oid, frozenset())
+                )
                 if unsafe is not None:
                     self.hold(oid, HeldCause.UNPROVEN, f"unproven without --verify: {unsafe}", mark=as_mark(unsafe))
 
@@ -303,6 +305,8 @@ class Planner:
             or decision.edit not in (EditKind.DELETE, EditKind.REDUCE)
             or any(e.how is ExtraHow.WITHHELD for e in decision.extras)
             or not plain_safety.withholds_positions(o)
+            # given inputs_embeds, the mixin counts no positions from the cache (SeamlessM4T's text-to-unit model)
+            or "inputs_embeds" in self.driven.get(o.id, frozenset())
         ):
             return decision
         extras = (*decision.extras, Extra("cache_position", ExtraHow.WITHHELD, ""))
