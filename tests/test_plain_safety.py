@@ -88,19 +88,61 @@ class RookForCausalLM(PreTrainedModel, GenerationMixin):
 """
 
 
+#: decoder ids without encoder_outputs: generate() does not run it as an encoder-decoder (Musicgen-Melody's composite)
+NOT_ENCODER_DECODER = """
+class RookForConditionalGeneration(PreTrainedModel, GenerationMixin):
+    def forward(self, input_ids=None, decoder_input_ids=None, encoder_hidden_states=None, past_key_values=None, attention_mask=None, use_cache=None):
+        return decoder_input_ids
+
+    def prepare_inputs_for_generation(self, decoder_input_ids, encoder_hidden_states=None, past_key_values=None, attention_mask=None, use_cache=None, **kwargs):
+        if past_key_values is not None:
+            decoder_input_ids = decoder_input_ids[:, -1:]
+        return {"input_ids": None, "encoder_hidden_states": encoder_hidden_states, "past_key_values": past_key_values, "decoder_input_ids": decoder_input_ids, "attention_mask": attention_mask, "use_cache": use_cache}
+"""
+#: decoder ids a composite's generate() makes, and inputs_embeds it passes (SeamlessM4T's text-to-unit model)
+DRIVEN_WITH_EMBEDDINGS = """
+class RookForConditionalGeneration(PreTrainedModel, GenerationMixin):
+    def forward(self, input_ids=None, inputs_embeds=None, attention_mask=None, decoder_input_ids=None, encoder_outputs=None, past_key_values=None, use_cache=None):
+        return decoder_input_ids
+
+    def prepare_inputs_for_generation(self, decoder_input_ids, past_key_values=None, attention_mask=None, use_cache=None, encoder_outputs=None, **kwargs):
+        if past_key_values is not None:
+            decoder_input_ids = decoder_input_ids[:, -1:]
+        return {"input_ids": None, "encoder_outputs": encoder_outputs, "past_key_values": past_key_values, "decoder_input_ids": decoder_input_ids, "attention_mask": attention_mask, "use_cache": use_cache}
+
+
+class RookSpeech(PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.t2u = RookForConditionalGeneration(config)
+
+    def generate(self, embeds, **kwargs):
+        kwargs["decoder_input_ids"] = torch.zeros((1, 1), dtype=torch.long)
+        return self.t2u.generate(inputs_embeds=embeds, **kwargs)
+"""
+
+
 @pytest.mark.parametrize(
-    ("body", "why"),
+    ("body", "cls", "why"),
     [
-        pytest.param(REWRITES_IDS, "rewrites input_ids", id="ids-rewritten-before-the-cut"),
-        pytest.param(CUTS_POSITIONS, "the positions it builds to the last token", id="positions-cut-with-the-ids"),
+        pytest.param(REWRITES_IDS, "RookForCausalLM", "rewrites input_ids", id="ids-rewritten-before-the-cut"),
+        pytest.param(
+            CUTS_POSITIONS, "RookForCausalLM", "the positions it builds to the last token", id="positions-cut-with-ids"
+        ),
+        pytest.param(NOT_ENCODER_DECODER, "RookForConditionalGeneration", "no encoder_outputs", id="not-enc-dec"),
+        pytest.param(
+            DRIVEN_WITH_EMBEDDINGS, "RookForConditionalGeneration", "decoder ids a generate() makes", id="given-embeds"
+        ),
         # no-op: the cut is of generate()'s own ids, which the mixin cuts the same way (the held-back reason, if
         # any, is another one)
-        pytest.param(KEEPS_IDS, None, id="noop-ids-as-given"),
+        pytest.param(KEEPS_IDS, "RookForCausalLM", None, id="noop-ids-as-given"),
     ],
 )
-def test_plain_holds_back_a_cut_the_mixin_makes_otherwise(tmp_path: Path, body: str, why: str | None) -> None:
+def test_plain_holds_back_a_cut_the_mixin_makes_otherwise(
+    tmp_path: Path, body: str, cls: str, why: str | None
+) -> None:
     result = scanned(tmp_path, "rook", body)
-    target = oid("rook", "RookForCausalLM")
+    target = oid("rook", cls)
     plain, verified = plans(result)
     held = {h.subject: h for h in plain.held}
     assert verified.action_of(target) is not Action.KEEP  # --verify still tries it
@@ -115,7 +157,13 @@ def test_plain_holds_back_a_cut_the_mixin_makes_otherwise(tmp_path: Path, body: 
 
 def why_of(detail: str) -> str | None:
     """The plain_safety reason in a held-back text (None where another check held it)."""
-    markers = ("rewrites input_ids", "the positions it builds", "expands the ids")
+    markers = (
+        "rewrites input_ids",
+        "the positions it builds",
+        "expands the ids",
+        "no encoder_outputs",
+        "a generate()",
+    )
     return next((m for m in markers if m in detail), None)
 
 
