@@ -500,3 +500,26 @@ def test_same_seed_same_weights_across_processes(results, verify_env, tmp_path):
     assert weights["seed0"] != weights["seed1"]
     again = _run(verify_env, HASH_ONLY, tmp_path)
     assert again["seed0"] == weights["seed0"]
+
+
+BASE_KEPT = textwrap.dedent(
+    r"""
+    import json
+    from transformers import LlamaConfig, LlamaForCausalLM
+    import tiny
+    # a repository's config.json: values the class's defaults do not have, which the shrinking leaves alone
+    base = {**LlamaConfig().to_dict(), "attention_bias": True, "rms_norm_eps": 1e-3, "vocab_size": 32000}
+    model, notes = tiny.tiny_model(LlamaForCausalLM, seed=0, base=base)
+    config = model.config
+    print("RESULT " + json.dumps({"bias": config.attention_bias, "eps": config.rms_norm_eps,
+                                  "hidden": config.hidden_size, "layers": config.num_hidden_layers}))
+    """
+)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_repositorys_config_keeps_what_the_shrinking_leaves_alone(verify_env, tmp_path):
+    found = _run(verify_env, BASE_KEPT, tmp_path)
+    assert found["bias"] is True and found["eps"] == 1e-3  # not LlamaConfig's False and 1e-6
+    assert found["hidden"] < 4096 and found["layers"] < 32  # and still shrunk

@@ -112,7 +112,9 @@ def _build_config(config_class: Any, size: Size, notes: list[str], base: ConfigD
         names = set(parts())
         changes = {**{k: v for k, v in before.items() if k in names}, **changes}
     with quiet():
-        config = config_class(**changes)
+        # a repository's config.json keeps every key the shrinking left alone (InternLM's ``bias: false``); built
+        # from the changes alone, those went back to the class's defaults (and an unshrunk size to the full model)
+        config = config_class.from_dict({**dict(base), **changes}) if base is not None else config_class(**changes)
     # attributes that __init__ doesn't take and recomputes from others must still be tiny
     for key, value in changes.items():
         if isinstance(value, dict):
