@@ -7,7 +7,7 @@ the old code of ``HEAD`` against the fixed tree, on three sides across two relea
 stays fixed when each of its classes is kept (identical, no worse than the release, or a repair; ``KEPT``); any
 other goes back byte for byte, and the files that stay are verified again without it, until what stays is proven
 together. A file no class runs through proves nothing and goes back. A killed run leaves the files as they were
-(``migrate._unverified_while``: the journal ``codemod.writes`` keeps, and the next run reports).
+(``migrate.unverified_while``: the journal ``codemod.writes`` keeps, and the next run reports).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from codemod.analyse.index import Override
 from codemod.analyse.scan import ScanResult, scan
 from codemod.checkout import Checkout
 from codemod.contracts import Held, HeldCause, OverrideId
-from codemod.migrate import MigrationRun, _restore, _unverified_while, failing
+from codemod.migrate import MigrationRun, failing, restore_originals, unverified_while
 from codemod.sources import FileKind
 from codemod.transform.apply import Changes, settle, write
 from codemod.transform.edits import Plan
@@ -40,9 +40,9 @@ from codemod.verify.runner import Progress, Target
 from codemod.verify.session import (
     Method,
     VerifyReport,
-    _methods,
     change_needs,
     importable_module,
+    methods_by_class,
     verify_change,
     with_dependents,
 )
@@ -149,7 +149,7 @@ def idiom_round(
     verdicts: dict[str, str] = {}
     reports: list[VerifyReport] = []
     standing = set(fixed)
-    with _unverified_while(checkout, originals):
+    with unverified_while(checkout, originals):
         write(checkout, Changes(_NO_PLAN, tuple(fixed[p][0] for p in sorted(fixed)), (), ()))
         while standing:
             targets, not_run, through = _targets(classes, {p: fixed[p][0] for p in standing})
@@ -160,7 +160,7 @@ def idiom_round(
             verdicts.update(outcome)
             failed = {p for p in standing if not outcome[p].startswith(_KEPT_PREFIX)}
             if failed:
-                _restore(checkout, {p: originals[p] for p in failed})
+                restore_originals(checkout, {p: originals[p] for p in failed})
             # what stays was verified beside what just went back: verified again without it
             standing = standing - failed if failed else set()
     kept = {p for p, why in verdicts.items() if why.startswith(_KEPT_PREFIX)}
@@ -231,8 +231,8 @@ def _needs(override: Override, old: bytes, new: bytes) -> tuple[frozenset[str], 
     """What a verdict on a class running through a fixed file needs: ``session.change_needs`` between its file's
     texts before and after (the same text for a class in a file that imports a fixed one)."""
     empty: Method = ("", (), None)
-    before = _methods(decode_source(old)).get(override.class_name, empty)
-    after = _methods(decode_source(new)).get(override.class_name, empty)
+    before = methods_by_class(decode_source(old)).get(override.class_name, empty)
+    after = methods_by_class(decode_source(new)).get(override.class_name, empty)
     return change_needs(override, before, after)
 
 

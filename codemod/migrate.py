@@ -50,14 +50,14 @@ class MigrationRun:
         return to_migration(self.result, self.final, self.report, self.reverted)
 
 
-def _restore(checkout: Checkout, originals: dict[str, bytes]) -> None:
+def restore_originals(checkout: Checkout, originals: dict[str, bytes]) -> None:
     lost = restore(checkout, originals)
     if lost:
         raise WriteError(f"could not put back {', '.join(lost)}")
 
 
 @contextlib.contextmanager
-def _unverified_while(checkout: Checkout, originals: dict[str, bytes]) -> Iterator[None]:
+def unverified_while(checkout: Checkout, originals: dict[str, bytes]) -> Iterator[None]:
     """Around writing changes and verifying them: a note of the unverified files for as long as it lasts (what a
     kill leaves is reported by the next run); on any error the ``originals`` (path -> bytes, as the block leaves
     them) are put back, and Ctrl-C ends the run with one line that says so."""
@@ -65,7 +65,7 @@ def _unverified_while(checkout: Checkout, originals: dict[str, bytes]) -> Iterat
     try:
         yield
     except BaseException as error:
-        _restore(checkout, originals)
+        restore_originals(checkout, originals)
         stopped(error, originals)
     clear_unverified(checkout.root)
 
@@ -270,7 +270,7 @@ class _Job:
 
     def rewrite(self, plan: Plan) -> Changes:
         """Back to the original text, then the plan's changes (settle reads the files from disk)."""
-        _restore(self.checkout, self.originals)
+        restore_originals(self.checkout, self.originals)
         changes = settle(self.planned, plan, self.verifying.jobs)
         self.originals.update({r.path: r.old for r in changes.rewrites if r.changed and r.path not in self.originals})
         write(self.checkout, changes)
@@ -280,7 +280,7 @@ class _Job:
         """Apply the plan, verify it, repair what differs only by whole keys and revert what still differs."""
         first = settle(self.planned, self.make_plan(self.repairs or None), self.verifying.jobs)
         self.originals = {r.path: r.old for r in first.rewrites if r.changed}
-        with _unverified_while(self.checkout, self.originals):  # rewrite() adds the files it writes to originals
+        with unverified_while(self.checkout, self.originals):  # rewrite() adds the files it writes to originals
             write(self.checkout, first)
             current, report = self.repaired(first, self.verify(first))
             failed = failing(report, self.options.keep_unverified, self.proven_only)
@@ -412,7 +412,7 @@ def _hooks_after(
         return run
     before = {r.path: r.old for r in changes.rewrites if r.changed}  # what the first pass left
     drops: dict[str, Held] = {}
-    with _unverified_while(checkout, before):
+    with unverified_while(checkout, before):
         write(checkout, changes)
         report = verify(changes, None, result)
         failed = failing(report, keep_unverified)
@@ -420,7 +420,7 @@ def _hooks_after(
         # signature refused, or lost a default a composite's decoder relied on) is tried again as a trim
         retry = hook_stage.signature_trims(mined, result, failed)
         if retry:
-            _restore(checkout, before)
+            restore_originals(checkout, before)
             changes = settle(result, plan_for(retry), jobs)
             write(checkout, changes)
             report = _merge(report, verify(changes, set(retry), result))
@@ -430,7 +430,7 @@ def _hooks_after(
             drops = _shards_to_drop(changes.plan, failed, result)
             for shard, held in hook_stage.failing_clusters(changes.plan, mined, failed).items():
                 drops.setdefault(shard, held)
-            _restore(checkout, before)
+            restore_originals(checkout, before)
             final = settle(result, changes.plan.without(drops.values(), "reverted: verification failed"), jobs)
             write(checkout, final)
     undone = _hook_changes_undone(changes.plan, final.plan, drops, failed)

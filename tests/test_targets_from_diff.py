@@ -62,14 +62,14 @@ def test_only_changed_methods_are_targets_and_files_are_read_once(tmp_path, monk
         return real_show(top, revision, path)
 
     parsed: list[str] = []
-    real_methods = session._methods
+    real_methods = session.methods_by_class
 
     def counting_methods(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
         parsed.append(text)
         return real_methods(text)
 
     monkeypatch.setattr(session.git, "show", counting_show)
-    monkeypatch.setattr(session, "_methods", counting_methods)
+    monkeypatch.setattr(session, "methods_by_class", counting_methods)
     targets, not_run = session.targets_from_diff(base, "HEAD")
     assert sorted(t.class_name for t in targets) == ["ChangedLM", "RemovedLM"]
     assert not_run == []

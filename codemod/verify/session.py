@@ -146,7 +146,7 @@ def importable_module(checkout: Checkout, path: str) -> str | None:
 Method = tuple[str, tuple[str, ...], ast.FunctionDef | None]
 
 
-def _methods(text: str) -> dict[str, Method]:
+def methods_by_class(text: str) -> dict[str, Method]:
     """Each top-level class's ``prepare_inputs_for_generation`` as an AST dump ("" for a class without one), with
     the dumps of its body's statements: comparisons that formatting and comments do not change."""
     methods: dict[str, Method] = {}
@@ -244,7 +244,10 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
         new = new_path.read_bytes() if new_path.is_file() else b""
         if old is None or old == new:
             continue
-        old_methods, new_methods = _methods(decode_source(old)), _methods(decode_source(new) if new else "")
+        old_methods, new_methods = (
+            methods_by_class(decode_source(old)),
+            methods_by_class(decode_source(new) if new else ""),
+        )
         # an idiom fix (codemod.transform.idioms) changes how every class of the file generates, not one method
         whole_file = checkout.is_tree and fixes_idioms(decode_source(old), decode_source(new) if new else "")
         for o in overrides:
@@ -263,7 +266,7 @@ def targets_from_diff(result: ScanResult, base: str) -> tuple[list[Target], list
 
 
 def change_needs(override: Override, old: Method, new: Method) -> tuple[frozenset[str], ...]:
-    """What a verdict on a change of ``override``'s method (``old`` -> ``new``, as ``_methods`` reads them) needs a
+    """What a verdict on a change of ``override``'s method (``old`` -> ``new``, as ``methods_by_class`` reads them) needs a
     compared run to have given, one of each group: what the statements the change kept read of the model's own
     inputs, what those it removed or rewrote handled (the new code must do with the inputs what they did), and what
     those it added handle."""
@@ -291,7 +294,10 @@ def with_written_needs(result: ScanResult, targets: Sequence[Target], originals:
         if o.file not in parsed:
             path = result.index.checkout.root / o.file
             new = path.read_bytes() if path.is_file() else b""
-            parsed[o.file] = (_methods(decode_source(old)), _methods(decode_source(new) if new else ""))
+            parsed[o.file] = (
+                methods_by_class(decode_source(old)),
+                methods_by_class(decode_source(new) if new else ""),
+            )
         old_methods, new_methods = parsed[o.file]
         empty: Method = ("", (), None)
         before, after = old_methods.get(o.class_name, empty), new_methods.get(o.class_name, empty)
