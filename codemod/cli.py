@@ -421,8 +421,8 @@ def verify(
 ) -> None:
     """Compare the working tree with --base for every model class the change touches, on tiny random models.
 
-    Exit 0 when every class is identical (across releases: or no worse, or repairs), 1 when one differs, crashed
-    or could not be verified."""
+    Exit 0 when every class is identical (across releases: or no worse, or repairs), 1 when one differs (tokens
+    or scores), generates the same from other prepared inputs (inputs-differ), crashed or could not be verified."""
     _check_format(fmt, REPORTS)
     source = _source([path] if path is not None else None, release, only, skip, jobs, target=target)
     run = api.Run(device, python, own_tests, from_release, _split(requirement))
