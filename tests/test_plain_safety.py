@@ -243,8 +243,8 @@ class Other:
 )
 def test_driven_keywords_and_given_decoder_ids(cls: str, keys: set[str], ids_given: bool) -> None:
     text = textwrap.dedent(COMPOSITE)
-    assert plain_safety.driven_keywords(text, cls) == keys
-    assert plain_safety.gives_decoder_ids(text, cls) is ids_given
+    assert plain_safety.driven_keywords(plain_safety.parsed(text), cls) == keys
+    assert plain_safety.gives_decoder_ids(plain_safety.parsed(text), cls) is ids_given
 
 
 #: an encoder-decoder whose own generate() gives the decoder ids (SeamlessM4T's target-language start token)

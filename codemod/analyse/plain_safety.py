@@ -130,13 +130,19 @@ def _drives(node: ast.ClassDef) -> list[ast.Call]:
     ]
 
 
-def driven_keywords(text: str, class_name: str) -> frozenset[str]:
-    """The keywords the other classes of a file's ``text`` pass when they drive ``class_name`` (a class that names
-    it and calls ``generate`` or ``prepare_inputs_for_generation`` on a part it holds), less what ``generate()``
-    consumes itself: CLVP's composite passes its speech decoder ``return_dict``."""
+def parsed(text: str) -> ast.Module | None:
+    """A file's text parsed once for the facts below (None where it does not parse)."""
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except SyntaxError:
+        return None
+
+
+def driven_keywords(tree: ast.Module | None, class_name: str) -> frozenset[str]:
+    """The keywords the other classes of a file (``tree``, from :func:`parsed`) pass when they drive ``class_name``
+    (a class that names it and calls ``generate`` or ``prepare_inputs_for_generation`` on a part it holds), less
+    what ``generate()`` consumes itself: CLVP's composite passes its speech decoder ``return_dict``."""
+    if tree is None:
         return frozenset()
     found: set[str] = set()
     for node in tree.body:
@@ -192,13 +198,11 @@ def _sets_decoder_ids(node: ast.AST) -> bool:
     return False
 
 
-def gives_decoder_ids(text: str, class_name: str) -> bool:
+def gives_decoder_ids(tree: ast.Module | None, class_name: str) -> bool:
     """Whether the decoder ids ``class_name`` generates from are made by a ``generate()`` (its own, or that of a
-    class of the file that drives it) rather than given by the caller: continuing from a returned cache, they are
-    then shorter than the cache."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    class of the file, ``tree`` from :func:`parsed`, that drives it) rather than given by the caller: continuing
+    from a returned cache, they are then shorter than the cache."""
+    if tree is None:
         return False
     for node in tree.body:
         if not isinstance(node, ast.ClassDef):

@@ -20,6 +20,7 @@ the rest of the tool imports them from.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 
 from codemod.analyse import soundness
@@ -133,22 +134,22 @@ def drivers(result: ScanResult) -> tuple[dict[str, frozenset[str]], frozenset[st
     from codemod.sources import READ_ERRORS, read_source
 
     root = result.index.checkout.root
-    texts: dict[str, str] = {}
+    trees: dict[str, ast.Module | None] = {}  # each file parsed once, however many of its overrides change
     driven: dict[str, frozenset[str]] = {}
     ids_given: set[str] = set()
     for f in result.findings:
         o = f.override
         if f.action is Action.KEEP:
             continue
-        if o.file not in texts:
+        if o.file not in trees:
             try:
-                texts[o.file] = read_source(root / o.file)
+                trees[o.file] = plain_safety.parsed(read_source(root / o.file))
             except READ_ERRORS:
-                texts[o.file] = ""
-        keys = plain_safety.driven_keywords(texts[o.file], o.class_name)
+                trees[o.file] = None
+        keys = plain_safety.driven_keywords(trees[o.file], o.class_name)
         if keys:
             driven[o.id] = keys
-        if plain_safety.gives_decoder_ids(texts[o.file], o.class_name):
+        if plain_safety.gives_decoder_ids(trees[o.file], o.class_name):
             ids_given.add(o.id)
     return driven, frozenset(ids_given)
 
