@@ -18,7 +18,7 @@ from importlib.util import decode_source
 from pathlib import Path
 
 from codemod import git
-from codemod.analyse.across_releases import across_releases
+from codemod.analyse.across_releases import across_releases, candidates
 from codemod.analyse.classify import Action, Finding
 from codemod.analyse.index import Override
 from codemod.analyse.scan import ScanResult, scan
@@ -118,6 +118,9 @@ class RoundOptions:
 
     verifying: VerifyOptions
     keep_unverified: bool = False
+    #: overrides whose change is kept only where verified, whatever ``keep_unverified`` says (the repair candidates
+    #: across releases the retry plans: ``analyse.across_releases``)
+    proven_only: frozenset[str] = frozenset()
     only: frozenset[str] | None = None
     #: the plan's changes the fixes go on top of, in memory (None: the files as they are)
     on: Changes | None = None
@@ -156,7 +159,12 @@ def idiom_round(
             report = verifier(checkout, targets, options.verifying, progress, say, not_run) if targets else None
             if report is not None:
                 reports.append(report)
-            outcome = _judged(report, through, standing, options.keep_unverified)
+            outcome = _judged(
+                report,
+                through,
+                standing,
+                options,
+            )
             verdicts.update(outcome)
             failed = {p for p in standing if not outcome[p].startswith(_KEPT_PREFIX)}
             if failed:
@@ -237,12 +245,15 @@ def _needs(override: Override, old: bytes, new: bytes) -> tuple[frozenset[str], 
 
 
 def _judged(
-    report: VerifyReport | None, through: Mapping[str, set[str]], standing: Iterable[str], keep_unverified: bool
+    report: VerifyReport | None,
+    through: Mapping[str, set[str]],
+    standing: Iterable[str],
+    options: RoundOptions,
 ) -> dict[str, str]:
     """Per standing file: ``_KEPT_PREFIX`` and the verdicts of its classes when each is kept, else why it goes
     back (the first failing class, or that no class ran through it)."""
     verdicts = report.verdicts if report is not None else ()
-    failed = failing(report, keep_unverified) if report is not None else {}
+    failed = failing(report, options.keep_unverified, options.proven_only) if report is not None else {}
     out: dict[str, str] = {}
     for path in standing:
         mine = [v for v in verdicts if path in through.get(v.changed_override, set())]
@@ -370,7 +381,9 @@ def _again(
     if say is not None:
         say(f"idiom fixes tried again with the override migration's plan: {', '.join(sorted(changing))}")
     # the classes as the scan before the migration had them: a deleted override's class still runs
-    with_plan = dataclasses.replace(options, only=changing, on=on, classes=result.findings)
+    with_plan = dataclasses.replace(
+        options, only=changing, on=on, classes=result.findings, proven_only=candidates(current.findings)
+    )
     return idiom_round(current, with_plan, progress=progress, say=say)
 
 

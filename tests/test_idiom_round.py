@@ -247,3 +247,15 @@ def test_a_stopped_round_leaves_the_tree_as_it_was(tmp_path: Path) -> None:
     assert (checkout.root / MODELING).read_bytes() == before
     status = subprocess.run(["git", "-C", str(checkout.root), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == ""
+
+
+def test_a_repair_candidate_unverified_puts_its_file_back_even_with_keep_unverified(tmp_path: Path) -> None:
+    # the retry plans what the target itself breaks (analyse.across_releases): kept only where verified
+    checkout = _tree(tmp_path)
+    before = (checkout.root / MODELING).read_bytes()
+    candidate = f"{MODELING}::LegacyLlamaForCausalLM"
+    options = dataclasses.replace(OPTIONS, keep_unverified=True, proven_only=frozenset({candidate}))
+    done = _round(checkout, Verifier({MODELING: Verdict.UNVERIFIED}), options)
+    (fixed,) = done.files
+    assert not fixed.kept
+    assert (checkout.root / MODELING).read_bytes() == before
