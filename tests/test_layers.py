@@ -65,6 +65,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "transform.idioms.cache",
         "transform.idioms.cache_api",
         "transform.idioms.removed",
+        "transform.idioms.buffers",
         "transform.idioms",
         "transform.idioms.tree",
         "transform.hooks.vocabulary",

@@ -21,6 +21,9 @@ FIXES = {
     "the instance's own value",
     "TB008": "`is_torch_fx_available` is defined in the module (it returned True on every torch 5.x supports); "
     "other removed names are reported only",
+    "TB010": 'the module keeps the arguments it was built with (`self.__dict__.setdefault("_init_kwargs", '
+    "{...})` first in its `__init__`), and the model's `_init_weights` copies in the buffers a fresh module built "
+    "from them computes; a module that builds parameters is reported only",
     "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
     "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
     "c` returns `c`",

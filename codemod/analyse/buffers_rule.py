@@ -79,11 +79,16 @@ def _recomputed_in_forward(name: str, methods: dict[str, ast.FunctionDef]) -> bo
     return False
 
 
-def _restored_by_init_weights(tree: ast.Module, name: str, methods: dict[str, ast.FunctionDef]) -> bool:
-    """Whether the file's ``_init_weights`` names the buffer or calls a method of its module that sets it."""
+def _restored_by_init_weights(tree: ast.Module, name: str, cls: ast.ClassDef) -> bool:
+    """Whether the file's ``_init_weights`` names the buffer, calls a method of its module that sets it, or
+    rebuilds the module (``_restore_buffers``, TB010's fix) where it names its class."""
+    methods = _methods(cls)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.FunctionDef) and node.name == "_init_weights"):
             continue
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if {"_restore_buffers", cls.name} <= names:
+            return True
         for inner in ast.walk(node):
             if isinstance(inner, ast.Attribute) and inner.attr == name:
                 return True
@@ -116,9 +121,18 @@ def _empty_buffers(tree: ast.Module, facts: TreeFacts) -> Iterator[Hit]:
                 if name is None or name in seen or name not in read:
                     continue
                 seen.add(name)
-                if _recomputed_in_forward(name, methods) or _restored_by_init_weights(tree, name, methods):
+                if _recomputed_in_forward(name, methods) or _restored_by_init_weights(tree, name, cls):
                     continue
                 yield Hit(getattr(node, "lineno", 0), ast.unparse(node), detail=f"{cls.name}.{name}")
+
+
+def empty_buffer_classes(tree: ast.Module) -> dict[str, list[str]]:
+    """class name -> the non-persistent buffers of it that TB010 finds (the fix in ``codemod.transform.idioms``)."""
+    found: dict[str, list[str]] = {}
+    for hit in _empty_buffers(tree, TreeFacts()):
+        owner, _, name = hit.detail.partition(".")
+        found.setdefault(owner, []).append(name)
+    return found
 
 
 _ROTARY = (

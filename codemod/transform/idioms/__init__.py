@@ -1,9 +1,10 @@
 """Fixes for the generation-machinery idioms that stop 4.3x remote code running on a later release.
 
-``codemod.analyse.blockers`` reports them (TB001 - TB008); the common ones, in the shape Llama-derived remote code
+``codemod.analyse.blockers`` reports them (TB001 - TB010); the common ones, in the shape Llama-derived remote code
 (InternLM, Baichuan, Qwen-1, DeepSeek, MiniCPM ...) took from transformers 4.3x, are migrated here onto what the
 target offers: tuple caches onto ``Cache`` (``cache``), a layer index for ``Cache.update`` (``layer_index``),
-``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``).
+``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``),
+the buffers 5.x's ``from_pretrained`` leaves empty rebuilt by ``_init_weights`` (``buffers``).
 ``migrate`` takes a module's source and the target and gives the new source, the edits made (rule code, line,
 what it became) and what was recognised and left as it is (line, why). Only what is recognised exactly is changed;
 the rest of the file is kept byte for byte. Every fix is unsafe in ruff's sense (it changes how the model runs):
@@ -29,6 +30,7 @@ from codemod.transform.idioms.base import (
     forget_children,
     walk,
 )
+from codemod.transform.idioms.buffers import restore_buffers
 from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
 from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
@@ -67,11 +69,11 @@ def _migrated(source: Source, text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(head_mask(source, target))
     plan.merge(fx_available(source, target))
     plan.merge(config_defaults(source, target))
-    methods = cache_methods(source, target)
-    if _disjoint(plan, methods):
-        plan.merge(methods)
-    else:  # an edit inside another's would be lost when the outer one is written
-        plan.not_migrated += [NotMigrated(e.code, e.line, "inside another idiom's edit") for e in methods.edits]
+    for later in (cache_methods(source, target), restore_buffers(source, target)):
+        if _disjoint(plan, later):
+            plan.merge(later)
+        else:  # an edit inside another's would be lost when the outer one is written
+            plan.not_migrated += [NotMigrated(e.code, e.line, "inside another idiom's edit") for e in later.edits]
     if not plan.edits:
         return IdiomResult(text, (), _ordered(plan.not_migrated))
     return IdiomResult(apply(source, plan), _ordered(plan.edits), _ordered(plan.not_migrated))
@@ -82,7 +84,8 @@ _Item = TypeVar("_Item", IdiomEdit, NotMigrated)
 
 def _disjoint(plan: Plan, other: Plan) -> bool:
     inside = {id(n) for node in plan.replace for n in walk(node)}
-    return not inside & {id(n) for node in other.replace for n in walk(node)}
+    anchors = [*other.replace, *other.before, *other.after]
+    return not inside & {id(n) for node in anchors for n in walk(node)}
 
 
 def _ordered(items: list[_Item]) -> tuple[_Item, ...]:
