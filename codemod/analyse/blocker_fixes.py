@@ -24,6 +24,9 @@ FIXES = {
     "TB010": 'the module keeps the arguments it was built with (`self.__dict__.setdefault("_init_kwargs", '
     "{...})` first in its `__init__`), and the model's `_init_weights` copies in the buffers a fresh module built "
     "from them computes; a module that builds parameters is reported only",
+    "TB011": "each read of a config's `rope_scaling` outside the tree's config classes goes through "
+    '`_rope_scaling(config)`, written in the module: None without scaling, else the dict with its `"type"`, '
+    "as 4.x gave it",
     "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
     "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
     "c` returns `c`",

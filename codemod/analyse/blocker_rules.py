@@ -17,6 +17,7 @@ from pathlib import Path
 from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFacts
 from codemod.analyse.buffers_rule import BUFFERS
 from codemod.analyse.cache_api_rule import CACHE_API
+from codemod.analyse.rope_rule import ROPE
 
 #: the names legacy code gives the cache, a layer's past, or the tuple a model loop builds
 _PAST = re.compile(r"^(layer_)?past(_key_values?|_kv|_key_value_layer)?$")
@@ -517,4 +518,5 @@ RULES: tuple[BlockerRule, ...] = (
     ),
     CACHE_API,
     BUFFERS,
+    ROPE,
 )
