@@ -67,6 +67,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "transform.idioms.cache_api",
         "transform.idioms.removed",
         "transform.idioms.buffers",
+        "transform.idioms.helpers",
         "transform.idioms.rope",
         "transform.idioms",
         "transform.idioms.tree",

@@ -16,6 +16,9 @@ FIXES = {
     "TB004": "deleted where the file's caches are `Cache` objects (migrated, or never tuples)",
     "TB005": "`self.get_head_mask(head_mask, n)` calls `_get_head_mask(head_mask, n, self.dtype)`, a copy of 4.x's "
     "written in the module",
+    "TB006": "`self._extract_past_from_model_output(outputs, standardize_cache_format=...)` reads "
+    "`outputs.past_key_values` (what 4.43's returned without `_convert_to_standard_cache`); `standardize_cache_format=` "
+    "handed to another call is dropped",
     "TB007": "the tree's config class gets 4.x's default as a class attribute for each generation setting the tree "
     "reads from its config and does not set (`pad_token_id = None`, `max_length = 20`); `config.json` still sets "
     "the instance's own value",

@@ -4,8 +4,8 @@
 (InternLM, Baichuan, Qwen-1, DeepSeek, MiniCPM ...) took from transformers 4.3x, are migrated here onto what the
 target offers: tuple caches onto ``Cache`` (``cache``), a layer index for ``Cache.update`` (``layer_index``),
 ``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``),
-the buffers 5.x's ``from_pretrained`` leaves empty rebuilt by ``_init_weights`` (``buffers``), ``rope_scaling``
-read as 4.x gave it (``rope``).
+the private helpers 4.44 changed onto what they did (``helpers``), the buffers 5.x's ``from_pretrained`` leaves
+empty rebuilt by ``_init_weights`` (``buffers``), ``rope_scaling`` read as 4.x gave it (``rope``).
 ``migrate`` takes a module's source and the target and gives the new source, the edits made (rule code, line,
 what it became) and what was recognised and left as it is (line, why). Only what is recognised exactly is changed;
 the rest of the file is kept byte for byte. Every fix is unsafe in ruff's sense (it changes how the model runs):
@@ -34,6 +34,7 @@ from codemod.transform.idioms.base import (
 from codemod.transform.idioms.buffers import restore_buffers
 from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
+from codemod.transform.idioms.helpers import private_helpers
 from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
 from codemod.transform.idioms.rope import rope_scaling
 
@@ -72,6 +73,7 @@ def _migrated(source: Source, text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(fx_available(source, target))
     plan.merge(config_defaults(source, target))
     plan.merge(rope_scaling(source, target))
+    plan.merge(private_helpers(source, target))
     for later in (cache_methods(source, target), restore_buffers(source, target)):
         if _disjoint(plan, later):
             plan.merge(later)
