@@ -363,7 +363,7 @@ def _again(
     progress: Progress | None,
     say: Callable[[str], None] | None,
 ) -> IdiomRound:
-    """The files whose fixes went back, fixed again together with the override migration's plan for them, on the
+    """The files whose fixes went back, fixed again together (with the override migration's plan for them), on the
     tree as the migration left it: a fix may run only once the override changes too (InternLM's keeps the
     full-length ``position_ids`` 5.x passes). Nothing when the plan changes none of them."""
     again = frozenset(f.path for f in first.files if not f.kept)
@@ -379,10 +379,11 @@ def _again(
     if not changing:
         return IdiomRound()
     if say is not None:
-        say(f"idiom fixes tried again with the override migration's plan: {', '.join(sorted(changing))}")
-    # the classes as the scan before the migration had them: a deleted override's class still runs
+        say(f"idiom fixes tried again with the override migration's plan: {', '.join(sorted(again))}")
+    # every file that went back is tried again, not only those the plan changes: a model file's fixes may need
+    # its config file's (StableLM-epoch's pad_token_id default), which went back with them
     with_plan = dataclasses.replace(
-        options, only=changing, on=on, classes=result.findings, proven_only=candidates(current.findings)
+        options, only=again, on=on, classes=result.findings, proven_only=candidates(current.findings)
     )
     return idiom_round(current, with_plan, progress=progress, say=say)
 

@@ -259,3 +259,25 @@ def test_a_repair_candidate_unverified_puts_its_file_back_even_with_keep_unverif
     (fixed,) = done.files
     assert not fixed.kept
     assert (checkout.root / MODELING).read_bytes() == before
+
+
+def test_a_config_file_that_went_back_with_a_model_file_is_tried_again_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """StableLM-epoch's shape: its model reads ``config.pad_token_id``, which its config class does not take, so
+    the config file gets TB007's fix beside the model file's; both go back in the first round (the override still
+    cuts the ids), and the retry with the override's plan must carry the config file's fix too."""
+    checkout = _tree(tmp_path)
+    config = checkout.root / "configuration_legacy_llama.py"
+    text = (
+        config.read_text()
+        .replace("        pad_token_id=0,\n", "")
+        .replace("            pad_token_id=pad_token_id,\n", "")
+    )
+    config.write_text(text)
+    subprocess.run(["git", "-C", str(checkout.root), "commit", "-qam", "no pad"], check=True, capture_output=True)
+    verifier = Verifier({MODELING: Verdict.CRASHED}, later={MODELING: Verdict.REPAIRS})
+    rounds, _ = _rounds(checkout, verifier, monkeypatch)
+    outcome = {f.path: f.kept for f in rounds.files}
+    assert outcome == {"configuration_legacy_llama.py": True, MODELING: True}
+    assert "pad_token_id = None" in config.read_text()

@@ -197,7 +197,9 @@ def _restore_in(source: Source, model: cst.ClassDef, names: str, plan: Plan) -> 
     if method is None:
         body = list(model.body.body) if isinstance(model.body, cst.IndentedBlock) else []
         if body:
-            new = source.statement(_METHOD.format(names=names)).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            new = source.statement(_METHOD.format(names=names)).with_changes(
+                leading_lines=[cst.EmptyLine(indent=False)]
+            )
             plan.after.setdefault(body[-1], []).append(new)
         return
     params = [p.name.value for p in method.params.params]
