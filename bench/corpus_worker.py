@@ -5,9 +5,9 @@
 Run by ``bench/corpus.py`` in a release's environment; it imports only the stdlib, torch and transformers and
 shares no code with ``codemod.verify``. The model is loaded as users load remote code: ``AutoConfig`` and an
 ``Auto*`` class with ``trust_remote_code=True`` on the tree's ``config.json``. With ``--make-weights`` the
-seeded random weights are saved to WEIGHTS; otherwise they are loaded from it, so every side runs the same
-weights. Greedy decoding of 8 new tokens for a batch of two prompts, with and without the cache; OUT gets
-the tokens, or for each failure the exception and the line of the model code it came from.
+seeded random weights are saved to WEIGHTS; otherwise they are loaded from it with ``from_pretrained``, so every
+side runs the same weights, loaded the way each release loads them. Greedy decoding of 8 new tokens for a batch
+of two prompts, with and without the cache; OUT gets the tokens, or for each failure the exception and the line of the model code it came from.
 """
 
 from __future__ import annotations
@@ -45,15 +45,37 @@ def build(tree: Path, weights: Path, make: bool, init: dict[str, Any]) -> Any:
     config = transformers.AutoConfig.from_pretrained(str(tree), trust_remote_code=True)
     auto_map = getattr(config, "auto_map", {}) or {}
     name = next(a for a in AUTO_CLASSES if a in auto_map)
+    if not make:
+        # nothing built first: from_config registers the bare remote class with the auto class, and a later
+        # from_pretrained in the same process would then skip 5.x's add_generation_mixin_to_remote_model
+        return loaded(tree, weights, name, init)
     torch.manual_seed(0)
     model = getattr(transformers, name).from_config(config, trust_remote_code=True, **init)
     model = model.float().eval()
-    if make:
-        reinitialised = fill_uninitialised(model)
-        torch.save(model.state_dict(), weights)
-        return model, name, reinitialised, []
-    missing, unexpected = model.load_state_dict(torch.load(weights), strict=False)
-    return model, name, list(missing), list(unexpected)
+    reinitialised = fill_uninitialised(model)
+    torch.save(model.state_dict(), weights)
+    return model, name, reinitialised, []
+
+
+def loaded(tree: Path, weights: Path, name: str, init: dict[str, Any]) -> Any:
+    """The model as users load it: ``from_pretrained`` on a copy of the tree holding the weights. 5.x builds it on
+    the meta device and fills only what the checkpoint and ``_init_weights`` give (non-persistent buffers
+    included), which ``from_config`` plus ``load_state_dict`` would hide."""
+    import shutil
+    import tempfile
+
+    import torch
+    import transformers
+
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "model"
+        shutil.copytree(tree, folder, ignore=shutil.ignore_patterns(".git"))
+        torch.save(torch.load(weights), folder / "pytorch_model.bin")
+        model, info = getattr(transformers, name).from_pretrained(
+            str(folder), trust_remote_code=True, output_loading_info=True, **init
+        )
+    model = model.float().eval()
+    return model, name, list(info.get("missing_keys", [])), list(info.get("unexpected_keys", []))
 
 
 def fill_uninitialised(model: Any) -> list[str]:
