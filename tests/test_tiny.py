@@ -523,3 +523,32 @@ def test_a_repositorys_config_keeps_what_the_shrinking_leaves_alone(verify_env, 
     found = _run(verify_env, BASE_KEPT, tmp_path)
     assert found["bias"] is True and found["eps"] == 1e-3  # not LlamaConfig's False and 1e-6
     assert found["hidden"] < 4096 and found["layers"] < 32  # and still shrunk
+
+
+OLD_RELEASE = textwrap.dedent(
+    r"""
+    import json, warnings
+    warnings.filterwarnings("ignore")
+    import tiny
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    class BeforeGenerationConfig(LlamaForCausalLM):
+        # a model as releases before 4.26 built it: no generation_config
+        def __init__(self, config):
+            super().__init__(config)
+            self.generation_config = None
+
+    model, notes = tiny.tiny_model(BeforeGenerationConfig, seed=0)
+    model.generation_config.pad_token_id = 7
+    print("RESULT " + json.dumps({"aliased": model.generation_config is model.config,
+                                  "pad": model.config.pad_token_id, "notes": notes}))
+    """
+)
+
+
+def test_a_model_without_generation_config_reads_its_settings_from_the_config(
+    verify_env: tuple[Path, Path], tmp_path: Path
+) -> None:
+    found = _run(verify_env, OLD_RELEASE, tmp_path)
+    assert found["aliased"] and found["pad"] == 7
+    assert any("generation_config: the config" in n for n in found["notes"])

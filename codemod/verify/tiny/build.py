@@ -192,6 +192,10 @@ def tiny_model(
                 continue
         _open_gates(model, notes)
         random_codebooks(model, seed, notes)
+        if getattr(model, "generation_config", None) is None:
+            # before 4.26 generate() read its settings from the config: what is set on either is what it reads
+            model.generation_config = model.config
+            notes.append("generation_config: the config (a release before 4.26)")
         if index:
             notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
         return model, notes
