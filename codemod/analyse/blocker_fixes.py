@@ -30,6 +30,8 @@ FIXES = {
     "TB011": "each read of a config's `rope_scaling` outside the tree's config classes goes through "
     '`_rope_scaling(config)`, written in the module: None without scaling, else the dict with its `"type"`, '
     "as 4.x gave it",
+    "TB012": "`assert attention_mask is not None` is deleted where the next statement is `if attention_mask is not "
+    "None:` (a None mask is what generate() passes for no padding); elsewhere it is reported",
     "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
     "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
     "c` returns `c`",

@@ -17,6 +17,7 @@ from pathlib import Path
 from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFacts
 from codemod.analyse.buffers_rule import BUFFERS
 from codemod.analyse.cache_api_rule import CACHE_API
+from codemod.analyse.mask_rule import MASK
 from codemod.analyse.rope_rule import ROPE
 
 #: the names legacy code gives the cache, a layer's past, or the tuple a model loop builds
@@ -519,4 +520,5 @@ RULES: tuple[BlockerRule, ...] = (
     CACHE_API,
     BUFFERS,
     ROPE,
+    MASK,
 )
