@@ -151,6 +151,20 @@ def test_the_worker_and_the_comparison_name_a_release_skip_alike() -> None:
     assert f"RELEASE_LACKS = {RELEASE_LACKS!r}".replace("'", '"') in worker
     # and it knows the words 5.23.0's generate() raises with (generation/utils.py, _get_deprecated_gen_repo)
     assert "in your `generate` call, since it loads https://hf.co/" in worker
+    # and those it refuses a cache of tuples with (the prefilled cache the old release built)
+    assert "Passing a tuple of `past_key_values` is not supported anymore" in worker
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_the_release_limits_are_what_5_23_0_raises() -> None:
+    from codemod.verify.sides import release_environment
+
+    _, src = release_environment("5.23.0", "cpu")
+    generation = (src / "transformers" / "generation" / "utils.py").read_text()
+    assert "Passing a tuple of `past_key_values` is not supported anymore" in generation
+    # one message written over two f-strings: "... in your `generate` call, " "since it loads https://hf.co/..."
+    assert "in your `generate` call, " in generation and '"since it loads https://hf.co/' in generation
 
 
 def test_the_first_differing_step_and_key_are_named() -> None:

@@ -127,10 +127,14 @@ RELEASE_LACKS = "the release cannot run it: "
 #: Search requires `trust_remote_code=True` in your `generate` call, since it loads https://hf.co/...". An offline run
 #: cannot load it: the release's limit, not the code's
 _MOVED_TO_HUB = "in your `generate` call, since it loads https://hf.co/"
+#: what 5.x's generate() raises for a cache given as tuples of layer pasts, as the old release built the prefilled
+#: one: "Passing a tuple of `past_key_values` is not supported anymore. Please use a `Cache` instance."
+_NO_TUPLES = "Passing a tuple of `past_key_values` is not supported anymore"
+_RELEASE_LIMITS = (_MOVED_TO_HUB, _NO_TUPLES)
 
 
 def _failure(name: str, error: BaseException, calls: list[Call] | None = None) -> dict[str, Any]:
-    if _MOVED_TO_HUB in str(error):
+    if any(limit in str(error) for limit in _RELEASE_LIMITS):
         return {"name": name, "status": "skipped", "reason": RELEASE_LACKS + str(error).split(". ")[0][:200]}
     return {"name": name, "status": "error", "error": f"{type(error).__name__}: {error}"[:2000], "calls": calls or []}
 
