@@ -56,6 +56,20 @@ def unimportable(message: str = "ImportError: cannot import name 'is_torch_fx_av
         pytest.param(ok(), ok(tokens=(5, 6, 8)), ok(tokens=(5, 6, 9)), "differs", id="the edit differs otherwise"),
         pytest.param(ok(), ok(tokens=(5, 6, 9)), error(), "crashed", id="the target differs, the edit crashes"),
         pytest.param(ok(), error(), ok(), "repairs", id="the target crashes the old code, the new code generates"),
+        pytest.param(
+            error(message="TypeError: 'NoneType' object is not subscriptable"),
+            error(message="RuntimeError: The expanded size of the tensor (10)"),
+            error(message="RuntimeError: The size of tensor a (2)"),
+            "both-fail",
+            id="no one ran it: the old code fails it on its own release too (Baichuan's assisted on 4.29)",
+        ),
+        pytest.param(
+            error(message="TypeError: 'NoneType' object is not subscriptable"),
+            error(),
+            ok(),
+            "extended",
+            id="no-op: the new code runs what failed everywhere",
+        ),
         pytest.param(ok(), ok(tokens=(5, 6, 9)), ok(), "repairs", id="the target changes the old code's tokens only"),
         pytest.param(
             {"name": "greedy", "status": "skipped", "reason": "no cache"},

@@ -7,7 +7,8 @@ new code on the target. The candidate is judged against the reference (``compare
 
 - it fails or differs, and the baseline fails the same way (the same error kind) or generates what the
   candidate generates: the target breaks it, not the edit (``ScenarioStatus.NO_WORSE``);
-- it matches the reference where the baseline fails or differs: the edit repairs it (``REPAIRS``).
+- it matches the reference where the baseline fails or differs: the edit repairs it (``REPAIRS``);
+- it fails on every side, the old code on its own release too: nobody ran it there (``BOTH_FAIL``).
 
 A class whose scenarios are all identical, no worse or repairs keeps its change (``KEPT``); its verdict
 names the release's own break. Pure: a function of the three sides' result documents. Known differences
@@ -92,6 +93,15 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
     the reference, else as it was (a failure saying it is the new code's own, and what the baseline did)."""
     if outcome.status not in (*_FAILED, ScenarioStatus.SAME):
         return outcome
+    if all(status_of(r) is WorkerStatus.ERROR for r in (runs.reference, runs.baseline, runs.candidate)):
+        # the old code fails it on its own release too: nothing a user ran there, nothing the edit could break
+        return dataclasses.replace(
+            outcome,
+            status=ScenarioStatus.BOTH_FAIL,
+            detail=f"fails on every side, the old code on its own release too: {_first(runs.reference['error'])}",
+            difference=None,
+            repair=None,
+        )
     on_target = compare_scenario(runs.reference, runs.baseline, same_inputs=False)
     if on_target.status is ScenarioStatus.SAME:
         if outcome.status is ScenarioStatus.SAME:
