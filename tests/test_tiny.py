@@ -536,12 +536,20 @@ OLD_RELEASE = textwrap.dedent(
         # a model as releases before 4.26 built it: no generation_config
         def __init__(self, config):
             super().__init__(config)
-            self.generation_config = None
+            del self.generation_config
 
     model, notes = tiny.tiny_model(BeforeGenerationConfig, seed=0)
     model.generation_config.pad_token_id = 7
+    # as loaded (save_pretrained, from_pretrained: what each side runs), and a later release's None left alone
+    loaded = BeforeGenerationConfig(model.config)
+    again = tiny.with_generation_config(loaded)
+    latest = LlamaForCausalLM(model.config)
+    latest.generation_config = None
     print("RESULT " + json.dumps({"aliased": model.generation_config is model.config,
-                                  "pad": model.config.pad_token_id, "notes": notes}))
+                                  "pad": model.config.pad_token_id, "notes": notes,
+                                  "loaded": again and loaded.generation_config is loaded.config,
+                                  "none_kept": not tiny.with_generation_config(latest)
+                                  and latest.generation_config is None}))
     """
 )
 
@@ -550,5 +558,30 @@ def test_a_model_without_generation_config_reads_its_settings_from_the_config(
     verify_env: tuple[Path, Path], tmp_path: Path
 ) -> None:
     found = _run(verify_env, OLD_RELEASE, tmp_path)
-    assert found["aliased"] and found["pad"] == 7
+    assert found["aliased"] and found["pad"] == 7 and found["loaded"] and found["none_kept"]
     assert any("generation_config: the config" in n for n in found["notes"])
+
+
+LENGTHS = textwrap.dedent(
+    r"""
+    import json, warnings
+    warnings.filterwarnings("ignore")
+    import torch, transformers, scenarios, tiny
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    model, _ = tiny.tiny_model(LlamaForCausalLM, seed=0)
+    ids = torch.tensor([[3, 4, 5, 6, 7]])
+    now = scenarios.lengths(model, {"input_ids": ids}, 6)
+    transformers.__version__ = "4.25.1"  # as a release before 4.26 says it is
+    before = scenarios.lengths(model, {"input_ids": ids}, 6)
+    print("RESULT " + json.dumps({"now": now, "before": before}))
+    """
+)
+
+
+def test_a_release_before_4_26_is_asked_for_its_new_tokens_with_min_length(
+    verify_env: tuple[Path, Path], tmp_path: Path
+) -> None:
+    found = _run(verify_env, LENGTHS, tmp_path)
+    assert found["now"] == {"max_new_tokens": 6, "min_new_tokens": 6}
+    assert found["before"] == {"max_new_tokens": 6, "min_length": 11}  # the prompt's 5 ids count there

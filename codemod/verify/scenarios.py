@@ -249,9 +249,7 @@ def run_scenario(
             if first_tokens:
                 out = continued(model, kwargs, first_tokens, new_tokens)
             else:
-                out = model.generate(
-                    **kwargs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **output_flags(model)
-                )
+                out = model.generate(**kwargs, **lengths(model, kwargs, new_tokens), **output_flags(model))
     except Exception as error:  # noqa: BLE001 - the comparison judges errors (one side or both)
         return {
             **_failure(name, error, calls),
@@ -282,6 +280,22 @@ def run_scenario(
     }
 
 
+def lengths(model: Any, kwargs: Kwargs, count: int) -> dict[str, int]:
+    """``count`` new tokens, no fewer (an end-of-sequence token must not stop one side early): ``min_new_tokens``
+    from 4.26 on; before it, ``min_length`` counted what the sequence starts from too (the prompt's ids, or an
+    encoder-decoder's start token)."""
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) >= Version("4.26.0"):
+        return {"max_new_tokens": count, "min_new_tokens": count}
+    ids: Any = kwargs.get("decoder_input_ids", kwargs.get("input_ids"))
+    encoder_decoder = getattr(model.config, "is_encoder_decoder", False)
+    start = 1 if encoder_decoder and "decoder_input_ids" not in kwargs else 0
+    prompt = ids.shape[-1] if torch.is_tensor(ids) and not (encoder_decoder and start) else start
+    return {"max_new_tokens": count, "min_length": prompt + count}
+
+
 class Continued:
     """What a continued run generated: the second call's sequences, and both calls' scores in order."""
 
@@ -294,7 +308,7 @@ def continued(model: Any, kwargs: Kwargs, first_tokens: int, new_tokens: int) ->
     from the returned ids and cache (the encoder's inputs given again to an encoder-decoder, its decoder continuing
     from the returned ids; a decoder-only model's other inputs left to the cache, its mask grown over the ids)."""
     flags = output_flags(model)
-    first = model.generate(**kwargs, max_new_tokens=first_tokens, min_new_tokens=first_tokens, **flags)
+    first = model.generate(**kwargs, **lengths(model, kwargs, first_tokens), **flags)
     cache: Any = getattr(first, "past_key_values", None)
     sequences: Any = getattr(first, "sequences", None)
     if cache is None or not torch.is_tensor(sequences) or sequences.is_floating_point():
@@ -312,5 +326,5 @@ def continued(model: Any, kwargs: Kwargs, first_tokens: int, new_tokens: int) ->
             second["attention_mask"] = (
                 torch.cat([mask, mask.new_ones((mask.shape[0], grown))], 1) if grown >= 0 else mask[:, : ids.shape[1]]
             )
-    out = model.generate(**second, past_key_values=cache, max_new_tokens=rest, min_new_tokens=rest, **flags)
+    out = model.generate(**second, past_key_values=cache, **lengths(model, second, rest), **flags)
     return Continued(out.sequences, tuple(first.scores or ()) + tuple(out.scores or ()))

@@ -55,6 +55,7 @@ def _load(model_class: type[Any], path: str, device: str, variant: usage.Variant
     else:
         model = model_class.from_pretrained(path, **variant.load)
     model.eval()
+    tiny.with_generation_config(model)
     return model.to(device)
 
 

@@ -15,7 +15,7 @@ and transformers, never ``codemod``, and is imported as a top-level package (``c
 What can't be built or run alone raises :class:`TinyModelError` with the reason.
 """
 
-from .build import portable, seed_everything, tiny_config, tiny_model
+from .build import portable, seed_everything, tiny_config, tiny_model, with_generation_config
 from .common import TinyModelError, text_config
 from .fixups import FIXUPS
 from .inputs import generation_inputs
@@ -33,6 +33,7 @@ __all__ = [
     "special_token_ids",
     "random_ids",
     "seed_everything",
+    "with_generation_config",
     "portable",
     "scale_sections",
     "text_config",

@@ -192,9 +192,7 @@ def tiny_model(
                 continue
         _open_gates(model, notes)
         random_codebooks(model, seed, notes)
-        if getattr(model, "generation_config", None) is None:
-            # before 4.26 generate() read its settings from the config: what is set on either is what it reads
-            model.generation_config = model.config
+        if with_generation_config(model):
             notes.append("generation_config: the config (a release before 4.26)")
         if index:
             notes.insert(0, f"size {index} of {len(SIZES)} ({size}) after: {errors[-1]}")
@@ -322,6 +320,15 @@ def _from_sub_config(
     except Exception:  # noqa: BLE001 - the settings break it: the caller reports the composite's error
         return None
     return model
+
+
+def with_generation_config(model: Any) -> bool:
+    """Give a model of a release before 4.26 (no ``generation_config`` at all) its config as one: generate() read
+    its settings from the config then, so what is set on either is what it reads. Whether it had to."""
+    if hasattr(model, "generation_config"):
+        return False  # a later release's, None included (a class that cannot generate)
+    model.generation_config = model.config
+    return True
 
 
 def seed_everything(seed: int) -> None:
