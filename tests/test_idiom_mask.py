@@ -1,5 +1,6 @@
-"""TB012 and its fix (``codemod.transform.idioms.mask``): an assert that a mask was given goes where the code after
-it handles a None mask, on a target whose generate() drops an all-ones mask (5.18 on)."""
+"""TB012, TB013 and their fixes (``codemod.transform.idioms.mask``), on a target whose generate() drops an all-ones
+mask (5.18 on): an assert that a mask was given goes where the code after it handles a None mask, and a default mask
+built without the cached tokens gets them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import ast
 import pytest
 
 from codemod.analyse.blockers import TreeFacts
-from codemod.analyse.mask_rule import MASK
+from codemod.analyse.mask_rule import MASK, UNCACHED_DEFAULT
 from codemod.transform.idioms import IdiomTarget, migrate
+from codemod.transform.idioms.mask import CACHED_LENGTH
 
 ON_5_23 = IdiomTarget("5.23.0", from_legacy_cache=False)
 ON_5_17 = IdiomTarget("5.17.0", from_legacy_cache=False)
@@ -62,3 +64,80 @@ def test_an_assert_the_code_relies_on_is_reported() -> None:
     assert [(n.code, n.reason) for n in result.not_migrated] == [
         ("TB012", "the code after it does not check for None")
     ]
+
+
+#: StableLM-epoch's model loop, cut to its default mask: the length never counts the cache
+DEFAULT = """import torch
+
+
+class Model(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None):
+        batch_size, seq_length = input_ids.shape
+        seq_length_with_past = seq_length
+        past_key_values_length = 0
+        if attention_mask is None:
+            attention_mask = torch.ones(
+                (batch_size, seq_length_with_past),
+                dtype=torch.bool,
+            )
+        return attention_mask
+"""
+
+
+def test_a_default_mask_gets_the_cached_tokens_on_5_18_on() -> None:
+    result = migrate(DEFAULT, ON_5_23)
+    assert [e.code for e in result.edits] == ["TB013"]
+    assert "(batch_size, seq_length_with_past + _cached_length(past_key_values))," in result.source
+    assert "def _cached_length(past_key_values):" in result.source
+    assert list(UNCACHED_DEFAULT.find(ast.parse(DEFAULT), TreeFacts()))
+    # what the fix wrote counts the past in: the rule no longer fires on it
+    assert not list(UNCACHED_DEFAULT.find(ast.parse(result.source), TreeFacts()))
+
+
+@pytest.mark.parametrize(
+    ("held", "length"),
+    [
+        pytest.param(None, 0, id="no-cache"),
+        pytest.param("cache", 5, id="a-cache-object"),
+        pytest.param("tuples", 5, id="4x-tuples-of-layer-pasts"),
+    ],
+)
+def test_the_cached_length_helper(held: str | None, length: int) -> None:
+    namespace: dict[str, object] = {}
+    exec(CACHED_LENGTH, namespace)  # noqa: S102 - the helper the fix writes into model code
+    helper = namespace["_cached_length"]
+    assert callable(helper)
+
+    class Cache:
+        def get_seq_length(self) -> int:
+            return 5
+
+    class Past:
+        shape = (1, 2, 5, 4)
+
+    given = {None: None, "cache": Cache(), "tuples": ((Past(), Past()),)}[held]
+    assert helper(given) == length
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "why"),
+    [
+        pytest.param(DEFAULT, ON_5_17, "5.17's generate() passes the all-ones mask on", id="5.17-target"),
+        pytest.param(
+            DEFAULT.replace(
+                "        if attention_mask is None:",
+                "        if past_key_values is not None:\n"
+                "            seq_length_with_past = seq_length_with_past + past_key_values.get_seq_length()\n"
+                "        if attention_mask is None:",
+            ),
+            ON_5_23,
+            "the length counts the cached tokens (4.3x Llama's)",
+            id="counted",
+        ),
+        pytest.param(
+            DEFAULT.replace(", past_key_values=None", ""), ON_5_23, "a forward given no cache", id="no-cache"
+        ),
+    ],
+)
+def test_a_default_mask_left_as_it_is(source: str, target: IdiomTarget, why: str) -> None:
+    assert migrate(source, target).source == source, why

@@ -158,10 +158,10 @@ def test_an_unknown_rule_is_one_line_naming_the_closest_codes(query: str, closes
 
 
 def test_an_unknown_blocker_code_names_the_closest_blocker_codes() -> None:
-    result = explain("TB014")
+    result = explain("TB015")
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.startswith("error: no rule 'TB014'; the closest: TB012 (")
-    assert re.findall(r"TB\d{3}", result.stderr.split("; the closest: ", 1)[1]) == ["TB012", "TB011", "TB010"]
+    assert result.stderr.startswith("error: no rule 'TB015'; the closest: TB013 (")
+    assert re.findall(r"TB\d{3}", result.stderr.split("; the closest: ", 1)[1]) == ["TB013", "TB012", "TB011"]
 
 
 def test_an_unknown_rule_with_nothing_close_points_to_the_list() -> None:

@@ -32,6 +32,8 @@ FIXES = {
     "as 4.x gave it",
     "TB012": "`assert attention_mask is not None` is deleted where the next statement is `if attention_mask is not "
     "None:` (a None mask is what generate() passes for no padding); elsewhere it is reported",
+    "TB013": "the default mask's length gets the cached tokens added (`n + _cached_length(past_key_values)`, a "
+    "function written in the module): the all-ones mask 5.17's generate() passed",
     "TB009": "`cache.get_usable_length(n, layer_idx)` and `cache.seen_tokens` read `cache.get_seq_length(...)`; on "
     "5.x `DynamicCache.from_legacy_cache(x)` is `DynamicCache(x)` and `c.to_legacy_cache() if use_legacy_cache else "
     "c` returns `c`",

@@ -17,7 +17,7 @@ from pathlib import Path
 from codemod.analyse.blockers import BlockerRule, Example, Hit, NearMiss, TreeFacts
 from codemod.analyse.buffers_rule import BUFFERS
 from codemod.analyse.cache_api_rule import CACHE_API
-from codemod.analyse.mask_rule import MASK
+from codemod.analyse.mask_rule import MASK, UNCACHED_DEFAULT
 from codemod.analyse.rope_rule import ROPE
 
 #: the names legacy code gives the cache, a layer's past, or the tuple a model loop builds
@@ -521,4 +521,5 @@ RULES: tuple[BlockerRule, ...] = (
     BUFFERS,
     ROPE,
     MASK,
+    UNCACHED_DEFAULT,
 )

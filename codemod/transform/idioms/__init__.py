@@ -1,12 +1,12 @@
 """Fixes for the generation-machinery idioms that stop 4.3x remote code running on a later release.
 
-``codemod.analyse.blockers`` reports them (TB001 - TB012); the common ones, in the shape Llama-derived remote code
+``codemod.analyse.blockers`` reports them (TB001 - TB013); the common ones, in the shape Llama-derived remote code
 (InternLM, Baichuan, Qwen-1, DeepSeek, MiniCPM ...) took from transformers 4.3x, are migrated here onto what the
 target offers: tuple caches onto ``Cache`` (``cache``), a layer index for ``Cache.update`` (``layer_index``),
 ``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``),
 the private helpers 4.44 changed onto what they did (``helpers``), the buffers 5.x's ``from_pretrained`` leaves
 empty rebuilt by ``_init_weights`` (``buffers``), ``rope_scaling`` read as 4.x gave it (``rope``), an assert
-that a mask was given deleted where a None check follows (``mask``).
+that a mask was given deleted where a None check follows and a default mask given the cached tokens (``mask``).
 ``migrate`` takes a module's source and the target and gives the new source, the edits made (rule code, line,
 what it became) and what was recognised and left as it is (line, why). Only what is recognised exactly is changed;
 the rest of the file is kept byte for byte. Every fix is unsafe in ruff's sense (it changes how the model runs):
@@ -36,7 +36,7 @@ from codemod.transform.idioms.buffers import restore_buffers
 from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
 from codemod.transform.idioms.helpers import private_helpers
-from codemod.transform.idioms.mask import mask_asserts
+from codemod.transform.idioms.mask import mask_asserts, uncached_defaults
 from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
 from codemod.transform.idioms.rope import rope_scaling
 
@@ -77,6 +77,7 @@ def _migrated(source: Source, text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(rope_scaling(source, target))
     plan.merge(private_helpers(source, target))
     plan.merge(mask_asserts(source, target))
+    plan.merge(uncached_defaults(source, target))
     for later in (cache_methods(source, target), restore_buffers(source, target)):
         if _disjoint(plan, later):
             plan.merge(later)
