@@ -70,6 +70,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "transform.idioms.buffers",
         "transform.idioms.helpers",
         "transform.idioms.mask",
+        "transform.idioms.mask_helpers",
         "transform.idioms.rope",
         "transform.idioms",
         "transform.idioms.tree",

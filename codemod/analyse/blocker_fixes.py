@@ -23,7 +23,8 @@ FIXES = {
     "reads from its config and does not set (`pad_token_id = None`, `max_length = 20`); `config.json` still sets "
     "the instance's own value",
     "TB008": "`is_torch_fx_available` is defined in the module (it returned True on every torch 5.x supports); "
-    "other removed names are reported only",
+    "Llama's, OPT's and BART's `_expand_mask`/`_make_causal_mask` are bound to `AttentionMaskConverter`'s, and "
+    "Bloom's are written in the module; other removed names are reported only",
     "TB010": 'the module keeps the arguments it was built with (`self.__dict__.setdefault("_init_kwargs", '
     "{...})` first in its `__init__`), and the model's `_init_weights` copies in the buffers a fresh module built "
     "from them computes; a module that builds parameters is reported only",

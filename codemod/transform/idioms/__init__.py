@@ -4,6 +4,7 @@
 (InternLM, Baichuan, Qwen-1, DeepSeek, MiniCPM ...) took from transformers 4.3x, are migrated here onto what the
 target offers: tuple caches onto ``Cache`` (``cache``), a layer index for ``Cache.update`` (``layer_index``),
 ``_reorder_cache`` deleted, ``get_head_mask`` and ``is_torch_fx_available`` defined in the module (``removed``),
+the mask helpers 4.35 removed bound to the target's or written in the module (``mask_helpers``),
 the private helpers 4.44 changed onto what they did (``helpers``), the buffers 5.x's ``from_pretrained`` leaves
 empty rebuilt by ``_init_weights`` (``buffers``), ``rope_scaling`` read as 4.x gave it (``rope``), an assert
 that a mask was given deleted where a None check follows and a default mask given the cached tokens (``mask``).
@@ -37,6 +38,7 @@ from codemod.transform.idioms.cache import migrate_caches
 from codemod.transform.idioms.cache_api import cache_methods
 from codemod.transform.idioms.helpers import private_helpers
 from codemod.transform.idioms.mask import mask_asserts, uncached_defaults
+from codemod.transform.idioms.mask_helpers import mask_helpers
 from codemod.transform.idioms.removed import config_defaults, fx_available, head_mask, reorder_cache
 from codemod.transform.idioms.rope import rope_scaling
 
@@ -73,6 +75,7 @@ def _migrated(source: Source, text: str, target: IdiomTarget) -> IdiomResult:
     plan.merge(reorder_cache(source, caches_are_objects=not caches.not_migrated))
     plan.merge(head_mask(source, target))
     plan.merge(fx_available(source, target))
+    plan.merge(mask_helpers(source, target))
     plan.merge(config_defaults(source, target))
     plan.merge(rope_scaling(source, target))
     plan.merge(private_helpers(source, target))
