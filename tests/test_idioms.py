@@ -155,7 +155,7 @@ HEAD_MASK_AFTER = '''
 from transformers import PreTrainedModel
 
 
-def _get_head_mask(head_mask, num_hidden_layers, dtype):
+def _get_head_mask(head_mask, num_hidden_layers, mask_dtype):
     """ModuleUtilsMixin.get_head_mask of transformers 4.x, which 5.0 removed: a mask per layer, 5-D."""
     if head_mask is None:
         return [None] * num_hidden_layers
@@ -164,7 +164,7 @@ def _get_head_mask(head_mask, num_hidden_layers, dtype):
         head_mask = head_mask.expand(num_hidden_layers, -1, -1, -1, -1)
     elif head_mask.dim() == 2:
         head_mask = head_mask.unsqueeze(1).unsqueeze(-1).unsqueeze(-1)
-    return head_mask.to(dtype=dtype)
+    return head_mask.to(dtype=mask_dtype)
 
 
 class M(PreTrainedModel):
@@ -545,6 +545,16 @@ def test_on_4_57_only_what_4_54_removed_is_moved() -> None:
         pytest.param(
             "def f(cache):\n    return cache.to_legacy_cache()\n", "return the Cache itself", id="to-legacy-alone"
         ),
+        pytest.param(
+            "def crop(past_key_values, n):\n    past_key_values.seen_tokens -= n\n",
+            "seen_tokens is set here, not read",
+            id="seen-tokens-written-ipex-llm",
+        ),
+        pytest.param(
+            "def crop(past_key_values, n):\n    past_key_values.seen_tokens = n\n",
+            "seen_tokens is set here, not read",
+            id="seen-tokens-assigned",
+        ),
     ],
 )
 def test_a_removed_cache_method_not_recognised_exactly_is_reported(source: str, reason: str) -> None:
@@ -614,3 +624,14 @@ def test_diff_gives_the_tree_config_class_what_its_models_read(tmp_path: Path) -
         "pad_token_id = None  # 5.0's PretrainedConfig no longer sets it",
         "top_k = 50  # 5.0's PretrainedConfig no longer sets it",
     ]
+
+
+def test_the_head_mask_copy_shadows_no_name_the_module_imports() -> None:
+    # salesforce-lavis's Qformer imports torch's dtype unused; a parameter of that name would be a new pyflakes
+    # message (RedefinedWhileUnused), and the tree commands would then leave the file unfixed
+    from codemod.analyse import soundness
+
+    source = "from torch import dtype\n" + HEAD_MASK
+    result = migrate(source, FIVE)
+    assert [e.code for e in result.edits] == ["TB005"]
+    assert soundness.new_problems(source, result.source, "qformer.py") == []

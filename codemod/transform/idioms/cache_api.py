@@ -40,7 +40,8 @@ def cache_methods(source: Source, target: IdiomTarget) -> Plan:
     if not blocks("4.54.0", target.release):
         return plan
     own = {f.name.value for f in functions(source.module)} & set(REMOVED_METHODS)
-    stores = {id(t.target) for t in walk(source.module) if isinstance(t, cst.AssignTarget)}
+    # what is written to, not read: ``cache.seen_tokens = n`` and ``cache.seen_tokens -= n`` (ipex-llm's)
+    stores = {id(t.target) for t in walk(source.module) if isinstance(t, (cst.AssignTarget, cst.AugAssign))}
     for node in walk(source.module):
         new: str | None = None
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value not in own:
@@ -55,9 +56,11 @@ def cache_methods(source: Source, target: IdiomTarget) -> Plan:
                 continue
         elif isinstance(node, cst.Attribute) and node.attr.value == "seen_tokens" and "seen_tokens" not in own:
             receiver = source.code(node.value)
-            if not _CACHE_NAME.match(receiver) or id(node) in stores:
+            if not _CACHE_NAME.match(receiver):
                 continue
-            new, why = f"{receiver}.get_seq_length()", ""
+            new, why = (None, "seen_tokens is set here, not read") if id(node) in stores else (None, "")
+            if new is None and not why:
+                new = f"{receiver}.get_seq_length()"
         elif isinstance(node, cst.IfExp) and blocks("5.0.0", target.release) and "to_legacy_cache" not in own:
             body, orelse = squeezed(source.code(node.body)), squeezed(source.code(node.orelse))
             if body != f"{orelse}.to_legacy_cache()":

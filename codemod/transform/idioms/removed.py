@@ -31,7 +31,7 @@ from codemod.transform.idioms.base import (
     walk,
 )
 
-GET_HEAD_MASK = '''def _get_head_mask(head_mask, num_hidden_layers, dtype):
+GET_HEAD_MASK = '''def _get_head_mask(head_mask, num_hidden_layers, mask_dtype):
     """ModuleUtilsMixin.get_head_mask of transformers 4.x, which 5.0 removed: a mask per layer, 5-D."""
     if head_mask is None:
         return [None] * num_hidden_layers
@@ -40,7 +40,7 @@ GET_HEAD_MASK = '''def _get_head_mask(head_mask, num_hidden_layers, dtype):
         head_mask = head_mask.expand(num_hidden_layers, -1, -1, -1, -1)
     elif head_mask.dim() == 2:
         head_mask = head_mask.unsqueeze(1).unsqueeze(-1).unsqueeze(-1)
-    return head_mask.to(dtype=dtype)'''
+    return head_mask.to(dtype=mask_dtype)'''
 
 FX_AVAILABLE = """def {name}():
     # transformers 5.0 removed it; it said whether torch has torch.fx, which every torch 5.x supports has
