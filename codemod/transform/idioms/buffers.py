@@ -110,7 +110,9 @@ def _restorable(source: Source, cls: cst.ClassDef, plan: Plan) -> bool:
         plan.not_migrated.append(NotMigrated("TB010", line, "its __init__ is inherited from another file"))
         return False
     if _builds_parameters(source, init):
-        plan.not_migrated.append(NotMigrated("TB010", line, "the module builds parameters: rebuilt, they'd be lost"))
+        plan.not_migrated.append(
+            NotMigrated("TB010", line, "the module builds parameters: a fresh copy would make them for nothing")
+        )
         return False
     return True
 
