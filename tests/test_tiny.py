@@ -574,7 +574,11 @@ LENGTHS = textwrap.dedent(
     now = scenarios.lengths(model, {"input_ids": ids}, 6)
     transformers.__version__ = "4.25.1"  # as a release before 4.26 says it is
     before = scenarios.lengths(model, {"input_ids": ids}, 6)
-    print("RESULT " + json.dumps({"now": now, "before": before}))
+    from transformers.models.t5.modeling_t5 import T5ForConditionalGeneration
+    seq2seq, _ = tiny.tiny_model(T5ForConditionalGeneration, seed=0)
+    start = scenarios.lengths(seq2seq, {"input_ids": ids}, 6)  # the decoder starts from its start token
+    given = scenarios.lengths(seq2seq, {"input_ids": ids, "decoder_input_ids": ids[:, :2]}, 6)
+    print("RESULT " + json.dumps({"now": now, "before": before, "start": start, "given": given}))
     """
 )
 
@@ -585,3 +589,6 @@ def test_a_release_before_4_26_is_asked_for_its_new_tokens_with_min_length(
     found = _run(verify_env, LENGTHS, tmp_path)
     assert found["now"] == {"max_new_tokens": 6, "min_new_tokens": 6}
     assert found["before"] == {"max_new_tokens": 6, "min_length": 11}  # the prompt's 5 ids count there
+    # an encoder-decoder's length is its decoder's: the start token, or the decoder ids it was given
+    assert found["start"] == {"max_new_tokens": 6, "min_length": 7}
+    assert found["given"] == {"max_new_tokens": 6, "min_length": 8}

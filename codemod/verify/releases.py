@@ -95,12 +95,11 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
         return outcome
     if all(status_of(r) is WorkerStatus.ERROR for r in (runs.reference, runs.baseline, runs.candidate)):
         # the old code fails it on its own release too: nothing a user ran there, nothing the edit could break
-        return dataclasses.replace(
+        reference_error = _first(runs.reference["error"])
+        return _not_the_edits(
             outcome,
-            status=ScenarioStatus.BOTH_FAIL,
-            detail=f"fails on every side, the old code on its own release too: {_first(runs.reference['error'])}",
-            difference=None,
-            repair=None,
+            ScenarioStatus.BOTH_FAIL,
+            f"fails on every side, the old code on its own release too: {reference_error}",
         )
     on_target = compare_scenario(runs.reference, runs.baseline, same_inputs=False)
     if on_target.status is ScenarioStatus.SAME:
@@ -116,13 +115,12 @@ def judge(outcome: ScenarioOutcome, runs: Runs, release: str) -> ScenarioOutcome
     if alike.status not in (ScenarioStatus.SAME, ScenarioStatus.SAME_ERROR):
         own = f"the new code's own ({release} breaks it {_FOR_OLD} otherwise: {reason})"
         return dataclasses.replace(outcome, detail=f"{own}: {outcome.detail}")
-    return dataclasses.replace(
-        outcome,
-        status=ScenarioStatus.NO_WORSE,
-        detail=f"{release} breaks it {_FOR_OLD} too: {reason}",
-        difference=None,
-        repair=None,
-    )
+    return _not_the_edits(outcome, ScenarioStatus.NO_WORSE, f"{release} breaks it {_FOR_OLD} too: {reason}")
+
+
+def _not_the_edits(outcome: ScenarioOutcome, status: ScenarioStatus, detail: str) -> ScenarioOutcome:
+    """A failure the edit is not answerable for: no difference of its own to show, nothing to repair."""
+    return dataclasses.replace(outcome, status=status, detail=detail, difference=None, repair=None)
 
 
 def _reason(on_target: ScenarioOutcome, baseline: ScenarioDocument) -> str:

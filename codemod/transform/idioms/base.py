@@ -8,7 +8,9 @@ pass, so every line reported is a line of the original source and every byte out
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -80,9 +82,30 @@ class Source:
     """A module parsed once, with the line of every node."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         self.wrapper = MetadataWrapper(cst.parse_module(text))
         self.module = self.wrapper.module
         self.positions = self.wrapper.resolve(PositionProvider)
+
+    @functools.cached_property
+    def syntax(self) -> ast.Module | None:
+        """The module as the blocker rules read it (the stdlib ``ast``), parsed once for every unit; None where
+        it does not parse (a file libcst reads and ``ast`` refuses)."""
+        try:
+            return ast.parse(self.text)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+
+    def from_imports(self) -> Iterator[tuple[cst.SimpleStatementLine, cst.ImportFrom, str]]:
+        """Each top-level ``from <module> import a, b`` alone on its line, not relative nor ``*``: the statement,
+        the import and the module's dotted name."""
+        for statement in self.module.body:
+            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                continue
+            node = statement.body[0]
+            if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+                if not isinstance(node.names, cst.ImportStar):
+                    yield statement, node, self.code(node.module)
 
     def line(self, node: cst.CSTNode) -> int:
         position = self.positions.get(node)
@@ -103,6 +126,20 @@ class Source:
 
     def statement(self, code: str) -> cst.BaseStatement:
         return cst.parse_statement(code + self.module.default_newline, config=self.module.config_for_parsing)
+
+
+def drop_names(
+    plan: Plan, statement: cst.SimpleStatementLine, node: cst.ImportFrom, dropped: Sequence[cst.ImportAlias]
+) -> None:
+    """The import without the ``dropped`` names, or the whole statement gone when nothing else is imported."""
+    assert not isinstance(node.names, cst.ImportStar)
+    kept = [a for a in node.names if a not in dropped]
+    if not kept:
+        plan.replace[statement] = cst.RemoveFromParent()
+        return
+    if node.lpar is None:
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    plan.replace[node] = node.with_changes(names=kept)
 
 
 def squeezed(code: str) -> str:

@@ -45,9 +45,8 @@ def restore_buffers(source: Source, target: IdiomTarget) -> Plan:
     plan = Plan()
     if not blocks("5.0.0", target.release):
         return plan
-    try:
-        tree = ast.parse(source.module.code)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = source.syntax
+    if tree is None:
         return plan
     owners = empty_buffer_classes(tree)
     if not owners:
@@ -90,10 +89,16 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
 
 
-def _builds_parameters(source: Source, init: cst.FunctionDef) -> bool:
-    """Whether ``__init__`` makes parameters or submodules (``nn.Linear(...)``, ``nn.Parameter(...)``)."""
-    tree = ast.parse(source.code(init.with_changes(decorators=())).strip())
-    for node in ast.walk(tree):
+def _builds_parameters(tree: ast.Module, class_name: str) -> bool:
+    """Whether the class's ``__init__`` makes parameters or submodules (``nn.Linear(...)``, ``nn.Parameter(...)``)."""
+    inits = [
+        f
+        for c in ast.walk(tree)
+        if isinstance(c, ast.ClassDef) and c.name == class_name
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    ]
+    for node in (n for init in inits for n in ast.walk(init)):
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)
             if called.startswith(("nn.", "torch.nn.")) and not called.startswith(
@@ -109,7 +114,7 @@ def _restorable(source: Source, cls: cst.ClassDef, plan: Plan) -> bool:
     if init is None:
         plan.not_migrated.append(NotMigrated("TB010", line, "its __init__ is inherited from another file"))
         return False
-    if _builds_parameters(source, init):
+    if source.syntax is not None and _builds_parameters(source.syntax, cls.name.value):
         plan.not_migrated.append(
             NotMigrated("TB010", line, "the module builds parameters: a fresh copy would make them for nothing")
         )

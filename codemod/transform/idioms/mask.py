@@ -71,9 +71,8 @@ def uncached_defaults(source: Source, target: IdiomTarget) -> Plan:
     plan = Plan()
     if not blocks(UNCACHED_DEFAULT.release, target.release):
         return plan
-    try:
-        tree = ast.parse(source.module.code)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = source.syntax
+    if tree is None:
         return plan
     lengths: dict[tuple[int, int], str] = {}
     for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):

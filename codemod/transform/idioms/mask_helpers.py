@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemod.analyse.blockers import blocks
-from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source
+from codemod.transform.idioms.base import IdiomEdit, IdiomTarget, NotMigrated, Plan, Source, drop_names
 
 #: the modules whose float mask helpers had ``AttentionMaskConverter``'s arguments (read in 4.33.3)
 FLOAT_HELPERS = frozenset({"opt", "llama", "bart"})
@@ -56,30 +56,17 @@ def mask_helpers(source: Source, target: IdiomTarget) -> Plan:
         isinstance(s, cst.SimpleStatementLine) and source.statement_code(s) in ("import torch", "import torch.nn")
         for s in source.module.body
     )
-    for statement in source.module.body:
-        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-            continue
-        node = statement.body[0]
-        if not isinstance(node, cst.ImportFrom) or node.module is None or node.relative:
-            continue
-        model = _model(source.code(node.module))
-        if model is None or isinstance(node.names, cst.ImportStar):
-            continue
-        helpers = [a for a in node.names if a.evaluated_name in HELPERS]
-        if not helpers:
+    for statement, node, module in source.from_imports():
+        model = _model(module)
+        helpers = [a for a in node.names if a.evaluated_name in HELPERS]  # type: ignore[union-attr]
+        if model is None or not helpers:
             continue
         line = source.line(statement)
         if model not in FLOAT_HELPERS and (model != "bloom" or not imports_torch):
             why = "the module does not import torch" if model == "bloom" else f"{model}'s helpers are not known"
             plan.not_migrated.append(NotMigrated("TB008", line, why))
             continue
-        kept = [a for a in node.names if a not in helpers]
-        if kept:
-            if node.lpar is None:
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            plan.replace[node] = node.with_changes(names=kept)
-        else:
-            plan.replace[statement] = cst.RemoveFromParent()
+        drop_names(plan, statement, node, helpers)
         for alias in helpers:
             _bind(alias, model, line, plan)
     return plan

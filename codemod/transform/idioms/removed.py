@@ -26,6 +26,7 @@ from codemod.transform.idioms.base import (
     Plan,
     Source,
     classes,
+    drop_names,
     functions,
     one_line,
     walk,
@@ -143,28 +144,14 @@ def fx_available(source: Source, target: IdiomTarget) -> Plan:
     plan = Plan()
     if not blocks("5.0.0", target.release):
         return plan
-    for statement in source.module.body:
-        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    for statement, node, module in source.from_imports():
+        fx = [a for a in node.names if a.evaluated_name == "is_torch_fx_available"]  # type: ignore[union-attr]
+        if module not in FX_MODULES or not fx:
             continue
-        node = statement.body[0]
-        if not isinstance(node, cst.ImportFrom) or node.module is None or node.relative:
-            continue
-        if source.code(node.module) not in FX_MODULES or isinstance(node.names, cst.ImportStar):
-            continue
-        fx = [a for a in node.names if a.evaluated_name == "is_torch_fx_available"]
-        if not fx:
-            continue
-        kept = [a for a in node.names if a not in fx]
-        line = source.line(statement)
-        if kept:
-            if node.lpar is None:
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            plan.replace[node] = node.with_changes(names=kept)
-        else:
-            plan.replace[statement] = cst.RemoveFromParent()
+        drop_names(plan, statement, node, fx)
         name = fx[0].evaluated_alias or fx[0].evaluated_name
         plan.definitions.append(FX_AVAILABLE.format(name=name))
-        plan.edits.append(IdiomEdit("TB008", line, f"def {name}(): return True, in the module"))
+        plan.edits.append(IdiomEdit("TB008", source.line(statement), f"def {name}(): return True, in the module"))
     return plan
 
 

@@ -31,11 +31,8 @@ def rope_scaling(source: Source, target: IdiomTarget) -> Plan:
     plan = Plan()
     if not blocks("5.0.0", target.release):
         return plan
-    try:
-        tree = ast.parse(source.module.code)
-    except (SyntaxError, ValueError, RecursionError):
-        return plan
-    if not list(ROPE.find(tree, TreeFacts())):
+    tree = source.syntax
+    if tree is None or not list(ROPE.find(tree, TreeFacts())):
         return plan
     inside_configs = {id(n) for c in config_classes(tree) for n in ast.walk(c)}
     reads = {
